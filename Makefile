@@ -1,0 +1,114 @@
+# repro — build, run, test.  `make run` and `make check` set themselves up.
+#
+# Numerics flags are a product promise (DESIGN.md, determinism contract):
+# no -ffast-math, no -march=native, and -ffp-contract=off so the compiler
+# never fuses a*b+c into an FMA behind our back; a fused multiply-add, where
+# wanted, is written as fmaf() in the code.
+
+BUILD   ?= build
+CC      ?= cc
+OPT     ?= -O2
+NUMERICS = -ffp-contract=off -fno-fast-math
+WARN     = -Wall -Wextra -Werror
+SAN     ?=
+PKGS     = openssl libgit2 jansson inih
+
+# Probes are all $(shell ...): a bare $(which nvcc) is silently empty.
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
+NVCC     := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDNN_H  := $(firstword $(wildcard /usr/include/cudnn.h /usr/local/cuda/include/cudnn.h /usr/include/*/cudnn.h))
+
+CFLAGS   = -std=c11 -D_GNU_SOURCE -g $(OPT) $(NUMERICS) $(WARN) $(SAN) \
+           -Iharness -Ikernels/cpu -I$(BUILD) $(PKG_CFLAGS)
+LDLIBS   = $(PKG_LIBS) -lpthread -lm
+LDFLAGS  = $(SAN)
+
+LIB_SRC  = $(filter-out harness/main.c,$(wildcard harness/*.c)) $(wildcard kernels/cpu/*.c)
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC = $(wildcard tests/*.c)
+SUITE_SRC = $(filter-out tests/check_main.c,$(wildcard tests/check_*.c))
+TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
+BENCH_SRC = $(wildcard bench/*.c)
+HDRS     = $(wildcard harness/*.h kernels/cpu/*.h tests/*.h)
+
+.PHONY: all run check check-run bench asan clean deps help-build
+all: $(BUILD)/repro repro
+	@echo "✓ repro (CPU backend)"
+	@if [ -n "$(NVCC)" ]; then echo "✓ nvcc: $(NVCC) (CUDA backend: not yet written)"; else echo "✗ nvcc: not found (CPU build only)"; fi
+	@if [ -n "$(CUDNN_H)" ]; then echo "✓ cuDNN: $(CUDNN_H)"; else echo "✗ cuDNN: not found"; fi
+
+deps:
+	@./scripts/ensure-deps.sh
+
+# The main job: train both shipped experiments.
+run: deps
+	@$(MAKE) --no-print-directory all
+	./repro run experiments/mlp.ini
+	./repro run experiments/cnn.ini
+
+check: deps
+	@$(MAKE) --no-print-directory check-run
+
+check-run: $(BUILD)/check_all $(BUILD)/repro
+	REPRO_BIN=$(BUILD)/repro $(BUILD)/check_all
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	    check-run CK_TIMEOUT_MULTIPLIER=4
+
+bench: deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench_train
+	$(BUILD)/bench_train
+
+repro: $(BUILD)/repro
+	@cp $< $@
+
+clean:
+	rm -rf build build-asan repro
+
+# Build flags are tracked: a change rebuilds everything, and the compiler,
+# its version and the flags are compiled into the binary (they change bits).
+$(BUILD)/build_info.h: FORCE
+	@mkdir -p $(BUILD)
+	@{ echo '#define REPRO_CC "$(CC)"'; \
+	   echo '#define REPRO_CC_VERSION "'"$$($(CC) --version | head -n 1 | sed 's/"/\\"/g')"'"'; \
+	   echo '#define REPRO_CFLAGS "$(strip $(CFLAGS))"'; } > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+FORCE:
+
+$(BUILD)/%.o: %.c $(HDRS) $(BUILD)/build_info.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/librepro.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/repro: $(BUILD)/harness/main.o $(BUILD)/librepro.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Every tests/check_<module>.c exports <module>_suite(); the runner's list is
+# generated from the file names so adding a suite touches no shared file.
+$(BUILD)/suites.inc: FORCE
+	@mkdir -p $(BUILD)
+	@for f in $(SUITE_SRC); do \
+	    n=$$(basename $$f .c); echo "SUITE($${n#check_})"; done > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+
+$(BUILD)/tests/check_main.o: $(BUILD)/suites.inc
+# Test objects add Check's flags in their own rule: a target-specific CFLAGS
+# would leak into build_info.h (a prerequisite) and rebuild everything.
+$(BUILD)/tests/%.o: tests/%.c $(HDRS) $(BUILD)/build_info.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itests -c $< -o $@
+
+$(BUILD)/check_all: $(TEST_OBJ) $(BUILD)/librepro.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+$(BUILD)/bench_%: $(BUILD)/bench/%.o $(BUILD)/librepro.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

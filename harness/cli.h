@@ -1,0 +1,31 @@
+/* The command table (git's cmd_struct): one entry per subcommand, each
+ * implemented in its own harness/cmd_<name>.c. Usage is printed from here. */
+#ifndef REPRO_CLI_H
+#define REPRO_CLI_H
+
+#include <stdio.h>
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv); /* argv[0] is the command name; returns an exit code */
+    const char *summary;
+    const char *usage; /* full `repro help NAME` text */
+} repro_command;
+
+extern const repro_command repro_commands[];
+
+const repro_command *repro_command_find(const char *name);
+void repro_print_usage(FILE *out);
+
+/* Prints "repro: <error slot>" to stderr and returns its exit code. */
+int repro_report_error(void);
+/* Flushes stdout and turns a write error (full disk, closed pipe) into exit 3. */
+int repro_finish_stdout(int rc);
+
+int repro_cmd_run(int argc, char **argv);
+int repro_cmd_help(int argc, char **argv);
+
+extern const char repro_run_usage[];
+extern const char repro_help_usage[];
+
+#endif

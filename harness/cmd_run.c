@@ -1,0 +1,157 @@
+/* `repro run EXP`: one training run with a summary. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "error.h"
+#include "philox.h"
+#include "progress.h"
+#include "seeds.h"
+#include "train.h"
+
+const char repro_run_usage[] =
+    "usage: repro run EXP [options]\n"
+    "\n"
+    "Trains the experiment EXP (an INI file, see `repro help config`) once and\n"
+    "prints a summary: final loss, held-out loss and accuracy, speed.\n"
+    "\n"
+    "  --steps N         train N steps (train.steps)\n"
+    "  --seed S          global seed (train.seed)\n"
+    "  --threads T       kernel threads (train.threads); results do not depend on it\n"
+    "  --workers W       data-loader workers (data.num_workers)\n"
+    "  --set KEY=VALUE   override any key, as section.key or an unambiguous key;\n"
+    "                    validated like the file; may be repeated\n"
+    "  --print-config    print the effective config (INI) and exit\n"
+    "  -q, --quiet       no progress on stderr\n"
+    "  -h, --help        this text\n"
+    "\n"
+    "Progress goes to stderr: a live line on a terminal, else a line every\n"
+    "train.log_every steps. Exit: 0 ok, 2 bad experiment or option, 3 environment.\n";
+
+/* Parses `repro run` options into cfg (loaded from the file first). */
+static int parse_run_args(int argc, char **argv, repro_config *cfg, int *quiet, int *print_cfg)
+{
+    static const struct option opts[] = {
+        {"steps", required_argument, 0, 's'},   {"seed", required_argument, 0, 'S'},
+        {"threads", required_argument, 0, 't'}, {"workers", required_argument, 0, 'w'},
+        {"set", required_argument, 0, 'k'},     {"print-config", no_argument, 0, 'p'},
+        {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    /* First pass: find EXP (the one non-option) without applying anything. */
+    const char *exp = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(repro_run_usage, stdout);
+            return 1;
+        }
+        if (a[0] == '-' && a[1]) {
+            int takes = !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--threads") ||
+                        !strcmp(a, "--workers") || !strcmp(a, "--set");
+            i += takes;
+            continue;
+        }
+        if (exp)
+            return repro_error_set(REPRO_EXIT_USAGE, "run: more than one experiment ('%s', '%s')",
+                                   exp, a);
+        exp = a;
+    }
+    if (!exp)
+        return repro_error_set(REPRO_EXIT_USAGE, "run: missing experiment file (see `repro help run`)");
+    if (repro_config_load(cfg, exp))
+        return -1;
+
+    optind = 1;
+    opterr = 0;
+    int c;
+    char set[REPRO_CONFIG_PATH_MAX + 64];
+    while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
+        const char *key = NULL;
+        switch (c) {
+        case 's': key = "train.steps"; break;
+        case 'S': key = "train.seed"; break;
+        case 't': key = "train.threads"; break;
+        case 'w': key = "data.num_workers"; break;
+        case 'k':
+            if (repro_config_set(cfg, optarg))
+                return -1;
+            break;
+        case 'p': *print_cfg = 1; break;
+        case 'q': *quiet = 1; break;
+        case ':':
+            return repro_error_set(REPRO_EXIT_USAGE, "run: option '%s' needs a value",
+                                   argv[optind - 1]);
+        default:
+            return repro_error_set(REPRO_EXIT_USAGE, "run: unknown option '%s' (see `repro help run`)",
+                                   argv[optind - 1]);
+        }
+        if (key) {
+            snprintf(set, sizeof set, "%s=%s", key, optarg);
+            if (repro_config_set(cfg, set))
+                return -1;
+        }
+    }
+    return repro_config_validate(cfg);
+}
+
+int repro_cmd_run(int argc, char **argv)
+{
+    static repro_config cfg; /* large: keep it off the stack */
+    int quiet = 0, print_cfg = 0;
+    int rc = parse_run_args(argc, argv, &cfg, &quiet, &print_cfg);
+    if (rc == 1)
+        return repro_finish_stdout(0);
+    if (rc)
+        return repro_report_error();
+    if (print_cfg) {
+        repro_config_dump(&cfg, stdout);
+        return repro_finish_stdout(0);
+    }
+
+    repro_trainer t;
+    double t0 = repro_now();
+    if (repro_trainer_init(&t, &cfg))
+        return repro_report_error();
+    double setup = repro_now() - t0;
+    long steps = cfg.train_steps;
+    printf("repro run %s (%s): %s, seed %llu, %ld steps, batch %d, threads %d, workers %d\n",
+           cfg.name, cfg.path, cfg.model_type == REPRO_MODEL_MLP ? "mlp" : "cnn",
+           (unsigned long long)cfg.train_seed, steps, cfg.train_batch_size, cfg.train_threads,
+           cfg.data_num_workers);
+    printf("  seed scheme %s, rng %s, %ld parameters\n", REPRO_SEED_SCHEME, REPRO_RNG_VERSION,
+           repro_model_param_count(&t.model));
+    fflush(stdout);
+
+    repro_progress prog;
+    repro_progress_init(&prog, stderr, steps, cfg.train_log_every, quiet);
+    double first_loss = 0;
+    double t1 = repro_now();
+    for (long s = 0; s < steps; s++) {
+        if (repro_trainer_step(&t)) {
+            repro_progress_finish(&prog);
+            rc = repro_report_error();
+            repro_trainer_release(&t);
+            return rc;
+        }
+        if (s == 0)
+            first_loss = t.loss;
+        repro_progress_update(&prog, s + 1, t.loss);
+    }
+    double train_s = repro_now() - t1;
+    repro_progress_finish(&prog);
+
+    double eval_loss, acc;
+    repro_trainer_evaluate(&t, &eval_loss, &acc);
+    float final = (float)t.loss;
+    uint32_t bits;
+    memcpy(&bits, &final, sizeof bits);
+    printf("  loss %.6f -> %.9g (float bits 0x%08x)\n", first_loss, final, bits);
+    printf("  held-out: loss %.6f, accuracy %.2f%% of %d samples\n", eval_loss, 100.0 * acc,
+           t.test_set.n);
+    printf("  %.2f s training, %.1f steps/s, %.2f s setup\n", train_s, steps / train_s, setup);
+    repro_trainer_release(&t);
+    return repro_finish_stdout(0);
+}

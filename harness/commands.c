@@ -1,0 +1,49 @@
+/* The subcommand table and the shared bits of command-line plumbing. */
+#include "cli.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "error.h"
+
+const repro_command repro_commands[] = {
+    {"run", repro_cmd_run, "train an experiment once and print its summary", repro_run_usage},
+    {"help", repro_cmd_help, "show help for a command, or `repro help config` for the keys",
+     repro_help_usage},
+    {NULL, NULL, NULL, NULL},
+};
+
+const repro_command *repro_command_find(const char *name)
+{
+    for (const repro_command *c = repro_commands; c->name; c++)
+        if (!strcmp(c->name, name))
+            return c;
+    return NULL;
+}
+
+void repro_print_usage(FILE *out)
+{
+    fprintf(out, "usage: repro [--version] [--help] COMMAND [ARGS]\n\n"
+                 "repro proves that a training run is reproducible, and when it is not,\n"
+                 "says where and why.\n\ncommands:\n");
+    for (const repro_command *c = repro_commands; c->name; c++)
+        fprintf(out, "  %-8s %s\n", c->name, c->summary);
+    fprintf(out, "\nexit codes: 0 ok, 1 mismatch, 2 usage or input error, 3 environment "
+                 "problem, 125 cannot test\n"
+                 "`repro help COMMAND` for a command's options.\n");
+}
+
+int repro_report_error(void)
+{
+    fprintf(stderr, "repro: %s\n", repro_error_message());
+    return repro_error_exit_code();
+}
+
+int repro_finish_stdout(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "repro: writing standard output: %s\n", strerror(errno));
+        return REPRO_EXIT_ENV;
+    }
+    return rc;
+}

@@ -1,0 +1,47 @@
+/* The one table of experiment keys: it drives the config struct, the
+ * defaults, the strict parser, `repro help config` and the dump of the
+ * effective config (inih's ini_xmacros pattern). Include with X defined:
+ *
+ *   X(section, key, TYPE, default, min, max, choices, help)
+ *
+ * TYPE is INT, U64, REAL, BOOL, ENUM (choices "a|b|c", stored as the index),
+ * STR (a path) or LIST (comma-separated positive ints). min/max bound INT,
+ * REAL and LIST entries; for REAL, choices "min-open" makes min exclusive. */
+
+/* [model] */
+X(model, type,          ENUM, "mlp",    0, 0,   "mlp|cnn", "network: mlp (linear layers) or cnn (conv blocks + linear head)")
+X(model, hidden,        LIST, "256,128", 1, 65536, "",     "mlp: hidden layer widths, input 784 and output 10 are implied")
+X(model, conv_channels, LIST, "8,16",   1, 1024, "",       "cnn: output channels of each conv 3x3 + ReLU + maxpool 2 block")
+X(model, kernel_size,   INT,  "3",      1, 9,    "",       "cnn: convolution kernel size (square, stride 1)")
+X(model, padding,       INT,  "0",      0, 4,    "",       "cnn: zero padding on each side")
+X(model, dropout,       REAL, "0",      0, 0.95, "",       "dropout probability after each hidden activation (0 = off)")
+/* [data] */
+X(data, dataset,        ENUM, "synthetic", 0, 0, "synthetic|idx", "synthetic (generated from the seed) or idx files")
+X(data, train_images,   STR,  "",       0, 0,    "",       "idx: training images (n x 28 x 28 ubyte), path relative to the working directory")
+X(data, train_labels,   STR,  "",       0, 0,    "",       "idx: training labels (n ubyte, values 0..9)")
+X(data, test_images,    STR,  "",       0, 0,    "",       "idx: held-out images (optional: else the last test_size training samples are held out)")
+X(data, test_labels,    STR,  "",       0, 0,    "",       "idx: held-out labels")
+X(data, train_size,     INT,  "8192",   1, 1000000, "",    "synthetic: training samples")
+X(data, test_size,      INT,  "1024",   1, 1000000, "",    "held-out samples (synthetic: generated; idx without test files: taken from the end)")
+X(data, num_workers,    INT,  "0",      0, 64,   "",       "loader worker threads (0 = load in the training thread)")
+X(data, prefetch,       INT,  "2",      1, 64,   "",       "batches in flight per worker")
+X(data, shuffle,        BOOL, "on",     0, 0,    "",       "reshuffle every epoch with the seeded generator")
+X(data, augment_seed,   ENUM, "sample", 0, 0,    "sample|worker", "sample: augmentation keyed by (base_seed, sample id); worker: by the worker's RNG (PyTorch)")
+X(data, shift,          INT,  "0",      0, 8,    "",       "augmentation: random translation up to +-shift pixels")
+X(data, flip,           BOOL, "off",    0, 0,    "",       "augmentation: horizontal flip with probability 1/2")
+X(data, noise,          REAL, "0",      0, 1,    "",       "augmentation: additive normal noise, standard deviation on the 0..1 pixel scale")
+/* [train] */
+X(train, seed,          U64,  "0",      0, 0,    "",       "global seed; every stream is derived from it (seed scheme repro-seed/v1)")
+X(train, steps,         INT,  "200",    1, 100000000, "",  "optimizer steps")
+X(train, batch_size,    INT,  "64",     1, 65536, "",      "samples per step")
+X(train, lr,            REAL, "0.05",   0, 10,   "min-open", "learning rate (> 0)")
+X(train, optimizer,     ENUM, "sgd",    0, 0,    "sgd|adamw", "sgd (with momentum) or adamw")
+X(train, momentum,      REAL, "0.9",    0, 0.999999, "",   "sgd momentum")
+X(train, weight_decay,  REAL, "0",      0, 1,    "",       "sgd: L2 added to the gradient; adamw: decoupled decay")
+X(train, beta1,         REAL, "0.9",    0, 0.999999, "",   "adamw beta1")
+X(train, beta2,         REAL, "0.999",  0, 0.999999, "",   "adamw beta2")
+X(train, eps,           REAL, "1e-8",   0, 1,    "min-open", "adamw epsilon (> 0)")
+X(train, threads,       INT,  "1",      1, 256,  "",       "kernel threads; results are bitwise identical for any value")
+X(train, deterministic, BOOL, "on",     0, 0,    "",       "use only deterministic kernel variants (all current kernels are)")
+X(train, benchmark,     BOOL, "off",    0, 0,    "",       "autotune algorithm choice per call site (parsed; used by a later version)")
+X(train, log_every,     INT,  "50",     1, 100000000, "",  "progress line every N steps when stderr is not a terminal")

@@ -1,0 +1,294 @@
+/* Builds the layer list from the config and runs it forward and backward
+ * over the CPU kernels (see model.h). */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset.h"
+#include "error.h"
+#include "philox.h"
+#include "seeds.h"
+
+static repro_layer *add_layer(repro_model *m, repro_layer_kind kind, const char *name, int num)
+{
+    repro_layer *l = &m->layers[m->nlayers];
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    l->index = m->nlayers++;
+    l->param = -1;
+    snprintf(l->name, sizeof l->name, "%s%d", name, num);
+    if (m->nlayers > 1) {
+        const repro_layer *prev = &m->layers[m->nlayers - 2];
+        l->in_c = prev->out_c;
+        l->in_h = prev->out_h;
+        l->in_w = prev->out_w;
+    } else {
+        l->in_c = 1;
+        l->in_h = REPRO_IMG_ROWS;
+        l->in_w = REPRO_IMG_COLS;
+    }
+    l->out_c = l->in_c;
+    l->out_h = l->in_h;
+    l->out_w = l->in_w;
+    return l;
+}
+
+static void add_param(repro_model *m, repro_layer *l, const char *what, int ndim, const int *shape)
+{
+    repro_param *p = &m->params[m->nparams++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s.%s", l->name, what);
+    p->ndim = ndim;
+    p->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->shape[i] = shape[i];
+        p->numel *= shape[i];
+    }
+}
+
+static void add_linear(repro_model *m, int num, int out)
+{
+    repro_layer *l = add_layer(m, REPRO_LAYER_LINEAR, "fc", num);
+    l->in_c = l->in_c * l->in_h * l->in_w; /* flatten: NCHW is already contiguous */
+    l->in_h = l->in_w = 1;
+    l->out_c = out;
+    l->out_h = l->out_w = 1;
+    l->param = m->nparams;
+    add_param(m, l, "weight", 2, (int[]){out, l->in_c});
+    add_param(m, l, "bias", 1, (int[]){out});
+}
+
+static void add_relu_dropout(repro_model *m, int num, double p)
+{
+    add_layer(m, REPRO_LAYER_RELU, "relu", num);
+    if (p > 0) {
+        repro_layer *d = add_layer(m, REPRO_LAYER_DROPOUT, "drop", num);
+        d->p = (float)p;
+    }
+}
+
+static long layer_out_numel(const repro_layer *l)
+{
+    return (long)l->out_c * l->out_h * l->out_w;
+}
+
+static long layer_in_numel(const repro_layer *l)
+{
+    return (long)l->in_c * l->in_h * l->in_w;
+}
+
+int repro_model_init(repro_model *m, const repro_config *cfg, int capacity)
+{
+    memset(m, 0, sizeof *m);
+    m->capacity = capacity;
+    m->optimizer = cfg->train_optimizer;
+    if (cfg->model_type == REPRO_MODEL_MLP) {
+        int n = cfg->model_hidden_n;
+        for (int i = 0; i < n; i++) {
+            add_linear(m, i + 1, cfg->model_hidden[i]);
+            add_relu_dropout(m, i + 1, cfg->model_dropout);
+        }
+        add_linear(m, n + 1, REPRO_CLASSES);
+    } else {
+        int n = cfg->model_conv_channels_n;
+        for (int i = 0; i < n; i++) {
+            repro_layer *c = add_layer(m, REPRO_LAYER_CONV, "conv", i + 1);
+            int r = cfg->model_kernel_size, pad = cfg->model_padding;
+            c->out_c = cfg->model_conv_channels[i];
+            c->out_h = c->in_h + 2 * pad - r + 1;
+            c->out_w = c->in_w + 2 * pad - r + 1;
+            c->k = r;
+            c->pad = pad;
+            c->param = m->nparams;
+            add_param(m, c, "weight", 4, (int[]){c->out_c, c->in_c, r, r});
+            add_param(m, c, "bias", 1, (int[]){c->out_c});
+            add_relu_dropout(m, i + 1, cfg->model_dropout);
+            repro_layer *pl = add_layer(m, REPRO_LAYER_MAXPOOL, "pool", i + 1);
+            pl->k = 2;
+            pl->out_h = pl->in_h / 2;
+            pl->out_w = pl->in_w / 2;
+            if (pl->out_h < 1 || c->out_h < 1)
+                return repro_error_set(REPRO_EXIT_USAGE, "%s: conv blocks shrink 28x28 to nothing",
+                                       cfg->path);
+        }
+        add_linear(m, 1, REPRO_CLASSES);
+    }
+    long max_w = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        repro_param *p = &m->params[i];
+        p->data = calloc((size_t)p->numel, sizeof(float));
+        p->grad = calloc((size_t)p->numel, sizeof(float));
+        p->state1 = calloc((size_t)p->numel, sizeof(float));
+        if (m->optimizer == REPRO_OPT_ADAMW)
+            p->state2 = calloc((size_t)p->numel, sizeof(float));
+        if (!p->data || !p->grad || !p->state1 || (m->optimizer == REPRO_OPT_ADAMW && !p->state2))
+            goto oom;
+        if (p->ndim == 2 && p->numel > max_w)
+            max_w = p->numel;
+    }
+    m->scratch = malloc((size_t)(max_w ? max_w : 1) * sizeof(float));
+    if (!m->scratch)
+        goto oom;
+    for (int i = 0; i < m->nlayers; i++) {
+        repro_layer *l = &m->layers[i];
+        size_t out = (size_t)capacity * (size_t)layer_out_numel(l);
+        m->act[i + 1] = malloc(out * sizeof(float));
+        m->dact[i + 1] = malloc(out * sizeof(float));
+        if (!m->act[i + 1] || !m->dact[i + 1])
+            goto oom;
+        if (l->kind == REPRO_LAYER_MAXPOOL && !(l->argmax = malloc(out * sizeof(int32_t))))
+            goto oom;
+        if (l->kind == REPRO_LAYER_DROPOUT && !(l->mask = malloc(out)))
+            goto oom;
+    }
+    return 0;
+oom:
+    repro_model_release(m);
+    return repro_error_set(REPRO_EXIT_ENV, "out of memory building the model");
+}
+
+void repro_model_release(repro_model *m)
+{
+    for (int i = 0; i < m->nparams; i++) {
+        free(m->params[i].data);
+        free(m->params[i].grad);
+        free(m->params[i].state1);
+        free(m->params[i].state2);
+    }
+    for (int i = 0; i < m->nlayers; i++) {
+        free(m->act[i + 1]);
+        free(m->dact[i + 1]);
+        free(m->layers[i].argmax);
+        free(m->layers[i].mask);
+    }
+    free(m->scratch);
+    memset(m, 0, sizeof *m);
+}
+
+void repro_model_init_params(repro_model *m, uint64_t seed)
+{
+    for (int j = 0; j < m->nparams; j++) {
+        repro_param *p = &m->params[j];
+        /* fan_in: weight [out][in...] -> product of all but the first dim;
+         * a bias shares its weight's fan_in (PyTorch's Linear/Conv init). */
+        const repro_param *w = p->ndim == 1 ? p - 1 : p;
+        long fan_in = w->numel / w->shape[0];
+        float bound = (float)(1.0 / sqrt((double)fan_in)); /* sqrt is correctly rounded */
+        uint64_t key = repro_seed_derive(seed, REPRO_PURPOSE_INIT, 0, 0, 0, (uint32_t)j);
+        for (long i = 0; i < p->numel; i++) {
+            float u = repro_u32_to_unit(repro_philox_at(key, (uint64_t)i, 0).v[0]);
+            p->data[i] = (2.0f * u - 1.0f) * bound;
+        }
+        memset(p->state1, 0, (size_t)p->numel * sizeof(float));
+        if (p->state2)
+            memset(p->state2, 0, (size_t)p->numel * sizeof(float));
+    }
+}
+
+static repro_conv_shape conv_shape(const repro_layer *l, int B)
+{
+    repro_conv_shape s = {B, l->in_c, l->in_h, l->in_w, l->out_c, l->k, l->pad};
+    return s;
+}
+
+const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *x, int B,
+                                 int train, uint64_t seed, long step)
+{
+    m->act[0] = (float *)x;
+    for (int i = 0; i < m->nlayers; i++) {
+        repro_layer *l = &m->layers[i];
+        const float *in = m->act[i];
+        float *out = m->act[i + 1];
+        long n = (long)B * layer_out_numel(l);
+        switch (l->kind) {
+        case REPRO_LAYER_LINEAR: {
+            const repro_param *w = &m->params[l->param];
+            repro_linear_forward(pool, in, w->data, w[1].data, out, B, l->in_c, l->out_c,
+                                 m->scratch);
+            break;
+        }
+        case REPRO_LAYER_CONV: {
+            const repro_param *w = &m->params[l->param];
+            repro_conv_shape s = conv_shape(l, B);
+            repro_conv2d_forward(pool, &s, in, w->data, w[1].data, out);
+            break;
+        }
+        case REPRO_LAYER_RELU:
+            repro_relu_forward(pool, in, out, n);
+            break;
+        case REPRO_LAYER_MAXPOOL:
+            repro_maxpool2d_forward(pool, B, l->in_c, l->in_h, l->in_w, l->k, in, out, l->argmax);
+            break;
+        case REPRO_LAYER_DROPOUT:
+            if (train) {
+                uint64_t key = repro_seed_derive(seed, REPRO_PURPOSE_DROPOUT, (uint32_t)step, 0, 0,
+                                                 (uint32_t)l->index);
+                repro_dropout_forward(pool, in, out, l->mask, n, l->p, key);
+            } else {
+                memcpy(out, in, (size_t)n * sizeof(float)); /* eval: identity */
+            }
+            break;
+        }
+    }
+    return m->act[m->nlayers];
+}
+
+void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits, int B)
+{
+    memcpy(m->dact[m->nlayers], dlogits,
+           (size_t)B * (size_t)layer_out_numel(&m->layers[m->nlayers - 1]) * sizeof(float));
+    for (int i = m->nlayers - 1; i >= 0; i--) {
+        repro_layer *l = &m->layers[i];
+        const float *in = m->act[i];
+        const float *dout = m->dact[i + 1];
+        float *din = i > 0 ? m->dact[i] : NULL; /* no gradient for the input batch */
+        long n_in = (long)B * layer_in_numel(l);
+        switch (l->kind) {
+        case REPRO_LAYER_LINEAR: {
+            repro_param *w = &m->params[l->param];
+            repro_linear_backward_weight(pool, dout, in, w->grad, B, l->in_c, l->out_c, 0);
+            repro_linear_backward_bias(pool, dout, w[1].grad, B, l->out_c, 0);
+            if (din)
+                repro_linear_backward_data(pool, dout, w->data, din, B, l->in_c, l->out_c);
+            break;
+        }
+        case REPRO_LAYER_CONV: {
+            repro_param *w = &m->params[l->param];
+            repro_conv_shape s = conv_shape(l, B);
+            repro_conv2d_backward_filter(pool, &s, dout, in, w->grad, w[1].grad, 0);
+            if (din)
+                repro_conv2d_backward_data(pool, &s, dout, w->data, din);
+            break;
+        }
+        case REPRO_LAYER_RELU:
+            if (din)
+                repro_relu_backward(pool, m->act[i + 1], dout, din, n_in);
+            break;
+        case REPRO_LAYER_MAXPOOL:
+            if (din)
+                repro_maxpool2d_backward(pool, B, l->in_c, l->in_h, l->in_w, l->k, l->argmax, dout,
+                                         din);
+            break;
+        case REPRO_LAYER_DROPOUT:
+            if (din)
+                repro_dropout_backward(pool, dout, l->mask, din, n_in, l->p);
+            break;
+        }
+    }
+}
+
+int repro_model_out_features(const repro_model *m)
+{
+    return m->layers[m->nlayers - 1].out_c;
+}
+
+long repro_model_param_count(const repro_model *m)
+{
+    long n = 0;
+    for (int i = 0; i < m->nparams; i++)
+        n += m->params[i].numel;
+    return n;
+}

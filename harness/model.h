@@ -1,0 +1,86 @@
+/* The networks of the shipped experiments, as a flat list of layers over the
+ * CPU kernels: MLP (linear, ReLU, dropout ...) and CNN (conv 3x3, ReLU,
+ * maxpool 2 blocks, then a linear head). Owns parameters, gradients,
+ * optimizer state and activations; knows nothing about data or hashing. */
+#ifndef REPRO_MODEL_H
+#define REPRO_MODEL_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "ops.h"
+
+#define REPRO_MAX_LAYERS 32
+#define REPRO_MAX_PARAMS 16
+
+typedef enum {
+    REPRO_LAYER_LINEAR,
+    REPRO_LAYER_CONV,
+    REPRO_LAYER_RELU,
+    REPRO_LAYER_MAXPOOL,
+    REPRO_LAYER_DROPOUT
+} repro_layer_kind;
+
+typedef struct {
+    char name[32];  /* "fc1.weight" */
+    int ndim;
+    int shape[4];
+    long numel;
+    float *data;
+    float *grad;
+    float *state1;  /* sgd momentum buffer / adamw first moment */
+    float *state2;  /* adamw second moment (NULL for sgd) */
+} repro_param;
+
+typedef struct {
+    repro_layer_kind kind;
+    char name[16];    /* "fc1", "conv2", "relu1", "pool1", "drop1" */
+    int in_c, in_h, in_w;   /* per-sample input shape (linear: in_c features, 1 x 1) */
+    int out_c, out_h, out_w;
+    int param;        /* index of the weight in params (bias follows), or -1 */
+    int index;        /* position in the layer list (dropout stream key) */
+    float p;          /* dropout probability */
+    int k;            /* maxpool window / conv kernel size */
+    int pad;          /* conv zero padding */
+    int32_t *argmax;  /* maxpool: batch x out */
+    uint8_t *mask;    /* dropout: batch x out */
+} repro_layer;
+
+typedef struct {
+    int nlayers, nparams;
+    int capacity;          /* largest batch the buffers hold */
+    repro_layer layers[REPRO_MAX_LAYERS];
+    repro_param params[REPRO_MAX_PARAMS];
+    /* act[0] is the input batch (not owned), act[i+1] the output of layer i;
+     * dact[i] the gradient of the loss with respect to act[i]. */
+    float *act[REPRO_MAX_LAYERS + 1];
+    float *dact[REPRO_MAX_LAYERS + 1];
+    float *scratch;        /* linear forward: w transposed, largest layer */
+    int optimizer;         /* REPRO_OPT_*: decides which state is allocated */
+} repro_model;
+
+/* Builds the network the config describes, buffers for `capacity` samples.
+ * Parameters are zero until repro_model_init_params. */
+int repro_model_init(repro_model *m, const repro_config *cfg, int capacity);
+void repro_model_release(repro_model *m);
+
+/* PyTorch's default init (kaiming_uniform with a = sqrt(5)): weights and
+ * biases uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)). Element i of
+ * parameter j draws philox_at(derive(seed, INIT, 0,0,0, j), i) — so the
+ * values never depend on layout, threads or device. Optimizer state zeroed. */
+void repro_model_init_params(repro_model *m, uint64_t seed);
+
+/* Forward over `B` <= capacity samples of x (B x 1 x 28 x 28). `train`
+ * enables dropout, whose stream for layer L at this step is
+ * derive(seed, DROPOUT, step, 0, 0, L). Returns the logits (B x 10). */
+const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *x, int B,
+                                 int train, uint64_t seed, long step);
+
+/* Backward from dlogits (B x 10) after a train forward of the same batch:
+ * fills every parameter's grad (overwritten, not accumulated). */
+void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits, int B);
+
+int repro_model_out_features(const repro_model *m);
+long repro_model_param_count(const repro_model *m);
+
+#endif

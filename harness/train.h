@@ -1,0 +1,35 @@
+/* One training run in process: data, loader, model, optimizer and the step
+ * loop. The CLI drives it step by step (progress, later hashing); tests drive
+ * it directly to compare final parameters bit for bit. */
+#ifndef REPRO_TRAIN_H
+#define REPRO_TRAIN_H
+
+#include "config.h"
+#include "dataset.h"
+#include "loader.h"
+#include "model.h"
+
+typedef struct {
+    repro_config cfg;
+    repro_pool *pool;
+    repro_dataset train_set, test_set;
+    repro_loader *loader;
+    repro_model model;
+    long step;              /* optimizer steps done */
+    const repro_batch *batch; /* the last step's batch */
+    double loss;            /* the last step's mean loss (double accumulation) */
+    float *probs, *dlogits; /* batch x classes */
+    double beta1_pow, beta2_pow; /* adamw: beta^t kept by multiplication */
+} repro_trainer;
+
+/* Validates the config, loads or generates the data, builds and initializes
+ * the model. Returns 0, or -1 with the error slot set. */
+int repro_trainer_init(repro_trainer *t, const repro_config *cfg);
+/* One optimizer step: next batch, forward, loss, backward, update. */
+int repro_trainer_step(repro_trainer *t);
+/* Loss and accuracy on the held-out split, in eval mode (no dropout), in
+ * fixed batches of the config's batch size. Does not touch training state. */
+void repro_trainer_evaluate(repro_trainer *t, double *loss, double *accuracy);
+void repro_trainer_release(repro_trainer *t);
+
+#endif

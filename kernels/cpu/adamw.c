@@ -1,0 +1,156 @@
+/* torch.optim.AdamW's single-tensor update, elementwise in float.
+ * Determinism argument: each element's update touches only its own p, g, m,
+ * v, in the fixed expression order of PyTorch's CPU kernels (lerp, then
+ * v*beta2 + ((1-beta2)*g)*g as addcmul computes it, then p + (-step*m)/denom
+ * as addcdiv computes it); the scalar factors are formed once in double and
+ * rounded to float, as PyTorch casts Python scalars for a float tensor; the
+ * square roots are our own correctly rounded ones (IEEE sqrt is exactly
+ * specified, so these equal sqrtf/sqrt bit for bit, without linking libm).
+ * Chunks are fixed 16384-element ranges, so threads change nothing. */
+#include "ops.h"
+
+#include <stdint.h>
+#include <string.h>
+
+enum { CHUNK = 16384 };
+
+static double bits_to_d(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static uint64_t d_to_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* Correctly rounded sqrt of a double, digit by digit on integers (as
+ * fdlibm's e_sqrt.c): exact, slow, used once per step for sqrt(bc2). */
+__extension__ typedef unsigned __int128 u128;
+
+static double repro_sqrt(double d)
+{
+    if (d != d || d == 0.0 || d > 1.79769313486231570815e308)
+        return d; /* NaN, +-0, +inf */
+    if (d < 0.0)
+        return bits_to_d(0x7ff8000000000000ULL);
+    uint64_t u = d_to_bits(d);
+    int ex = (int)(u >> 52);
+    uint64_t m = u & 0x000fffffffffffffULL;
+    if (ex == 0) { /* subnormal: normalize the integer mantissa */
+        ex = 1;
+        while (!(m & 0x0010000000000000ULL)) {
+            m <<= 1;
+            ex--;
+        }
+    } else {
+        m |= 0x0010000000000000ULL;
+    }
+    /* d = m * 2^e2 with m in [2^52, 2^53); make e2 even */
+    int e2 = ex - 1023 - 52;
+    if (e2 & 1) {
+        m <<= 1;
+        e2--;
+    }
+    /* q = floor(sqrt(m * 2^52)) has 53 bits; rem decides the rounding */
+    u128 n = (u128)m << 52, res = 0, one = (u128)1 << 104;
+    while (one > n)
+        one >>= 2;
+    while (one) {
+        if (n >= res + one) {
+            n -= res + one;
+            res = (res >> 1) + one;
+        } else {
+            res >>= 1;
+        }
+        one >>= 2;
+    }
+    uint64_t q = (uint64_t)res;
+    if (n > res) /* N > q^2 + q  <=>  sqrt(N) > q + 1/2 (no ties for sqrt) */
+        q++;
+    /* sqrt(d) = q * 2^(e2/2 - 26); a carry of q into 2^53 bumps the exponent */
+    int e = e2 / 2 - 26 + 52 + 1023;
+    return bits_to_d(((uint64_t)e << 52) + (q - 0x0010000000000000ULL));
+}
+
+/* Correctly rounded sqrtf (= IEEE sqrtf bit for bit) without libm: Newton
+ * in double from an exponent-halving guess (4 steps: 6% -> 2e-3 -> 2e-6 ->
+ * 1e-12 -> rounding level), rounded to float, then one exact correction:
+ * the midpoints between adjacent floats have 25 bits, so their squares are
+ * exact in double and comparing them with v decides the rounding exactly. */
+static float repro_sqrtf(float v)
+{
+    if (v != v || v == 0.0f || v > 3.40282346638528859812e38f)
+        return v;
+    if (v < 0.0f)
+        return (float)bits_to_d(0x7ff8000000000000ULL);
+    double d = v;
+    double r = bits_to_d((d_to_bits(d) >> 1) + (0x3ff0000000000000ULL >> 1));
+    for (int i = 0; i < 4; i++)
+        r = 0.5 * (r + d / r);
+    float f = (float)r;
+    uint32_t fb;
+    memcpy(&fb, &f, sizeof fb);
+    uint32_t ub = fb + 1, db = fb - 1;
+    float up, dn;
+    memcpy(&up, &ub, sizeof up);
+    memcpy(&dn, &db, sizeof dn);
+    double mid_up = ((double)f + (double)up) * 0.5;
+    double mid_dn = ((double)f + (double)dn) * 0.5;
+    if (d > mid_up * mid_up)
+        return up;
+    if (d < mid_dn * mid_dn)
+        return dn;
+    return f;
+}
+
+typedef struct {
+    float *p, *m, *v;
+    const float *g;
+    long n;
+    float decay, w, one_minus_b2, beta2, neg_step, bc2_sqrt, eps;
+    int lerp_from_end;
+} adamw_ctx;
+
+static void adamw_chunk(void *vctx, long chunk)
+{
+    const adamw_ctx *c = vctx;
+    long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
+    for (long i = chunk * CHUNK; i < i1; i++) {
+        float g = c->g[i];
+        float p = c->p[i] * c->decay;                        /* p.mul_(1 - lr*wd) */
+        float m = c->m[i];
+        /* m.lerp_(g, w): PyTorch's lerp picks the form by |w| < 0.5 */
+        m = c->lerp_from_end ? g - (g - m) * (1.0f - c->w) : m + c->w * (g - m);
+        float v = c->v[i] * c->beta2;                        /* v.mul_(beta2) */
+        v = v + c->one_minus_b2 * g * g;                     /* .addcmul_(g, g, 1-beta2) */
+        float denom = repro_sqrtf(v) / c->bc2_sqrt + c->eps; /* (v.sqrt()/bc2_sqrt).add_(eps) */
+        p = p + c->neg_step * m / denom;                     /* p.addcdiv_(m, denom, -step) */
+        c->p[i] = p;
+        c->m[i] = m;
+        c->v[i] = v;
+    }
+}
+
+void repro_adamw_step(repro_pool *pool, float *p, const float *g, float *m, float *v, long n,
+                      float lr, float beta1, float beta2, float eps, float wd,
+                      double bc1, double bc2)
+{
+    double w = 1.0 - (double)beta1;
+    adamw_ctx c = {
+        .p = p, .m = m, .v = v, .g = g, .n = n,
+        .decay = (float)(1.0 - (double)lr * (double)wd),
+        .w = (float)w,
+        .one_minus_b2 = (float)(1.0 - (double)beta2),
+        .beta2 = beta2,
+        .neg_step = (float)(-((double)lr / bc1)),
+        .bc2_sqrt = (float)repro_sqrt(bc2),
+        .eps = eps,
+        .lerp_from_end = !(w < 0.5 && w > -0.5),
+    };
+    repro_pool_run(pool, (n + CHUNK - 1) / CHUNK, adamw_chunk, &c);
+}

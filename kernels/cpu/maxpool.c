@@ -1,0 +1,69 @@
+/* Max pooling, k x k window, stride k, floor mode, with the argmax kept for
+ * the backward pass. Determinism argument: no arithmetic at all, only
+ * comparisons with a fixed tie rule (the first maximum in row-major window
+ * order wins; the first NaN wins over everything), and each (b, c) plane is
+ * owned by one chunk, so any thread count gives the same y, argmax and dx. */
+#include "ops.h"
+
+typedef struct {
+    int H, W, k, OH, OW;
+    const float *x, *dy;
+    float *y, *dx;
+    int32_t *argmax;
+    const int32_t *argmax_in;
+} pool_ctx;
+
+static void fwd_chunk(void *vctx, long plane)
+{
+    const pool_ctx *p = vctx;
+    const float *xp = p->x + plane * p->H * p->W;
+    float *yp = p->y + plane * p->OH * p->OW;
+    int32_t *ap = p->argmax + plane * p->OH * p->OW;
+    for (int oy = 0; oy < p->OH; oy++)
+        for (int ox = 0; ox < p->OW; ox++) {
+            int first = oy * p->k * p->W + ox * p->k;
+            float best = xp[first];
+            int32_t at = first;
+            for (int dy = 0; dy < p->k; dy++)
+                for (int dx = 0; dx < p->k; dx++) {
+                    int off = (oy * p->k + dy) * p->W + ox * p->k + dx;
+                    float v = xp[off];
+                    /* strictly greater keeps the first of equal maxima; a
+                     * NaN replaces a non-NaN best and is never replaced */
+                    if (v > best || (v != v && best == best)) {
+                        best = v;
+                        at = off;
+                    }
+                }
+            yp[oy * p->OW + ox] = best;
+            ap[oy * p->OW + ox] = at;
+        }
+}
+
+static void bwd_chunk(void *vctx, long plane)
+{
+    const pool_ctx *p = vctx;
+    float *dxp = p->dx + plane * p->H * p->W;
+    const float *dyp = p->dy + plane * p->OH * p->OW;
+    const int32_t *ap = p->argmax_in + plane * p->OH * p->OW;
+    for (long i = 0; i < (long)p->H * p->W; i++)
+        dxp[i] = 0.0f;
+    for (long i = 0; i < (long)p->OH * p->OW; i++)
+        dxp[ap[i]] = dyp[i]; /* windows are disjoint: a store, not a sum */
+}
+
+void repro_maxpool2d_forward(repro_pool *pool, int B, int C, int H, int W, int k,
+                             const float *x, float *y, int32_t *argmax)
+{
+    pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
+                  .x = x, .y = y, .argmax = argmax};
+    repro_pool_run(pool, (long)B * C, fwd_chunk, &p);
+}
+
+void repro_maxpool2d_backward(repro_pool *pool, int B, int C, int H, int W, int k,
+                              const int32_t *argmax, const float *dy, float *dx)
+{
+    pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
+                  .dy = dy, .dx = dx, .argmax_in = argmax};
+    repro_pool_run(pool, (long)B * C, bwd_chunk, &p);
+}

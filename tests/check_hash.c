@@ -1,0 +1,174 @@
+/* The hash module: SHA-256 known answers, and the tensor tree hash against a
+ * plain re-computation of its definition, for any thread count. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "pool.h"
+
+static void expect_hex(const void *data, size_t len, const char *hex)
+{
+    repro_digest d;
+    char got[65];
+    ck_assert_int_eq(repro_sha256(data, len, &d), 0);
+    repro_digest_hex(&d, got);
+    ck_assert_str_eq(got, hex);
+}
+
+START_TEST(test_sha256_known_answers)
+{
+    expect_hex("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    expect_hex("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    expect_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56,
+               "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+END_TEST
+
+START_TEST(test_hex_round_trip)
+{
+    repro_digest d, e;
+    char hex[65];
+    ck_assert_int_eq(repro_sha256("x", 1, &d), 0);
+    repro_digest_hex(&d, hex);
+    ck_assert_int_eq(repro_digest_from_hex(hex, &e), 0);
+    ck_assert(repro_digest_eq(&d, &e));
+    hex[5] = 'G';
+    ck_assert_int_eq(repro_digest_from_hex(hex, &e), -1);
+    ck_assert_int_eq(repro_digest_from_hex("abc", &e), -1);
+}
+END_TEST
+
+/* The definition of hash.h, written out plainly, one leaf at a time. */
+static void reference_digest(const repro_tensor_view *t, repro_digest *out)
+{
+    size_t nleaves = repro_leaf_count(t->nbytes);
+    size_t hdr_len = strlen(REPRO_TENSOR_HASH_VERSION) + 1 + strlen(t->name) + 1 +
+                     strlen(t->dtype) + 1 + 4 + 8 * (size_t)t->ndim + 8;
+    size_t total = hdr_len + nleaves * REPRO_DIGEST_LEN;
+    uint8_t *buf = malloc(total), *p = buf;
+    strcpy((char *)p, REPRO_TENSOR_HASH_VERSION);
+    p += strlen(REPRO_TENSOR_HASH_VERSION) + 1;
+    strcpy((char *)p, t->name);
+    p += strlen(t->name) + 1;
+    strcpy((char *)p, t->dtype);
+    p += strlen(t->dtype) + 1;
+    uint32_t nd = (uint32_t)t->ndim; /* test machine is little-endian x86-64/arm64 */
+    memcpy(p, &nd, 4);
+    p += 4;
+    for (int i = 0; i < t->ndim; i++) {
+        uint64_t d = (uint64_t)t->shape[i];
+        memcpy(p, &d, 8);
+        p += 8;
+    }
+    uint64_t nb = t->nbytes;
+    memcpy(p, &nb, 8);
+    p += 8;
+    for (size_t i = 0; i < nleaves; i++) {
+        size_t off = i * REPRO_LEAF_BYTES;
+        size_t n = t->nbytes - off < REPRO_LEAF_BYTES ? t->nbytes - off : REPRO_LEAF_BYTES;
+        repro_digest leaf;
+        ck_assert_int_eq(repro_sha256((const uint8_t *)t->data + off, n, &leaf), 0);
+        memcpy(p, leaf.b, REPRO_DIGEST_LEN);
+        p += REPRO_DIGEST_LEN;
+    }
+    ck_assert_int_eq(repro_sha256(buf, total, out), 0);
+    free(buf);
+}
+
+START_TEST(test_tree_hash_matches_reference_any_threads)
+{
+    /* Sizes around leaf boundaries, and big enough for many pool chunks. */
+    static const long sizes[] = {0, 1, 1023, 1024, 1025, 4096, 100000};
+    repro_pool *p2, *p3;
+    ck_assert_int_eq(repro_pool_new(&p2, 2), 0);
+    ck_assert_int_eq(repro_pool_new(&p3, 3), 0);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        long n = sizes[s];
+        float *x = malloc((size_t)(n ? n : 1) * sizeof(float));
+        for (long i = 0; i < n; i++)
+            x[i] = (float)i * 0.25f - 3.0f;
+        long shape[1] = {n};
+        repro_tensor_view t = {"fc1.weight", "f32", 1, shape, x, (size_t)n * sizeof(float)};
+        repro_digest ref, d1, d2, d3;
+        reference_digest(&t, &ref);
+        ck_assert_int_eq(repro_tensor_digest(NULL, &t, &d1, NULL), 0);
+        ck_assert_int_eq(repro_tensor_digest(p2, &t, &d2, NULL), 0);
+        ck_assert_int_eq(repro_tensor_digest(p3, &t, &d3, NULL), 0);
+        ck_assert(repro_digest_eq(&ref, &d1));
+        ck_assert(repro_digest_eq(&ref, &d2));
+        ck_assert(repro_digest_eq(&ref, &d3));
+        free(x);
+    }
+    repro_pool_free(p2);
+    repro_pool_free(p3);
+}
+END_TEST
+
+START_TEST(test_bitwise_semantics_and_header)
+{
+    float a[4] = {0.0f, 1.0f, 2.0f, 3.0f}, b[4];
+    long shape[2] = {2, 2}, shape_t[2] = {4, 1};
+    repro_tensor_view t = {"w", "f32", 2, shape, a, sizeof a};
+    repro_digest base, d;
+    ck_assert_int_eq(repro_tensor_digest(NULL, &t, &base, NULL), 0);
+    /* -0.0 is not +0.0 */
+    memcpy(b, a, sizeof a);
+    b[0] = -0.0f;
+    t.data = b;
+    ck_assert_int_eq(repro_tensor_digest(NULL, &t, &d, NULL), 0);
+    ck_assert(!repro_digest_eq(&base, &d));
+    /* two NaNs with different payloads differ */
+    uint32_t n1 = 0x7fc00001, n2 = 0x7fc00002;
+    memcpy(&b[0], &n1, 4);
+    repro_digest dn1, dn2;
+    ck_assert_int_eq(repro_tensor_digest(NULL, &t, &dn1, NULL), 0);
+    memcpy(&b[0], &n2, 4);
+    ck_assert_int_eq(repro_tensor_digest(NULL, &t, &dn2, NULL), 0);
+    ck_assert(!repro_digest_eq(&dn1, &dn2));
+    /* the header counts: name, dtype and shape */
+    t.data = a;
+    t.name = "v";
+    ck_assert_int_eq(repro_tensor_digest(NULL, &t, &d, NULL), 0);
+    ck_assert(!repro_digest_eq(&base, &d));
+    t.name = "w";
+    t.dtype = "i32";
+    ck_assert_int_eq(repro_tensor_digest(NULL, &t, &d, NULL), 0);
+    ck_assert(!repro_digest_eq(&base, &d));
+    t.dtype = "f32";
+    t.shape = shape_t;
+    ck_assert_int_eq(repro_tensor_digest(NULL, &t, &d, NULL), 0);
+    ck_assert(!repro_digest_eq(&base, &d));
+}
+END_TEST
+
+START_TEST(test_leaf_locates_change)
+{
+    enum { N = 5000 }; /* 5 leaves of 1024 floats */
+    static float x[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)i;
+    long shape[1] = {N};
+    repro_tensor_view t = {"x", "f32", 1, shape, x, sizeof x};
+    repro_digest r1, r2, l1[5], l2[5];
+    ck_assert_int_eq(repro_tensor_digest(NULL, &t, &r1, l1), 0);
+    x[3000] = 1e9f; /* element 3000 lives in leaf 3000 / 1024 = 2 */
+    ck_assert_int_eq(repro_tensor_digest(NULL, &t, &r2, l2), 0);
+    ck_assert(!repro_digest_eq(&r1, &r2));
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(repro_digest_eq(&l1[i], &l2[i]), i != 2);
+}
+END_TEST
+
+Suite *hash_suite(void)
+{
+    Suite *s = suite_create("hash");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_sha256_known_answers);
+    tcase_add_test(tc, test_hex_round_trip);
+    tcase_add_test(tc, test_tree_hash_matches_reference_any_threads);
+    tcase_add_test(tc, test_bitwise_semantics_and_header);
+    tcase_add_test(tc, test_leaf_locates_change);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,16 @@
+/* Helpers shared by the test suites: temporary files and running the repro
+ * binary as a user would. */
+#ifndef REPRO_TESTUTIL_H
+#define REPRO_TESTUTIL_H
+
+#include <stddef.h>
+
+/* Writes `text` to a new file in a fresh temporary directory; returns its
+ * path (static storage per call site is the caller's job: copy it). */
+void tu_write_temp(char *path_out, size_t len, const char *name, const char *text);
+
+/* Runs `$REPRO_BIN args` through /bin/sh with stdout and stderr captured;
+ * returns the exit status, fills out/err (NUL-terminated, truncated). */
+int tu_run_repro(const char *args, char *out, size_t outlen, char *err, size_t errlen);
+
+#endif
