@@ -112,3 +112,6 @@ $(BUILD)/check_all: $(TEST_OBJ) $(BUILD)/librepro.a
 
 $(BUILD)/bench_%: $(BUILD)/bench/%.o $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Keep intermediate objects (bench/%.o) instead of deleting them after linking.
+.SECONDARY:
