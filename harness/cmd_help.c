@@ -23,7 +23,7 @@ int repro_cmd_help(int argc, char **argv)
         return REPRO_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "config")) {
-        printf("Experiment files are INI with sections [model], [data], [train].\n"
+        printf("Experiment files are INI with sections [model], [data], [train], [trace].\n"
                "Unknown sections or keys, duplicates and bad values are errors (exit 2).\n\n");
         repro_config_print_reference(stdout);
         return repro_finish_stdout(0);

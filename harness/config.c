@@ -38,7 +38,23 @@ static const key_info keys[REPRO_KEY_COUNT] = {
 #undef X
 };
 
-static const char *const sections[] = {"model", "data", "train"};
+static const char *const sections[] = {"model", "data", "train", "trace"};
+
+int repro_config_key_bits_neutral(int key)
+{
+    switch (key) {
+    case REPRO_KEY_train_threads:
+    case REPRO_KEY_data_num_workers: /* in augment_seed = worker mode it does change bits:
+                                        that is the pitfall `repro check --workers` shows */
+    case REPRO_KEY_data_prefetch:
+    case REPRO_KEY_train_steps:
+    case REPRO_KEY_train_log_every:
+    case REPRO_KEY_trace_level:
+    case REPRO_KEY_trace_every:
+        return 1;
+    }
+    return 0;
+}
 
 const char *repro_config_key_section(int key) { return keys[key].section; }
 const char *repro_config_key_name(int key) { return keys[key].name; }
@@ -325,7 +341,7 @@ static char *reader(char *buf, int num, void *stream)
             memcpy(name, p + 1, n);
             name[n] = '\0';
             if (!is_section(name))
-                record_error(ps, "unknown section [%s] (sections: model, data, train)%s", name,
+                record_error(ps, "unknown section [%s] (sections: model, data, train, trace)%s", name,
                              "");
         }
     }

@@ -58,6 +58,10 @@ void repro_config_dump(const repro_config *cfg, FILE *out);
 void repro_config_value_str(const repro_config *cfg, int key, char *buf, size_t len);
 /* `repro help config`: every key with its type, default, range and help. */
 void repro_config_print_reference(FILE *out);
+/* Keys promised not to change the bits, or that only bound or describe the
+ * run (threads, num_workers, prefetch, steps, log_every, trace.*): left out
+ * of the numerics digest, so runs that differ only in them compare. */
+int repro_config_key_bits_neutral(int key);
 /* The index of "section.key" or an unambiguous "key", else -1. */
 int repro_config_find_key(const char *name);
 const char *repro_config_key_section(int key);

@@ -45,3 +45,6 @@ X(train, threads,       INT,  "1",      1, 256,  "",       "kernel threads; resu
 X(train, deterministic, BOOL, "on",     0, 0,    "",       "use only deterministic kernel variants (all current kernels are)")
 X(train, benchmark,     BOOL, "off",    0, 0,    "",       "autotune algorithm choice per call site (parsed; used by a later version)")
 X(train, log_every,     INT,  "50",     1, 100000000, "",  "progress line every N steps when stderr is not a terminal")
+/* [trace] */
+X(trace, level,         ENUM, "tensor", 0, 0,    "step|tensor|op", "trace detail: step (digests only), tensor (every tensor's digest and stats), op (also every kernel output)")
+X(trace, every,         INT,  "1",      1, 100000000, "",  "record tensors every K-th step (and the last); the chain still covers every step")
