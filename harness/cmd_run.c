@@ -1,21 +1,27 @@
-/* `repro run EXP`: one training run with a summary. */
+/* `repro run EXP`: one training run, hashed at every step into a trace. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "error.h"
 #include "philox.h"
 #include "progress.h"
+#include "record.h"
 #include "seeds.h"
 #include "train.h"
 
 const char repro_run_usage[] =
     "usage: repro run EXP [options]\n"
     "\n"
-    "Trains the experiment EXP (an INI file, see `repro help config`) once and\n"
-    "prints a summary: final loss, held-out loss and accuracy, speed.\n"
+    "Trains the experiment EXP (an INI file, see `repro help config`) once,\n"
+    "hashing every tensor of every step into a trace, and prints a summary:\n"
+    "final loss, held-out loss and accuracy, speed, and the final chain digest,\n"
+    "which certifies the whole trajectory.\n"
     "\n"
     "  --steps N         train N steps (train.steps)\n"
     "  --seed S          global seed (train.seed)\n"
@@ -23,6 +29,11 @@ const char repro_run_usage[] =
     "  --workers W       data-loader workers (data.num_workers)\n"
     "  --set KEY=VALUE   override any key, as section.key or an unambiguous key;\n"
     "                    validated like the file; may be repeated\n"
+    "  -o, --output PATH write the trace there (default runs/EXP/RUN-ID/trace.jsonl)\n"
+    "  --no-trace        hash every step but write no trace file\n"
+    "  --dump STEP[,STEP...]\n"
+    "                    also write every hashed tensor of those steps as .npy\n"
+    "                    (dump/step-NNNNNN/NAME.npy beside the trace)\n"
     "  --print-config    print the effective config (INI) and exit\n"
     "  -q, --quiet       no progress on stderr\n"
     "  -h, --help        this text\n"
@@ -30,15 +41,42 @@ const char repro_run_usage[] =
     "Progress goes to stderr: a live line on a terminal, else a line every\n"
     "train.log_every steps. Exit: 0 ok, 2 bad experiment or option, 3 environment.\n";
 
+#define MAX_DUMP 64
+
+typedef struct {
+    int quiet, print_cfg, no_trace;
+    const char *output;
+    long dump[MAX_DUMP];
+    int ndump;
+} run_opts;
+
+static int parse_dump(const char *spec, run_opts *o)
+{
+    const char *p = spec;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || (*end && *end != ','))
+            return repro_error_set(REPRO_EXIT_USAGE, "run: --dump %s: expected STEP[,STEP...]",
+                                   spec);
+        if (o->ndump == MAX_DUMP)
+            return repro_error_set(REPRO_EXIT_USAGE, "run: --dump: at most %d steps", MAX_DUMP);
+        o->dump[o->ndump++] = v;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
 /* Parses `repro run` options into cfg (loaded from the file first). */
-static int parse_run_args(int argc, char **argv, repro_config *cfg, int *quiet, int *print_cfg)
+static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
 {
     static const struct option opts[] = {
         {"steps", required_argument, 0, 's'},   {"seed", required_argument, 0, 'S'},
         {"threads", required_argument, 0, 't'}, {"workers", required_argument, 0, 'w'},
         {"set", required_argument, 0, 'k'},     {"print-config", no_argument, 0, 'p'},
-        {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        {"output", required_argument, 0, 'o'},  {"no-trace", no_argument, 0, 'n'},
+        {"dump", required_argument, 0, 'd'},    {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     /* First pass: find EXP (the one non-option) without applying anything. */
     const char *exp = NULL;
@@ -50,7 +88,8 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, int *quiet, 
         }
         if (a[0] == '-' && a[1]) {
             int takes = !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--threads") ||
-                        !strcmp(a, "--workers") || !strcmp(a, "--set");
+                        !strcmp(a, "--workers") || !strcmp(a, "--set") || !strcmp(a, "-o") ||
+                        !strcmp(a, "--output") || !strcmp(a, "--dump");
             i += takes;
             continue;
         }
@@ -68,7 +107,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, int *quiet, 
     opterr = 0;
     int c;
     char set[REPRO_CONFIG_PATH_MAX + 64];
-    while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":qho:", opts, NULL)) != -1) {
         const char *key = NULL;
         switch (c) {
         case 's': key = "train.steps"; break;
@@ -79,8 +118,14 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, int *quiet, 
             if (repro_config_set(cfg, optarg))
                 return -1;
             break;
-        case 'p': *print_cfg = 1; break;
-        case 'q': *quiet = 1; break;
+        case 'p': o->print_cfg = 1; break;
+        case 'q': o->quiet = 1; break;
+        case 'o': o->output = optarg; break;
+        case 'n': o->no_trace = 1; break;
+        case 'd':
+            if (parse_dump(optarg, o))
+                return -1;
+            break;
         case ':':
             return repro_error_set(REPRO_EXIT_USAGE, "run: option '%s' needs a value",
                                    argv[optind - 1]);
@@ -94,29 +139,74 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, int *quiet, 
                 return -1;
         }
     }
+    if (o->no_trace && (o->output || o->ndump))
+        return repro_error_set(REPRO_EXIT_USAGE, "run: --no-trace excludes -o and --dump");
     return repro_config_validate(cfg);
+}
+
+/* runs/<experiment>/<YYYYmmdd-HHMMSS>-<pid>/trace.jsonl */
+static void default_trace_path(const repro_config *cfg, char *buf, size_t len)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    snprintf(buf, len, "runs/%s/%s-%ld/trace.jsonl", cfg->name, stamp, (long)getpid());
+}
+
+/* The trace's directory + "/dump". */
+static void dump_dir_for(const char *trace, char *buf, size_t len)
+{
+    const char *slash = strrchr(trace, '/');
+    if (slash)
+        snprintf(buf, len, "%.*s/dump", (int)(slash - trace), trace);
+    else
+        snprintf(buf, len, "dump");
 }
 
 int repro_cmd_run(int argc, char **argv)
 {
     static repro_config cfg; /* large: keep it off the stack */
-    int quiet = 0, print_cfg = 0;
-    int rc = parse_run_args(argc, argv, &cfg, &quiet, &print_cfg);
+    run_opts o = {0};
+    int rc = parse_run_args(argc, argv, &cfg, &o);
     if (rc == 1)
         return repro_finish_stdout(0);
     if (rc)
         return repro_report_error();
-    if (print_cfg) {
+    if (o.print_cfg) {
         repro_config_dump(&cfg, stdout);
         return repro_finish_stdout(0);
     }
 
+    char trace_path[1200], dump_dir[1300];
+    if (o.output)
+        snprintf(trace_path, sizeof trace_path, "%s", o.output);
+    else
+        default_trace_path(&cfg, trace_path, sizeof trace_path);
+    dump_dir_for(trace_path, dump_dir, sizeof dump_dir);
+
     repro_trainer t;
+    repro_recorder *rec = NULL;
     double t0 = repro_now();
     if (repro_trainer_init(&t, &cfg))
         return repro_report_error();
-    double setup = repro_now() - t0;
     long steps = cfg.train_steps;
+    repro_recorder_opts ro = {
+        .trace_path = o.no_trace ? NULL : trace_path,
+        .level = cfg.trace_level,
+        .every = cfg.trace_every,
+        .total_steps = steps,
+        .dump_steps = o.dump,
+        .ndump = o.ndump,
+        .dump_dir = dump_dir,
+    };
+    if (repro_recorder_new(&rec, &t, &ro)) {
+        rc = repro_report_error();
+        repro_trainer_release(&t);
+        return rc;
+    }
+    double setup = repro_now() - t0;
     printf("repro run %s (%s): %s, seed %llu, %ld steps, batch %d, threads %d, workers %d\n",
            cfg.name, cfg.path, cfg.model_type == REPRO_MODEL_MLP ? "mlp" : "cnn",
            (unsigned long long)cfg.train_seed, steps, cfg.train_batch_size, cfg.train_threads,
@@ -126,19 +216,26 @@ int repro_cmd_run(int argc, char **argv)
     fflush(stdout);
 
     repro_progress prog;
-    repro_progress_init(&prog, stderr, steps, cfg.train_log_every, quiet);
+    repro_progress_init(&prog, stderr, steps, cfg.train_log_every, o.quiet);
     double first_loss = 0;
     double t1 = repro_now();
     for (long s = 0; s < steps; s++) {
         if (repro_trainer_step(&t)) {
             repro_progress_finish(&prog);
             rc = repro_report_error();
-            repro_trainer_release(&t);
+            repro_trainer_release(&t); /* the trace keeps its valid prefix */
             return rc;
         }
         if (s == 0)
             first_loss = t.loss;
         repro_progress_update(&prog, s + 1, t.loss);
+    }
+    repro_digest chain;
+    if (repro_recorder_finish(rec, &chain)) {
+        repro_progress_finish(&prog);
+        rc = repro_report_error();
+        repro_trainer_release(&t);
+        return rc;
     }
     double train_s = repro_now() - t1;
     repro_progress_finish(&prog);
@@ -148,10 +245,17 @@ int repro_cmd_run(int argc, char **argv)
     float final = (float)t.loss;
     uint32_t bits;
     memcpy(&bits, &final, sizeof bits);
+    char hex[65];
+    repro_digest_hex(&chain, hex);
     printf("  loss %.6f -> %.9g (float bits 0x%08x)\n", first_loss, final, bits);
     printf("  held-out: loss %.6f, accuracy %.2f%% of %d samples\n", eval_loss, 100.0 * acc,
            t.test_set.n);
     printf("  %.2f s training, %.1f steps/s, %.2f s setup\n", train_s, steps / train_s, setup);
+    if (!o.no_trace)
+        printf("  trace %s\n", trace_path);
+    if (o.ndump)
+        printf("  dumps %s/step-NNNNNN/\n", dump_dir);
+    printf("chain %s\n", hex);
     repro_trainer_release(&t);
     return repro_finish_stdout(0);
 }

@@ -335,6 +335,16 @@ int repro_loader_next(repro_loader *l, const repro_batch **out)
     return 0;
 }
 
+void repro_loader_get_position(const repro_loader *l, repro_loader_position *out)
+{
+    out->gen_key = l->gen.key;
+    out->gen_block = l->gen.block;
+    out->gen_used = l->gen.used;
+    out->epoch = l->epoch;
+    out->base_seed = l->base_seed;
+    out->index = l->index;
+}
+
 int repro_loader_batches_per_epoch(const repro_loader *l)
 {
     return l->bpe;

@@ -52,6 +52,18 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
  * stays valid until the next call or repro_loader_free. */
 int repro_loader_next(repro_loader *l, const repro_batch **out);
 int repro_loader_batches_per_epoch(const repro_loader *l);
+
+/* Where the loader's random streams stand: recorded in traces (rng.state)
+ * and, later, checkpoints. */
+typedef struct {
+    uint64_t gen_key, gen_block; /* the shuffle generator */
+    int gen_used;
+    int epoch;                   /* current epoch, -1 before the first batch */
+    uint64_t base_seed;
+    long index;                  /* batches handed out */
+} repro_loader_position;
+
+void repro_loader_get_position(const repro_loader *l, repro_loader_position *out);
 void repro_loader_free(repro_loader *l);
 
 /* The augmentation of one sample, exposed for tests: `rng` is the stream to

@@ -194,6 +194,34 @@ static repro_conv_shape conv_shape(const repro_layer *l, int B)
     return s;
 }
 
+/* Reports one kernel output to the op observer, if any. Per-sample shape
+ * (c, h, w) becomes (B, c, h, w), or (B, c) for 1 x 1 maps. */
+static void report_op(repro_model *m, const char *phase, const char *layer, const char *what,
+                      const float *data, int B, int c, int h, int w)
+{
+    if (!m->on_op)
+        return;
+    char name[64];
+    snprintf(name, sizeof name, "%s.%s%s%s", phase, layer, what[0] ? "." : "", what);
+    long shape[4] = {B, c, h, w};
+    m->on_op(m->on_op_ctx, name, data, h == 1 && w == 1 ? 2 : 4, shape);
+}
+
+static void report_param_grads(repro_model *m, const repro_layer *l)
+{
+    if (!m->on_op)
+        return;
+    for (int j = 0; j < 2; j++) {
+        const repro_param *p = &m->params[l->param + j];
+        char name[64];
+        long shape[4];
+        for (int i = 0; i < p->ndim; i++)
+            shape[i] = p->shape[i];
+        snprintf(name, sizeof name, "bwd.%s.%s", l->name, j ? "db" : "dw");
+        m->on_op(m->on_op_ctx, name, p->grad, p->ndim, shape);
+    }
+}
+
 const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *x, int B,
                                  int train, uint64_t seed, long step)
 {
@@ -232,6 +260,7 @@ const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *
             }
             break;
         }
+        report_op(m, "fwd", l->name, "", out, B, l->out_c, l->out_h, l->out_w);
     }
     return m->act[m->nlayers];
 }
@@ -277,6 +306,10 @@ void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits
                 repro_dropout_backward(pool, dout, l->mask, din, n_in, l->p);
             break;
         }
+        if (l->param >= 0)
+            report_param_grads(m, l);
+        if (din)
+            report_op(m, "bwd", l->name, "dx", din, B, l->in_c, l->in_h, l->in_w);
     }
 }
 

@@ -57,6 +57,11 @@ typedef struct {
     float *dact[REPRO_MAX_LAYERS + 1];
     float *scratch;        /* linear forward: w transposed, largest layer */
     int optimizer;         /* REPRO_OPT_*: decides which state is allocated */
+    /* Optional observer of every kernel output, in forward then backward
+     * order ("fwd.conv1", "bwd.fc2.dw", "bwd.fc2.db", "bwd.fc2.dx"): trace
+     * level op. Called on the training thread right after the kernel. */
+    void (*on_op)(void *ctx, const char *name, const float *data, int ndim, const long *shape);
+    void *on_op_ctx;
 } repro_model;
 
 /* Builds the network the config describes, buffers for `capacity` samples.

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "record.h"
 
 static int load_data(repro_trainer *t)
 {
@@ -119,9 +120,17 @@ int repro_trainer_step(repro_trainer *t)
                                               t->cfg.train_seed, t->step);
     t->loss = repro_softmax_xent_forward(logits, b->y, t->probs, b->size, REPRO_CLASSES);
     repro_softmax_xent_backward(t->probs, b->y, t->dlogits, b->size, REPRO_CLASSES);
+    /* The recorder's hooks (record.h): wait only where a buffer it may still
+     * be hashing is about to be overwritten. */
+    if (t->rec && repro_recorder_before_backward(t->rec))
+        return -1;
     repro_model_backward(&t->model, t->pool, t->dlogits, b->size);
+    if (t->rec && (repro_recorder_after_backward(t->rec) || repro_recorder_before_update(t->rec)))
+        return -1;
     optimizer_step(t);
     t->step++;
+    if (t->rec && repro_recorder_after_update(t->rec))
+        return -1;
     return 0;
 }
 
@@ -165,6 +174,7 @@ done:
 
 void repro_trainer_release(repro_trainer *t)
 {
+    repro_recorder_free(t->rec); /* first: its hasher thread reads the model */
     repro_loader_free(t->loader);
     repro_model_release(&t->model);
     repro_dataset_release(&t->train_set);

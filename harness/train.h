@@ -9,7 +9,9 @@
 #include "loader.h"
 #include "model.h"
 
-typedef struct {
+typedef struct repro_recorder repro_recorder;
+
+typedef struct repro_trainer_s {
     repro_config cfg;
     repro_pool *pool;
     repro_dataset train_set, test_set;
@@ -20,6 +22,7 @@ typedef struct {
     double loss;            /* the last step's mean loss (double accumulation) */
     float *probs, *dlogits; /* batch x classes */
     double beta1_pow, beta2_pow; /* adamw: beta^t kept by multiplication */
+    repro_recorder *rec;    /* per-step hashing (record.h), or NULL */
 } repro_trainer;
 
 /* Validates the config, loads or generates the data, builds and initializes

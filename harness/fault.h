@@ -1,0 +1,33 @@
+/* TEST-ONLY FAULT INJECTION — the negative control of every detector.
+ *
+ *   REPRO_FAULT=flip:step=37:tensor=param.fc1.weight[:element=0][:bit=0][:run=1]
+ *
+ * flips one bit of one element of one recorded tensor at one step, in the
+ * live buffer (so a flipped parameter or gradient really changes training
+ * from there on), right before it is hashed. It exists so tests can prove
+ * that `repro check` and `repro diff` fail when they should. `run=K` limits it
+ * to the K-th run (0-based) of a `repro check` (which sets REPRO_CHECK_RUN
+ * in each child; default K = 1, the second run); outside a check the fault
+ * always applies. This file and the one call in record.c are the only places
+ * that read REPRO_FAULT. */
+#ifndef REPRO_FAULT_H
+#define REPRO_FAULT_H
+
+#include <stddef.h>
+
+typedef struct {
+    int active;
+    long step;
+    char tensor[64];
+    long element;
+    int bit;
+} repro_fault;
+
+/* Reads REPRO_FAULT (and REPRO_CHECK_RUN). Unset: inactive, 0. Malformed:
+ * -1 with the error slot set (exit 2). */
+int repro_fault_from_env(repro_fault *out);
+/* Flips the bit if (step, name) match; element index is taken modulo the
+ * element count (4-byte elements). Returns 1 if it flipped. */
+int repro_fault_apply(const repro_fault *f, long step, const char *name, void *data, size_t nbytes);
+
+#endif

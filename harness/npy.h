@@ -1,0 +1,13 @@
+/* Tensor dumps as .npy (NumPy format 1.0), so numpy.load and torch can open
+ * what repro saw. */
+#ifndef REPRO_NPY_H
+#define REPRO_NPY_H
+
+#include <stddef.h>
+
+/* dtype: "f32", "i32" or "u32" (written little-endian: '<f4', '<i4', '<u4').
+ * ndim 0 writes a scalar. Returns 0 or -1 (error slot, exit 3). */
+int repro_npy_write(const char *path, const char *dtype, int ndim, const long *shape,
+                    const void *data, size_t nbytes);
+
+#endif

@@ -1,0 +1,53 @@
+/* The per-step recorder: hashes every tensor of every step (trace.h lists
+ * which, and in what order), chains the step digests and writes the trace.
+ *
+ * Hashing runs off the critical path, on one hasher thread, without copying
+ * the big tensors: forward and backward only read the weights and only the
+ * optimizer writes them, so
+ *   job G(n) hashes step n's gradients (plus small copies of the batch,
+ *            logits, loss, RNG state) while the optimizer of step n reads them;
+ *   job P(n) hashes step n's parameters and optimizer state while step n+1's
+ *            forward and backward run, then writes step n's trace line;
+ * and the training thread waits only where a buffer is about to be
+ * overwritten: for G(n-1) before backward(n) and for P(n-1) before
+ * optimizer(n). The small copies are double-buffered by step parity. */
+#ifndef REPRO_RECORD_H
+#define REPRO_RECORD_H
+
+#include "hash.h"
+#include "trace.h"
+#include "train.h"
+
+struct repro_trainer_s;
+
+typedef struct {
+    const char *trace_path; /* NULL: digests only, no file */
+    int level;              /* REPRO_TRACE_* */
+    int every;              /* detail every K-th step (and the last) */
+    long total_steps;
+    const long *dump_steps; /* steps whose tensors are written as .npy */
+    int ndump;
+    const char *dump_dir;   /* where: <dump_dir>/step-000037/<tensor>.npy */
+} repro_recorder_opts;
+
+/* Builds the tensor list for the trainer's model and starts the hasher.
+ * Installs itself as the trainer's recorder (t->rec). */
+int repro_recorder_new(repro_recorder **out, struct repro_trainer_s *t,
+                       const repro_recorder_opts *opts);
+
+/* The trainer's hooks for step n = t->step + 1 (train.c calls them). Each
+ * returns 0, or -1 with the error slot set if the hasher failed. */
+int repro_recorder_before_backward(repro_recorder *r);
+int repro_recorder_after_backward(repro_recorder *r);
+int repro_recorder_before_update(repro_recorder *r);
+int repro_recorder_after_update(repro_recorder *r);
+
+/* Waits for the hasher, writes the trailer, returns the final chain digest. */
+int repro_recorder_finish(repro_recorder *r, repro_digest *chain);
+/* Stops the hasher; leaves a trace without trailer if not finished. */
+void repro_recorder_free(repro_recorder *r);
+
+/* The chain digest after the last completed step (after finish). */
+long repro_recorder_steps(const repro_recorder *r);
+
+#endif
