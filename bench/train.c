@@ -1,13 +1,18 @@
-/* `make bench`: training speed of the shipped experiments at 1 and 2 kernel
- * threads, measured side by side in one run (median of several runs), so the
- * ratios mean something on a shared, noisy machine. Not a test: nothing here
- * passes or fails on time. */
+/* `make bench`: training speed of the shipped experiments, measured side by
+ * side in one run (median of several runs each), so the ratios mean
+ * something on a shared, noisy machine:
+ *   - 1 vs 2 kernel threads;
+ *   - per-step hashing off vs on (every tensor of every step SHA-256'd into
+ *     a tensor-level trace, as `repro run` does).
+ * Not a test: nothing here passes or fails on time. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "error.h"
 #include "progress.h"
+#include "record.h"
 #include "train.h"
 
 enum { REPEATS = 5 };
@@ -18,35 +23,60 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median steps/s over REPEATS runs of `steps` steps (setup excluded). */
-static double steps_per_s(const char *path, int threads, long steps)
+static void die(void)
+{
+    fprintf(stderr, "bench: %s\n", repro_error_message());
+    exit(repro_error_exit_code());
+}
+
+/* Steps/s of one run of `steps` steps (setup and first step excluded). */
+static double one_run(const repro_config *cfg, long steps, int hashing)
+{
+    repro_trainer t;
+    repro_recorder *rec = NULL;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/repro-bench-%ld.jsonl", (long)getpid());
+    if (repro_trainer_init(&t, cfg))
+        die();
+    repro_recorder_opts ro = {.trace_path = path, .level = 1, .every = 1,
+                              .total_steps = steps + 1};
+    if (hashing && repro_recorder_new(&rec, &t, &ro))
+        die();
+    if (repro_trainer_step(&t)) /* warm-up: first touch of every buffer */
+        die();
+    double t0 = repro_now();
+    for (long s = 0; s < steps; s++)
+        if (repro_trainer_step(&t))
+            die();
+    repro_digest chain;
+    if (rec && repro_recorder_finish(rec, &chain)) /* hashing is only done once finished */
+        die();
+    double rate = steps / (repro_now() - t0);
+    repro_trainer_release(&t);
+    remove(path);
+    return rate;
+}
+
+/* Medians of REPEATS runs, the variants interleaved run by run so that
+ * machine noise hits them alike. */
+static void measure(const char *path, int threads, long steps, double *plain, double *hashed)
 {
     static repro_config cfg;
     char set[64];
-    double rate[REPEATS];
     if (repro_config_load(&cfg, path))
-        goto fail;
+        die();
     snprintf(set, sizeof set, "threads=%d", threads);
     if (repro_config_set(&cfg, set))
-        goto fail;
+        die();
+    double a[REPEATS], b[REPEATS];
     for (int r = 0; r < REPEATS; r++) {
-        repro_trainer t;
-        if (repro_trainer_init(&t, &cfg))
-            goto fail;
-        if (repro_trainer_step(&t)) /* warm-up: first touch of every buffer */
-            goto fail;
-        double t0 = repro_now();
-        for (long s = 0; s < steps; s++)
-            if (repro_trainer_step(&t))
-                goto fail;
-        rate[r] = steps / (repro_now() - t0);
-        repro_trainer_release(&t);
+        a[r] = one_run(&cfg, steps, 0);
+        b[r] = one_run(&cfg, steps, 1);
     }
-    qsort(rate, REPEATS, sizeof *rate, cmp_double);
-    return rate[REPEATS / 2];
-fail:
-    fprintf(stderr, "bench: %s\n", repro_error_message());
-    exit(repro_error_exit_code());
+    qsort(a, REPEATS, sizeof *a, cmp_double);
+    qsort(b, REPEATS, sizeof *b, cmp_double);
+    *plain = a[REPEATS / 2];
+    *hashed = b[REPEATS / 2];
 }
 
 int main(void)
@@ -54,13 +84,25 @@ int main(void)
     static const struct {
         const char *path;
         long steps;
-    } exps[] = {{"experiments/mlp.ini", 60}, {"experiments/cnn.ini", 60}};
-    printf("%-22s %12s %12s %10s\n", "experiment", "1 thread", "2 threads", "2t / 1t");
+    } exps[] = {{"experiments/mlp.ini", 60}, {"experiments/cnn.ini", 40}};
+    printf("%-20s %7s %14s %14s %10s\n", "experiment", "threads", "no hashing", "hashing on",
+           "on / off");
     for (size_t i = 0; i < sizeof exps / sizeof *exps; i++) {
-        double r1 = steps_per_s(exps[i].path, 1, exps[i].steps);
-        double r2 = steps_per_s(exps[i].path, 2, exps[i].steps);
-        printf("%-22s %8.1f st/s %8.1f st/s %9.2fx\n", exps[i].path, r1, r2, r2 / r1);
+        double base1 = 0;
+        for (int threads = 1; threads <= 2; threads++) {
+            double plain, hashed;
+            measure(exps[i].path, threads, exps[i].steps, &plain, &hashed);
+            if (threads == 1)
+                base1 = plain;
+            printf("%-20s %7d %9.1f st/s %9.1f st/s %9.3fx\n", exps[i].path, threads, plain,
+                   hashed, hashed / plain);
+            if (threads == 2)
+                printf("%-20s %7s %14s %14s %9.2fx  (2 threads / 1, no hashing)\n", "", "", "",
+                       "", plain / base1);
+        }
     }
-    printf("(median of %d runs each; steps/s excludes setup; workers as in the file)\n", REPEATS);
+    printf("median of %d runs each; hashing on = every tensor of every step SHA-256'd\n"
+           "and written to a tensor-level trace; workers as in the experiment file\n",
+           REPEATS);
     return 0;
 }
