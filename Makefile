@@ -113,5 +113,7 @@ $(BUILD)/check_all: $(TEST_OBJ) $(BUILD)/librepro.a
 $(BUILD)/bench_%: $(BUILD)/bench/%.o $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Keep intermediate objects (bench/%.o) instead of deleting them after linking.
-.SECONDARY:
+# Keep bench objects instead of deleting them as intermediates. (A bare
+# .SECONDARY: would also stop the FORCE rules from running.)
+.SECONDARY: $(BENCH_SRC:%.c=$(BUILD)/%.o)
+.PHONY: FORCE

@@ -24,8 +24,12 @@ int repro_finish_stdout(int rc);
 
 int repro_cmd_run(int argc, char **argv);
 int repro_cmd_help(int argc, char **argv);
+int repro_cmd_check(int argc, char **argv);
+int repro_cmd_diff(int argc, char **argv);
 
 extern const char repro_run_usage[];
 extern const char repro_help_usage[];
+extern const char repro_check_usage[];
+extern const char repro_diff_usage[];
 
 #endif

@@ -7,7 +7,12 @@
 #include "error.h"
 
 const repro_command repro_commands[] = {
-    {"run", repro_cmd_run, "train an experiment once and print its summary", repro_run_usage},
+    {"run", repro_cmd_run, "train an experiment once, hashing every step into a trace",
+     repro_run_usage},
+    {"check", repro_cmd_check, "run it N times in fresh processes: reproducible or not, and where",
+     repro_check_usage},
+    {"diff", repro_cmd_diff, "compare two traces: first divergent step, tensors, divergence curve",
+     repro_diff_usage},
     {"help", repro_cmd_help, "show help for a command, or `repro help config` for the keys",
      repro_help_usage},
     {NULL, NULL, NULL, NULL},

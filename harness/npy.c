@@ -3,6 +3,7 @@
 #include "npy.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -39,4 +40,36 @@ int repro_npy_write(const char *path, const char *dtype, int ndim, const long *s
     if (!ok)
         return repro_error_set_errno(REPRO_EXIT_ENV, "%s: write failed", path);
     return 0;
+}
+
+void *repro_npy_read(const char *path, size_t *nbytes)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        repro_error_set_errno(REPRO_EXIT_USAGE, "%s: cannot open", path);
+        return NULL;
+    }
+    unsigned char pre[10];
+    void *data = NULL;
+    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) || pre[6] != 1) {
+        repro_error_set(REPRO_EXIT_USAGE, "%s: not a version 1 .npy file", path);
+        goto done;
+    }
+    long hlen = pre[8] | (long)pre[9] << 8;
+    if (fseek(f, 0, SEEK_END) || ftell(f) < 10 + hlen) {
+        repro_error_set(REPRO_EXIT_USAGE, "%s: truncated .npy file", path);
+        goto done;
+    }
+    size_t n = (size_t)(ftell(f) - 10 - hlen);
+    data = malloc(n ? n : 1);
+    if (!data || fseek(f, 10 + hlen, SEEK_SET) || fread(data, 1, n, f) != n) {
+        free(data);
+        data = NULL;
+        repro_error_set(REPRO_EXIT_USAGE, "%s: cannot read .npy data", path);
+        goto done;
+    }
+    *nbytes = n;
+done:
+    fclose(f);
+    return data;
 }

@@ -10,4 +10,7 @@
 int repro_npy_write(const char *path, const char *dtype, int ndim, const long *shape,
                     const void *data, size_t nbytes);
 
+/* Reads a little-endian 4-byte-element .npy as written above: returns the
+ * data (malloc'd) and its byte count, or NULL with the error slot set. */
+void *repro_npy_read(const char *path, size_t *nbytes);
 #endif
