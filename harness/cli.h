@@ -26,10 +26,16 @@ int repro_cmd_run(int argc, char **argv);
 int repro_cmd_help(int argc, char **argv);
 int repro_cmd_check(int argc, char **argv);
 int repro_cmd_diff(int argc, char **argv);
+int repro_cmd_env(int argc, char **argv);
+int repro_cmd_bless(int argc, char **argv);
+int repro_cmd_log(int argc, char **argv);
 
 extern const char repro_run_usage[];
 extern const char repro_help_usage[];
 extern const char repro_check_usage[];
 extern const char repro_diff_usage[];
+extern const char repro_env_usage[];
+extern const char repro_bless_usage[];
+extern const char repro_log_usage[];
 
 #endif

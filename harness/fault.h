@@ -9,7 +9,8 @@
  * to the K-th run (0-based) of a `repro check` (which sets REPRO_CHECK_RUN
  * in each child; default K = 1, the second run); outside a check the fault
  * always applies. This file and the one call in record.c are the only places
- * that read REPRO_FAULT. */
+ * that read REPRO_FAULT, apart from REPRO_FAULT=bless-before-rename, which
+ * golden.c reads to fail a golden install between fsync and rename. */
 #ifndef REPRO_FAULT_H
 #define REPRO_FAULT_H
 

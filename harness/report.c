@@ -98,7 +98,7 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
     char ca[13], cb[13];
     hex12(&d->final_chain_a, ca);
     hex12(&d->final_chain_b, cb);
-    fprintf(out, "repro diff: experiment %s\n", a->experiment);
+    fprintf(out, "experiment %s\n", a->experiment);
     fprintf(out, "  A: %s (%ld steps%s, chain %s)\n", a->path, d->steps_a,
             d->truncated_a ? ", no trailer" : "", ca);
     fprintf(out, "  B: %s (%ld steps%s, chain %s)\n", b->path, d->steps_b,

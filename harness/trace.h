@@ -15,7 +15,9 @@
  *    "tensor_hash": "repro-tensor/v1", "repro_version": "0.1.0",
  *    "compiler": "...", "cflags": "...",
  *    "level": "tensor", "every": 1,
- *    "threads": 1, "num_workers": 2}
+ *    "threads": 1, "num_workers": 2,
+ *    "env": {...},                  the environment fingerprint (env.h, `repro env --json`)
+ *    "env_class": "cpu-x86_64-..."} its class id; goldens are keyed by it (absent in older traces)
  *
  * Then one line per recorded step n = 1, 2, ... (after n optimizer steps):
  *   {"type": "step", "step": n, "step_digest": hex, "chain": hex}
@@ -88,6 +90,7 @@ typedef struct {
     repro_digest config_digest, numerics_digest;
     char seed[32], seed_scheme[64], rng[64], repro_version[32];
     char compiler[256], cflags[1024];
+    char env_class[64];      /* "" when the trace predates it */
     int level, every, threads, num_workers;
     void *header_json;       /* json_t *, owned: the whole header object */
     /* steps and trailer */

@@ -167,6 +167,10 @@ static int parse_header(repro_trace *t, json_t *o, const pos *p)
         get_int(p, h, o, "every", 1, &t->every) || get_int(p, h, o, "threads", 1, &t->threads) ||
         get_int(p, h, o, "num_workers", 0, &t->num_workers))
         return -1;
+    /* Optional: traces written before the environment class have none. */
+    if (json_object_get(o, "env_class") &&
+        get_string(p, h, o, "env_class", t->env_class, sizeof t->env_class))
+        return -1;
     if (!json_is_object(config))
         return fail(p, "header: \"config\" must be an object, not %s", json_kind(config));
     if (!strcmp(level, "step"))

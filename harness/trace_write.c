@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "build_info.h"
+#include "env.h"
 #include "error.h"
 #include "philox.h"
 #include "seeds.h"
@@ -89,7 +90,8 @@ int repro_trace_writer_open(repro_trace_writer **out, const char *path, const re
 {
     *out = NULL;
     repro_digest all, numerics;
-    if (repro_config_digests(cfg, &all, &numerics) || make_parents(path))
+    repro_env env;
+    if (repro_config_digests(cfg, &all, &numerics) || repro_env_get(&env) || make_parents(path))
         return -1;
     repro_trace_writer *w = calloc(1, sizeof *w);
     if (!w)
@@ -133,6 +135,8 @@ int repro_trace_writer_open(repro_trace_writer **out, const char *path, const re
     json_object_set_new(h, "every", json_integer(every));
     json_object_set_new(h, "threads", json_integer(cfg->train_threads));
     json_object_set_new(h, "num_workers", json_integer(cfg->data_num_workers));
+    json_object_set_new(h, "env", repro_env_to_json(&env));
+    json_object_set_new(h, "env_class", json_string(env.class_id));
     if (write_line(w, h)) {
         repro_trace_writer_abort(w);
         return -1;

@@ -1,0 +1,33 @@
+/* Golden records: a trace blessed as the reference for (experiment,
+ * environment class), at golden/<experiment>/<class>.jsonl in the work
+ * tree, in the trace format with a "golden" object added to its header
+ * (commit blessed at, dirty state, tree ids of the numerics paths). */
+#ifndef REPRO_GOLDEN_H
+#define REPRO_GOLDEN_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* The paths whose content can change the numerics: their tree ids go into
+ * the golden, and commits touching them are reported on a mismatch. The
+ * experiment file is added per experiment. */
+extern const char *const repro_numerics_paths[];
+extern const int repro_numerics_npaths;
+
+/* "<root>/golden/<experiment>/<class>.jsonl"; root may be "" (cwd). */
+void repro_golden_path(const char *root, const char *experiment, const char *env_class, char *buf,
+                       size_t len);
+
+/* Installs src_trace as the golden at dest, atomically: writes dest.lock
+ * (O_EXCL: a concurrent bless waits up to wait_s seconds, then fails with
+ * exit 3), with `golden` added to the header, fsyncs it, renames it over
+ * dest and fsyncs the directory. On any failure the old golden is left
+ * intact and the lock removed. */
+int repro_golden_install(const char *src_trace, const char *dest, json_t *golden, int wait_s);
+
+/* The environment classes that have a golden for `experiment` (file stems
+ * in golden/<experiment>/), sorted. Returns the count (>= 0), or -1. */
+int repro_golden_classes(const char *root, const char *experiment, char ***classes);
+void repro_golden_classes_free(char **classes, int n);
+
+#endif

@@ -1,0 +1,280 @@
+/* Golden records end to end, in temporary git repositories made here:
+ * bless -> check round trip; dirty refusal and --allow-dirty; atomicity
+ * (an injected failure between write and rename leaves the old golden and
+ * no lock); the changed-paths report names the right commits; log; a golden
+ * of another experiment or a corrupted one -> exit 2; no golden for this
+ * class -> the closest class; outside a repository -> exit 3; a shallow
+ * clone works. */
+#include <check.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char out[1 << 18], err[1 << 16];
+static char bin[PATH_MAX];
+static char repo[256];
+
+static const char tiny_ini[] = "[model]\ntype = mlp\nhidden = 16\n"
+                               "[data]\ntrain_size = 256\ntest_size = 64\n"
+                               "[train]\nseed = 5\nsteps = 6\nlr = 0.05\n";
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "failed: %s", cmd);
+}
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Runs repro with `dir` as the working directory; returns its exit code. */
+static int repro_in(const char *dir, const char *args)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s >%s/.out 2>%s/.err </dev/null", dir, bin, args, repo,
+             repo);
+    int st = system(cmd);
+    char p[300];
+    snprintf(p, sizeof p, "%s/.out", repo);
+    slurp(p, out, sizeof out);
+    snprintf(p, sizeof p, "%s/.err", repo);
+    slurp(p, err, sizeof err);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+#define GIT "git -c user.name=t -c user.email=t@example.com -c commit.gpgsign=false"
+
+/* A repository with an experiment and stand-ins for the numerics paths. */
+static void make_repo(void)
+{
+    const char *b = getenv("REPRO_BIN");
+    ck_assert_ptr_nonnull(realpath(b ? b : "build/repro", bin));
+    snprintf(repo, sizeof repo, "/tmp/repro-golden-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(repo));
+    sh("cd %s && git init -q -b main . && mkdir -p experiments kernels harness docs", repo);
+    FILE *f;
+    char p[300];
+    snprintf(p, sizeof p, "%s/experiments/tiny.ini", repo);
+    f = fopen(p, "w");
+    fputs(tiny_ini, f);
+    fclose(f);
+    sh("cd %s && echo k > kernels/k.c && echo h > harness/h.c && echo all: > Makefile && "
+       "printf 'runs/\\n.out\\n.err\\n' > .gitignore && git add -A && " GIT
+       " commit -q -m 'initial'",
+       repo);
+}
+
+static void golden_file(char *buf, size_t len)
+{
+    /* the single golden of tiny: golden/tiny/<class>.jsonl */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls %s/golden/tiny/*.jsonl 2>/dev/null | head -n 1", repo);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(fgets(buf, (int)len, p));
+    pclose(p);
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+START_TEST(test_bless_check_round_trip_and_log)
+{
+    make_repo();
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "blessed golden/tiny/cpu-"));
+    char g[512], text[1 << 16];
+    golden_file(g, sizeof g);
+    slurp(g, text, sizeof text);
+    ck_assert_ptr_nonnull(strstr(text, "\"golden\":{"));
+    ck_assert_ptr_nonnull(strstr(text, "\"summary\":\"initial\""));
+    ck_assert_ptr_nonnull(strstr(text, "\"dirty\":false"));
+    ck_assert_ptr_nonnull(strstr(text, "\"experiments/tiny.ini\":\""));
+    sh("cd %s && git add golden && " GIT " commit -q -m 'bless tiny'", repo);
+
+    ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 0);
+    ck_assert_msg(strstr(out, "golden: matches golden/tiny/") || strstr(out, "golden: matches /"),
+                  "%.2000s", out);
+    ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini --steps 3 --runs 1"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "over 3 steps")); /* a prefix of the golden matches */
+
+    /* A second bless after a config change, then the log shows both. */
+    sh("cd %s && sed -i 's/lr = 0.05/lr = 0.07/' experiments/tiny.ini && git add -A && " GIT
+       " commit -q -m 'raise lr'",
+       repo);
+    ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 1);
+    ck_assert_ptr_nonnull(strstr(out, "different config"));
+    ck_assert_ptr_nonnull(strstr(out, "experiments/tiny.ini changed in 1 commit since"));
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
+    sh("cd %s && git add golden && " GIT " commit -q -m 'rebless tiny'", repo);
+    ck_assert_int_eq(repro_in(repo, "log experiments/tiny.ini"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "2 commits changed golden/tiny/"));
+    ck_assert_ptr_nonnull(strstr(out, "rebless tiny"));
+    ck_assert_ptr_nonnull(strstr(out, "bless tiny"));
+    ck_assert_ptr_nonnull(strstr(out, "chain "));
+    ck_assert_int_eq(repro_in(repo, "log experiments/tiny.ini --json"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"commits\""));
+}
+END_TEST
+
+START_TEST(test_dirty_refusal_and_allow_dirty)
+{
+    make_repo();
+    sh("cd %s && echo changed >> kernels/k.c && echo new > docs/new.txt", repo);
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 2);
+    ck_assert_ptr_nonnull(strstr(err, "M kernels/k.c"));
+    ck_assert_ptr_nonnull(strstr(err, "? docs/new.txt"));
+    ck_assert_ptr_nonnull(strstr(err, "--allow-dirty"));
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini --allow-dirty"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "+ uncommitted changes"));
+    char g[512], text[1 << 16];
+    golden_file(g, sizeof g);
+    slurp(g, text, sizeof text);
+    ck_assert_ptr_nonnull(strstr(text, "\"dirty\":true"));
+    ck_assert_ptr_nonnull(strstr(text, "\"allow_dirty\":true"));
+    ck_assert_ptr_nonnull(strstr(text, "kernels/k.c"));
+}
+END_TEST
+
+START_TEST(test_atomic_install)
+{
+    make_repo();
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
+    char g[512], before[1 << 16], after[1 << 16], lock[600];
+    golden_file(g, sizeof g);
+    slurp(g, before, sizeof before);
+    sh("cd %s && git add golden && " GIT " commit -q -m 'bless'", repo);
+    /* Fail between fsync and rename: the old golden stays, no lock remains. */
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini --every 1"), 0 + 0 * 0);
+    slurp(g, after, sizeof after); /* (that bless succeeded: new content) */
+    ck_assert_str_ne(before, after);
+    sh("cd %s && git checkout -q -- golden", repo);
+    setenv("REPRO_FAULT", "bless-before-rename", 1);
+    int rc = repro_in(repo, "bless experiments/tiny.ini --every 1");
+    unsetenv("REPRO_FAULT");
+    ck_assert_msg(rc == 3, "exit %d: %.300s", rc, err);
+    ck_assert_ptr_nonnull(strstr(err, "injected failure before rename"));
+    slurp(g, after, sizeof after);
+    ck_assert_str_eq(before, after);
+    snprintf(lock, sizeof lock, "%s.lock", g);
+    ck_assert_int_ne(access(lock, F_OK), 0);
+}
+END_TEST
+
+START_TEST(test_mismatch_names_commits)
+{
+    make_repo();
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
+    sh("cd %s && git add golden && " GIT " commit -q -m 'bless' && "
+       "echo a >> kernels/k.c && git add -A && " GIT " commit -q -m 'kernel tweak one' && "
+       "echo b >> kernels/k.c && git add -A && " GIT " commit -q -m 'kernel tweak two' && "
+       "echo c >> harness/h.c && git add -A && " GIT " commit -q -m 'harness tweak' && "
+       "echo d >> docs/readme && git add -A && " GIT " commit -q -m 'docs only'",
+       repo);
+    /* A one-bit fault in run 1 stands in for a kernel change that moved the bits. */
+    setenv("REPRO_FAULT", "flip:step=4:tensor=param.fc1.weight:run=0", 1);
+    ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 1);
+    unsetenv("REPRO_FAULT");
+    ck_assert_ptr_nonnull(strstr(out, "golden: MISMATCH"));
+    ck_assert_ptr_nonnull(strstr(out, "kernels/k.c changed in 2 commits since"));
+    ck_assert_ptr_nonnull(strstr(out, "kernel tweak two, "));
+    ck_assert_ptr_nonnull(strstr(out, "harness/h.c changed in 1 commit since"));
+    ck_assert_ptr_null(strstr(out, "docs only"));
+}
+END_TEST
+
+START_TEST(test_bad_goldens_exit_2)
+{
+    make_repo();
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
+    char g[512], cls[256];
+    golden_file(g, sizeof g);
+    snprintf(cls, sizeof cls, "%s", strrchr(g, '/') + 1);
+    /* Another experiment's golden under this experiment's name. */
+    sh("cd %s && cp experiments/tiny.ini experiments/other.ini && mkdir -p golden/other && "
+       "cp golden/tiny/%s golden/other/%s",
+       repo, cls, cls);
+    ck_assert_int_eq(repro_in(repo, "check experiments/other.ini"), 2);
+    ck_assert_ptr_nonnull(strstr(err, "is of experiment 'tiny', not 'other'"));
+    /* A corrupted golden. */
+    sh("cd %s && sed -i '3s/\"chain\":\"./\"chain\":\"0/' golden/tiny/%s", repo, cls);
+    ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 2);
+    ck_assert_ptr_nonnull(strstr(err, "unreadable"));
+    sh("cd %s && head -n 3 golden/other/%s > golden/tiny/%s", repo, cls, cls);
+    ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 2);
+}
+END_TEST
+
+START_TEST(test_no_golden_for_class_uses_closest)
+{
+    make_repo();
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
+    sh("cd %s && mv golden/tiny/*.jsonl golden/tiny/cpu-other-000000000000.jsonl", repo);
+    ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "golden: none for environment class cpu-"));
+    ck_assert_ptr_nonnull(strstr(out, "goldens exist for: cpu-other-000000000000"));
+    ck_assert_ptr_nonnull(strstr(out, "closest class cpu-other-000000000000"));
+    ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini --require-golden"), 1);
+}
+END_TEST
+
+START_TEST(test_outside_repo_and_shallow_clone)
+{
+    make_repo();
+    char plain[] = "/tmp/repro-nogit-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(plain));
+    sh("mkdir -p %s/experiments && cp %s/experiments/tiny.ini %s/experiments/", plain, repo,
+       plain);
+    ck_assert_int_eq(repro_in(plain, "bless experiments/tiny.ini"), 3);
+    ck_assert_ptr_nonnull(strstr(err, "not in a git repository"));
+    ck_assert_int_eq(repro_in(plain, "log experiments/tiny.ini"), 3);
+    /* check still works without git: no golden there, so nothing to compare */
+    ck_assert_int_eq(repro_in(plain, "check experiments/tiny.ini"), 0);
+
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
+    sh("cd %s && git add golden && " GIT " commit -q -m 'bless' && echo x >> kernels/k.c && "
+       "git add -A && " GIT " commit -q -m 'after bless'",
+       repo);
+    char shallow[300];
+    snprintf(shallow, sizeof shallow, "%s-shallow", repo);
+    sh("git clone -q --depth 1 file://%s %s", repo, shallow);
+    ck_assert_int_eq(repro_in(shallow, "check experiments/tiny.ini"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "golden: matches"));
+    setenv("REPRO_FAULT", "flip:step=2:tensor=param.fc1.bias:run=0", 1);
+    ck_assert_int_eq(repro_in(shallow, "check experiments/tiny.ini"), 1);
+    unsetenv("REPRO_FAULT");
+    ck_assert_ptr_nonnull(strstr(out, "golden: MISMATCH"));
+    ck_assert_ptr_nonnull(strstr(out, "shallow"));
+    ck_assert_int_eq(repro_in(shallow, "log experiments/tiny.ini"), 0);
+}
+END_TEST
+
+Suite *golden_suite(void)
+{
+    Suite *s = suite_create("golden");
+    TCase *tc = tcase_create("golden");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_bless_check_round_trip_and_log);
+    tcase_add_test(tc, test_dirty_refusal_and_allow_dirty);
+    tcase_add_test(tc, test_atomic_install);
+    tcase_add_test(tc, test_mismatch_names_commits);
+    tcase_add_test(tc, test_bad_goldens_exit_2);
+    tcase_add_test(tc, test_no_golden_for_class_uses_closest);
+    tcase_add_test(tc, test_outside_repo_and_shallow_clone);
+    suite_add_tcase(s, tc);
+    return s;
+}
