@@ -34,7 +34,7 @@ TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC = $(wildcard bench/*.c)
 HDRS     = $(wildcard harness/*.h kernels/cpu/*.h tests/*.h)
 
-.PHONY: all run check check-run bench asan clean deps help-build
+.PHONY: all run check check-run bench asan clean deps portability
 all: $(BUILD)/repro repro
 	@echo "✓ repro (CPU backend)"
 	@if [ -n "$(NVCC)" ]; then echo "✓ nvcc: $(NVCC) (CUDA backend: not yet written)"; else echo "✗ nvcc: not found (CPU build only)"; fi
@@ -65,11 +65,30 @@ bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench_train
 	$(BUILD)/bench_train
 
+# Portable bits: the CPU path must give the committed goldens' bits whatever
+# the compiler or optimization level (no FMA contraction, fixed reduction
+# orders, vectorization only across independent outputs). Builds each variant
+# into its own directory and requires a bitwise match with the golden.
+PORT_VARIANTS = gcc:-O2 gcc:-O3 clang:-O2
+PORT_EXPERIMENTS = experiments/mlp.ini experiments/cnn.ini
+portability: deps
+	@command -v clang >/dev/null || { echo "✗ clang not found: apt-get install clang"; exit 3; }
+	@set -e; for v in $(PORT_VARIANTS); do \
+	    cc=$${v%%:*}; opt=$${v#*:}; b=build-port-$$cc$$opt; \
+	    $(MAKE) --no-print-directory BUILD=$$b CC=$$cc OPT=$$opt $$b/repro >$$b.log 2>&1 || \
+	        { cat $$b.log; echo "✗ $$cc $$opt: build failed"; exit 1; }; \
+	    for e in $(PORT_EXPERIMENTS); do \
+	        if $$b/repro check $$e --runs 1 --require-golden >$$b.log 2>&1; then \
+	            echo "✓ $$cc $$opt: $$e reproduces its golden bit for bit"; \
+	        else cat $$b.log; echo "✗ $$cc $$opt: $$e does not reproduce its golden"; exit 1; fi; \
+	    done; \
+	done
+
 repro: $(BUILD)/repro
 	@cp $< $@
 
 clean:
-	rm -rf build build-asan repro
+	rm -rf build build-asan build-port-* repro
 
 # Build flags are tracked: a change rebuilds everything, and the compiler,
 # its version and the flags are compiled into the binary (they change bits).

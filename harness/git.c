@@ -216,6 +216,58 @@ static int hide_boundary(const git_oid *id, void *payload)
     return is_boundary(payload, id);
 }
 
+/* What a shallow walk hides: the boundary, and the commits `since` and its
+ * ancestors. git_revwalk_hide() cannot be used there, because 1.5.1 marks
+ * a hidden commit's ancestors by parsing each of them ("we don't like
+ * missing objects", revwalk.c) and fails at the boundary; so the ancestors
+ * are collected here by a walk from `since` that the boundary stops. */
+typedef struct {
+    const repro_git *g;
+    size_t n;
+    git_oid *ids; /* sorted */
+} hide_set;
+
+static int hide_in_set(const git_oid *id, void *payload)
+{
+    const hide_set *h = payload;
+    return is_boundary(h->g, id) ||
+           (h->n && bsearch(id, h->ids, h->n, sizeof *h->ids, cmp_oid) != NULL);
+}
+
+static int hide_set_init(hide_set *h, repro_git *g, const git_oid *since)
+{
+    git_revwalk *w = NULL;
+    git_oid oid;
+    size_t cap = 0;
+    int rc, ret = -1;
+    memset(h, 0, sizeof *h);
+    h->g = g;
+    if (grow(&h->ids, &cap, 0, sizeof *h->ids))
+        return -1;
+    h->ids[h->n++] = *since;
+    if (git_revwalk_new(&w, g->repo) < 0 || git_revwalk_push(w, since) < 0 ||
+        (g->nboundary && git_revwalk_add_hide_cb(w, hide_boundary, (void *)g) < 0)) {
+        lg2_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
+        goto cleanup;
+    }
+    while ((rc = git_revwalk_next(&oid, w)) == 0) {
+        if (grow(&h->ids, &cap, h->n, sizeof *h->ids))
+            goto cleanup;
+        h->ids[h->n++] = oid;
+    }
+    git_error_clear(); /* stopping on a missing object is the boundary, not a failure */
+    qsort(h->ids, h->n, sizeof *h->ids, cmp_oid);
+    ret = 0;
+
+cleanup:
+    git_revwalk_free(w);
+    if (ret) {
+        free(h->ids);
+        memset(h, 0, sizeof *h);
+    }
+    return ret;
+}
+
 /* ---- open --------------------------------------------------------------- */
 
 int repro_git_open(repro_git **out, const char *start_path)
@@ -225,7 +277,8 @@ int repro_git_open(repro_git **out, const char *start_path)
     const char *start = start_path ? start_path : ".";
     char shown[PATH_MAX];
     if (!realpath(start, shown))
-        snprintf(shown, sizeof shown, "%s", start);
+        return repro_error_set_errno(REPRO_EXIT_USAGE, "%s: cannot search for a git repository "
+                                     "from here", start);
 
     git_repository *repo = NULL;
     repro_git *g = NULL;
@@ -815,20 +868,23 @@ static int walk_changes(repro_git *g, const git_oid *hide, const prefix_set *ps,
     git_revwalk *w = NULL;
     git_commit *c = NULL;
     strvec paths = {0};
+    hide_set hs = {g, 0, NULL};
     int ret = -1, rc;
     git_oid oid;
     boundary_id[0] = '\0';
     *cut = 0;
     if (git_repository_head_unborn(g->repo) == 1)
         return unborn_error(g);
+    if (g->shallow && hide && hide_set_init(&hs, g, hide))
+        return -1;
     if (git_revwalk_new(&w, g->repo) < 0 ||
         git_revwalk_sorting(w, GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME) < 0 ||
         git_revwalk_push_head(w) < 0) {
         lg2_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
         goto cleanup;
     }
-    if ((hide && git_revwalk_hide(w, hide) < 0) ||
-        (g->nboundary && git_revwalk_add_hide_cb(w, hide_boundary, g) < 0)) {
+    if (g->shallow ? git_revwalk_add_hide_cb(w, hide_in_set, &hs) < 0
+                   : hide && git_revwalk_hide(w, hide) < 0) {
         lg2_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
         goto cleanup;
     }
@@ -844,10 +900,12 @@ static int walk_changes(repro_git *g, const git_oid *hide, const prefix_set *ps,
             lg2_fail(REPRO_EXIT_ENV, "cannot read commit %s", git_oid_tostr_s(&oid));
             goto cleanup;
         }
-        /* A parent on the boundary is where this walk's history runs out. */
+        /* A parent on the boundary is where this walk's history runs out,
+         * unless that parent is `since` or older, hidden anyway. */
         for (unsigned i = 0; !*cut && i < git_commit_parentcount(c); i++) {
             const git_oid *p = git_commit_parent_id(c, i);
-            if (p && is_boundary(g, p)) {
+            if (p && is_boundary(g, p) &&
+                !(hs.n && bsearch(p, hs.ids, hs.n, sizeof *hs.ids, cmp_oid))) {
                 git_oid_tostr(boundary_id, 41, p);
                 *cut = 1;
             }
@@ -871,9 +929,9 @@ static int walk_changes(repro_git *g, const git_oid *hide, const prefix_set *ps,
         c = NULL;
     }
     if (rc < 0 && rc != GIT_ITEROVER) {
-        /* In a shallow clone the walk may fail on the first missing parent
-         * (libgit2 1.5.1 does not read .git/shallow); what came before is
-         * still right, and the caller says the list is incomplete. */
+        /* A shallow clone whose boundary list could not be read fails here
+         * on the first missing parent (see read_shallow); what came before
+         * is still right, and the caller says the list is incomplete. */
         if (!g->shallow) {
             lg2_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
             goto cleanup;
@@ -887,7 +945,44 @@ cleanup:
     strvec_release(&paths);
     git_commit_free(c);
     git_revwalk_free(w);
+    free(hs.ids);
     return ret;
+}
+
+/* 1 when `anc` is `desc` or one of its ancestors, 0 when not, -1 on error.
+ * git_graph_descendant_of() walks parents and fails on the missing ones of
+ * a shallow clone, so there a walk with the boundary hidden decides (a
+ * boundary commit is never yielded, so parents are checked too). */
+static int is_ancestor(repro_git *g, const git_oid *anc, const git_oid *desc)
+{
+    if (git_oid_equal(anc, desc))
+        return 1;
+    if (!g->shallow) {
+        int r = git_graph_descendant_of(g->repo, desc, anc);
+        if (r < 0)
+            return lg2_fail(REPRO_EXIT_ENV, "cannot relate commit %.7s to HEAD",
+                            git_oid_tostr_s(anc));
+        return r;
+    }
+    git_revwalk *w = NULL;
+    git_oid oid;
+    int found = 0;
+    if (git_revwalk_new(&w, g->repo) < 0 || git_revwalk_push(w, desc) < 0 ||
+        (g->nboundary && git_revwalk_add_hide_cb(w, hide_boundary, g) < 0)) {
+        git_revwalk_free(w);
+        return lg2_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
+    }
+    while (!found && git_revwalk_next(&oid, w) == 0) {
+        git_commit *c = NULL;
+        found = git_oid_equal(&oid, anc);
+        if (!found && git_commit_lookup(&c, g->repo, &oid) == 0)
+            for (unsigned i = 0; !found && i < git_commit_parentcount(c); i++)
+                found = git_oid_equal(git_commit_parent_id(c, i), anc);
+        git_commit_free(c);
+    }
+    git_error_clear(); /* a walk cut short by the boundary is not an error here */
+    git_revwalk_free(w);
+    return found;
 }
 
 /* changes_since: collect commits, then invert into per-path lists. */
@@ -1022,12 +1117,17 @@ int repro_git_changes_since(repro_git *g, const char *since, const char *const *
         x = NULL;
     }
     /* `since` may exist here yet not be an ancestor of HEAD (history was
-     * rewritten after blessing): the walk then stops at the common ancestor. */
+     * rewritten after blessing): the walk then stops where the histories
+     * meet, which is named when libgit2 can find it. */
     int not_ancestor = 0;
     char base[41] = "";
-    if (x && !git_oid_equal(git_commit_id(x), git_commit_id(head)) &&
-        git_graph_descendant_of(g->repo, git_commit_id(head), git_commit_id(x)) != 1) {
-        not_ancestor = 1;
+    if (x) {
+        int anc = is_ancestor(g, git_commit_id(x), git_commit_id(head));
+        if (anc < 0)
+            goto cleanup;
+        not_ancestor = !anc;
+    }
+    if (not_ancestor) {
         git_oid mb;
         if (git_merge_base(&mb, g->repo, git_commit_id(head), git_commit_id(x)) == 0)
             git_oid_tostr(base, sizeof base, &mb);
@@ -1059,8 +1159,9 @@ int repro_git_changes_since(repro_git *g, const char *since, const char *const *
                                       "rewritten?): changes listed since their common "
                                       "ancestor %.7s",
                                       since, base)
-                          : make_note("commit %.7s shares no history with HEAD: changes "
-                                      "listed from the root commit",
+                          : make_note("commit %.7s is not an ancestor of HEAD (history "
+                                      "rewritten?): changes listed are those not reachable "
+                                      "from it",
                                       since);
     } else if (cut) {
         r->incomplete = 1;

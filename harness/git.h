@@ -40,7 +40,8 @@ typedef struct repro_git repro_git;
  * add`). Fails with exit 3 outside any repository ("not in a git repository
  * (searched from PATH): golden records are tied to commits"), for a bare
  * repository, and when libgit2 refuses the repository (e.g. it is owned by
- * another user: the message says so). */
+ * another user: the message says so); with exit 2 when start_path does not
+ * exist. */
 int repro_git_open(repro_git **out, const char *start_path);
 void repro_git_free(repro_git *g);
 
@@ -93,7 +94,9 @@ typedef struct {
 
 /* Lists dirty paths, limited to the given prefixes. An empty list (n == 0)
  * means clean. A staged change takes precedence over a work-tree one for the
- * letter (a new file staged and then edited is 'A'). */
+ * letter (a new file staged and then edited is 'A'). As with `git status --
+ * PATH`, a staged rename whose new name is outside the prefixes shows as its
+ * old name, 'D'. */
 int repro_git_dirty_list(repro_git *g, const char *const *prefixes, size_t nprefixes,
                          repro_git_dirty **out);
 void repro_git_dirty_free(repro_git_dirty *d);

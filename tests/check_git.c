@@ -245,6 +245,10 @@ START_TEST(test_outside_repo_and_bare)
     ck_assert_ptr_nonnull(strstr(repro_error_message(), dir));
     ck_assert_ptr_nonnull(strstr(repro_error_message(), "golden records are tied to commits"));
 
+    char missing[PATH_MAX + 16];
+    snprintf(missing, sizeof missing, "%s/no/such/dir", dir);
+    assert_error(repro_git_open(&g, missing), REPRO_EXIT_USAGE, "no/such/dir");
+
     char bare[PATH_MAX];
     new_dir(bare, sizeof bare, "bare.git");
     sh("git init -q --bare '%s'", bare);
@@ -368,8 +372,16 @@ START_TEST(test_dirty_state)
 
     const char *two[] = {"harness", "gone.txt", "old.txt"};
     ck_assert_int_eq(repro_git_dirty_list(g, two, 3, &d), 0);
-    const char *two_want[] = {"D gone.txt", "A harness/staged.c", "R renamed.txt <- old.txt"};
+    /* As `git status -- old.txt`: with the new name outside the prefixes, a
+     * staged rename shows as the old name deleted. */
+    const char *two_want[] = {"D gone.txt", "A harness/staged.c", "D old.txt"};
     assert_dirty(d, two_want, 3);
+    repro_git_dirty_free(d);
+
+    const char *both[] = {"renamed.txt", "old.txt"};
+    ck_assert_int_eq(repro_git_dirty_list(g, both, 2, &d), 0);
+    const char *both_want[] = {"R renamed.txt <- old.txt"};
+    assert_dirty(d, both_want, 1);
     repro_git_dirty_free(d);
 
     const char *none[] = {"experiments"};
@@ -597,6 +609,12 @@ START_TEST(test_shallow_clone)
     ck_assert_msg(c->incomplete == 0, "note: %s", c->note ? c->note : "");
     ck_assert_uint_eq(c->n, 1);
     ck_assert_str_eq(c->commits[0].commit.id, ids[6]);
+    repro_git_changes_free(c);
+    /* Since the boundary commit itself: complete too. */
+    ck_assert_int_eq(repro_git_changes_since(g, ids[4], NULL, 0, &c), 0);
+    ck_assert_msg(c->incomplete == 0, "note: %s", c->note ? c->note : "");
+    const char *want_b[] = {ids[6], ids[5]};
+    assert_commits(c, want_b, 2);
     repro_git_changes_free(c);
     ck_assert_int_eq(repro_git_path_history(g, "golden/x", 0, &h), 0);
     ck_assert_int_eq(h->incomplete, 1);
