@@ -23,7 +23,7 @@ const char repro_bless_usage[] =
     "class, see `repro env`) atomically. Its header names the commit (HEAD), whether\n"
     "the tree was dirty, and the tree ids of the paths that can change numerics\n"
     "(kernels/, harness/, Makefile, the experiment file). Commit the golden so that\n"
-    "`repro check` compares with it.\n"
+    "`repro check` compares with it. Changes under golden/ do not count as dirty.\n"
     "\n"
     "  --runs N       runs that must agree (default 2)\n"
     "  --every K      keep tensor detail every K-th step in the golden (default 10;\n"
@@ -100,6 +100,18 @@ int repro_cmd_bless(int argc, char **argv)
         rc = repro_report_error();
         goto done;
     }
+    /* Goldens are outputs, not inputs: blessing one experiment after another
+     * must not count the first one's new golden as a dirty tree. */
+    size_t kept = 0;
+    for (size_t i = 0; i < dirty->n; i++) {
+        if (!strncmp(dirty->entries[i].path, "golden/", 7)) {
+            free(dirty->entries[i].path);
+            free(dirty->entries[i].old_path);
+            continue;
+        }
+        dirty->entries[kept++] = dirty->entries[i];
+    }
+    dirty->n = kept;
     if (dirty->n > 0 && !allow_dirty) {
         fprintf(stderr, "repro: bless: the work tree has uncommitted changes; a golden must name "
                         "the commit it belongs to:\n");
