@@ -29,6 +29,8 @@ int repro_cmd_diff(int argc, char **argv);
 int repro_cmd_env(int argc, char **argv);
 int repro_cmd_bless(int argc, char **argv);
 int repro_cmd_log(int argc, char **argv);
+int repro_cmd_bisect(int argc, char **argv);
+int repro_cmd_kernels(int argc, char **argv);
 
 extern const char repro_run_usage[];
 extern const char repro_help_usage[];
@@ -37,5 +39,7 @@ extern const char repro_diff_usage[];
 extern const char repro_env_usage[];
 extern const char repro_bless_usage[];
 extern const char repro_log_usage[];
+extern const char repro_bisect_usage[];
+extern const char repro_kernels_usage[];
 
 #endif

@@ -34,6 +34,11 @@ const char repro_run_usage[] =
     "  --dump STEP[,STEP...]\n"
     "                    also write every hashed tensor of those steps as .npy\n"
     "                    (dump/step-NNNNNN/NAME.npy beside the trace)\n"
+    "  --tap-write OP=FILE, --tap-read OP=FILE\n"
+    "                    quarantine taps (used by `repro bisect --quarantine`): save\n"
+    "                    every output of OP (an op output such as bwd.fc1.dw, or a\n"
+    "                    variant op such as linear.bwd_weight) to FILE, or replace\n"
+    "                    it with FILE's values, step by step\n"
     "  --print-config    print the effective config (INI) and exit\n"
     "  -q, --quiet       no progress on stderr\n"
     "  -h, --help        this text\n"
@@ -45,6 +50,9 @@ const char repro_run_usage[] =
 
 typedef struct {
     int quiet, print_cfg, no_trace;
+    int tap_mode;
+    char tap_op[128];
+    const char *tap_path;
     const char *output;
     long dump[MAX_DUMP];
     int ndump;
@@ -76,6 +84,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         {"set", required_argument, 0, 'k'},     {"print-config", no_argument, 0, 'p'},
         {"output", required_argument, 0, 'o'},  {"no-trace", no_argument, 0, 'n'},
         {"dump", required_argument, 0, 'd'},    {"quiet", no_argument, 0, 'q'},
+        {"tap-write", required_argument, 0, 'W'}, {"tap-read", required_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     /* First pass: find EXP (the one non-option) without applying anything. */
@@ -89,7 +98,8 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         if (a[0] == '-' && a[1]) {
             int takes = !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--threads") ||
                         !strcmp(a, "--workers") || !strcmp(a, "--set") || !strcmp(a, "-o") ||
-                        !strcmp(a, "--output") || !strcmp(a, "--dump");
+                        !strcmp(a, "--output") || !strcmp(a, "--dump") ||
+                        !strcmp(a, "--tap-write") || !strcmp(a, "--tap-read");
             i += takes;
             continue;
         }
@@ -126,6 +136,17 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
             if (parse_dump(optarg, o))
                 return -1;
             break;
+        case 'W':
+        case 'R': {
+            const char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg || !eq[1] || (size_t)(eq - optarg) >= sizeof o->tap_op)
+                return repro_error_set(REPRO_EXIT_USAGE, "run: --tap-%s %s: expected OP=FILE",
+                                       c == 'W' ? "write" : "read", optarg);
+            snprintf(o->tap_op, sizeof o->tap_op, "%.*s", (int)(eq - optarg), optarg);
+            o->tap_path = eq + 1;
+            o->tap_mode = c == 'W' ? REPRO_TAP_WRITE : REPRO_TAP_READ;
+            break;
+        }
         case ':':
             return repro_error_set(REPRO_EXIT_USAGE, "run: option '%s' needs a value",
                                    argv[optind - 1]);
@@ -200,6 +221,9 @@ int repro_cmd_run(int argc, char **argv)
         .dump_steps = o.dump,
         .ndump = o.ndump,
         .dump_dir = dump_dir,
+        .tap_op = o.tap_mode ? o.tap_op : NULL,
+        .tap_path = o.tap_path,
+        .tap_mode = o.tap_mode,
     };
     if (repro_recorder_new(&rec, &t, &ro)) {
         rc = repro_report_error();
@@ -207,6 +231,10 @@ int repro_cmd_run(int argc, char **argv)
         return rc;
     }
     double setup = repro_now() - t0;
+    char nondet[1024];
+    if (repro_config_nondeterministic(&cfg, nondet, sizeof nondet) &&
+        cfg.train_deterministic == REPRO_DETERMINISTIC_WARN)
+        fprintf(stderr, "repro: warning: nondeterministic kernel variants in use: %s\n", nondet);
     printf("repro run %s (%s): %s, seed %llu, %ld steps, batch %d, threads %d, workers %d\n",
            cfg.name, cfg.path, cfg.model_type == REPRO_MODEL_MLP ? "mlp" : "cnn",
            (unsigned long long)cfg.train_seed, steps, cfg.train_batch_size, cfg.train_threads,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "variants.h"
 
 typedef enum { T_INT, T_U64, T_REAL, T_BOOL, T_ENUM, T_STR, T_LIST } key_type;
 
@@ -31,14 +32,22 @@ typedef struct {
 #define OFF_N_STR(s, k) 0
 #define OFF_N_LIST(s, k) offsetof(repro_config, s##_##k##_n)
 
+/* A variant's default is its first choice: the text before the first '|'. */
+#define VARIANT_DEFAULT(ch) ch
+
 static const key_info keys[REPRO_KEY_COUNT] = {
 #define X(s, k, T, d, lo, hi, ch, help) \
     {#s, #k, d, ch, help, T_##T, lo, hi, offsetof(repro_config, s##_##k), OFF_N_##T(s, k)},
+#define XV(f, name, ch, help) \
+    {"variant", name, NULL, ch, help, T_ENUM, 0, 0, offsetof(repro_config, variant_##f), 0},
 #include "config_keys.h"
 #undef X
+#undef XV
 };
 
-static const char *const sections[] = {"model", "data", "train", "trace"};
+static void choice_name(const char *choices, int idx, char *buf, size_t len);
+
+static const char *const sections[] = {"model", "data", "train", "trace", "variant"};
 
 int repro_config_key_bits_neutral(int key)
 {
@@ -51,6 +60,7 @@ int repro_config_key_bits_neutral(int key)
     case REPRO_KEY_train_log_every:
     case REPRO_KEY_trace_level:
     case REPRO_KEY_trace_every:
+    case REPRO_KEY_train_deterministic: /* permits variants; the variants change bits */
         return 1;
     }
     return 0;
@@ -61,21 +71,37 @@ const char *repro_config_key_name(int key) { return keys[key].name; }
 
 int repro_config_find_key(const char *name)
 {
+    /* "section.key" first; then the whole text as a key name, which also
+     * covers dotted variant keys written without their section
+     * ("linear.bwd_weight"). */
     const char *dot = strchr(name, '.');
-    int found = -1;
-    for (int i = 0; i < REPRO_KEY_COUNT; i++) {
-        if (dot) {
-            size_t sl = (size_t)(dot - name);
+    if (dot) {
+        size_t sl = (size_t)(dot - name);
+        for (int i = 0; i < REPRO_KEY_COUNT; i++)
             if (strlen(keys[i].section) == sl && !strncmp(keys[i].section, name, sl) &&
                 !strcmp(keys[i].name, dot + 1))
                 return i;
-        } else if (!strcmp(keys[i].name, name)) {
+    }
+    int found = -1;
+    for (int i = 0; i < REPRO_KEY_COUNT; i++) {
+        if (!strcmp(keys[i].name, name)) {
             if (found >= 0)
                 return -2; /* ambiguous */
             found = i;
         }
     }
     return found;
+}
+
+int repro_config_key_is_variant(int key)
+{
+    return !strcmp(keys[key].section, "variant");
+}
+
+const char *repro_config_variant_name(const repro_config *cfg, int key, char *buf, size_t len)
+{
+    choice_name(keys[key].choices, *(const int *)((const char *)cfg + keys[key].off), buf, len);
+    return buf;
 }
 
 static int find_in_section(const char *section, const char *name)
@@ -281,7 +307,13 @@ void repro_config_defaults(repro_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     char err[256];
     for (int k = 0; k < REPRO_KEY_COUNT; k++) {
-        if (set_value(cfg, k, keys[k].def, err, sizeof err) != 0) {
+        char first[64];
+        const char *def = keys[k].def;
+        if (!def) { /* a variant: its first choice */
+            choice_name(keys[k].choices, 0, first, sizeof first);
+            def = first;
+        }
+        if (set_value(cfg, k, def, err, sizeof err) != 0) {
             /* A bad default is a bug in config_keys.h, caught by the tests. */
             fprintf(stderr, "repro: internal error: bad default: %s\n", err);
             abort();
@@ -341,7 +373,7 @@ static char *reader(char *buf, int num, void *stream)
             memcpy(name, p + 1, n);
             name[n] = '\0';
             if (!is_section(name))
-                record_error(ps, "unknown section [%s] (sections: model, data, train, trace)%s", name,
+                record_error(ps, "unknown section [%s] (sections: model, data, train, trace, variant)%s", name,
                              "");
         }
     }
@@ -455,6 +487,20 @@ static const char *where(const repro_config *cfg, int k, char *buf, size_t len)
 int repro_config_validate(const repro_config *cfg)
 {
     char w[REPRO_CONFIG_PATH_MAX + 32];
+    /* deterministic = on refuses nondeterministic variants by name, as
+     * PyTorch's use_deterministic_algorithms(True) raises. */
+    for (int k = 0; k < REPRO_KEY_COUNT; k++) {
+        if (!repro_config_key_is_variant(k))
+            continue;
+        char v[64];
+        repro_config_variant_name(cfg, k, v, sizeof v);
+        const repro_variant_info *vi = repro_variant_find(keys[k].name, v);
+        if (vi && !vi->deterministic && cfg->train_deterministic == REPRO_DETERMINISTIC_ON)
+            return repro_error_set(REPRO_EXIT_USAGE,
+                                   "%svariant %s = %s is nondeterministic (%s); deterministic = on "
+                                   "refuses it (set deterministic = warn or off to run it)",
+                                   where(cfg, k, w, sizeof w), keys[k].name, v, vi->why);
+    }
     if (cfg->data_dataset == REPRO_DATASET_IDX) {
         if (!cfg->data_train_images[0] || !cfg->data_train_labels[0])
             return repro_error_set(REPRO_EXIT_USAGE,
@@ -539,7 +585,32 @@ void repro_config_print_reference(FILE *out)
                      ki->lo, ki->hi);
         else if (ki->type == T_ENUM)
             snprintf(range, sizeof range, " %s", ki->choices);
+        char first[64];
+        if (!ki->def)
+            choice_name(ki->choices, 0, first, sizeof first);
         fprintf(out, "  %-14s %s%s, default \"%s\"\n      %s\n", ki->name, tn[ki->type], range,
-                ki->def, ki->help);
+                ki->def ? ki->def : first, ki->help);
     }
+}
+
+int repro_config_nondeterministic(const repro_config *cfg, char *buf, size_t len)
+{
+    int n = 0;
+    size_t pos = 0;
+    if (len)
+        buf[0] = '\0';
+    for (int k = 0; k < REPRO_KEY_COUNT; k++) {
+        if (!repro_config_key_is_variant(k))
+            continue;
+        char v[64];
+        repro_config_variant_name(cfg, k, v, sizeof v);
+        const repro_variant_info *vi = repro_variant_find(keys[k].name, v);
+        if (!vi || vi->deterministic)
+            continue;
+        n++;
+        if (pos < len)
+            pos += (size_t)snprintf(buf + pos, len - pos, "%s%s = %s (%s)", n > 1 ? "; " : "",
+                                    keys[k].name, v, vi->why);
+    }
+    return n;
 }

@@ -26,15 +26,21 @@ enum { REPRO_OPT_SGD = 0, REPRO_OPT_ADAMW = 1 };
 /* The key count, and each key's index (REPRO_KEY_train_seed, ...). */
 enum {
 #define X(s, k, T, d, lo, hi, ch, help) REPRO_KEY_##s##_##k,
+#define XV(f, name, ch, help) REPRO_KEY_variant_##f,
 #include "config_keys.h"
 #undef X
+#undef XV
     REPRO_KEY_COUNT
 };
 
+enum { REPRO_DETERMINISTIC_ON = 0, REPRO_DETERMINISTIC_OFF = 1, REPRO_DETERMINISTIC_WARN = 2 };
+
 typedef struct {
 #define X(s, k, T, d, lo, hi, ch, help) REPRO_CFG_FIELD_##T(s, k)
+#define XV(f, name, ch, help) int variant_##f; /* index into its choices; 0 = deterministic */
 #include "config_keys.h"
 #undef X
+#undef XV
     char name[128];                     /* experiment name: the file's stem */
     char path[REPRO_CONFIG_PATH_MAX];   /* the file it came from */
     int line[REPRO_KEY_COUNT];          /* where each key was set; 0 = default, -1 = command line */
@@ -58,6 +64,15 @@ void repro_config_dump(const repro_config *cfg, FILE *out);
 void repro_config_value_str(const repro_config *cfg, int key, char *buf, size_t len);
 /* `repro help config`: every key with its type, default, range and help. */
 void repro_config_print_reference(FILE *out);
+/* Variant keys: 1 if `key` selects a kernel variant; its op name
+ * ("linear.bwd_weight") and chosen variant name. */
+int repro_config_key_is_variant(int key);
+const char *repro_config_variant_name(const repro_config *cfg, int key, char *buf, size_t len);
+
+/* The nondeterministic variants cfg selects, as "op = variant" lines
+ * (for deterministic = warn's warning); returns how many. */
+int repro_config_nondeterministic(const repro_config *cfg, char *buf, size_t len);
+
 /* Keys promised not to change the bits, or that only bound or describe the
  * run (threads, num_workers, prefetch, steps, log_every, trace.*): left out
  * of the numerics digest, so runs that differ only in them compare. */

@@ -4,6 +4,13 @@
  *
  *   X(section, key, TYPE, default, min, max, choices, help)
  *
+ * Kernel variants, one key per op in section [variant], are listed with
+ *
+ *   XV(field, "op.name", choices, help)
+ *
+ * (the first choice is the default and deterministic; `repro kernels` says
+ * which are not). Include sites define both X and XV.
+ *
  * TYPE is INT, U64, REAL, BOOL, ENUM (choices "a|b|c", stored as the index),
  * STR (a path) or LIST (comma-separated positive ints). min/max bound INT,
  * REAL and LIST entries; for REAL, choices "min-open" makes min exclusive. */
@@ -42,9 +49,14 @@ X(train, beta1,         REAL, "0.9",    0, 0.999999, "",   "adamw beta1")
 X(train, beta2,         REAL, "0.999",  0, 0.999999, "",   "adamw beta2")
 X(train, eps,           REAL, "1e-8",   0, 1,    "min-open", "adamw epsilon (> 0)")
 X(train, threads,       INT,  "1",      1, 256,  "",       "kernel threads; results are bitwise identical for any value")
-X(train, deterministic, BOOL, "on",     0, 0,    "",       "use only deterministic kernel variants (all current kernels are)")
+X(train, deterministic, ENUM, "on",     0, 0,    "on|off|warn", "on: refuse nondeterministic kernel variants (exit 2); warn: run them with a warning; off: run them")
 X(train, benchmark,     BOOL, "off",    0, 0,    "",       "autotune algorithm choice per call site (parsed; used by a later version)")
 X(train, log_every,     INT,  "50",     1, 100000000, "",  "progress line every N steps when stderr is not a terminal")
 /* [trace] */
 X(trace, level,         ENUM, "tensor", 0, 0,    "step|tensor|op", "trace detail: step (digests only), tensor (every tensor's digest and stats), op (also every kernel output)")
 X(trace, every,         INT,  "1",      1, 100000000, "",  "record tensors every K-th step (and the last); the chain still covers every step")
+/* [variant] */
+XV(linear_bwd_weight, "linear.bwd_weight", "ordered|atomic", "linear backward weight: ordered sums, or atomic adds of per-chunk partial sums (nondeterministic)")
+XV(linear_bwd_bias,   "linear.bwd_bias",   "ordered|atomic", "linear backward bias: ordered sums, or atomic adds (nondeterministic)")
+XV(conv2d_bwd_filter, "conv2d.bwd_filter", "direct|atomic",  "conv2d backward filter and bias: fixed-order direct, or atomic adds per sample (nondeterministic)")
+XV(index_add,         "index_add",         "ordered|atomic", "per-class feature sums (scatter/index-add): ordered, or atomic adds (nondeterministic)")

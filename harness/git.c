@@ -494,10 +494,12 @@ static int resolve(repro_git *g, const char *rev, git_commit **out, int *notfoun
     git_object *obj = NULL, *peeled = NULL;
     if (notfound)
         *notfound = 0;
-    int is_head = !rev || !strcmp(rev, "HEAD");
+    if (!rev)
+        rev = "HEAD";
+    int is_head = !strcmp(rev, "HEAD");
     if (is_head && git_repository_head_unborn(g->repo) == 1)
         return unborn_error(g);
-    int rc = git_revparse_single(&obj, g->repo, rev ? rev : "HEAD");
+    int rc = git_revparse_single(&obj, g->repo, rev);
     if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC) {
         if (notfound)
             *notfound = 1;
@@ -507,8 +509,7 @@ static int resolve(repro_git *g, const char *rev, git_commit **out, int *notfoun
         return repro_error_set(REPRO_EXIT_USAGE, "'%s' is ambiguous: give more of the commit id",
                                rev);
     if (rc < 0)
-        return lg2_fail(is_head ? REPRO_EXIT_ENV : REPRO_EXIT_USAGE, "cannot resolve '%s'",
-                        rev ? rev : "HEAD");
+        return lg2_fail(is_head ? REPRO_EXIT_ENV : REPRO_EXIT_USAGE, "cannot resolve '%s'", rev);
     rc = git_object_peel(&peeled, obj, GIT_OBJECT_COMMIT);
     git_object_free(obj);
     if (rc < 0)

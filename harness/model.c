@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "atomic.h"
 #include "error.h"
 #include "philox.h"
 #include "seeds.h"
@@ -85,6 +86,9 @@ int repro_model_init(repro_model *m, const repro_config *cfg, int capacity)
     memset(m, 0, sizeof *m);
     m->capacity = capacity;
     m->optimizer = cfg->train_optimizer;
+    m->var_linear_bwd_weight = cfg->variant_linear_bwd_weight;
+    m->var_linear_bwd_bias = cfg->variant_linear_bwd_bias;
+    m->var_conv2d_bwd_filter = cfg->variant_conv2d_bwd_filter;
     if (cfg->model_type == REPRO_MODEL_MLP) {
         int n = cfg->model_hidden_n;
         for (int i = 0; i < n; i++) {
@@ -196,8 +200,15 @@ static repro_conv_shape conv_shape(const repro_layer *l, int B)
 
 /* Reports one kernel output to the op observer, if any. Per-sample shape
  * (c, h, w) becomes (B, c, h, w), or (B, c) for 1 x 1 maps. */
+void repro_model_report_op(repro_model *m, const char *name, float *data, int ndim,
+                           const long *shape)
+{
+    if (m->on_op)
+        m->on_op(m->on_op_ctx, name, data, ndim, shape);
+}
+
 static void report_op(repro_model *m, const char *phase, const char *layer, const char *what,
-                      const float *data, int B, int c, int h, int w)
+                      float *data, int B, int c, int h, int w)
 {
     if (!m->on_op)
         return;
@@ -278,8 +289,15 @@ void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits
         switch (l->kind) {
         case REPRO_LAYER_LINEAR: {
             repro_param *w = &m->params[l->param];
-            repro_linear_backward_weight(pool, dout, in, w->grad, B, l->in_c, l->out_c, 0);
-            repro_linear_backward_bias(pool, dout, w[1].grad, B, l->out_c, 0);
+            if (m->var_linear_bwd_weight)
+                repro_linear_backward_weight_atomic(pool, dout, in, w->grad, B, l->in_c, l->out_c,
+                                                    0);
+            else
+                repro_linear_backward_weight(pool, dout, in, w->grad, B, l->in_c, l->out_c, 0);
+            if (m->var_linear_bwd_bias)
+                repro_linear_backward_bias_atomic(pool, dout, w[1].grad, B, l->out_c, 0);
+            else
+                repro_linear_backward_bias(pool, dout, w[1].grad, B, l->out_c, 0);
             if (din)
                 repro_linear_backward_data(pool, dout, w->data, din, B, l->in_c, l->out_c);
             break;
@@ -287,7 +305,10 @@ void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits
         case REPRO_LAYER_CONV: {
             repro_param *w = &m->params[l->param];
             repro_conv_shape s = conv_shape(l, B);
-            repro_conv2d_backward_filter(pool, &s, dout, in, w->grad, w[1].grad, 0);
+            if (m->var_conv2d_bwd_filter)
+                repro_conv2d_backward_filter_atomic(pool, &s, dout, in, w->grad, w[1].grad, 0);
+            else
+                repro_conv2d_backward_filter(pool, &s, dout, in, w->grad, w[1].grad, 0);
             if (din)
                 repro_conv2d_backward_data(pool, &s, dout, w->data, din);
             break;

@@ -57,10 +57,14 @@ typedef struct {
     float *dact[REPRO_MAX_LAYERS + 1];
     float *scratch;        /* linear forward: w transposed, largest layer */
     int optimizer;         /* REPRO_OPT_*: decides which state is allocated */
+    /* Kernel variants (config [variant]): 0 = the deterministic default. */
+    int var_linear_bwd_weight, var_linear_bwd_bias, var_conv2d_bwd_filter;
     /* Optional observer of every kernel output, in forward then backward
      * order ("fwd.conv1", "bwd.fc2.dw", "bwd.fc2.db", "bwd.fc2.dx"): trace
-     * level op. Called on the training thread right after the kernel. */
-    void (*on_op)(void *ctx, const char *name, const float *data, int ndim, const long *shape);
+     * level op. Called on the training thread right after the kernel. The
+     * data is the live output and may be replaced (bisect's quarantine
+     * substitutes a reference run's output there). */
+    void (*on_op)(void *ctx, const char *name, float *data, int ndim, const long *shape);
     void *on_op_ctx;
 } repro_model;
 
@@ -86,6 +90,10 @@ const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *
 void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits, int B);
 
 int repro_model_out_features(const repro_model *m);
+/* Reports an output computed outside the layers (the loss metrics) to the
+ * op observer, in execution order. */
+void repro_model_report_op(repro_model *m, const char *name, float *data, int ndim,
+                           const long *shape);
 long repro_model_param_count(const repro_model *m);
 
 #endif

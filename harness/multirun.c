@@ -184,7 +184,8 @@ int repro_multirun_execute(repro_multirun *m)
         snprintf(m->divs[i].scope, sizeof m->divs[i].scope, "%s", m->plan[i].scope);
         if (!m->divs[i].identical) {
             m->failed++;
-            element_detail(m, i, &m->divs[i]);
+            if (!m->no_element_detail)
+                element_detail(m, i, &m->divs[i]);
         }
     }
     return 0;

@@ -17,7 +17,7 @@
 typedef struct {
     char label[64];
     const char *scope;  /* "fresh-process run to run", "thread count", "worker count" */
-    char extra[2][32];  /* one extra option for this run, e.g. "--threads" "2" */
+    char extra[2][1100]; /* one extra option for this run, e.g. "--threads" "2" */
     char dir[1100];
     double seconds;
 } repro_run_plan;
@@ -30,6 +30,7 @@ typedef struct {
     int nplan;
     char root[1024];    /* runs/<exp>/<kind>-<stamp>-<pid> */
     int quiet;          /* no progress on stderr */
+    int no_element_detail; /* skip the re-runs for element-level detail */
     /* results */
     repro_trace *traces;      /* nplan */
     repro_divergence *divs;   /* nplan; [0] unused */

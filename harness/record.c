@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "error.h"
 #include "fault.h"
 #include "npy.h"
+#include "opnames.h"
 
 enum { PHASE_G = 0, PHASE_P = 1 };
 
@@ -50,6 +52,7 @@ struct repro_recorder {
     char dump_dir[1024];
     repro_trace_writer *w;
     repro_fault fault;
+    FILE *tap;
     int nentries;
     entry *entries;
     step_slot slots[2];
@@ -64,7 +67,7 @@ struct repro_recorder {
     int qhead, qlen;
     long g_done, p_done;     /* last step whose G / P job finished */
     int stop;
-    int failed;
+    atomic_int failed;       /* set by either thread, read by both */
     int fail_code;
     char fail_msg[1024];
 };
@@ -104,7 +107,7 @@ static int build_entries(repro_recorder *r)
 {
     repro_model *m = &r->t->model;
     int B = r->t->cfg.train_batch_size;
-    int cap = 8 + 4 * m->nparams;
+    int cap = 9 + 4 * m->nparams;
     r->entries = calloc((size_t)cap, sizeof *r->entries);
     if (!r->entries)
         return -1;
@@ -113,6 +116,9 @@ static int build_entries(repro_recorder *r)
     if (add_copied(r, "batch.ids", "u32", 1, sb) || add_copied(r, "batch.x", "f32", 4, sx) ||
         add_copied(r, "batch.y", "i32", 1, sb) || add_copied(r, "logits", "f32", 2, sl) ||
         add_copied(r, "loss", "f32", 0, NULL))
+        return -1;
+    long scf[2] = {10, m->layers[m->nlayers - 1].in_c};
+    if (add_copied(r, "metrics.class_features", "f32", 2, scf))
         return -1;
     char name[64];
     for (int i = m->nparams - 1; i >= 0; i--) { /* backward order: last layer first */
@@ -394,7 +400,36 @@ static void enqueue(repro_recorder *r, int phase, long step)
     pthread_mutex_unlock(&r->mu);
 }
 
-static void on_op(void *ctx, const char *name, const float *data, int ndim, const long *shape)
+static void fail_now(repro_recorder *r, int code, const char *msg)
+{
+    if (r->failed)
+        return;
+    r->failed = 1;
+    r->fail_code = code;
+    snprintf(r->fail_msg, sizeof r->fail_msg, "%.1000s", msg);
+}
+
+/* The quarantine tap (record.h): record or substitute this op output. */
+static void tap_op(repro_recorder *r, const char *name, float *data, size_t nbytes)
+{
+    if (!r->tap || !repro_op_matches(r->o.tap_op, name))
+        return;
+    char msg[1400];
+    if (r->o.tap_mode == REPRO_TAP_WRITE) {
+        if (fwrite(data, 1, nbytes, r->tap) != nbytes) {
+            snprintf(msg, sizeof msg, "%s: cannot write quarantine tap", r->o.tap_path);
+            fail_now(r, REPRO_EXIT_ENV, msg);
+        }
+    } else if (fread(data, 1, nbytes, r->tap) != nbytes) {
+        snprintf(msg, sizeof msg,
+                 "%s: quarantine tap ended early at step %ld, %s (a run of another length or "
+                 "config?)",
+                 r->o.tap_path, r->t->step + 1, name);
+        fail_now(r, REPRO_EXIT_USAGE, msg);
+    }
+}
+
+static void on_op(void *ctx, const char *name, float *data, int ndim, const long *shape)
 {
     repro_recorder *r = ctx;
     long step = r->t->step + 1;
@@ -416,6 +451,9 @@ static void on_op(void *ctx, const char *name, const float *data, int ndim, cons
     size_t n = 4;
     for (int i = 0; i < ndim; i++)
         n *= (size_t)shape[i];
+    tap_op(r, name, data, n);
+    if (r->o.level != REPRO_TRACE_OP)
+        return; /* installed only for the tap */
     /* Op outputs are hashed here, on the training thread: level op is for
      * bisecting, where completeness matters more than speed. */
     if (record_tensor(r, step, name, "f32", ndim, shape, data, n, &s->ops[s->nops]) && !r->failed) {
@@ -463,6 +501,8 @@ int repro_recorder_after_backward(repro_recorder *r)
             src = t->model.act[t->model.nlayers];
         else if (!strcmp(e->name, "loss"))
             src = &loss;
+        else if (!strcmp(e->name, "metrics.class_features"))
+            src = t->class_features;
         else if (!strcmp(e->name, "rng.state"))
             src = rng;
         if (src)
@@ -520,7 +560,15 @@ int repro_recorder_new(repro_recorder **out, repro_trainer *t, const repro_recor
         goto fail;
     }
     r->thread_started = 1;
-    if (opts->level == REPRO_TRACE_OP) {
+    if (opts->tap_mode && opts->tap_op && opts->tap_path) {
+        r->tap = fopen(opts->tap_path, opts->tap_mode == REPRO_TAP_WRITE ? "wb" : "rb");
+        if (!r->tap) {
+            repro_error_set_errno(REPRO_EXIT_USAGE, "%s: cannot open quarantine tap",
+                                  opts->tap_path);
+            goto fail;
+        }
+    }
+    if (opts->level == REPRO_TRACE_OP || r->tap) {
         t->model.on_op = on_op;
         t->model.on_op_ctx = r;
     }
@@ -563,6 +611,8 @@ void repro_recorder_free(repro_recorder *r)
         pthread_join(r->thread, NULL);
     }
     repro_trace_writer_abort(r->w);
+    if (r->tap)
+        fclose(r->tap);
     if (r->t && r->t->rec == r) {
         r->t->rec = NULL;
         r->t->model.on_op = NULL;

@@ -28,7 +28,16 @@ typedef struct {
     const long *dump_steps; /* steps whose tensors are written as .npy */
     int ndump;
     const char *dump_dir;   /* where: <dump_dir>/step-000037/<tensor>.npy */
+    /* Quarantine taps (bisect --quarantine): every output of the op(s)
+     * `tap_op` selects (opnames.h) is appended to `tap_path` (mode write), or
+     * replaced by the next block read from it (mode read) before it is
+     * hashed and used, so a run continues with a reference run's values. */
+    const char *tap_op;
+    const char *tap_path;
+    int tap_mode;           /* 0 none, REPRO_TAP_WRITE, REPRO_TAP_READ */
 } repro_recorder_opts;
+
+enum { REPRO_TAP_WRITE = 1, REPRO_TAP_READ = 2 };
 
 /* Builds the tensor list for the trainer's model and starts the hasher.
  * Installs itself as the trainer's recorder (t->rec). */

@@ -160,7 +160,13 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
             }
         }
         const repro_element_diff *e = &d->element;
-        if (e->valid)
+        if (e->valid && e->count == 0)
+            fprintf(out,
+                    "  %s: the re-runs of both sides to step %ld agreed on it: the difference "
+                    "does not repeat, the mark of nondeterminism (not of a config or code "
+                    "difference)\n",
+                    e->tensor, d->first_step);
+        else if (e->valid)
             fprintf(out,
                     "  %s: elements %ld..%ld of %ld differ (leaves %ld..%ld), %ld elements, "
                     "max |a-b| %.3g, max %" PRIu64 " ULP\n",

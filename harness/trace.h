@@ -36,7 +36,8 @@
  *
  * Step digest: SHA-256 over the tensor digests of the step, in this order
  * (forward/backward order, so the first differing tensor is the likely
- * origin): batch.ids, batch.x, batch.y, logits, loss, grad.<p> for each
+ * origin): batch.ids, batch.x, batch.y, logits, loss, metrics.class_features
+ * (the last layer's input summed per label: an index-add), grad.<p> for each
  * parameter in backward order (last layer first), param.<p> in forward order
  * (after the update), the optimizer state (sgd.momentum.<p>, or
  * adamw.exp_avg.<p> and adamw.exp_avg_sq.<p>) in forward order, and rng.state

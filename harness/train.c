@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic.h"
 #include "error.h"
 #include "record.h"
 
@@ -77,7 +78,9 @@ int repro_trainer_init(repro_trainer *t, const repro_config *cfg)
     size_t nlog = (size_t)c->train_batch_size * REPRO_CLASSES;
     t->probs = malloc(nlog * sizeof(float));
     t->dlogits = malloc(nlog * sizeof(float));
-    if (!t->probs || !t->dlogits) {
+    const repro_layer *last = &t->model.layers[t->model.nlayers - 1];
+    t->class_features = malloc((size_t)REPRO_CLASSES * (size_t)last->in_c * sizeof(float));
+    if (!t->probs || !t->dlogits || !t->class_features) {
         repro_error_set(REPRO_EXIT_ENV, "out of memory");
         goto fail;
     }
@@ -110,6 +113,27 @@ static void optimizer_step(repro_trainer *t)
     }
 }
 
+/* Per-class feature sums: the input of the last linear layer (the
+ * network's penultimate features), scattered by label with an index-add —
+ * the kernel whose atomic variant stands for GPU scatter-adds. Recorded in
+ * the trace (metrics.class_features: class centroids up to a count);
+ * training does not use it. */
+static void class_features(repro_trainer *t, const repro_batch *b)
+{
+    repro_model *m = &t->model;
+    const repro_layer *last = &m->layers[m->nlayers - 1];
+    int width = last->in_c;
+    memset(t->class_features, 0, (size_t)REPRO_CLASSES * (size_t)width * sizeof(float));
+    const float *src = m->act[m->nlayers - 1];
+    if (t->cfg.variant_index_add)
+        repro_index_add_atomic(t->pool, t->class_features, REPRO_CLASSES, b->y, src, b->size,
+                               width);
+    else
+        repro_index_add(t->pool, t->class_features, REPRO_CLASSES, b->y, src, b->size, width);
+    long shape[2] = {REPRO_CLASSES, width};
+    repro_model_report_op(m, "fwd.class_features", t->class_features, 2, shape);
+}
+
 int repro_trainer_step(repro_trainer *t)
 {
     const repro_batch *b;
@@ -119,6 +143,7 @@ int repro_trainer_step(repro_trainer *t)
     const float *logits = repro_model_forward(&t->model, t->pool, b->x, b->size, 1,
                                               t->cfg.train_seed, t->step);
     t->loss = repro_softmax_xent_forward(logits, b->y, t->probs, b->size, REPRO_CLASSES);
+    class_features(t, b);
     repro_softmax_xent_backward(t->probs, b->y, t->dlogits, b->size, REPRO_CLASSES);
     /* The recorder's hooks (record.h): wait only where a buffer it may still
      * be hashing is about to be overwritten. */
@@ -182,5 +207,6 @@ void repro_trainer_release(repro_trainer *t)
     repro_pool_free(t->pool);
     free(t->probs);
     free(t->dlogits);
+    free(t->class_features);
     memset(t, 0, sizeof *t);
 }

@@ -21,6 +21,8 @@ typedef struct repro_trainer_s {
     const repro_batch *batch; /* the last step's batch */
     double loss;            /* the last step's mean loss (double accumulation) */
     float *probs, *dlogits; /* batch x classes */
+    float *class_features;  /* classes x features: penultimate activations summed per
+                               label (index-add; a trace metric) */
     double beta1_pow, beta2_pow; /* adamw: beta^t kept by multiplication */
     repro_recorder *rec;    /* per-step hashing (record.h), or NULL */
 } repro_trainer;

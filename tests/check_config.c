@@ -81,7 +81,7 @@ START_TEST(test_defaults_are_valid)
 {
     repro_config_defaults(&cfg);
     ck_assert_int_eq(repro_config_validate(&cfg), 0);
-    ck_assert_int_eq(cfg.train_deterministic, 1);
+    ck_assert_int_eq(cfg.train_deterministic, REPRO_DETERMINISTIC_ON);
     ck_assert_int_eq(cfg.train_benchmark, 0);
     ck_assert_int_eq(cfg.data_augment_seed, 0); /* sample */
 }
@@ -104,7 +104,10 @@ START_TEST(test_error_paths)
     expect_error("[train]\nlr = -1\n", 2, "out of range");
     expect_error("[model]\ndropout = 1.5\n", 2, "out of range [0, 0.95]");
     expect_error("[train]\noptimizer = rmsprop\n", 2, "'rmsprop' is not one of sgd|adamw");
-    expect_error("[train]\ndeterministic = maybe\n", 2, "'maybe' is not on/off");
+    expect_error("[train]\ndeterministic = maybe\n", 2, "'maybe' is not one of on|off|warn");
+    expect_error("[train]\nbenchmark = maybe\n", 2, "'maybe' is not on/off");
+    expect_error("[variant]\nlinear.bwd_weight = fast\n", 2, "'fast' is not one of ordered|atomic");
+    expect_error("[variant]\nlinear.bwd_weight = atomic\n", 2, "deterministic = on refuses it");
     expect_error("[train]\nseed = -5\n", 2, "not an unsigned integer");
     expect_error("[model]\nhidden = 256,,128\n", 2, "comma-separated list");
     expect_error("[model]\nhidden = 256,0\n", 2, "0 is out of range");

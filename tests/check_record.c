@@ -23,7 +23,9 @@ static void train(const char *path, int level, int every, const long *dump, int 
     repro_trainer t;
     ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
     repro_recorder *rec = NULL;
-    repro_recorder_opts o = {path, level, every, cfg.train_steps, dump, ndump, dump_dir};
+    repro_recorder_opts o = {.trace_path = path, .level = level, .every = every,
+                             .total_steps = cfg.train_steps, .dump_steps = dump, .ndump = ndump,
+                             .dump_dir = dump_dir};
     if (path)
         ck_assert_int_eq(repro_recorder_new(&rec, &t, &o), 0);
     for (long s = 0; s < cfg.train_steps; s++)
@@ -70,7 +72,7 @@ START_TEST(test_trace_round_trip_and_order)
     ck_assert(s->has_detail);
     /* The documented step-digest order (trace.h). */
     static const char *const want[] = {
-        "batch.ids", "batch.x", "batch.y", "logits", "loss", "grad.fc3.bias", "grad.fc3.weight",
+        "batch.ids", "batch.x", "batch.y", "logits", "loss", "metrics.class_features", "grad.fc3.bias", "grad.fc3.weight",
         "grad.fc2.bias", "grad.fc2.weight", "grad.fc1.bias", "grad.fc1.weight",
         "param.fc1.weight", "param.fc1.bias", "param.fc2.weight", "param.fc2.bias",
         "param.fc3.weight", "param.fc3.bias", "sgd.momentum.fc1.weight", "sgd.momentum.fc1.bias",

@@ -1,0 +1,57 @@
+/* The kernel-variant registry (variants.h): one row per implementation of
+ * each op, with its determinism flag and the one-line reason. Deterministic
+ * rows cite the fixed order ops.h states; nondeterministic rows say which
+ * additions meet in scheduler order (atomic.h). */
+#include "variants.h"
+
+#include <string.h>
+
+const repro_variant_info repro_variants[] = {
+    {"linear.fwd", "ordered", 1,
+     "each output sums bias then inputs in ascending index, fixed output blocks"},
+    {"linear.bwd_data", "ordered", 1,
+     "each input gradient sums over outputs in ascending index, fixed output blocks"},
+    {"linear.bwd_weight", "ordered", 1,
+     "sums over the batch in ascending sample order, fixed chunking"},
+    {"linear.bwd_weight", "atomic", 0,
+     "partial sums added with atomic compare-exchange in scheduler order: bits vary run to run"},
+    {"linear.bwd_bias", "ordered", 1,
+     "each column summed over the batch in ascending sample order by one chunk"},
+    {"linear.bwd_bias", "atomic", 0,
+     "per-chunk column sums added atomically in scheduler order: bits vary run to run"},
+    {"conv2d.fwd", "direct", 1,
+     "each output sums bias then (c, ry, rx) in lexicographic order, one chunk per plane"},
+    {"conv2d.bwd_data", "direct", 1,
+     "each input gradient sums (k, ry, rx) in lexicographic order, one chunk per plane"},
+    {"conv2d.bwd_filter", "direct", 1,
+     "per-column sums over (b, oy) ascending, then columns ascending, one chunk per filter row"},
+    {"conv2d.bwd_filter", "atomic", 0,
+     "per-sample partials added with atomic compare-exchange in scheduler order: bits vary "
+     "run to run"},
+    {"relu", "ordered", 1, "elementwise: no reduction"},
+    {"maxpool.fwd", "ordered", 1,
+     "max over each window in row-major order, first maximum wins, NaN wins"},
+    {"maxpool.bwd", "ordered", 1, "windows do not overlap: no two terms meet"},
+    {"dropout", "philox", 1,
+     "mask from counter-based Philox keyed by element index, independent of tiling and threads"},
+    {"softmax_xent", "ordered", 1,
+     "softmax in double per row; loss summed over the batch in ascending order"},
+    {"sgd", "ordered", 1, "elementwise update: no reduction"},
+    {"adamw", "ordered", 1, "elementwise update: no reduction; bias corrections by repeated "
+                            "multiplication, not pow"},
+    {"index_add", "ordered", 1,
+     "each output row receives its inputs in ascending index, chunks own columns"},
+    {"index_add", "atomic", 0,
+     "inputs added atomically in scheduler order where they share a row: bits vary run to run"},
+    {NULL, NULL, 0, NULL},
+};
+
+const repro_variant_info *repro_variant_find(const char *op, const char *variant)
+{
+    if (!op || !variant)
+        return NULL;
+    for (const repro_variant_info *v = repro_variants; v->op; v++)
+        if (!strcmp(v->op, op) && !strcmp(v->variant, variant))
+            return v;
+    return NULL;
+}
