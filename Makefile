@@ -43,11 +43,12 @@ all: $(BUILD)/repro repro
 deps:
 	@./scripts/ensure-deps.sh
 
-# The main job: train both shipped experiments.
+# The main job: prove both shipped experiments reproduce (two fresh-process
+# runs each, compared bit for bit with each other and with the golden).
 run: deps
 	@$(MAKE) --no-print-directory all
-	./repro run experiments/mlp.ini
-	./repro run experiments/cnn.ini
+	./repro check experiments/mlp.ini
+	./repro check experiments/cnn.ini
 
 check: deps
 	@$(MAKE) --no-print-directory check-run

@@ -727,22 +727,65 @@ static int search(bisect_ctx *c)
     return REPRO_BISECT_UNRESOLVED;
 }
 
-/* GOOD's own probe, when it has no golden: its K runs must agree, and its
- * run 1 becomes the reference. */
-static int probe_good(bisect_ctx *c)
+/* Does GOOD's golden still describe GOOD? Its header records the tree ids
+ * of the numerics paths it was blessed with; when GOOD has the same ones
+ * (and the bless was clean), GOOD gives the golden's bits and need not be
+ * built. A golden carried forward past a numerics change that nobody
+ * re-blessed would otherwise make every commit look bad. 1 when it fits;
+ * 0 with `why` filled when GOOD must be checked against it. */
+static int golden_fits_good(bisect_ctx *c, char *why, size_t len)
+{
+    json_t *gold = json_object_get((json_t *)c->ref.header_json, "golden");
+    json_t *trees = json_object_get(gold, "numerics_trees");
+    const char *at = json_string_value(json_object_get(json_object_get(gold, "commit"), "short"));
+    const char *path;
+    json_t *v;
+    if (!json_is_object(trees) || !json_object_size(trees)) {
+        snprintf(why, len, "the golden records no tree ids");
+        return 0;
+    }
+    if (json_is_true(json_object_get(gold, "dirty"))) {
+        snprintf(why, len, "the golden was blessed on a dirty tree");
+        return 0;
+    }
+    json_object_foreach(trees, path, v) {
+        char id[41];
+        if (repro_git_tree_id(c->g, c->r->good.commit.id, path, id)) {
+            repro_error_clear();
+            id[0] = '\0';
+        }
+        if (!json_is_string(v) || strcmp(id, json_string_value(v))) {
+            snprintf(why, len, "%s changed between the golden's bless at %s and GOOD", path,
+                     at ? at : "?");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* GOOD's own probe. Without a golden, its K runs must agree and its run 1
+ * becomes the reference; with a golden that may not fit it (`why`), its
+ * runs must agree and match the golden. */
+static int probe_good(bisect_ctx *c, const char *why)
 {
     repro_bisect_result *r = c->r;
-    if (probe(c, &r->good, &c->ref))
+    int golden = c->has_ref;
+    if (golden)
+        progress(c, "GOOD %s is built too: %s", r->good.commit.short_id, why);
+    if (probe(c, &r->good, golden ? NULL : &c->ref))
         return -1;
     report_probe(c, -1, "GOOD", 1 + probes_left(r, -1, (long)r->ncand - 1));
     if (r->good.verdict == REPRO_BISECT_SKIP)
         return repro_error_set(REPRO_EXIT_USAGE,
-                               "bisect: GOOD %s is not good: it cannot be tested (%s), and "
-                               "without a golden it is the reference",
+                               "bisect: GOOD %s is not good: it cannot be tested (%s)",
                                r->good.commit.short_id, r->good.reason);
     if (r->good.verdict != REPRO_BISECT_GOOD)
-        return repro_error_set(REPRO_EXIT_USAGE, "bisect: GOOD %s is not good: %s",
-                               r->good.commit.short_id, r->good.reason);
+        return repro_error_set(REPRO_EXIT_USAGE, "bisect: GOOD %s is not good: %s%s%s%s",
+                               r->good.commit.short_id, r->good.reason,
+                               golden ? " (" : "", golden ? why : "",
+                               golden ? "; bisect from the golden's commit, or re-bless)" : "");
+    if (golden)
+        return 0;
     c->has_ref = 1;
     c->ref_label = "GOOD's run";
     snprintf(r->reference, sizeof r->reference,
@@ -923,7 +966,8 @@ done:
 
 static int bisect(bisect_ctx *c)
 {
-    if (!c->has_ref && probe_good(c))
+    char why[600] = "";
+    if ((!c->has_ref || !golden_fits_good(c, why, sizeof why)) && probe_good(c, why))
         return -1;
     int rc = probe_bad(c);
     if (rc != REPRO_BISECT_FOUND)

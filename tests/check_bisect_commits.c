@@ -28,8 +28,11 @@ static int commit_seq;
  *   B  build break              F  fix of the break
  *   D1, D2, D3 docs (D3 = BAD)
  * For the main search the first probe after BAD is B (the midpoint), which
- * is skipped; its neighbour F is bad, then P bad, then A good. */
+ * is skipped; its neighbour F is bad, then P bad, then A good. A side
+ * branch off G holds X (a build break) then Y (the same numerics change,
+ * and the fix): between G and Y only a skipped commit is left. */
 static char id_T[41], id_G[41], id_A[41], id_P[41], id_B[41], id_F[41], id_BAD[41];
+static char id_X[41], id_Y[41];
 
 /* The git CLI with a home of its own and no system config, so a user's
  * settings (signing, hooks) cannot change what is built; GIT_DIR and
@@ -135,6 +138,14 @@ static void plant_history(void)
     commit_all("docs: d2", ignored);
     write_file("docs/notes.txt", "a", "d3\n");
     commit_all("docs: d3", id_BAD);
+    sh("cd '%s' && git checkout -q -b side %s", clone_dir, id_G);
+    write_file("harness/cmd_env.c", "a", "#error \"planted build break\"\n");
+    commit_all("side: build break", id_X);
+    sh("cd '%s' && git show %s:harness/cmd_env.c > harness/cmd_env.c && "
+       "git show %s:kernels/cpu/sgd.c > kernels/cpu/sgd.c",
+       clone_dir, id_G, id_P);
+    commit_all("side: numerics change and the fix", id_Y);
+    sh("cd '%s' && git checkout -q -", clone_dir);
 }
 
 static void suite_setup(void)
@@ -274,19 +285,38 @@ START_TEST(test_bad_is_good)
 }
 END_TEST
 
-/* P..F: B is skipped and F is bad (P's golden is the one blessed at G, which
- * P no longer matches, so everything after it differs): only a skipped
- * commit is left, so no first bad commit can be named. */
+/* G..Y on the side branch: X is skipped and Y is bad, so only a skipped
+ * commit is left and no first bad commit can be named. */
 START_TEST(test_only_skipped_left)
 {
     static result r;
     char args[1024], want[200];
-    snprintf(args, sizeof args, "--commits %s..%s experiments/tiny.ini " BUILD, id_P, id_F);
+    snprintf(args, sizeof args, "--commits %s..%s experiments/tiny.ini " BUILD, id_G, id_Y);
     bisect(&r, clone_dir, args);
     ck_assert_msg(r.rc == 125, "rc %d\n%s\n%s", r.rc, r.out, r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "cannot name the first bad commit"));
-    snprintf(want, sizeof want, "  %.7s env: planted build break (skip: build failed", id_B);
+    snprintf(want, sizeof want, "  %.7s side: build break (skip: build failed", id_X);
     ck_assert_msg(strstr(r.out, want), "want %s in:\n%s", want, r.out);
+    snprintf(want, sizeof want, "  %.7s side: numerics change and the fix (bad: ", id_Y);
+    ck_assert_msg(strstr(r.out, want), "want %s in:\n%s", want, r.out);
+    assert_clean();
+}
+END_TEST
+
+/* A carries G's golden, but P changed the kernels since: with GOOD = P the
+ * golden no longer describes GOOD, so GOOD is built, differs, and is not
+ * good (rather than every later commit looking bad). */
+START_TEST(test_good_off_its_golden)
+{
+    static result r;
+    char args[1024];
+    snprintf(args, sizeof args, "--commits %s..%s experiments/tiny.ini " BUILD, id_P, id_F);
+    bisect(&r, clone_dir, args);
+    ck_assert_msg(r.rc == 2, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "(GOOD) \xe2\x80\x94 bad (differs from GOOD's golden"));
+    ck_assert_msg(strstr(r.err, "is not good: differs from GOOD's golden at step 1 (kernels "
+                                "changed between the golden's bless at"),
+                  "%s", r.err);
     assert_clean();
 }
 END_TEST
@@ -340,6 +370,7 @@ Suite *bisect_commits_suite(void)
     tcase_add_test(tc, test_json_report);
     tcase_add_test(tc, test_bad_is_good);
     tcase_add_test(tc, test_only_skipped_left);
+    tcase_add_test(tc, test_good_off_its_golden);
     tcase_add_test(tc, test_bad_ranges);
     tcase_add_test(tc, test_outside_repository);
     suite_add_tcase(s, tc);
