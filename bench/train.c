@@ -49,7 +49,7 @@ static double one_run(const repro_config *cfg, long steps, int hashing)
         if (repro_trainer_step(&t))
             die();
     repro_digest chain;
-    if (rec && repro_recorder_finish(rec, &chain)) /* hashing is only done once finished */
+    if (rec && repro_recorder_finish(rec, &chain, NULL)) /* hashing is only done once finished */
         die();
     double rate = steps / (repro_now() - t0);
     repro_trainer_release(&t);

@@ -132,8 +132,9 @@ static void show_tail(const bisect_ctx *c, const char *path, int nlines)
 
 /* ---- interruption ---------------------------------------------------------- */
 
-/* Ctrl-C reaches the build and the runs too (same process group); the
- * handler only notes it, so the worktree is still removed on the way out. */
+/* Children run in their own process group (see spawn_logged), so Ctrl-C
+ * reaches only repro: the handler notes it, the child's group gets the same
+ * signal, and the worktree is still removed on the way out. */
 static volatile sig_atomic_t interrupted;
 
 static void on_signal(int sig)
@@ -154,6 +155,11 @@ static void signals_catch(signal_state *s)
     interrupted = 0;
     sigaction(SIGINT, &sa, &s->old_int);
     sigaction(SIGTERM, &sa, &s->old_term);
+    /* A signal our parent chose to ignore (nohup, a background job) stays ignored. */
+    if (s->old_int.sa_handler == SIG_IGN)
+        sigaction(SIGINT, &s->old_int, NULL);
+    if (s->old_term.sa_handler == SIG_IGN)
+        sigaction(SIGTERM, &s->old_term, NULL);
 }
 
 static void signals_restore(const signal_state *s)
@@ -217,8 +223,16 @@ static int spawn_logged(const char *cwd, const char *path, char *const argv[], c
     posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawn_file_actions_addchdir_np(&fa, cwd);
+    /* Its own process group, so that an interruption reaches everything it
+     * started (make's compilers too), and not a stray grandchild left
+     * writing into a worktree that is being removed. */
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&at, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, path, &fa, NULL, argv, env);
+    int rc = posix_spawn(&pid, path, &fa, &at, argv, env);
+    posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     free(env);
     if (rc != 0) {
@@ -230,12 +244,17 @@ static int spawn_logged(const char *cwd, const char *path, char *const argv[], c
         *status = 127;
         return check_interrupted();
     }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
+    int st, forwarded = 0;
+    while (waitpid(pid, &st, 0) < 0) {
         if (errno != EINTR) {
             *status = 127;
             return repro_error_set_errno(REPRO_EXIT_ENV, "waiting for %s", path);
         }
+        if (interrupted && !forwarded) {
+            kill(-pid, interrupted);
+            forwarded = 1;
+        }
+    }
     *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     return check_interrupted();
 }

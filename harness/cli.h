@@ -29,6 +29,7 @@ int repro_cmd_diff(int argc, char **argv);
 int repro_cmd_env(int argc, char **argv);
 int repro_cmd_bless(int argc, char **argv);
 int repro_cmd_log(int argc, char **argv);
+int repro_cmd_compare(int argc, char **argv);
 int repro_cmd_bisect(int argc, char **argv);
 int repro_cmd_kernels(int argc, char **argv);
 
@@ -39,6 +40,7 @@ extern const char repro_diff_usage[];
 extern const char repro_env_usage[];
 extern const char repro_bless_usage[];
 extern const char repro_log_usage[];
+extern const char repro_compare_usage[];
 extern const char repro_bisect_usage[];
 extern const char repro_kernels_usage[];
 

@@ -1,5 +1,6 @@
 /* `repro run EXP`: one training run, hashed at every step into a trace. */
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@ const char repro_run_usage[] =
     "                    every output of OP (an op output such as bwd.fc1.dw, or a\n"
     "                    variant op such as linear.bwd_weight) to FILE, or replace\n"
     "                    it with FILE's values, step by step\n"
+    "  --algo-lock TRACE replay the convolution algorithms recorded in TRACE (makes a\n"
+    "                    benchmark = on run reproducible)\n"
     "  --print-config    print the effective config (INI) and exit\n"
     "  -q, --quiet       no progress on stderr\n"
     "  -h, --help        this text\n"
@@ -53,6 +56,7 @@ typedef struct {
     int tap_mode;
     char tap_op[128];
     const char *tap_path;
+    const char *algo_lock;
     const char *output;
     long dump[MAX_DUMP];
     int ndump;
@@ -85,6 +89,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         {"output", required_argument, 0, 'o'},  {"no-trace", no_argument, 0, 'n'},
         {"dump", required_argument, 0, 'd'},    {"quiet", no_argument, 0, 'q'},
         {"tap-write", required_argument, 0, 'W'}, {"tap-read", required_argument, 0, 'R'},
+        {"algo-lock", required_argument, 0, 'L'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     /* First pass: find EXP (the one non-option) without applying anything. */
@@ -99,7 +104,8 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
             int takes = !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--threads") ||
                         !strcmp(a, "--workers") || !strcmp(a, "--set") || !strcmp(a, "-o") ||
                         !strcmp(a, "--output") || !strcmp(a, "--dump") ||
-                        !strcmp(a, "--tap-write") || !strcmp(a, "--tap-read");
+                        !strcmp(a, "--tap-write") || !strcmp(a, "--tap-read") ||
+                        !strcmp(a, "--algo-lock");
             i += takes;
             continue;
         }
@@ -132,6 +138,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         case 'q': o->quiet = 1; break;
         case 'o': o->output = optarg; break;
         case 'n': o->no_trace = 1; break;
+        case 'L': o->algo_lock = optarg; break;
         case 'd':
             if (parse_dump(optarg, o))
                 return -1;
@@ -212,6 +219,11 @@ int repro_cmd_run(int argc, char **argv)
     double t0 = repro_now();
     if (repro_trainer_init(&t, &cfg))
         return repro_report_error();
+    if (o.algo_lock && repro_algo_policy_lock(&t.model.algo, o.algo_lock)) {
+        rc = repro_report_error();
+        repro_trainer_release(&t);
+        return rc;
+    }
     long steps = cfg.train_steps;
     repro_recorder_opts ro = {
         .trace_path = o.no_trace ? NULL : trace_path,
@@ -258,8 +270,8 @@ int repro_cmd_run(int argc, char **argv)
             first_loss = t.loss;
         repro_progress_update(&prog, s + 1, t.loss);
     }
-    repro_digest chain;
-    if (repro_recorder_finish(rec, &chain)) {
+    /* Every step hashed before the clock stops: hashing is part of a run. */
+    if (repro_recorder_sync(rec)) {
         repro_progress_finish(&prog);
         rc = repro_report_error();
         repro_trainer_release(&t);
@@ -268,8 +280,21 @@ int repro_cmd_run(int argc, char **argv)
     double train_s = repro_now() - t1;
     repro_progress_finish(&prog);
 
+    /* Eval reads the trained weights only; its results go into the trailer
+     * as information (not hashed). */
     double eval_loss, acc;
     repro_trainer_evaluate(&t, &eval_loss, &acc);
+    json_t *extra = json_pack("{s:f, s:f, s:f}", "train_seconds", train_s, "eval_loss",
+                              isfinite(eval_loss) ? eval_loss : -1.0, "eval_accuracy",
+                              isfinite(acc) ? acc : -1.0);
+    repro_digest chain;
+    rc = repro_recorder_finish(rec, &chain, extra);
+    json_decref(extra);
+    if (rc) {
+        rc = repro_report_error();
+        repro_trainer_release(&t);
+        return rc;
+    }
     float final = (float)t.loss;
     uint32_t bits;
     memcpy(&bits, &final, sizeof bits);

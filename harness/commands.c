@@ -15,6 +15,8 @@ const repro_command repro_commands[] = {
      "find the first divergent op and the variant, or the first bad commit", repro_bisect_usage},
     {"diff", repro_cmd_diff, "compare two traces: first divergent step, tensors, divergence curve",
      repro_diff_usage},
+    {"compare", repro_cmd_compare, "one experiment under several values of a key, side by side",
+     repro_compare_usage},
     {"bless", repro_cmd_bless, "make the runs' trace the golden record for this environment class",
      repro_bless_usage},
     {"log", repro_cmd_log, "the golden's history through git: where the numerics changed",

@@ -103,13 +103,27 @@ static int diff_lists(const repro_trace_tensor *la, int na, const repro_trace_te
     return 0;
 }
 
+static int compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out,
+                          int same_config);
+
 int repro_compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out)
+{
+    return compare_traces(a, b, out, 1);
+}
+
+int repro_compare_variants(const repro_trace *a, const repro_trace *b, repro_divergence *out)
+{
+    return compare_traces(a, b, out, 0);
+}
+
+static int compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out,
+                          int same_config)
 {
     memset(out, 0, sizeof *out);
     if (strcmp(a->experiment, b->experiment) != 0)
         return repro_error_set(REPRO_EXIT_USAGE, "%s and %s are different experiments: %s vs %s",
                                a->path, b->path, a->experiment, b->experiment);
-    if (!repro_digest_eq(&a->numerics_digest, &b->numerics_digest)) {
+    if (same_config && !repro_digest_eq(&a->numerics_digest, &b->numerics_digest)) {
         char ha[65], hb[65], keys[400];
         repro_digest_hex(&a->numerics_digest, ha);
         repro_digest_hex(&b->numerics_digest, hb);

@@ -57,6 +57,9 @@ typedef struct {
 /* Checks the two traces are of the same experiment (name and numerics
  * digest) — else -1, exit 2, naming both files — and compares them. */
 int repro_compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out);
+/* The same for two configs of one experiment on purpose (`repro compare
+ * --vary`): only the experiment name must match. */
+int repro_compare_variants(const repro_trace *a, const repro_trace *b, repro_divergence *out);
 void repro_divergence_release(repro_divergence *d);
 
 /* Reports (report.c). Text for people; JSON (jansson) with the same fields;

@@ -89,6 +89,8 @@ int repro_model_init(repro_model *m, const repro_config *cfg, int capacity)
     m->var_linear_bwd_weight = cfg->variant_linear_bwd_weight;
     m->var_linear_bwd_bias = cfg->variant_linear_bwd_bias;
     m->var_conv2d_bwd_filter = cfg->variant_conv2d_bwd_filter;
+    m->algo.benchmark = cfg->train_benchmark;
+    m->algo.deterministic_only = cfg->train_deterministic == REPRO_DETERMINISTIC_ON;
     if (cfg->model_type == REPRO_MODEL_MLP) {
         int n = cfg->model_hidden_n;
         for (int i = 0; i < n; i++) {
@@ -145,6 +147,16 @@ int repro_model_init(repro_model *m, const repro_config *cfg, int capacity)
             goto oom;
         if (l->kind == REPRO_LAYER_MAXPOOL && !(l->argmax = malloc(out * sizeof(int32_t))))
             goto oom;
+        if (l->kind == REPRO_LAYER_CONV) {
+            repro_conv_shape cs = {capacity, l->in_c, l->in_h, l->in_w, l->out_c, l->k, l->pad};
+            size_t ws = 1;
+            for (int a = 0; a < REPRO_CONV_NALGOS; a++)
+                if (repro_conv_algo_eligible((repro_conv_algo)a, &cs) &&
+                    repro_conv_workspace_floats((repro_conv_algo)a, &cs) > ws)
+                    ws = repro_conv_workspace_floats((repro_conv_algo)a, &cs);
+            if (!(l->workspace = malloc(ws * sizeof(float))))
+                goto oom;
+        }
         if (l->kind == REPRO_LAYER_DROPOUT && !(l->mask = malloc(out)))
             goto oom;
     }
@@ -167,6 +179,7 @@ void repro_model_release(repro_model *m)
         free(m->dact[i + 1]);
         free(m->layers[i].argmax);
         free(m->layers[i].mask);
+        free(m->layers[i].workspace);
     }
     free(m->scratch);
     memset(m, 0, sizeof *m);
@@ -252,7 +265,14 @@ const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *
         case REPRO_LAYER_CONV: {
             const repro_param *w = &m->params[l->param];
             repro_conv_shape s = conv_shape(l, B);
-            repro_conv2d_forward(pool, &s, in, w->data, w[1].data, out);
+            char site[48];
+            snprintf(site, sizeof site, "%s.fwd", l->name);
+            int a = repro_algo_choose(&m->algo, site, pool, &s, in, w->data, w[1].data, out,
+                                      l->workspace);
+            if (a < 0)
+                return NULL;
+            repro_conv2d_forward_algo(pool, (repro_conv_algo)a, &s, in, w->data, w[1].data, out,
+                                      l->workspace);
             break;
         }
         case REPRO_LAYER_RELU:

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "algo_select.h"
 #include "config.h"
 #include "ops.h"
 
@@ -42,6 +43,7 @@ typedef struct {
     float p;          /* dropout probability */
     int k;            /* maxpool window / conv kernel size */
     int pad;          /* conv zero padding */
+    float *workspace; /* conv: scratch for any eligible algorithm, at capacity */
     int32_t *argmax;  /* maxpool: batch x out */
     uint8_t *mask;    /* dropout: batch x out */
 } repro_layer;
@@ -57,6 +59,8 @@ typedef struct {
     float *dact[REPRO_MAX_LAYERS + 1];
     float *scratch;        /* linear forward: w transposed, largest layer */
     int optimizer;         /* REPRO_OPT_*: decides which state is allocated */
+    /* Convolution algorithm per call site (algo_select.h). */
+    repro_algo_policy algo;
     /* Kernel variants (config [variant]): 0 = the deterministic default. */
     int var_linear_bwd_weight, var_linear_bwd_bias, var_conv2d_bwd_filter;
     /* Optional observer of every kernel output, in forward then backward
@@ -81,7 +85,8 @@ void repro_model_init_params(repro_model *m, uint64_t seed);
 
 /* Forward over `B` <= capacity samples of x (B x 1 x 28 x 28). `train`
  * enables dropout, whose stream for layer L at this step is
- * derive(seed, DROPOUT, step, 0, 0, L). Returns the logits (B x 10). */
+ * derive(seed, DROPOUT, step, 0, 0, L). Returns the logits (B x 10), or
+ * NULL with the error slot set (an algorithm lock that does not fit). */
 const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *x, int B,
                                  int train, uint64_t seed, long step);
 

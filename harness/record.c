@@ -3,6 +3,7 @@
 #include "record.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -335,8 +336,17 @@ static int run_job(repro_recorder *r, job j)
     ts.tensors = ordered;
     ts.nops = s->nops;
     ts.ops = s->ops;
+    /* Step 1 carries the algorithm choices (the lock --algo-lock replays);
+     * the training thread made them during step 1's forward. */
+    json_t *extra = NULL;
+    if (j.step == 1 && r->t->model.algo.nchoices > 0) {
+        extra = json_object();
+        json_object_set_new(extra, "algorithms", repro_algo_choices_json(&r->t->model.algo));
+        ts.extra = extra;
+    }
     if (!rc && r->w)
         rc = repro_trace_writer_step(r->w, &ts, detail_step(r, j.step));
+    json_decref(extra);
     s->nops = 0;
     free(d);
     free(ordered);
@@ -580,7 +590,12 @@ fail:
     return -1;
 }
 
-int repro_recorder_finish(repro_recorder *r, repro_digest *chain)
+int repro_recorder_sync(repro_recorder *r)
+{
+    return wait_done(r, PHASE_P, r->t->step);
+}
+
+int repro_recorder_finish(repro_recorder *r, repro_digest *chain, void *trailer_extra)
 {
     if (wait_done(r, PHASE_P, r->t->step))
         return -1;
@@ -588,7 +603,7 @@ int repro_recorder_finish(repro_recorder *r, repro_digest *chain)
     if (r->w) {
         repro_trace_writer *w = r->w;
         r->w = NULL;
-        if (repro_trace_writer_close(w, r->chained, &r->chain))
+        if (repro_trace_writer_close(w, r->chained, &r->chain, trailer_extra))
             return -1;
     }
     return 0;

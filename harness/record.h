@@ -51,8 +51,12 @@ int repro_recorder_after_backward(repro_recorder *r);
 int repro_recorder_before_update(repro_recorder *r);
 int repro_recorder_after_update(repro_recorder *r);
 
-/* Waits for the hasher, writes the trailer, returns the final chain digest. */
-int repro_recorder_finish(repro_recorder *r, repro_digest *chain);
+/* Waits for the hasher, writes the trailer, returns the final chain digest.
+ * trailer_extra (a json_t object, may be NULL; borrowed) adds informational
+ * keys to the trailer. */
+int repro_recorder_finish(repro_recorder *r, repro_digest *chain, void *trailer_extra);
+/* Waits until every completed step is hashed (and written). */
+int repro_recorder_sync(repro_recorder *r);
 /* Stops the hasher; leaves a trace without trailer if not finished. */
 void repro_recorder_free(repro_recorder *r);
 

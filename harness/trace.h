@@ -30,7 +30,11 @@
  *    "ops": [ same objects, for every kernel output in forward then
  *             backward order, named "fwd.<layer>" and "bwd.<layer>.dx" ]
  *
- * Last line, the trailer: {"type": "trailer", "steps": N, "chain": hex}.
+ * Last line, the trailer: {"type": "trailer", "steps": N, "chain": hex},
+ * plus informational keys that are not hashed and may differ between runs:
+ * "train_seconds", "eval_loss", "eval_accuracy". Step 1's line also carries
+ * "algorithms": the convolution algorithm chosen per call site, with the
+ * measured times when benchmark = on (the algorithm lock, see --algo-lock).
  * A trace without it was cut short (a crash leaves a valid prefix, since each
  * line is flushed as it is written).
  *
@@ -81,6 +85,7 @@ typedef struct {
     repro_trace_tensor *tensors;
     repro_trace_tensor *ops;
     int line;                /* line number in the file */
+    void *extra;             /* writing: a json_t object of informational keys (borrowed) */
 } repro_trace_step;
 
 typedef struct {
@@ -110,8 +115,11 @@ int repro_trace_writer_open(repro_trace_writer **out, const char *path, const re
                             int level, int every);
 /* Writes one step line and flushes it. `detail`: include loss and tensors. */
 int repro_trace_writer_step(repro_trace_writer *w, const repro_trace_step *s, int detail);
-/* Writes the trailer, flushes, fsyncs and closes. w is freed either way. */
-int repro_trace_writer_close(repro_trace_writer *w, long steps, const repro_digest *chain);
+/* Writes the trailer, flushes, fsyncs and closes. w is freed either way.
+ * `extra` (may be NULL; borrowed) adds informational keys to the trailer
+ * (timings, eval results: not hashed, may differ between runs). */
+int repro_trace_writer_close(repro_trace_writer *w, long steps, const repro_digest *chain,
+                             void *extra);
 /* Closes without a trailer (after an error): the file stays a valid prefix. */
 void repro_trace_writer_abort(repro_trace_writer *w);
 

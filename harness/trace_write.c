@@ -169,6 +169,8 @@ int repro_trace_writer_step(repro_trace_writer *w, const repro_trace_step *s, in
     json_object_set_new(o, "step", json_integer(s->step));
     json_object_set_new(o, "step_digest", hex_json(&s->step_digest));
     json_object_set_new(o, "chain", hex_json(&s->chain));
+    if (s->extra)
+        json_object_update_missing(o, (json_t *)s->extra);
     if (detail) {
         char bits[16];
         snprintf(bits, sizeof bits, "0x%08x", s->loss_bits);
@@ -189,12 +191,15 @@ int repro_trace_writer_step(repro_trace_writer *w, const repro_trace_step *s, in
     return write_line(w, o);
 }
 
-int repro_trace_writer_close(repro_trace_writer *w, long steps, const repro_digest *chain)
+int repro_trace_writer_close(repro_trace_writer *w, long steps, const repro_digest *chain,
+                             void *extra)
 {
     json_t *o = json_object();
     json_object_set_new(o, "type", json_string("trailer"));
     json_object_set_new(o, "steps", json_integer(steps));
     json_object_set_new(o, "chain", hex_json(chain));
+    if (extra)
+        json_object_update_missing(o, (json_t *)extra);
     int rc = write_line(w, o);
     if (rc == 0 && fsync(fileno(w->f)) != 0)
         rc = repro_error_set_errno(REPRO_EXIT_ENV, "%s: fsync failed", w->path);

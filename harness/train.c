@@ -142,6 +142,8 @@ int repro_trainer_step(repro_trainer *t)
     t->batch = b;
     const float *logits = repro_model_forward(&t->model, t->pool, b->x, b->size, 1,
                                               t->cfg.train_seed, t->step);
+    if (!logits)
+        return -1;
     t->loss = repro_softmax_xent_forward(logits, b->y, t->probs, b->size, REPRO_CLASSES);
     class_features(t, b);
     repro_softmax_xent_backward(t->probs, b->y, t->dlogits, b->size, REPRO_CLASSES);
@@ -179,6 +181,10 @@ void repro_trainer_evaluate(repro_trainer *t, double *loss, double *accuracy)
         for (int i = 0; i < B; i++)
             y[i] = ds->labels[start + i];
         const float *logits = repro_model_forward(&t->model, t->pool, x, B, 0, 0, 0);
+        if (!logits) {
+            *loss = *accuracy = 0.0 / 0.0;
+            goto done;
+        }
         /* mean over this batch, weighted back to a sum: fixed order over batches */
         total += repro_softmax_xent_forward(logits, y, probs, B, REPRO_CLASSES) * B;
         for (int i = 0; i < B; i++) {

@@ -31,7 +31,7 @@ static void train(const char *path, int level, int every, const long *dump, int 
     for (long s = 0; s < cfg.train_steps; s++)
         ck_assert_int_eq(repro_trainer_step(&t), 0);
     if (rec)
-        ck_assert_int_eq(repro_recorder_finish(rec, chain), 0);
+        ck_assert_int_eq(repro_recorder_finish(rec, chain, NULL), 0);
     if (params) {
         long n = repro_model_param_count(&t.model);
         float *p = malloc((size_t)n * sizeof(float)), *q = p;

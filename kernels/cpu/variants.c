@@ -21,6 +21,12 @@ const repro_variant_info repro_variants[] = {
      "per-chunk column sums added atomically in scheduler order: bits vary run to run"},
     {"conv2d.fwd", "direct", 1,
      "each output sums bias then (c, ry, rx) in lexicographic order, one chunk per plane"},
+    {"conv2d.fwd", "im2col", 1,
+     "unfolded columns times filters, the reduction summed in blocks of 16 then blocks in order: "
+     "fixed, rounds unlike direct"},
+    {"conv2d.fwd", "winograd", 1,
+     "F(2x2,3x3) transforms in a fixed order, channels summed ascending: fixed, rounds unlike "
+     "direct"},
     {"conv2d.bwd_data", "direct", 1,
      "each input gradient sums (k, ry, rx) in lexicographic order, one chunk per plane"},
     {"conv2d.bwd_filter", "direct", 1,
