@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "conv_algos.h"
 #include "error.h"
 #include "progress.h"
 #include "record.h"
@@ -57,8 +58,22 @@ static double one_run(const repro_config *cfg, long steps, int hashing)
     return rate;
 }
 
-/* Medians of REPEATS runs, the variants interleaved run by run so that
- * machine noise hits them alike. */
+/* Medians of REPEATS runs of two configs (or of hashing off/on), the two
+ * interleaved run by run so that machine noise hits them alike. */
+static void measure_pair(const repro_config *ca, const repro_config *cb, long steps, int hash_b,
+                         double *ra, double *rb)
+{
+    double a[REPEATS], b[REPEATS];
+    for (int r = 0; r < REPEATS; r++) {
+        a[r] = one_run(ca, steps, 0);
+        b[r] = one_run(cb, steps, hash_b);
+    }
+    qsort(a, REPEATS, sizeof *a, cmp_double);
+    qsort(b, REPEATS, sizeof *b, cmp_double);
+    *ra = a[REPEATS / 2];
+    *rb = b[REPEATS / 2];
+}
+
 static void measure(const char *path, int threads, long steps, double *plain, double *hashed)
 {
     static repro_config cfg;
@@ -102,7 +117,53 @@ int main(void)
         }
     }
     printf("median of %d runs each; hashing on = every tensor of every step SHA-256'd\n"
-           "and written to a tensor-level trace; workers as in the experiment file\n",
+           "and written to a tensor-level trace; workers as in the experiment file\n\n",
            REPEATS);
+
+    /* Convolution algorithms per shape (the CNN's two call sites), 1 thread. */
+    static const repro_conv_shape shapes[] = {{64, 1, 28, 28, 8, 3, 0}, {64, 8, 13, 13, 16, 3, 0}};
+    printf("%-34s %10s %10s %10s\n", "conv forward, 1 thread (median us)", "direct", "im2col",
+           "winograd");
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const repro_conv_shape *sh = &shapes[i];
+        size_t nx = (size_t)sh->B * sh->C * sh->H * sh->W, nw = (size_t)sh->K * sh->C * 9;
+        size_t ny = (size_t)sh->B * sh->K * repro_conv_oh(sh) * repro_conv_ow(sh), ws = 1;
+        for (int a = 0; a < REPRO_CONV_NALGOS; a++)
+            if (repro_conv_algo_eligible((repro_conv_algo)a, sh) &&
+                repro_conv_workspace_floats((repro_conv_algo)a, sh) > ws)
+                ws = repro_conv_workspace_floats((repro_conv_algo)a, sh);
+        float *x = calloc(nx, 4), *w = calloc(nw, 4), *b = calloc((size_t)sh->K, 4),
+              *y = malloc(ny * 4), *wsp = malloc(ws * 4);
+        for (size_t j = 0; j < nx; j++)
+            x[j] = (float)(j % 17) * 0.05f;
+        for (size_t j = 0; j < nw; j++)
+            w[j] = (float)(j % 7) * 0.1f - 0.3f;
+        char label[64];
+        snprintf(label, sizeof label, "B%d C%d %dx%d -> K%d, 3x3", sh->B, sh->C, sh->H, sh->W,
+                 sh->K);
+        printf("%-34s", label);
+        for (int a = 0; a < REPRO_CONV_NALGOS; a++) {
+            double t[REPEATS * 2];
+            for (int r = 0; r < REPEATS * 2; r++) {
+                double t0 = repro_now();
+                repro_conv2d_forward_algo(NULL, (repro_conv_algo)a, sh, x, w, b, y, wsp);
+                t[r] = (repro_now() - t0) * 1e6;
+            }
+            qsort(t, REPEATS * 2, sizeof *t, cmp_double);
+            printf(" %10.0f", t[REPEATS]);
+        }
+        printf("\n");
+        free(x), free(w), free(b), free(y), free(wsp);
+    }
+
+    /* benchmark = on (fastest algorithm per call site) vs off (the rule). */
+    static repro_config off, on;
+    if (repro_config_load(&off, "experiments/cnn.ini") || repro_config_load(&on, "experiments/cnn.ini") ||
+        repro_config_set(&on, "benchmark=on"))
+        die();
+    double r_off, r_on;
+    measure_pair(&off, &on, 40, 0, &r_off, &r_on);
+    printf("\nexperiments/cnn.ini benchmark off %.1f st/s, on %.1f st/s: on / off %.2fx\n", r_off,
+           r_on, r_on / r_off);
     return 0;
 }

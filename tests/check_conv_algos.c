@@ -130,6 +130,127 @@ START_TEST(test_agrees_with_direct)
 }
 END_TEST
 
+/* ---- the documented orders, as plain scalar loops ---------------------- */
+
+static float xval(const repro_conv_shape *s, const float *x, int n, int c, int iy, int ix)
+{
+    if (iy < 0 || iy >= s->H || ix < 0 || ix >= s->W)
+        return 0.0f;
+    return x[((n * s->C + c) * s->H + iy) * s->W + ix];
+}
+
+/* im2col as conv_algos.c states it: acc = b[k]; per block of 16 q's,
+ * t = +0 plus the products in ascending q; acc += t. */
+static void im2col_ref(const repro_conv_shape *s, const float *x, const float *w, const float *b,
+                       float *y)
+{
+    int OH = repro_conv_oh(s), OW = repro_conv_ow(s), R = s->R, Q = s->C * R * R;
+    for (int n = 0; n < s->B; n++)
+        for (int k = 0; k < s->K; k++)
+            for (int oy = 0; oy < OH; oy++)
+                for (int ox = 0; ox < OW; ox++) {
+                    float acc = b ? b[k] : 0.0f;
+                    for (int q0 = 0; q0 < Q; q0 += 16) {
+                        float t = 0.0f;
+                        for (int q = q0; q < Q && q < q0 + 16; q++) {
+                            int c = q / (R * R), ry = q / R % R, rx = q % R;
+                            float prod = w[k * Q + q] *
+                                         xval(s, x, n, c, oy + ry - s->pad, ox + rx - s->pad);
+                            t = t + prod;
+                        }
+                        acc = acc + t;
+                    }
+                    y[((n * s->K + k) * OH + oy) * OW + ox] = acc;
+                }
+}
+
+/* Winograd F(2x2, 3x3) as conv_algos.c states it, one tile at a time. */
+static void wino_ref(const repro_conv_shape *s, const float *x, const float *w, const float *b,
+                     float *y)
+{
+    int OH = repro_conv_oh(s), OW = repro_conv_ow(s);
+    for (int n = 0; n < s->B; n++)
+        for (int k = 0; k < s->K; k++)
+            for (int ty = 0; 2 * ty < OH; ty++)
+                for (int tx = 0; 2 * tx < OW; tx++) {
+                    float m[16] = {0};
+                    for (int c = 0; c < s->C; c++) {
+                        const float *g = w + (k * s->C + c) * 9;
+                        float gt[4][3], u[4][4], d[4][4], dt[4][4], v[4][4];
+                        for (int j = 0; j < 3; j++) { /* G g */
+                            gt[0][j] = g[j];
+                            gt[1][j] = ((g[j] + g[3 + j]) + g[6 + j]) * 0.5f;
+                            gt[2][j] = ((g[j] - g[3 + j]) + g[6 + j]) * 0.5f;
+                            gt[3][j] = g[6 + j];
+                        }
+                        for (int i = 0; i < 4; i++) { /* (G g) G^T */
+                            u[i][0] = gt[i][0];
+                            u[i][1] = ((gt[i][0] + gt[i][1]) + gt[i][2]) * 0.5f;
+                            u[i][2] = ((gt[i][0] - gt[i][1]) + gt[i][2]) * 0.5f;
+                            u[i][3] = gt[i][2];
+                        }
+                        for (int i = 0; i < 4; i++)
+                            for (int j = 0; j < 4; j++)
+                                d[i][j] = xval(s, x, n, c, 2 * ty - s->pad + i,
+                                               2 * tx - s->pad + j);
+                        for (int j = 0; j < 4; j++) { /* B^T d */
+                            dt[0][j] = d[0][j] - d[2][j];
+                            dt[1][j] = d[1][j] + d[2][j];
+                            dt[2][j] = d[2][j] - d[1][j];
+                            dt[3][j] = d[1][j] - d[3][j];
+                        }
+                        for (int i = 0; i < 4; i++) { /* (B^T d) B */
+                            v[i][0] = dt[i][0] - dt[i][2];
+                            v[i][1] = dt[i][1] + dt[i][2];
+                            v[i][2] = dt[i][2] - dt[i][1];
+                            v[i][3] = dt[i][1] - dt[i][3];
+                        }
+                        for (int e = 0; e < 16; e++) {
+                            float prod = u[e / 4][e % 4] * v[e / 4][e % 4];
+                            m[e] = m[e] + prod;
+                        }
+                    }
+                    float at[2][4], o[2][2];
+                    for (int j = 0; j < 4; j++) { /* A^T M */
+                        at[0][j] = (m[j] + m[4 + j]) + m[8 + j];
+                        at[1][j] = (m[4 + j] - m[8 + j]) - m[12 + j];
+                    }
+                    for (int i = 0; i < 2; i++) { /* (A^T M) A */
+                        o[i][0] = (at[i][0] + at[i][1]) + at[i][2];
+                        o[i][1] = (at[i][1] - at[i][2]) - at[i][3];
+                    }
+                    float init = b ? b[k] : 0.0f;
+                    for (int i = 0; i < 2 && 2 * ty + i < OH; i++)
+                        for (int j = 0; j < 2 && 2 * tx + j < OW; j++)
+                            y[((n * s->K + k) * OH + 2 * ty + i) * OW + 2 * tx + j] =
+                                init + o[i][j];
+                }
+}
+
+/* The vectorized kernels give exactly the bits of the documented order
+ * (so that order, not an accident of the vector code, is the contract). */
+START_TEST(test_bitwise_vs_documented_order)
+{
+    for (size_t i = 0; i < NSHAPES; i++) {
+        const repro_conv_shape *s = &shapes[i];
+        float *x = frand_new(conv_xn(s), 110 + i), *w = frand_new(conv_wn(s), 120 + i);
+        float *b = frand_new(s->K, 130 + i);
+        const float *bias = i % 3 == 1 ? NULL : b;
+        float *ya = falloc(conv_yn(s)), *yr = falloc(conv_yn(s));
+        run_algo(NULL, REPRO_CONV_IM2COL, s, x, w, bias, ya);
+        im2col_ref(s, x, w, bias, yr);
+        ck_assert_msg(memcmp(ya, yr, (size_t)conv_yn(s) * sizeof *ya) == 0, "im2col shape %zu", i);
+        if (repro_conv_algo_eligible(REPRO_CONV_WINOGRAD, s)) {
+            run_algo(NULL, REPRO_CONV_WINOGRAD, s, x, w, bias, ya);
+            wino_ref(s, x, w, bias, yr);
+            ck_assert_msg(memcmp(ya, yr, (size_t)conv_yn(s) * sizeof *ya) == 0,
+                          "winograd shape %zu", i);
+        }
+        free(x), free(w), free(b), free(ya), free(yr);
+    }
+}
+END_TEST
+
 /* Benchmark mode is only worth demonstrating if the algorithms' bits really
  * differ: on random data some elements of each must differ from direct. */
 START_TEST(test_rounds_differently)
@@ -230,6 +351,7 @@ Suite *conv_algos_suite(void)
     Suite *s = suite_create("conv_algos");
     TCase *tc = tcase_create("conv_algos");
     tcase_add_test(tc, test_agrees_with_direct);
+    tcase_add_test(tc, test_bitwise_vs_documented_order);
     tcase_add_test(tc, test_rounds_differently);
     tcase_add_test(tc, test_deterministic_and_thread_invariant);
     tcase_add_test(tc, test_eligibility_names_workspace);

@@ -404,9 +404,14 @@ static void wino_chunk(void *vctx, long b)
                     dv[i][j] = v4_load(d[i][j]);
             wino_input4(dv, v);
             for (int e = 0; e < 16; e++) {
+                if (nl == 4) {
+                    v4_store(vc + e * T + t0, v[e]);
+                    continue;
+                }
                 float lanes[4];
                 v4_store(lanes, v[e]);
-                memcpy(vc + e * T + t0, lanes, (size_t)nl * sizeof *lanes);
+                for (int l = 0; l < nl; l++)
+                    vc[e * T + t0 + l] = lanes[l];
             }
         }
     }
@@ -428,8 +433,13 @@ static void wino_chunk(void *vctx, long b)
             int nl = (int)lmin(4, T - t0);
             v4f m[16], out[2][2];
             for (int e = 0; e < 16; e++) {
+                if (nl == 4) {
+                    m[e] = v4_load(M + e * T + t0);
+                    continue;
+                }
                 float lanes[4] = {0};
-                memcpy(lanes, M + e * T + t0, (size_t)nl * sizeof *lanes);
+                for (int l = 0; l < nl; l++)
+                    lanes[l] = M[e * T + t0 + l];
                 m[e] = v4_load(lanes);
             }
             wino_output4(m, out);
