@@ -323,7 +323,14 @@ int repro_git_open(repro_git **out, const char *start_path)
         wd[--len] = '\0';
     if (!(g->workdir = xstrdup(wd)))
         goto cleanup;
+    /* libgit2 1.5.1 looks for "shallow" in a linked worktree's own git
+     * directory, where it never is: check the common directory too. */
     g->shallow = git_repository_is_shallow(repo) == 1;
+    if (!g->shallow) {
+        char sp[4200];
+        snprintf(sp, sizeof sp, "%s/shallow", git_repository_commondir(repo));
+        g->shallow = access(sp, F_OK) == 0;
+    }
     g->repo = repo;
     if (g->shallow && read_shallow(g)) {
         g->repo = NULL;
