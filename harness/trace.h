@@ -9,7 +9,9 @@
  *    "config_digest": hex,          SHA-256 of the effective config dumped as INI
  *    "numerics_digest": hex,        the same without the keys promised not to change
  *                                   bits or that only bound the run (threads, num_workers,
- *                                   prefetch, steps, log_every, trace.*): traces whose
+ *                                   prefetch, steps, log_every, trace.*, deterministic)
+ *                                   and without keys at their default value (so a new
+ *                                   key does not orphan old goldens): traces whose
  *                                   numerics digests differ are different experiments
  *    "seed": "1234", "seed_scheme": "repro-seed/v1", "rng": "philox4x32-10/v1",
  *    "tensor_hash": "repro-tensor/v1", "repro_version": "0.1.0",

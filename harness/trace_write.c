@@ -37,18 +37,31 @@ static int make_parents(const char *path)
     return 0;
 }
 
-static int digest_text(const repro_config *cfg, int skip_neutral, repro_digest *out)
+/* The config digests. The numerics digest leaves out the bits-neutral keys
+ * and every key at its default value: so adding a new key (at a default
+ * that keeps today's behaviour) does not turn every existing golden into
+ * "a different config", while any key set away from its default counts. */
+static int digest_text(const repro_config *cfg, int numerics, repro_digest *out)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f)
         return repro_error_set(REPRO_EXIT_ENV, "out of memory");
-    char val[REPRO_CONFIG_PATH_MAX + 16];
+    char val[REPRO_CONFIG_PATH_MAX + 16], def[REPRO_CONFIG_PATH_MAX + 16];
+    static repro_config defaults;
+    repro_config_defaults(&defaults);
+    if (numerics)
+        fprintf(f, "repro-numerics/v2\n");
     for (int k = 0; k < REPRO_KEY_COUNT; k++) {
-        if (skip_neutral && repro_config_key_bits_neutral(k))
+        if (numerics && repro_config_key_bits_neutral(k))
             continue;
         repro_config_value_str(cfg, k, val, sizeof val);
+        if (numerics) {
+            repro_config_value_str(&defaults, k, def, sizeof def);
+            if (!strcmp(val, def))
+                continue;
+        }
         fprintf(f, "%s.%s = %s\n", repro_config_key_section(k), repro_config_key_name(k), val);
     }
     fclose(f);
