@@ -91,15 +91,8 @@ static int parse(int argc, char **argv, bisect_ctx *b)
     b->exp = argv[optind];
     if (repro_config_load(&b->cfg, b->exp))
         return -1;
-    for (int i = 0; i < b->npass; i += 2) {
-        char set[REPRO_CONFIG_PATH_MAX + 64];
-        const char *p = b->pass[i];
-        snprintf(set, sizeof set, "%s%s", !strcmp(p, "--steps") ? "train.steps="
-                                          : !strcmp(p, "--seed") ? "train.seed=" : "",
-                 b->pass[i + 1]);
-        if (repro_config_set(&b->cfg, set))
-            return -1;
-    }
+    if (repro_config_apply_run_options(&b->cfg, b->pass, b->npass))
+        return -1;
     if (repro_config_validate(&b->cfg))
         return -1;
     /* The candidates: nondeterministic variants in use, minus the quarantined. */

@@ -124,15 +124,8 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
     static repro_config cfg;
     if (repro_config_load(&cfg, exp))
         return -1;
-    for (int i = 0; i < npass; i += 2) {
-        char set[REPRO_CONFIG_PATH_MAX + 64];
-        const char *p = pass[i];
-        snprintf(set, sizeof set, "%s%s", !strcmp(p, "--steps") ? "train.steps="
-                                          : !strcmp(p, "--seed") ? "train.seed=" : "",
-                 pass[i + 1]);
-        if (repro_config_set(&cfg, set))
-            return -1;
-    }
+    if (repro_config_apply_run_options(&cfg, pass, npass))
+        return -1;
     if (repro_config_validate(&cfg))
         return -1;
 

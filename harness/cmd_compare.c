@@ -239,14 +239,8 @@ int repro_cmd_compare(int argc, char **argv)
     static repro_config cfg;
     if (repro_config_load(&cfg, exp))
         return repro_report_error();
-    for (int i = 0; i < npass; i += 2) {
-        char set[REPRO_CONFIG_PATH_MAX + 64];
-        snprintf(set, sizeof set, "%s%s", !strcmp(pass[i], "--steps") ? "train.steps="
-                                          : !strcmp(pass[i], "--seed") ? "train.seed=" : "",
-                 pass[i + 1]);
-        if (repro_config_set(&cfg, set))
-            return repro_report_error();
-    }
+    if (repro_config_apply_run_options(&cfg, pass, npass))
+        return repro_report_error();
     /* The key and every value, validated like the file. */
     const char *eq = strchr(vary, '=');
     char key[128];

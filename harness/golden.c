@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "fsutil.h"
 
 const char *const repro_numerics_paths[] = {"kernels", "harness", "Makefile"};
 const int repro_numerics_npaths = 3;
@@ -20,21 +21,6 @@ void repro_golden_path(const char *root, const char *experiment, const char *env
                        size_t len)
 {
     snprintf(buf, len, "%s%sgolden/%s/%s.jsonl", root, root[0] ? "/" : "", experiment, env_class);
-}
-
-static int mkdir_p(const char *dir)
-{
-    char buf[1200];
-    snprintf(buf, sizeof buf, "%.1100s/", dir);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return repro_error_set_errno(REPRO_EXIT_ENV, "%s: cannot create directory", buf);
-        *p = '/';
-    }
-    return 0;
 }
 
 /* Test-only: REPRO_FAULT=bless-before-rename fails the install between the
@@ -83,7 +69,7 @@ int repro_golden_install(const char *src_trace, const char *dest, json_t *golden
         *slash = '\0';
     else
         snprintf(dir, sizeof dir, ".");
-    if (mkdir_p(dir))
+    if (repro_mkdirs(dir))
         return -1;
     snprintf(lock, sizeof lock, "%s.lock", dest);
 

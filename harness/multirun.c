@@ -10,9 +10,24 @@
 
 #include "elemdiff.h"
 #include "error.h"
+#include "fsutil.h"
 #include "junit.h"
 #include "progress.h"
 #include "run_self.h"
+
+int repro_config_apply_run_options(repro_config *cfg, char *const *pass, int npass)
+{
+    for (int i = 0; i + 1 < npass; i += 2) {
+        char set[REPRO_CONFIG_PATH_MAX + 64];
+        const char *p = pass[i];
+        snprintf(set, sizeof set, "%s%s", !strcmp(p, "--steps") ? "train.steps="
+                                          : !strcmp(p, "--seed") ? "train.seed=" : "",
+                 pass[i + 1]);
+        if (repro_config_set(cfg, set))
+            return -1;
+    }
+    return 0;
+}
 
 void repro_multirun_init(repro_multirun *m, const char *exp, const char *name, const char *kind)
 {
@@ -65,21 +80,6 @@ int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *lis
     return 0;
 }
 
-static int mkdirs(const char *path)
-{
-    char buf[1100];
-    snprintf(buf, sizeof buf, "%s/", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return repro_error_set_errno(REPRO_EXIT_ENV, "%s: cannot create directory", buf);
-        *p = '/';
-    }
-    return 0;
-}
-
 int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dump_step)
 {
     char trace[1200], out[1200], err[1200], dump[32], steps[32], env[64];
@@ -87,7 +87,7 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
     snprintf(out, sizeof out, "%s/stdout.txt", dir);
     snprintf(err, sizeof err, "%s/stderr.txt", dir);
     snprintf(env, sizeof env, "REPRO_CHECK_RUN=%d", idx);
-    if (mkdirs(dir))
+    if (repro_mkdirs(dir))
         return -1;
     char *argv[REPRO_MULTIRUN_MAX_PASS + 16];
     int n = 0;

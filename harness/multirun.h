@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "compare.h"
+#include "config.h"
 #include "trace.h"
 
 #define REPRO_MULTIRUN_MAX 64
@@ -37,6 +38,10 @@ typedef struct {
     int ntraces;
     int failed;               /* runs that differ from run 1 */
 } repro_multirun;
+
+/* Applies the pass-through `repro run` options (--steps N, --seed S,
+ * --set K=V pairs, as collected for m->pass) to cfg, validating each. */
+int repro_config_apply_run_options(repro_config *cfg, char *const *pass, int npass);
 
 /* Sets up m for experiment `exp` (already validated by the caller), with
  * its working directory under runs/<name>/<kind>-<stamp>-<pid>. */
