@@ -34,7 +34,7 @@ TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC = $(wildcard bench/*.c)
 HDRS     = $(wildcard harness/*.h kernels/cpu/*.h tests/*.h)
 
-.PHONY: all run check check-run bench asan clean deps portability
+.PHONY: all run check check-run bench asan clean deps portability fuzz fuzz-smoke fuzz-bins
 all: $(BUILD)/repro repro
 	@echo "✓ repro (CPU backend)"
 	@if [ -n "$(NVCC)" ]; then echo "✓ nvcc: $(NVCC) (CUDA backend: not yet written)"; else echo "✗ nvcc: not found (CPU build only)"; fi
@@ -85,11 +85,43 @@ portability: deps
 	    done; \
 	done
 
+# libFuzzer targets for the parsers that read other people's files
+# (tests/fuzz/fuzz_<target>.c, seeds in tests/fuzz/corpus/<target>/): the
+# library is rebuilt with clang into build-fuzz/ with
+# -fsanitize=fuzzer-no-link,address,undefined and each target linked with
+# -fsanitize=fuzzer. Each runs FUZZ_SECONDS; new inputs go to
+# build-fuzz/corpus/<target>, crashes to build-fuzz/crash-<target>-*
+# (turn each into a row of tests/check_bad_inputs.c). Needs clang's
+# runtime (Debian: libclang-rt-14-dev, or clang's own package).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = config trace manifest
+FUZZ_SAN = -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+fuzz: deps
+	@command -v clang >/dev/null || { echo "✗ clang not found: apt-get install clang"; exit 3; }
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-bins
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	    mkdir -p build-fuzz/corpus/$$t; \
+	    if build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        -artifact_prefix=build-fuzz/crash-$$t- build-fuzz/corpus/$$t tests/fuzz/corpus/$$t \
+	        >build-fuzz/fuzz_$$t.log 2>&1; then \
+	        echo "✓ fuzz $$t: $$(grep -o 'Done [0-9]* runs in [0-9]* second(s)' build-fuzz/fuzz_$$t.log), no crash"; \
+	    else tail -n 40 build-fuzz/fuzz_$$t.log; echo "✗ fuzz $$t: crash (build-fuzz/crash-$$t-*)"; exit 1; fi; \
+	done
+
+# The CI smoke: the same, 10 s a target.
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
+
+fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+
+$(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/librepro.a
+	$(CC) $(subst fuzzer-no-link,fuzzer,$(SAN)) -o $@ $^ $(LDLIBS)
+
 repro: $(BUILD)/repro
 	@cp $< $@
 
 clean:
-	rm -rf build build-asan build-port-* repro
+	rm -rf build build-asan build-port-* build-fuzz repro
 
 # Build flags are tracked: a change rebuilds everything, and the compiler,
 # its version and the flags are compiled into the binary (they change bits).
@@ -135,5 +167,5 @@ $(BUILD)/bench_%: $(BUILD)/bench/%.o $(BUILD)/librepro.a
 
 # Keep bench objects instead of deleting them as intermediates. (A bare
 # .SECONDARY: would also stop the FORCE rules from running.)
-.SECONDARY: $(BENCH_SRC:%.c=$(BUILD)/%.o)
+.SECONDARY: $(BENCH_SRC:%.c=$(BUILD)/%.o) $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/fuzz_%.o)
 .PHONY: FORCE

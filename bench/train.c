@@ -3,7 +3,10 @@
  * something on a shared, noisy machine:
  *   - 1 vs 2 kernel threads;
  *   - per-step hashing off vs on (every tensor of every step SHA-256'd into
- *     a tensor-level trace, as `repro run` does).
+ *     a tensor-level trace, as `repro run` does);
+ *   - peak memory and speed per precision (fp32, bf16, fp16) and zeroing
+ *     mode (memory.h: reduced-precision buffers counted at 2 bytes; the CPU
+ *     emulation of bf16/fp16 is slower than fp32, not faster).
  * Not a test: nothing here passes or fails on time. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 #include "config.h"
 #include "conv_algos.h"
 #include "error.h"
+#include "memory.h"
 #include "progress.h"
 #include "record.h"
 #include "train.h"
@@ -94,6 +98,48 @@ static void measure(const char *path, int threads, long steps, double *plain, do
     *hashed = b[REPEATS / 2];
 }
 
+/* Peak memory by category per precision and zeroing mode (bytes a real
+ * implementation would hold: see memory.h), and the emulated speed. */
+static void memory_table(void)
+{
+    static const char *const exps[] = {"experiments/mlp.ini", "experiments/cnn.ini"};
+    static const char *const precs[] = {"fp32", "bf16", "fp16"};
+    printf("\n%-20s %-6s %-5s %9s %9s %9s %9s %9s %9s %9s %8s\n", "peak memory (KiB)", "prec",
+           "zero", "params", "working", "grads", "optim", "activ", "act.grad", "total",
+           "st/s");
+    for (int e = 0; e < 2; e++)
+        for (int p = 0; p < 3; p++)
+            for (int z = 0; z < 2; z++) {
+                static repro_config cfg;
+                char set[64];
+                if (repro_config_load(&cfg, exps[e]))
+                    die();
+                snprintf(set, sizeof set, "precision=%s", precs[p]);
+                if (repro_config_set(&cfg, set) ||
+                    repro_config_set(&cfg, z ? "zero_grad=none" : "zero_grad=zero"))
+                    die();
+                repro_trainer t;
+                if (repro_trainer_init(&t, &cfg))
+                    die();
+                repro_memory m;
+                repro_memory_account(&t.model, cfg.train_zero_grad, &m);
+                repro_trainer_release(&t);
+                double rate = z ? 0 : one_run(&cfg, 20, 0);
+                char rs[16] = "";
+                if (!z)
+                    snprintf(rs, sizeof rs, "%.1f", rate);
+                printf("%-20s %-6s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %8s\n", exps[e],
+                       precs[p], z ? "none" : "zero", m.params / 1024.0,
+                       m.working_weights / 1024.0, m.grads / 1024.0, m.optimizer / 1024.0,
+                       m.activations / 1024.0, m.activation_grads / 1024.0, m.peak / 1024.0, rs);
+                if (z)
+                    printf("%-20s %-6s %-5s   between steps %.1f KiB (gradients released)\n", "",
+                           "", "", (m.peak - m.grads_released) / 1024.0);
+            }
+    printf("total = peak, every buffer resident at once (workspace included); bf16/fp16 buffers\n"
+           "counted at 2 bytes each (a real implementation), st/s = the CPU emulation's speed\n");
+}
+
 int main(void)
 {
     static const struct {
@@ -165,5 +211,6 @@ int main(void)
     measure_pair(&off, &on, 40, 0, &r_off, &r_on);
     printf("\nexperiments/cnn.ini benchmark off %.1f st/s, on %.1f st/s: on / off %.2fx\n", r_off,
            r_on, r_on / r_off);
+    memory_table();
     return 0;
 }

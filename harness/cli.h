@@ -32,6 +32,10 @@ int repro_cmd_log(int argc, char **argv);
 int repro_cmd_compare(int argc, char **argv);
 int repro_cmd_bisect(int argc, char **argv);
 int repro_cmd_kernels(int argc, char **argv);
+int repro_cmd_submit(int argc, char **argv);
+int repro_cmd_verify(int argc, char **argv);
+int repro_cmd_verify_receipt(int argc, char **argv);
+int repro_cmd_keygen(int argc, char **argv);
 
 extern const char repro_run_usage[];
 extern const char repro_help_usage[];
@@ -43,5 +47,9 @@ extern const char repro_log_usage[];
 extern const char repro_compare_usage[];
 extern const char repro_bisect_usage[];
 extern const char repro_kernels_usage[];
+extern const char repro_submit_usage[];
+extern const char repro_verify_usage[];
+extern const char repro_verify_receipt_usage[];
+extern const char repro_keygen_usage[];
 
 #endif

@@ -40,6 +40,9 @@ const char repro_check_usage[] =
     "  --runs N           runs with the experiment's own settings (default 2)\n"
     "  --threads LIST     one more run per kernel thread count, e.g. 1,2,3\n"
     "  --workers LIST     one more run per loader worker count, e.g. 0,1,3\n"
+    "  --resume-at K      one more run that trains to step K, checkpoints, and\n"
+    "                     resumes in a fresh process; its steps K+1.. must equal\n"
+    "                     run 1's (scope checkpoint/resume)\n"
     "  --json             the report as one JSON document on stdout\n"
     "  --junit FILE       also write a JUnit XML report for CI\n"
     "  --require-golden   fail (exit 1) when this environment class has no golden\n"
@@ -67,9 +70,11 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
         {"junit", required_argument, 0, 'J'},   {"steps", required_argument, 0, 's'},
         {"seed", required_argument, 0, 'S'},    {"set", required_argument, 0, 'k'},
         {"require-golden", no_argument, 0, 'G'}, {"no-golden", no_argument, 0, 'N'},
+        {"resume-at", required_argument, 0, 'A'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     const char *threads = NULL, *workers = NULL;
+    long resume_at = 0;
     char *pass[REPRO_MULTIRUN_MAX_PASS];
     int npass = 0;
     o->runs = 2;
@@ -87,6 +92,14 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
             break;
         }
         case 't': threads = optarg; break;
+        case 'A': {
+            char *end;
+            resume_at = strtol(optarg, &end, 10);
+            if (end == optarg || *end || resume_at < 1)
+                return repro_error_set(REPRO_EXIT_USAGE,
+                                       "check: --resume-at %s: expected a step >= 1", optarg);
+            break;
+        }
         case 'w': workers = optarg; break;
         case 'j': o->json = 1; break;
         case 'J': o->junit = optarg; break;
@@ -143,6 +156,18 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
         return -1;
     if (workers && repro_multirun_add_list(m, "--workers", workers, "worker count", "workers"))
         return -1;
+    if (resume_at) {
+        if (resume_at >= cfg.train_steps)
+            return repro_error_set(REPRO_EXIT_USAGE,
+                                   "check: --resume-at %ld: the run has %d steps, so nothing "
+                                   "would be left to resume",
+                                   resume_at, cfg.train_steps);
+        char label[64];
+        snprintf(label, sizeof label, "resumed at %ld", resume_at);
+        if (repro_multirun_add(m, label, "checkpoint/resume", NULL, NULL))
+            return -1;
+        m->plan[m->nplan - 1].resume_at = resume_at;
+    }
     if (m->nplan < 2 && o->no_golden)
         return repro_error_set(REPRO_EXIT_USAGE,
                                "check: one run and no golden compare with nothing");

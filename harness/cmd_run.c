@@ -8,10 +8,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "cli.h"
 #include "error.h"
+#include "fsutil.h"
 #include "philox.h"
 #include "progress.h"
+#include "memory.h"
 #include "record.h"
 #include "seeds.h"
 #include "train.h"
@@ -42,6 +45,14 @@ const char repro_run_usage[] =
     "                    it with FILE's values, step by step\n"
     "  --algo-lock TRACE replay the convolution algorithms recorded in TRACE (makes a\n"
     "                    benchmark = on run reproducible)\n"
+    "  --checkpoint-every K\n"
+    "                    save a checkpoint after every K-th step (model, optimizer\n"
+    "                    state, loader position and RNG streams, the chain so far),\n"
+    "                    atomically, as ckpt-STEP.bin beside the trace\n"
+    "  --checkpoint-dir DIR  write the checkpoints there instead\n"
+    "  --resume CKPT     continue from a checkpoint of this experiment and config:\n"
+    "                    the trace holds steps after it, bitwise equal to the\n"
+    "                    uninterrupted run's, its chain continuing the checkpoint's\n"
     "  --print-config    print the effective config (INI) and exit\n"
     "  -q, --quiet       no progress on stderr\n"
     "  -h, --help        this text\n"
@@ -58,6 +69,9 @@ typedef struct {
     const char *tap_path;
     const char *algo_lock;
     const char *output;
+    long checkpoint_every;
+    const char *checkpoint_dir;
+    const char *resume;
     long dump[MAX_DUMP];
     int ndump;
 } run_opts;
@@ -90,6 +104,9 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         {"dump", required_argument, 0, 'd'},    {"quiet", no_argument, 0, 'q'},
         {"tap-write", required_argument, 0, 'W'}, {"tap-read", required_argument, 0, 'R'},
         {"algo-lock", required_argument, 0, 'L'},
+        {"checkpoint-every", required_argument, 0, 'K'},
+        {"checkpoint-dir", required_argument, 0, 'C'},
+        {"resume", required_argument, 0, 'U'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     /* First pass: find EXP (the one non-option) without applying anything. */
@@ -105,7 +122,8 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
                         !strcmp(a, "--workers") || !strcmp(a, "--set") || !strcmp(a, "-o") ||
                         !strcmp(a, "--output") || !strcmp(a, "--dump") ||
                         !strcmp(a, "--tap-write") || !strcmp(a, "--tap-read") ||
-                        !strcmp(a, "--algo-lock");
+                        !strcmp(a, "--algo-lock") || !strcmp(a, "--checkpoint-every") ||
+                        !strcmp(a, "--checkpoint-dir") || !strcmp(a, "--resume");
             i += takes;
             continue;
         }
@@ -139,6 +157,17 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         case 'o': o->output = optarg; break;
         case 'n': o->no_trace = 1; break;
         case 'L': o->algo_lock = optarg; break;
+        case 'C': o->checkpoint_dir = optarg; break;
+        case 'U': o->resume = optarg; break;
+        case 'K': {
+            char *end;
+            o->checkpoint_every = strtol(optarg, &end, 10);
+            if (end == optarg || *end || o->checkpoint_every < 1)
+                return repro_error_set(REPRO_EXIT_USAGE,
+                                       "run: --checkpoint-every %s: expected a step count >= 1",
+                                       optarg);
+            break;
+        }
         case 'd':
             if (parse_dump(optarg, o))
                 return -1;
@@ -169,6 +198,8 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
     }
     if (o->no_trace && (o->output || o->ndump))
         return repro_error_set(REPRO_EXIT_USAGE, "run: --no-trace excludes -o and --dump");
+    if (o->checkpoint_dir && !o->checkpoint_every)
+        return repro_error_set(REPRO_EXIT_USAGE, "run: --checkpoint-dir needs --checkpoint-every");
     return repro_config_validate(cfg);
 }
 
@@ -225,6 +256,38 @@ int repro_cmd_run(int argc, char **argv)
         return rc;
     }
     long steps = cfg.train_steps;
+    /* Resume before the recorder starts: it continues the checkpoint's chain. */
+    repro_checkpoint_info ck = {0, -1, {{0}}};
+    if (o.resume) {
+        if (repro_checkpoint_load(&t, o.resume, &ck)) {
+            rc = repro_report_error();
+            repro_trainer_release(&t);
+            return rc;
+        }
+        if (ck.chain_steps != ck.step || ck.step >= steps) {
+            if (ck.chain_steps != ck.step)
+                repro_error_set(REPRO_EXIT_USAGE,
+                                "run: %s carries no hash chain (saved without a recorder): a "
+                                "resumed trace could not continue it",
+                                o.resume);
+            else
+                repro_error_set(REPRO_EXIT_USAGE,
+                                "run: %s is at step %ld; this run has only %ld steps (raise "
+                                "--steps)",
+                                o.resume, ck.step, steps);
+            rc = repro_report_error();
+            repro_trainer_release(&t);
+            return rc;
+        }
+    }
+    char ckpt_dir[1300];
+    if (o.checkpoint_dir)
+        snprintf(ckpt_dir, sizeof ckpt_dir, "%s", o.checkpoint_dir);
+    else {
+        const char *slash = strrchr(trace_path, '/');
+        snprintf(ckpt_dir, sizeof ckpt_dir, "%.*s", slash ? (int)(slash - trace_path) : 1,
+                 slash ? trace_path : ".");
+    }
     repro_recorder_opts ro = {
         .trace_path = o.no_trace ? NULL : trace_path,
         .level = cfg.trace_level,
@@ -236,6 +299,9 @@ int repro_cmd_run(int argc, char **argv)
         .tap_op = o.tap_mode ? o.tap_op : NULL,
         .tap_path = o.tap_path,
         .tap_mode = o.tap_mode,
+        .start_step = ck.step,
+        .start_chain = o.resume ? &ck.chain : NULL,
+        .resumed_from = o.resume,
     };
     if (repro_recorder_new(&rec, &t, &ro)) {
         rc = repro_report_error();
@@ -253,21 +319,48 @@ int repro_cmd_run(int argc, char **argv)
            cfg.data_num_workers);
     printf("  seed scheme %s, rng %s, %ld parameters\n", REPRO_SEED_SCHEME, REPRO_RNG_VERSION,
            repro_model_param_count(&t.model));
+    {
+        static const char *const prec[] = {"fp32", "bf16", "fp16"};
+        printf("  precision %s, accumulation_steps %d (%d samples per update), zero_grad %s\n",
+               prec[cfg.train_precision], cfg.train_accumulation_steps,
+               cfg.train_accumulation_steps * cfg.train_batch_size,
+               cfg.train_zero_grad == REPRO_ZERO_GRAD_NONE ? "none" : "zero");
+        repro_memory mem;
+        repro_memory_account(&t.model, cfg.train_zero_grad, &mem);
+        repro_memory_print(stdout, &mem, "  ");
+    }
+    if (o.resume)
+        printf("  resumed from %s after step %ld\n", o.resume, ck.step);
+    if (o.checkpoint_every && repro_mkdirs(ckpt_dir)) {
+        rc = repro_report_error();
+        repro_trainer_release(&t);
+        return rc;
+    }
     fflush(stdout);
 
     repro_progress prog;
     repro_progress_init(&prog, stderr, steps, cfg.train_log_every, o.quiet);
     double first_loss = 0;
     double t1 = repro_now();
-    for (long s = 0; s < steps; s++) {
+    for (long s = ck.step; s < steps; s++) {
         if (repro_trainer_step(&t)) {
             repro_progress_finish(&prog);
             rc = repro_report_error();
             repro_trainer_release(&t); /* the trace keeps its valid prefix */
             return rc;
         }
-        if (s == 0)
+        if (s == ck.step)
             first_loss = t.loss;
+        if (o.checkpoint_every && t.step % o.checkpoint_every == 0) {
+            char ckpt[1400];
+            snprintf(ckpt, sizeof ckpt, "%s/ckpt-%ld.bin", ckpt_dir, t.step);
+            if (repro_checkpoint_save(&t, ckpt)) {
+                repro_progress_finish(&prog);
+                rc = repro_report_error();
+                repro_trainer_release(&t);
+                return rc;
+            }
+        }
         repro_progress_update(&prog, s + 1, t.loss);
     }
     /* Every step hashed before the clock stops: hashing is part of a run. */
@@ -303,7 +396,10 @@ int repro_cmd_run(int argc, char **argv)
     printf("  loss %.6f -> %.9g (float bits 0x%08x)\n", first_loss, final, bits);
     printf("  held-out: loss %.6f, accuracy %.2f%% of %d samples\n", eval_loss, 100.0 * acc,
            t.test_set.n);
-    printf("  %.2f s training, %.1f steps/s, %.2f s setup\n", train_s, steps / train_s, setup);
+    if (t.scaler.enabled)
+        printf("  fp16 loss scaler: scale %g, %ld of %ld steps skipped (inf/NaN gradients)\n",
+               (double)t.scaler.scale, t.scaler.skipped_total, t.step);
+    printf("  %.2f s training, %.1f steps/s, %.2f s setup\n", train_s, (steps - ck.step) / train_s, setup);
     if (!o.no_trace)
         printf("  trace %s\n", trace_path);
     if (o.ndump)

@@ -106,6 +106,12 @@ static int diff_lists(const repro_trace_tensor *la, int na, const repro_trace_te
 static int compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out,
                           int same_config);
 
+/* The first step a trace records: 1, or k + 1 for a run resumed at k. */
+static long first_of(const repro_trace *t)
+{
+    return t->first_step > 0 ? t->first_step : 1;
+}
+
 int repro_compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out)
 {
     return compare_traces(a, b, out, 1);
@@ -134,23 +140,29 @@ static int compare_traces(const repro_trace *a, const repro_trace *b, repro_dive
                                a->path, b->path, ha, hb, keys);
     }
 
-    /* The reader guarantees steps 1..N, one line each, with a verified
-     * chain: chain[k] equal on both sides <=> steps 1..k all equal. */
-    out->steps_a = a->nsteps;
-    out->steps_b = b->nsteps;
+    /* The reader guarantees steps first..last, one line each, with a
+     * verified chain: chain[k] equal on both sides <=> steps 1..k all equal
+     * (a resumed trace's chain continues its checkpoint's, so this holds
+     * for it too). Only the steps both sides record are compared: a trace
+     * resumed at k against the full run covers k+1..N. */
+    long fa = first_of(a), fb = first_of(b);
+    long la = fa + a->nsteps - 1, lb = fb + b->nsteps - 1;
+    out->steps_a = la;
+    out->steps_b = lb;
     out->truncated_a = !a->has_trailer;
     out->truncated_b = !b->has_trailer;
-    long common = a->nsteps < b->nsteps ? a->nsteps : b->nsteps;
+    long c0 = fa > fb ? fa : fb, c1 = la < lb ? la : lb;
+    long common = c1 >= c0 ? c1 - c0 + 1 : 0;
     out->common_steps = common;
-    long lo = 1, hi = common + 1; /* first differing step lies in [lo, hi]; hi = none */
+    long lo = c0, hi = c0 + common; /* first differing step lies in [lo, hi]; hi = none */
     while (lo < hi) {
         long mid = lo + (hi - lo) / 2;
-        if (repro_digest_eq(&a->steps[mid - 1].chain, &b->steps[mid - 1].chain))
+        if (repro_digest_eq(&a->steps[mid - fa].chain, &b->steps[mid - fb].chain))
             lo = mid + 1;
         else
             hi = mid;
     }
-    out->first_step = lo <= common ? lo : 0;
+    out->first_step = lo < c0 + common ? lo : 0;
     repro_digest zero = {{0}};
     out->final_chain_a = a->has_trailer ? a->trailer_chain
                          : a->nsteps    ? a->steps[a->nsteps - 1].chain
@@ -158,12 +170,12 @@ static int compare_traces(const repro_trace *a, const repro_trace *b, repro_dive
     out->final_chain_b = b->has_trailer ? b->trailer_chain
                          : b->nsteps    ? b->steps[b->nsteps - 1].chain
                                         : zero;
-    out->identical = out->first_step == 0 && a->nsteps == b->nsteps && a->has_trailer &&
+    out->identical = out->first_step == 0 && la == lb && (common > 0 || la < fa) && a->has_trailer &&
                      b->has_trailer && repro_digest_eq(&out->final_chain_a, &out->final_chain_b);
 
     if (out->first_step) {
-        const repro_trace_step *sa = &a->steps[out->first_step - 1];
-        const repro_trace_step *sb = &b->steps[out->first_step - 1];
+        const repro_trace_step *sa = &a->steps[out->first_step - fa];
+        const repro_trace_step *sb = &b->steps[out->first_step - fb];
         out->first_has_detail = sa->has_detail && sb->has_detail;
         if (out->first_has_detail &&
             (diff_lists(sa->tensors, sa->ntensors, sb->tensors, sb->ntensors, &out->tensors,
@@ -178,7 +190,7 @@ static int compare_traces(const repro_trace *a, const repro_trace *b, repro_dive
         goto fail;
     }
     for (long k = 0; k < common; k++) {
-        const repro_trace_step *sa = &a->steps[k], *sb = &b->steps[k];
+        const repro_trace_step *sa = &a->steps[c0 + k - fa], *sb = &b->steps[c0 + k - fb];
         if (!sa->has_detail || !sb->has_detail)
             continue;
         double pa = param_norm(sa), pb = param_norm(sb);

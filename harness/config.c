@@ -58,6 +58,7 @@ int repro_config_key_bits_neutral(int key)
     case REPRO_KEY_data_prefetch:
     case REPRO_KEY_train_steps:
     case REPRO_KEY_train_log_every:
+    case REPRO_KEY_train_eval_every: /* reads the parameters only (tests/check_resume.c) */
     case REPRO_KEY_trace_level:
     case REPRO_KEY_trace_every:
     case REPRO_KEY_train_deterministic: /* permits variants; the variants change bits */
@@ -165,12 +166,41 @@ static int parse_long(const char *v, long *out)
     return 0;
 }
 
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past
+ * U+10FFFF): values are echoed into JSON trace headers, and jansson drops
+ * a string that is not UTF-8, so such a value would silently vanish from
+ * the record (found by the bad-input table). */
+static int utf8_valid(const unsigned char *s)
+{
+    while (*s) {
+        unsigned c = *s, n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2
+                                          : (c >> 3) == 30 ? 3 : 9;
+        if (n == 9 || (n == 1 && c < 0xc2))
+            return 0;
+        unsigned cp = n ? c & (0x3f >> n) : c;
+        for (unsigned i = 1; i <= n; i++) {
+            if ((s[i] & 0xc0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i] & 0x3f);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+            return 0;
+        s += n + 1;
+    }
+    return 1;
+}
+
 /* Parses `value` into key `k` of cfg. On error writes a message (without
  * location) into err and returns -1. */
 static int set_value(repro_config *cfg, int k, const char *value, char *err, size_t errlen)
 {
     const key_info *ki = &keys[k];
     char *field = (char *)cfg + ki->off;
+    if (!utf8_valid((const unsigned char *)value)) {
+        snprintf(err, errlen, "%s: value is not valid UTF-8", ki->name);
+        return -1;
+    }
     switch (ki->type) {
     case T_INT: {
         long x;

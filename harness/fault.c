@@ -14,6 +14,8 @@ int repro_fault_from_env(repro_fault *out)
     const char *spec = getenv("REPRO_FAULT");
     if (!spec || !*spec || !strcmp(spec, "bless-before-rename")) /* golden.c's fault */
         return 0;
+    if (!strncmp(spec, "overflow:", 9)) /* mixed.c's fault */
+        return 0;
     char buf[256];
     if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
         return repro_error_set(REPRO_EXIT_USAGE, "REPRO_FAULT: too long");
@@ -65,4 +67,21 @@ int repro_fault_apply(const repro_fault *f, long step, const char *name, void *d
     v ^= UINT32_C(1) << f->bit;
     memcpy((char *)data + 4 * i, &v, 4);
     return 1;
+}
+
+int repro_fault_overflow_from_env(long *step)
+{
+    *step = 0;
+    const char *spec = getenv("REPRO_FAULT");
+    if (!spec || strncmp(spec, "overflow:", 9))
+        return 0;
+    char *end;
+    const char *v = spec + 9;
+    if (strncmp(v, "step=", 5))
+        return repro_error_set(REPRO_EXIT_USAGE, "REPRO_FAULT=%s: expected overflow:step=N", spec);
+    long n = strtol(v + 5, &end, 10);
+    if (!v[5] || *end || n < 1)
+        return repro_error_set(REPRO_EXIT_USAGE, "REPRO_FAULT=%s: expected overflow:step=N", spec);
+    *step = n;
+    return 0;
 }

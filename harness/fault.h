@@ -10,7 +10,14 @@
  * in each child; default K = 1, the second run); outside a check the fault
  * always applies. This file and the one call in record.c are the only places
  * that read REPRO_FAULT, apart from REPRO_FAULT=bless-before-rename, which
- * golden.c reads to fail a golden install between fsync and rename. */
+ * golden.c reads to fail a golden install between fsync and rename, and
+ *
+ *   REPRO_FAULT=overflow:step=N
+ *
+ * which mixed.c reads: after step N's backward one gradient element becomes
+ * +inf, as an fp16 overflow would leave it, so tests can prove the loss
+ * scaler skips exactly that step and backs off. It applies in every run of
+ * a check (each run overflows alike). TEST-ONLY as well. */
 #ifndef REPRO_FAULT_H
 #define REPRO_FAULT_H
 
@@ -30,5 +37,8 @@ int repro_fault_from_env(repro_fault *out);
 /* Flips the bit if (step, name) match; element index is taken modulo the
  * element count (4-byte elements). Returns 1 if it flipped. */
 int repro_fault_apply(const repro_fault *f, long step, const char *name, void *data, size_t nbytes);
+/* REPRO_FAULT=overflow:step=N: *step = N; any other value or unset: 0.
+ * Malformed overflow spec: -1 with the error slot set (exit 2). */
+int repro_fault_overflow_from_env(long *step);
 
 #endif

@@ -57,6 +57,8 @@ struct repro_loader {
     uint64_t base_seed;
     long index;           /* batches handed out so far */
     int next_k;           /* next batch index in this epoch to hand out */
+    int first_k;          /* first batch the epoch's workers produce: 0, or where
+                             repro_loader_restore resumed (earlier ones are replayed) */
     int held;             /* 1: the caller holds batch next_k - 1 */
     int running;          /* workers of the current epoch are started */
 
@@ -147,15 +149,34 @@ static void fill_batch(repro_loader *l, slot *s, int k, repro_rng *wrng)
     o->y = s->y;
 }
 
+/* Advances a worker's RNG past batch k as if it had filled it: the same
+ * draws on a scratch image (the draw count never depends on pixel values).
+ * Only worker-mode augmentation draws from the worker RNG. */
+static void replay_batch(const repro_loader *l, int k, repro_rng *wrng)
+{
+    const repro_loader_config *cfg = &l->cfg;
+    int augment = cfg->shift > 0 || cfg->flip || cfg->noise > 0.0f;
+    if (cfg->augment_seed != REPRO_AUGMENT_SEED_WORKER || !augment)
+        return;
+    float scratch[REPRO_IMG_PIXELS];
+    for (int b = 0; b < cfg->batch_size; b++) {
+        uint32_t id = l->perm[(size_t)k * (size_t)cfg->batch_size + (size_t)b];
+        repro_augment_sample(cfg, wrng, l->ds->images + (size_t)id * REPRO_IMG_PIXELS, scratch);
+    }
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
     repro_loader *l = w->l;
     /* PyTorch's worker seed: base_seed + worker id. The epoch fields (perm,
-     * base_seed) were written before this thread was created. */
+     * base_seed, first_k) were written before this thread was created. */
     repro_rng rng;
     repro_rng_init(&rng, l->base_seed + (uint64_t)w->id);
-    for (int k = w->id; k < l->bpe; k += l->nw) {
+    int k = w->id;
+    for (; k < l->first_k; k += l->nw) /* resumed mid-epoch: catch the stream up */
+        replay_batch(l, k, &rng);
+    for (; k < l->bpe; k += l->nw) {
         pthread_mutex_lock(&l->mu);
         while (!l->stop && k >= l->released + l->nslots)
             pthread_cond_wait(&l->released_cv, &l->mu);
@@ -192,6 +213,30 @@ static void stop_workers(repro_loader *l, int count)
     l->running = 0;
 }
 
+/* Starts the current epoch's workers from batch first_k (batches before it
+ * count as produced and released). */
+static int start_threads(repro_loader *l)
+{
+    l->released = l->first_k;
+    l->started = l->first_k;
+    for (int s = 0; s < l->nslots; s++)
+        l->slots[s].ready_k = -1;
+    if (l->nw == 0) {
+        repro_rng_init(&l->sync_rng, l->base_seed + 0);
+        for (int k = 0; k < l->first_k; k++)
+            replay_batch(l, k, &l->sync_rng);
+        return 0;
+    }
+    for (int i = 0; i < l->nw; i++) {
+        if (pthread_create(&l->workers[i].thread, NULL, worker_main, &l->workers[i]) != 0) {
+            stop_workers(l, i);
+            return repro_error_set(REPRO_EXIT_ENV, "loader: cannot start worker thread %d", i);
+        }
+    }
+    l->running = 1;
+    return 0;
+}
+
 /* Consumer side: draws the epoch's base_seed and permutation from the
  * shuffle generator (in that order, as PyTorch's sampler does), then starts
  * the workers. */
@@ -212,22 +257,8 @@ static int start_epoch(repro_loader *l)
             l->perm[j] = t;
         }
     }
-    l->released = 0;
-    l->started = 0;
-    for (int s = 0; s < l->nslots; s++)
-        l->slots[s].ready_k = -1;
-    if (l->nw == 0) {
-        repro_rng_init(&l->sync_rng, l->base_seed + 0);
-        return 0;
-    }
-    for (int i = 0; i < l->nw; i++) {
-        if (pthread_create(&l->workers[i].thread, NULL, worker_main, &l->workers[i]) != 0) {
-            stop_workers(l, i);
-            return repro_error_set(REPRO_EXIT_ENV, "loader: cannot start worker thread %d", i);
-        }
-    }
-    l->running = 1;
-    return 0;
+    l->first_k = 0;
+    return start_threads(l);
 }
 
 int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_loader_config *cfg)
@@ -343,6 +374,67 @@ void repro_loader_get_position(const repro_loader *l, repro_loader_position *out
     out->epoch = l->epoch;
     out->base_seed = l->base_seed;
     out->index = l->index;
+    out->next_in_epoch = l->epoch < 0 ? 0 : l->next_k;
+}
+
+const uint32_t *repro_loader_permutation(const repro_loader *l)
+{
+    return l->perm;
+}
+
+int repro_loader_dataset_size(const repro_loader *l)
+{
+    return l->ds->n;
+}
+
+int repro_loader_restore(repro_loader *l, const repro_loader_position *p, const uint32_t *perm)
+{
+    if (l->epoch != -1 || l->index != 0 || l->running)
+        return repro_error_set(REPRO_EXIT_USAGE, "loader: restore needs a fresh loader");
+    if (p->gen_key != l->gen.key)
+        return repro_error_set(REPRO_EXIT_USAGE,
+                               "loader position: shuffle generator of another seed");
+    if (p->gen_used < 0 || p->gen_used > 4 || (p->gen_used < 4 && p->gen_block == 0) ||
+        p->epoch < -1 || p->index < 0 || p->next_in_epoch < 0 || p->next_in_epoch > l->bpe ||
+        p->index != (p->epoch < 0 ? 0 : (long)p->epoch * l->bpe + p->next_in_epoch))
+        return repro_error_set(REPRO_EXIT_USAGE,
+                               "loader position (epoch %d, batch %d of %d, %ld drawn) does not "
+                               "fit this loader",
+                               p->epoch, p->next_in_epoch, l->bpe, p->index);
+    if (p->epoch < 0)
+        return 0; /* nothing drawn yet: the fresh loader is already there */
+    int n = l->ds->n;
+    uint8_t *seen = calloc((size_t)n, 1);
+    if (!seen)
+        return repro_error_set(REPRO_EXIT_ENV, "loader: out of memory");
+    for (int i = 0; i < n; i++) {
+        if (perm[i] >= (uint32_t)n || seen[perm[i]]) {
+            free(seen);
+            return repro_error_set(REPRO_EXIT_USAGE,
+                                   "loader position: the saved order is not a permutation of "
+                                   "the %d samples",
+                                   n);
+        }
+        seen[perm[i]] = 1;
+    }
+    free(seen);
+    memcpy(l->perm, perm, sizeof(uint32_t) * (size_t)n);
+    /* The generator's buffer is a pure function of (key, block - 1). */
+    l->gen.block = p->gen_block;
+    l->gen.used = p->gen_used;
+    if (p->gen_used < 4) {
+        repro_philox_ctr c = repro_philox_at(l->gen.key, p->gen_block - 1, 0);
+        for (int i = 0; i < 4; i++)
+            l->gen.buf[i] = c.v[i];
+    }
+    l->epoch = p->epoch;
+    l->base_seed = p->base_seed;
+    l->index = p->index;
+    l->next_k = p->next_in_epoch;
+    if (l->next_k == l->bpe)
+        return 0; /* epoch done: the next call starts the next one, as it would have */
+    l->first_k = l->next_k;
+    return start_threads(l);
 }
 
 int repro_loader_batches_per_epoch(const repro_loader *l)

@@ -61,9 +61,26 @@ typedef struct {
     int epoch;                   /* current epoch, -1 before the first batch */
     uint64_t base_seed;
     long index;                  /* batches handed out */
+    int next_in_epoch;           /* index in the epoch of the next batch to hand out */
 } repro_loader_position;
 
 void repro_loader_get_position(const repro_loader *l, repro_loader_position *out);
+/* The current epoch's permutation (dataset size entries; valid once the
+ * first batch was drawn), for checkpoints. */
+const uint32_t *repro_loader_permutation(const repro_loader *l);
+int repro_loader_dataset_size(const repro_loader *l);
+/* Puts a fresh loader (no batch drawn yet) where `p` says, with `perm` the
+ * epoch's permutation (ignored when p->epoch < 0): the next repro_loader_next
+ * returns exactly the batch an uninterrupted loader would. Worker RNGs
+ * (augment_seed = worker) are advanced by replay: each worker, when the
+ * epoch's threads start, first re-draws the augmentation of the batches it
+ * produced earlier in the epoch (batch j < next_in_epoch with j % W == its
+ * id; W = 1 for num_workers = 0), since its stream position is a function of
+ * how many samples it augmented and augmentation draws a data-independent
+ * count of numbers. So a checkpoint must be resumed with the same
+ * num_workers in that mode (checkpoint.c checks). Returns 0, or -1 (exit 2)
+ * when the position does not fit this loader. */
+int repro_loader_restore(repro_loader *l, const repro_loader_position *p, const uint32_t *perm);
 void repro_loader_free(repro_loader *l);
 
 /* The augmentation of one sample, exposed for tests: `rng` is the stream to

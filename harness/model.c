@@ -11,6 +11,7 @@
 #include "atomic.h"
 #include "error.h"
 #include "philox.h"
+#include "precision.h"
 #include "seeds.h"
 
 static repro_layer *add_layer(repro_model *m, repro_layer_kind kind, const char *name, int num)
@@ -86,6 +87,7 @@ int repro_model_init(repro_model *m, const repro_config *cfg, int capacity)
     memset(m, 0, sizeof *m);
     m->capacity = capacity;
     m->optimizer = cfg->train_optimizer;
+    m->precision = cfg->train_precision;
     m->var_linear_bwd_weight = cfg->variant_linear_bwd_weight;
     m->var_linear_bwd_bias = cfg->variant_linear_bwd_bias;
     m->var_conv2d_bwd_filter = cfg->variant_conv2d_bwd_filter;
@@ -138,6 +140,21 @@ int repro_model_init(repro_model *m, const repro_config *cfg, int capacity)
     m->scratch = malloc((size_t)(max_w ? max_w : 1) * sizeof(float));
     if (!m->scratch)
         goto oom;
+    if (m->precision != REPRO_PRECISION_FP32) {
+        long max_p = 1;
+        for (int i = 0; i < m->nparams; i++) {
+            repro_param *p = &m->params[i];
+            if (!(p->work = malloc((size_t)p->numel * sizeof(float))))
+                goto oom;
+            if (p->numel > max_p)
+                max_p = p->numel;
+        }
+        /* a layer's dw and db side by side (db is never larger than dw) */
+        m->xin = malloc((size_t)capacity * REPRO_IMG_PIXELS * sizeof(float));
+        m->gscratch = malloc(2 * (size_t)max_p * sizeof(float));
+        if (!m->xin || !m->gscratch)
+            goto oom;
+    }
     for (int i = 0; i < m->nlayers; i++) {
         repro_layer *l = &m->layers[i];
         size_t out = (size_t)capacity * (size_t)layer_out_numel(l);
@@ -173,6 +190,7 @@ void repro_model_release(repro_model *m)
         free(m->params[i].grad);
         free(m->params[i].state1);
         free(m->params[i].state2);
+        free(m->params[i].work);
     }
     for (int i = 0; i < m->nlayers; i++) {
         free(m->act[i + 1]);
@@ -182,6 +200,8 @@ void repro_model_release(repro_model *m)
         free(m->layers[i].workspace);
     }
     free(m->scratch);
+    free(m->xin);
+    free(m->gscratch);
     memset(m, 0, sizeof *m);
 }
 
@@ -246,10 +266,30 @@ static void report_param_grads(repro_model *m, const repro_layer *l)
     }
 }
 
+/* The weights the kernels compute with: the cast working copy under
+ * bf16/fp16, the fp32 master otherwise. */
+static const float *weights(const repro_param *p)
+{
+    return p->work ? p->work : p->data;
+}
+
 const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *x, int B,
                                  int train, uint64_t seed, long step)
 {
     m->act[0] = (float *)x;
+    if (m->precision != REPRO_PRECISION_FP32) {
+        /* autocast: the GEMM/conv inputs are cast, i.e. the batch and the
+         * weights (into their working copies; the fp32 masters stay). */
+        size_t nx = (size_t)B * REPRO_IMG_PIXELS;
+        memcpy(m->xin, x, nx * sizeof(float));
+        repro_round_buffer(m->xin, (long)nx, m->precision);
+        m->act[0] = m->xin;
+        for (int j = 0; j < m->nparams; j++) {
+            repro_param *p = &m->params[j];
+            memcpy(p->work, p->data, (size_t)p->numel * sizeof(float));
+            repro_round_buffer(p->work, p->numel, m->precision);
+        }
+    }
     for (int i = 0; i < m->nlayers; i++) {
         repro_layer *l = &m->layers[i];
         const float *in = m->act[i];
@@ -258,7 +298,7 @@ const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *
         switch (l->kind) {
         case REPRO_LAYER_LINEAR: {
             const repro_param *w = &m->params[l->param];
-            repro_linear_forward(pool, in, w->data, w[1].data, out, B, l->in_c, l->out_c,
+            repro_linear_forward(pool, in, weights(w), weights(w + 1), out, B, l->in_c, l->out_c,
                                  m->scratch);
             break;
         }
@@ -267,12 +307,12 @@ const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *
             repro_conv_shape s = conv_shape(l, B);
             char site[48];
             snprintf(site, sizeof site, "%s.fwd", l->name);
-            int a = repro_algo_choose(&m->algo, site, pool, &s, in, w->data, w[1].data, out,
-                                      l->workspace);
+            int a = repro_algo_choose(&m->algo, site, pool, &s, in, weights(w), weights(w + 1),
+                                      out, l->workspace);
             if (a < 0)
                 return NULL;
-            repro_conv2d_forward_algo(pool, (repro_conv_algo)a, &s, in, w->data, w[1].data, out,
-                                      l->workspace);
+            repro_conv2d_forward_algo(pool, (repro_conv_algo)a, &s, in, weights(w),
+                                      weights(w + 1), out, l->workspace);
             break;
         }
         case REPRO_LAYER_RELU:
@@ -291,6 +331,8 @@ const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *
             }
             break;
         }
+        /* reduced precision: every op's output is stored in it */
+        repro_round_buffer(out, n, m->precision);
         report_op(m, "fwd", l->name, "", out, B, l->out_c, l->out_h, l->out_w);
     }
     return m->act[m->nlayers];
@@ -298,8 +340,36 @@ const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *
 
 void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits, int B)
 {
-    memcpy(m->dact[m->nlayers], dlogits,
-           (size_t)B * (size_t)layer_out_numel(&m->layers[m->nlayers - 1]) * sizeof(float));
+    repro_model_backward_acc(m, pool, dlogits, B, 0);
+}
+
+/* bf16/fp16, after a layer's parameter-gradient kernels wrote dw, db
+ * (either the grads themselves or gscratch): round them to the precision
+ * and, when accumulating, add them to the fp32 grads in float. */
+static void finish_param_grads(repro_model *m, repro_param *w, float *dw, float *db,
+                               int accumulate)
+{
+    repro_round_buffer(dw, w->numel, m->precision);
+    repro_round_buffer(db, w[1].numel, m->precision);
+    if (!accumulate)
+        return;
+    for (long i = 0; i < w->numel; i++)
+        w->grad[i] = w->grad[i] + dw[i];
+    for (long i = 0; i < w[1].numel; i++)
+        w[1].grad[i] = w[1].grad[i] + db[i];
+}
+
+void repro_model_backward_acc(repro_model *m, repro_pool *pool, const float *dlogits, int B,
+                              int accumulate)
+{
+    long nlog = (long)B * layer_out_numel(&m->layers[m->nlayers - 1]);
+    memcpy(m->dact[m->nlayers], dlogits, (size_t)nlog * sizeof(float));
+    /* the gradient arriving at the reduced-precision logits is in that precision */
+    repro_round_buffer(m->dact[m->nlayers], nlog, m->precision);
+    int lp = m->precision != REPRO_PRECISION_FP32;
+    /* fp32 accumulates inside the kernels; bf16/fp16 compute each batch's
+     * gradient on its own (kernels overwrite) and add it after rounding. */
+    int kacc = lp ? 0 : accumulate;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         repro_layer *l = &m->layers[i];
         const float *in = m->act[i];
@@ -309,28 +379,36 @@ void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits
         switch (l->kind) {
         case REPRO_LAYER_LINEAR: {
             repro_param *w = &m->params[l->param];
+            float *dw = lp && accumulate ? m->gscratch : w->grad;
+            float *db = lp && accumulate ? m->gscratch + w->numel : w[1].grad;
             if (m->var_linear_bwd_weight)
-                repro_linear_backward_weight_atomic(pool, dout, in, w->grad, B, l->in_c, l->out_c,
-                                                    0);
+                repro_linear_backward_weight_atomic(pool, dout, in, dw, B, l->in_c, l->out_c,
+                                                    kacc);
             else
-                repro_linear_backward_weight(pool, dout, in, w->grad, B, l->in_c, l->out_c, 0);
+                repro_linear_backward_weight(pool, dout, in, dw, B, l->in_c, l->out_c, kacc);
             if (m->var_linear_bwd_bias)
-                repro_linear_backward_bias_atomic(pool, dout, w[1].grad, B, l->out_c, 0);
+                repro_linear_backward_bias_atomic(pool, dout, db, B, l->out_c, kacc);
             else
-                repro_linear_backward_bias(pool, dout, w[1].grad, B, l->out_c, 0);
+                repro_linear_backward_bias(pool, dout, db, B, l->out_c, kacc);
+            if (lp)
+                finish_param_grads(m, w, dw, db, accumulate);
             if (din)
-                repro_linear_backward_data(pool, dout, w->data, din, B, l->in_c, l->out_c);
+                repro_linear_backward_data(pool, dout, weights(w), din, B, l->in_c, l->out_c);
             break;
         }
         case REPRO_LAYER_CONV: {
             repro_param *w = &m->params[l->param];
             repro_conv_shape s = conv_shape(l, B);
+            float *dw = lp && accumulate ? m->gscratch : w->grad;
+            float *db = lp && accumulate ? m->gscratch + w->numel : w[1].grad;
             if (m->var_conv2d_bwd_filter)
-                repro_conv2d_backward_filter_atomic(pool, &s, dout, in, w->grad, w[1].grad, 0);
+                repro_conv2d_backward_filter_atomic(pool, &s, dout, in, dw, db, kacc);
             else
-                repro_conv2d_backward_filter(pool, &s, dout, in, w->grad, w[1].grad, 0);
+                repro_conv2d_backward_filter(pool, &s, dout, in, dw, db, kacc);
+            if (lp)
+                finish_param_grads(m, w, dw, db, accumulate);
             if (din)
-                repro_conv2d_backward_data(pool, &s, dout, w->data, din);
+                repro_conv2d_backward_data(pool, &s, dout, weights(w), din);
             break;
         }
         case REPRO_LAYER_RELU:
@@ -347,6 +425,8 @@ void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits
                 repro_dropout_backward(pool, dout, l->mask, din, n_in, l->p);
             break;
         }
+        if (din) /* reduced precision: dx is stored in it */
+            repro_round_buffer(din, n_in, m->precision);
         if (l->param >= 0)
             report_param_grads(m, l);
         if (din)

@@ -31,6 +31,8 @@ typedef struct {
     float *grad;
     float *state1;  /* sgd momentum buffer / adamw first moment */
     float *state2;  /* adamw second moment (NULL for sgd) */
+    float *work;    /* bf16/fp16: the weights cast for forward and backward-data
+                       (rounded copy of data, refreshed every forward); else NULL */
 } repro_param;
 
 typedef struct {
@@ -59,6 +61,13 @@ typedef struct {
     float *dact[REPRO_MAX_LAYERS + 1];
     float *scratch;        /* linear forward: w transposed, largest layer */
     int optimizer;         /* REPRO_OPT_*: decides which state is allocated */
+    /* Mixed precision (REPRO_PRECISION_*): bf16/fp16 round every op output,
+     * the input batch (into xin) and the weights (into params[].work) to the
+     * precision, emulating autocast on the CPU; 0 = fp32, nothing rounded. */
+    int precision;
+    float *xin;            /* bf16/fp16: the input batch, rounded */
+    float *gscratch;       /* bf16/fp16: one micro-batch's dw and db before they are
+                              rounded and added into the fp32 grads (accumulation) */
     /* Convolution algorithm per call site (algo_select.h). */
     repro_algo_policy algo;
     /* Kernel variants (config [variant]): 0 = the deterministic default. */
@@ -93,6 +102,15 @@ const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *
 /* Backward from dlogits (B x 10) after a train forward of the same batch:
  * fills every parameter's grad (overwritten, not accumulated). */
 void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits, int B);
+/* The same with gradient accumulation: `accumulate` = 0 writes every
+ * parameter's grad (the sums start from +0), 1 adds this batch's gradient
+ * to it. fp32: the kernels' accumulate flag, i.e. each sum continues from
+ * the old grad value in its stated order. bf16/fp16: this batch's dw/db are
+ * computed (from +0), rounded to the precision, then added in float to the
+ * fp32 grad (PyTorch's AccumulateGrad on an fp32 master gradient).
+ * bf16/fp16 also round dlogits and every dx to the precision. */
+void repro_model_backward_acc(repro_model *m, repro_pool *pool, const float *dlogits, int B,
+                              int accumulate);
 
 int repro_model_out_features(const repro_model *m);
 /* Reports an output computed outside the layers (the loss metrics) to the

@@ -103,6 +103,48 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
         argv[n++] = (char *)p->extra[0];
         argv[n++] = (char *)p->extra[1];
     }
+    char ckpt[1300];
+    if (p->resume_at > 0) {
+        /* First process: train to resume_at and checkpoint there (its
+         * trace, in pre/, is not compared); then this run resumes from it. */
+        char pre[1300], kstr[32];
+        snprintf(pre, sizeof pre, "%s/pre", dir);
+        snprintf(kstr, sizeof kstr, "%ld", p->resume_at);
+        snprintf(ckpt, sizeof ckpt, "%s/ckpt-%ld.bin", dir, p->resume_at);
+        char *pargv[REPRO_MULTIRUN_MAX_PASS + 16];
+        char ptrace[1400], pout[1400], perr[1400];
+        snprintf(ptrace, sizeof ptrace, "%s/trace.jsonl", pre);
+        snprintf(pout, sizeof pout, "%s/stdout.txt", pre);
+        snprintf(perr, sizeof perr, "%s/stderr.txt", pre);
+        int pn = 0;
+        for (int i = 0; i < n; i++)
+            pargv[pn++] = argv[i] == trace ? ptrace : argv[i];
+        pargv[pn++] = "--steps";
+        pargv[pn++] = kstr;
+        pargv[pn++] = "--checkpoint-every";
+        pargv[pn++] = kstr;
+        pargv[pn++] = "--checkpoint-dir";
+        pargv[pn++] = (char *)dir;
+        pargv[pn] = NULL;
+        if (repro_mkdirs(pre))
+            return -1;
+        int prc = repro_spawn_self(pargv, env, pout, perr);
+        if (prc < 0)
+            return -1;
+        if (prc != 0) {
+            FILE *f = fopen(perr, "r");
+            char line[1024];
+            fprintf(stderr, "repro: %s (training to step %ld) failed (exit %d):\n", p->label,
+                    p->resume_at, prc);
+            while (f && fgets(line, sizeof line, f))
+                fprintf(stderr, "  %s", line);
+            if (f)
+                fclose(f);
+            return prc;
+        }
+        argv[n++] = "--resume";
+        argv[n++] = ckpt;
+    }
     if (dump_step > 0) { /* after the passed options: these win */
         snprintf(steps, sizeof steps, "%ld", dump_step);
         snprintf(dump, sizeof dump, "%ld", dump_step);
@@ -136,7 +178,7 @@ static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
     if (d->ntensors == 0 || d->first_step <= 0)
         return;
     const repro_tensor_diff *t = &d->tensors[0];
-    if (!t->in_a || !t->in_b)
+    if (!t->in_a || !t->in_b || m->plan[idx].resume_at >= d->first_step)
         return;
     char dir_a[1200], dir_b[1200], fa[1500], fb[1500];
     snprintf(dir_a, sizeof dir_a, "%s/rerun-%d-base", m->root, idx + 1);

@@ -19,6 +19,9 @@ typedef struct {
     char label[64];
     const char *scope;  /* "fresh-process run to run", "thread count", "worker count" */
     char extra[2][1100]; /* one extra option for this run, e.g. "--threads" "2" */
+    long resume_at;      /* > 0: two processes, one training to this step with a
+                            checkpoint, a fresh one resuming from it to the end
+                            (its trace covers resume_at + 1 .. N) */
     char dir[1100];
     double seconds;
 } repro_run_plan;

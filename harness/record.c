@@ -45,6 +45,8 @@ typedef struct {
     int epoch;
     uint32_t loss_bits;
     double loss_value;
+    int has_eval;             /* train.eval_every: this step's held-out eval */
+    double eval_loss, eval_accuracy;
 } step_slot;
 
 struct repro_recorder {
@@ -108,7 +110,7 @@ static int build_entries(repro_recorder *r)
 {
     repro_model *m = &r->t->model;
     int B = r->t->cfg.train_batch_size;
-    int cap = 9 + 4 * m->nparams;
+    int cap = 11 + 4 * m->nparams; /* 7 small copies + 2 scaler (fp16) + 4 per param */
     r->entries = calloc((size_t)cap, sizeof *r->entries);
     if (!r->entries)
         return -1;
@@ -130,6 +132,12 @@ static int build_entries(repro_recorder *r)
         snprintf(name, sizeof name, "grad.%s", p->name);
         add_entry(r, name, "f32", PHASE_G, p->grad, p->ndim, shape);
     }
+    /* fp16 only (so other traces keep their step digests): the loss
+     * scaler's state, after the grads and before the parameters. */
+    if (r->t->cfg.train_precision == REPRO_PRECISION_FP16 &&
+        (add_copied(r, "scaler.scale", "f32", 0, NULL) ||
+         add_copied(r, "scaler.skipped", "u32", 0, NULL)))
+        return -1;
     if (add_copied(r, "rng.state", "u32", 1, srng))
         return -1;
     for (int i = 0; i < m->nparams; i++) {
@@ -344,6 +352,24 @@ static int run_job(repro_recorder *r, job j)
         json_object_set_new(extra, "algorithms", repro_algo_choices_json(&r->t->model.algo));
         ts.extra = extra;
     }
+    if (s->has_eval) {
+        /* Informational (trace.h): the exact double bits say more than the
+         * decimal; not part of the step digest. */
+        char bits[24];
+        uint64_t u;
+        memcpy(&u, &s->eval_loss, 8);
+        snprintf(bits, sizeof bits, "0x%016llx", (unsigned long long)u);
+        if (!extra)
+            extra = json_object();
+        json_object_set_new(extra, "eval_loss",
+                            isfinite(s->eval_loss) ? json_real(s->eval_loss) : json_null());
+        json_object_set_new(extra, "eval_loss_bits", json_string(bits));
+        json_object_set_new(extra, "eval_accuracy", isfinite(s->eval_accuracy)
+                                                        ? json_real(s->eval_accuracy)
+                                                        : json_null());
+        ts.extra = extra;
+        s->has_eval = 0;
+    }
     if (!rc && r->w)
         rc = repro_trace_writer_step(r->w, &ts, detail_step(r, j.step));
     json_decref(extra);
@@ -490,6 +516,7 @@ int repro_recorder_after_backward(repro_recorder *r)
     memcpy(&s->loss_bits, &loss, 4);
     s->loss_value = t->loss;
     s->epoch = b->epoch;
+    uint32_t skipped = (uint32_t)t->scaler.last_skipped;
     repro_loader_position pos;
     repro_loader_get_position(t->loader, &pos);
     uint32_t rng[8] = {(uint32_t)pos.gen_block, (uint32_t)(pos.gen_block >> 32),
@@ -515,6 +542,10 @@ int repro_recorder_after_backward(repro_recorder *r)
             src = t->class_features;
         else if (!strcmp(e->name, "rng.state"))
             src = rng;
+        else if (!strcmp(e->name, "scaler.scale"))
+            src = &t->scaler.last_scale;
+        else if (!strcmp(e->name, "scaler.skipped"))
+            src = &skipped;
         if (src)
             memcpy(e->copy[par], src, e->nbytes);
         /* The negative control's one call (fault.h): before the hash, in the
@@ -534,6 +565,10 @@ int repro_recorder_before_update(repro_recorder *r)
 int repro_recorder_after_update(repro_recorder *r)
 {
     long step = r->t->step; /* the trainer has counted the step already */
+    step_slot *slot = &r->slots[step & 1];
+    slot->has_eval = r->t->eval_step == step && step > 0;
+    slot->eval_loss = r->t->eval_loss;
+    slot->eval_accuracy = r->t->eval_accuracy;
     for (int i = 0; i < r->nentries; i++) {
         entry *e = &r->entries[i];
         if (e->phase == PHASE_P)
@@ -562,8 +597,25 @@ int repro_recorder_new(repro_recorder **out, repro_trainer *t, const repro_recor
         goto fail;
     }
     snprintf(r->dump_dir, sizeof r->dump_dir, "%s", opts->dump_dir ? opts->dump_dir : "dump");
-    if (opts->trace_path &&
-        repro_trace_writer_open(&r->w, opts->trace_path, &t->cfg, opts->level, r->o.every))
+    if (opts->start_step > 0) {
+        /* Resumed: the chain and the hasher's progress start where the
+         * checkpoint left off (the waits compare with step numbers). */
+        r->chained = r->g_done = r->p_done = opts->start_step;
+        if (opts->start_chain)
+            r->chain = *opts->start_chain;
+    }
+    json_t *hextra = NULL;
+    if (opts->start_step > 0 && opts->resumed_from) {
+        char hex[65];
+        repro_digest_hex(&r->chain, hex);
+        hextra = json_pack("{s:{s:s, s:I, s:s}}", "resumed_from", "path", opts->resumed_from,
+                           "step", (json_int_t)opts->start_step, "chain", hex);
+    }
+    int wrc = opts->trace_path ? repro_trace_writer_open_with(&r->w, opts->trace_path, &t->cfg,
+                                                              opts->level, r->o.every, hextra)
+                               : 0;
+    json_decref(hextra);
+    if (wrc)
         goto fail;
     if (pthread_create(&r->thread, NULL, hasher_main, r) != 0) {
         repro_error_set(REPRO_EXIT_ENV, "cannot start the hasher thread");
@@ -611,6 +663,12 @@ int repro_recorder_finish(repro_recorder *r, repro_digest *chain, void *trailer_
 
 long repro_recorder_steps(const repro_recorder *r)
 {
+    return r->chained;
+}
+
+long repro_recorder_chain(const repro_recorder *r, repro_digest *chain)
+{
+    *chain = r->chain;
     return r->chained;
 }
 

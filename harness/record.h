@@ -35,6 +35,14 @@ typedef struct {
     const char *tap_op;
     const char *tap_path;
     int tap_mode;           /* 0 none, REPRO_TAP_WRITE, REPRO_TAP_READ */
+    /* Resuming (checkpoint.h): the trainer starts after step `start_step`
+     * whose chain digest is *start_chain, so the trace continues the chain
+     * with lines start_step + 1 ... and its header carries
+     * "resumed_from": {"path": resumed_from, "step", "chain"}. 0/NULL: a
+     * run from step 0. */
+    long start_step;
+    const repro_digest *start_chain;
+    const char *resumed_from;
 } repro_recorder_opts;
 
 enum { REPRO_TAP_WRITE = 1, REPRO_TAP_READ = 2 };
@@ -62,5 +70,8 @@ void repro_recorder_free(repro_recorder *r);
 
 /* The chain digest after the last completed step (after finish). */
 long repro_recorder_steps(const repro_recorder *r);
+/* The chain digest so far and the step it covers (call after sync or
+ * finish, when the hasher has caught up): what a checkpoint saves. */
+long repro_recorder_chain(const repro_recorder *r, repro_digest *chain);
 
 #endif

@@ -32,6 +32,17 @@
  *    "ops": [ same objects, for every kernel output in forward then
  *             backward order, named "fwd.<layer>" and "bwd.<layer>.dx" ]
  *
+ * A resumed run (`repro run --resume CKPT`) adds to the header
+ *    "resumed_from": {"path": CKPT, "step": k, "chain": hex (chain[k])}
+ * and its step lines start at k + 1, continuing the chain from chain[k]: on
+ * steps k+1.. they equal the uninterrupted run's lines.
+ * With train.eval_every = N, every N-th step's line also carries the eval of
+ * the held-out split after that step's update (informational, not hashed:
+ * eval reads the parameters only, so the chain is the same with or without
+ * it; the exact bits are there to compare):
+ *    "eval_loss": 2.30..., "eval_loss_bits": "0x4002..." (float64 bits),
+ *    "eval_accuracy": 0.12          (null when not finite)
+ *
  * Last line, the trailer: {"type": "trailer", "steps": N, "chain": hex},
  * plus informational keys that are not hashed and may differ between runs:
  * "train_seconds", "eval_loss", "eval_accuracy". Step 1's line also carries
@@ -44,7 +55,13 @@
  * (forward/backward order, so the first differing tensor is the likely
  * origin): batch.ids, batch.x, batch.y, logits, loss, metrics.class_features
  * (the last layer's input summed per label: an index-add), grad.<p> for each
- * parameter in backward order (last layer first), param.<p> in forward order
+ * parameter in backward order (last layer first; with accumulation_steps > 1
+ * the accumulated gradient, after fp16's unscaling; batch.*, logits,
+ * metrics.class_features are the step's last micro-batch's, loss the mean
+ * over its micro-batches), only with precision = fp16 scaler.scale (f32
+ * scalar: the loss scale this step's backward used) and scaler.skipped (u32
+ * scalar: 1 if the scaler found inf/NaN and skipped this step's update, so
+ * param.* and the optimizer state equal the previous step's), param.<p> in forward order
  * (after the update), the optimizer state (sgd.momentum.<p>, or
  * adamw.exp_avg.<p> and adamw.exp_avg_sq.<p>) in forward order, and rng.state
  * (loader generator block and position, epoch, base_seed, batches drawn).
@@ -107,6 +124,11 @@ typedef struct {
     int has_trailer;
     long trailer_steps;
     repro_digest trailer_chain;
+    /* A resumed run's trace (header "resumed_from": {"path", "step": k,
+     * "chain": hex}) starts at step k + 1 and its chain continues from the
+     * checkpoint's chain[k]; otherwise first_step = 1, start_chain = 0. */
+    long first_step;
+    repro_digest start_chain;
 } repro_trace;
 
 /* ---- writing (trace_write.c) ------------------------------------------- */
@@ -115,6 +137,11 @@ typedef struct repro_trace_writer repro_trace_writer;
 /* Creates the file (and its parent directories) and writes the header. */
 int repro_trace_writer_open(repro_trace_writer **out, const char *path, const repro_config *cfg,
                             int level, int every);
+/* The same, with informational header keys merged in (`header_extra`: a
+ * json_t object, may be NULL; borrowed), e.g. "resumed_from". */
+int repro_trace_writer_open_with(repro_trace_writer **out, const char *path,
+                                 const repro_config *cfg, int level, int every,
+                                 void *header_extra);
 /* Writes one step line and flushes it. `detail`: include loss and tensors. */
 int repro_trace_writer_step(repro_trace_writer *w, const repro_trace_step *s, int detail);
 /* Writes the trailer, flushes, fsyncs and closes. w is freed either way.

@@ -186,6 +186,19 @@ static int parse_header(repro_trace *t, json_t *o, const pos *p)
     if (strcmp(tensor_hash, REPRO_TENSOR_HASH_VERSION) != 0)
         return fail(p, "header: unknown tensor hash \"%s\" (this repro computes %s)", tensor_hash,
                     REPRO_TENSOR_HASH_VERSION);
+    /* Optional: a resumed run's steps start after the checkpoint's step,
+     * its chain from the checkpoint's chain. */
+    t->first_step = 1;
+    json_t *res = json_object_get(o, "resumed_from");
+    if (res) {
+        long k;
+        if (!json_is_object(res))
+            return fail(p, "header: \"resumed_from\" must be an object, not %s", json_kind(res));
+        if (get_long(p, "header: resumed_from: ", res, "step", 0, LONG_MAX - 1, &k) ||
+            get_digest(p, "header: resumed_from: ", res, "chain", &t->start_chain))
+            return -1;
+        t->first_step = k + 1;
+    }
     t->header_json = json_incref(o);
     return 0;
 }
@@ -246,12 +259,16 @@ static int parse_tensor_list(json_t *o, const char *key, const pos *p, repro_tra
 /* Parses a step line into s (owned by the caller, who frees its lists even
  * on failure) and checks its digests against the spec's definitions. */
 static int parse_step(repro_trace_step *s, json_t *o, const pos *p, long expect,
-                      const repro_digest *prev_chain)
+                      const repro_digest *prev_chain, long first)
 {
     s->line = (int)p->line;
     if (get_long(p, "", o, "step", 0, LONG_MAX, &s->step))
         return -1;
     if (s->step != expect) {
+        if (expect == first && first > 1)
+            return fail(p, "the first step is step %ld: this trace resumed after step %ld, so "
+                           "it starts at %ld",
+                        s->step, first - 1, first);
         if (expect == 1)
             return fail(p, "the first step is step %ld: steps count from 1", s->step);
         if (s->step < expect)
@@ -333,15 +350,14 @@ static int parse_step(repro_trace_step *s, json_t *o, const pos *p, long expect,
 
 static int parse_trailer(repro_trace *t, json_t *o, const pos *p)
 {
-    long last = t->nsteps ? t->steps[t->nsteps - 1].step : 0;
+    long last = t->nsteps ? t->steps[t->nsteps - 1].step : t->first_step - 1;
     if (get_long(p, "trailer: ", o, "steps", 0, LONG_MAX, &t->trailer_steps) ||
         get_digest(p, "trailer: ", o, "chain", &t->trailer_chain))
         return -1;
     if (t->trailer_steps != last)
         return fail(p, "trailer says %ld steps but the last step line is step %ld",
                     t->trailer_steps, last);
-    repro_digest zero = {{0}};
-    const repro_digest *want = t->nsteps ? &t->steps[t->nsteps - 1].chain : &zero;
+    const repro_digest *want = t->nsteps ? &t->steps[t->nsteps - 1].chain : &t->start_chain;
     if (!repro_digest_eq(want, &t->trailer_chain))
         return fail(p, "trailer chain differs from the chain of step %ld", last);
     t->has_trailer = 1;
@@ -383,9 +399,8 @@ static int parse_line(repro_trace *t, json_t *o, const pos *p, long *cap)
     }
     repro_trace_step *s = &t->steps[t->nsteps];
     memset(s, 0, sizeof *s);
-    repro_digest zero = {{0}};
-    const repro_digest *prev = t->nsteps ? &t->steps[t->nsteps - 1].chain : &zero;
-    if (parse_step(s, o, p, t->nsteps + 1, prev)) {
+    const repro_digest *prev = t->nsteps ? &t->steps[t->nsteps - 1].chain : &t->start_chain;
+    if (parse_step(s, o, p, t->first_step + t->nsteps, prev, t->first_step)) {
         release_step(s);
         return -1;
     }
@@ -470,8 +485,10 @@ void repro_trace_release(repro_trace *t)
 
 const repro_trace_step *repro_trace_find_step(const repro_trace *t, long step)
 {
-    /* The reader guarantees steps 1..nsteps in order, one line each. */
-    if (step < 1 || step > t->nsteps)
+    /* The reader guarantees steps first_step..first_step + nsteps - 1 in
+     * order, one line each (first_step = 1 unless resumed). */
+    long first = t->first_step > 0 ? t->first_step : 1;
+    if (step < first || step - first >= t->nsteps)
         return NULL;
-    return &t->steps[step - 1];
+    return &t->steps[step - first];
 }

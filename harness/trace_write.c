@@ -101,6 +101,12 @@ static const char *const level_names[] = {"step", "tensor", "op"};
 int repro_trace_writer_open(repro_trace_writer **out, const char *path, const repro_config *cfg,
                             int level, int every)
 {
+    return repro_trace_writer_open_with(out, path, cfg, level, every, NULL);
+}
+
+int repro_trace_writer_open_with(repro_trace_writer **out, const char *path,
+                                 const repro_config *cfg, int level, int every, void *header_extra)
+{
     *out = NULL;
     repro_digest all, numerics;
     repro_env env;
@@ -150,6 +156,8 @@ int repro_trace_writer_open(repro_trace_writer **out, const char *path, const re
     json_object_set_new(h, "num_workers", json_integer(cfg->data_num_workers));
     json_object_set_new(h, "env", repro_env_to_json(&env));
     json_object_set_new(h, "env_class", json_string(env.class_id));
+    if (header_extra)
+        json_object_update_missing(h, (json_t *)header_extra);
     if (write_line(w, h)) {
         repro_trace_writer_abort(w);
         return -1;

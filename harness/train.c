@@ -86,6 +86,8 @@ int repro_trainer_init(repro_trainer *t, const repro_config *cfg)
     }
     t->beta1_pow = 1.0;
     t->beta2_pow = 1.0;
+    if (repro_scaler_init(&t->scaler, c))
+        goto fail;
     return 0;
 fail:
     repro_trainer_release(t);
@@ -104,7 +106,8 @@ static void optimizer_step(repro_trainer *t)
         repro_param *p = &m->params[i];
         if (c->train_optimizer == REPRO_OPT_SGD)
             repro_sgd_step(t->pool, p->data, p->grad, p->state1, p->numel, (float)c->train_lr,
-                           (float)c->train_momentum, (float)c->train_weight_decay, t->step == 0);
+                           (float)c->train_momentum, (float)c->train_weight_decay,
+                           t->updates == 0);
         else
             repro_adamw_step(t->pool, p->data, p->grad, p->state1, p->state2, p->numel,
                              (float)c->train_lr, (float)c->train_beta1, (float)c->train_beta2,
@@ -134,28 +137,66 @@ static void class_features(repro_trainer *t, const repro_batch *b)
     repro_model_report_op(m, "fwd.class_features", t->class_features, 2, shape);
 }
 
+/* zero_grad before the first micro-batch's backward. Both modes then let
+ * that backward *write* the grads (accumulate = 0) and only later
+ * micro-batches add: `zero` memsets first (PyTorch's zero_grad(): time and
+ * a resident buffer), `none` does not (set_to_none: the buffer is dead
+ * between steps). The memset is the only difference, so the bits cannot
+ * differ — not even by the sign of a zero, which a "+0 then add" would
+ * normalize (+0 + -0 = +0) and a plain write would not. */
+static void zero_grad(repro_trainer *t)
+{
+    if (t->cfg.train_zero_grad != REPRO_ZERO_GRAD_ZERO)
+        return;
+    for (int i = 0; i < t->model.nparams; i++)
+        memset(t->model.params[i].grad, 0, (size_t)t->model.params[i].numel * sizeof(float));
+}
+
 int repro_trainer_step(repro_trainer *t)
 {
-    const repro_batch *b;
-    if (repro_loader_next(t->loader, &b))
-        return -1;
-    t->batch = b;
-    const float *logits = repro_model_forward(&t->model, t->pool, b->x, b->size, 1,
-                                              t->cfg.train_seed, t->step);
-    if (!logits)
-        return -1;
-    t->loss = repro_softmax_xent_forward(logits, b->y, t->probs, b->size, REPRO_CLASSES);
-    class_features(t, b);
-    repro_softmax_xent_backward(t->probs, b->y, t->dlogits, b->size, REPRO_CLASSES);
-    /* The recorder's hooks (record.h): wait only where a buffer it may still
-     * be hashing is about to be overwritten. */
-    if (t->rec && repro_recorder_before_backward(t->rec))
-        return -1;
-    repro_model_backward(&t->model, t->pool, t->dlogits, b->size);
+    int k = t->cfg.train_accumulation_steps;
+    double loss_sum = 0;
+    for (int j = 0; j < k; j++) {
+        const repro_batch *b;
+        if (repro_loader_next(t->loader, &b))
+            return -1;
+        t->batch = b;
+        /* dropout stream: one per micro-batch (= the step when k = 1) */
+        const float *logits = repro_model_forward(&t->model, t->pool, b->x, b->size, 1,
+                                                  t->cfg.train_seed, t->step * k + j);
+        if (!logits)
+            return -1;
+        double l = repro_softmax_xent_forward(logits, b->y, t->probs, b->size, REPRO_CLASSES);
+        /* the step's loss: the mean over micro-batches, summed in order in double */
+        loss_sum = j == 0 ? l : loss_sum + l;
+        class_features(t, b);
+        repro_softmax_xent_backward(t->probs, b->y, t->dlogits, b->size, REPRO_CLASSES);
+        repro_scale_loss_grad(&t->scaler, k, t->dlogits, (long)b->size * REPRO_CLASSES);
+        if (j == 0) {
+            /* The recorder's hooks (record.h): wait only where a buffer it
+             * may still be hashing is about to be overwritten. */
+            if (t->rec && repro_recorder_before_backward(t->rec))
+                return -1;
+            zero_grad(t);
+        }
+        repro_model_backward_acc(&t->model, t->pool, t->dlogits, b->size, j > 0);
+    }
+    t->loss = k == 1 ? loss_sum : loss_sum / k;
+    int skip = repro_scaler_unscale(&t->scaler, &t->model, t->step + 1);
     if (t->rec && (repro_recorder_after_backward(t->rec) || repro_recorder_before_update(t->rec)))
         return -1;
-    optimizer_step(t);
+    if (!skip) {
+        optimizer_step(t);
+        t->updates++;
+    }
+    repro_scaler_update(&t->scaler);
     t->step++;
+    /* Eval before the recorder's P job, which writes this step's line (and
+     * the eval into it); it reads the parameters only. */
+    if (t->cfg.train_eval_every > 0 && t->step % t->cfg.train_eval_every == 0) {
+        repro_trainer_evaluate(t, &t->eval_loss, &t->eval_accuracy);
+        t->eval_step = t->step;
+    }
     if (t->rec && repro_recorder_after_update(t->rec))
         return -1;
     return 0;
@@ -170,6 +211,11 @@ void repro_trainer_evaluate(repro_trainer *t, double *loss, double *accuracy)
     float *probs = malloc((size_t)cap * REPRO_CLASSES * sizeof(float));
     double total = 0;
     long correct = 0;
+    /* Eval mode and no_grad: no dropout (train = 0), no backward after it,
+     * and the op observer (trace level op, bisect taps) detached, since
+     * eval outputs are not training ops. */
+    void (*on_op)(void *, const char *, float *, int, const long *) = t->model.on_op;
+    t->model.on_op = NULL;
     if (!x || !y || !probs || ds->n == 0) {
         *loss = *accuracy = 0.0 / 0.0;
         goto done;
@@ -198,6 +244,7 @@ void repro_trainer_evaluate(repro_trainer *t, double *loss, double *accuracy)
     *loss = total / ds->n;
     *accuracy = (double)correct / ds->n;
 done:
+    t->model.on_op = on_op;
     free(x);
     free(y);
     free(probs);

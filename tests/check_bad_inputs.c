@@ -1,0 +1,210 @@
+/* The bad-input table: hostile or broken files of every kind repro reads
+ * from someone else — experiment configs, traces, bundle manifests,
+ * receipts — each run through the CLI as a user would (`repro run`,
+ * `repro diff`, `repro verify`, `repro verify-receipt`) with its expected
+ * exit code and a phrase of the expected message. Truncated, garbled,
+ * huge, duplicate-key, wrong-type, NaN/Inf, invalid UTF-8, very long lines
+ * and path traversal, for each kind. `make asan` runs the same table under
+ * the sanitizers, which is where a parser bug would show. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char out[1 << 16], err[1 << 16];
+
+typedef struct {
+    const char *kind;  /* config, trace, manifest, receipt */
+    const char *label;
+    const char *text;  /* the file's content, or NULL when gen makes it */
+    char *(*gen)(void); /* malloc'd content (huge or long inputs) */
+    int exit;
+    const char *phrase; /* expected in stderr */
+    int special;        /* manifest: 1 trace is a symlink out, 2 manifest is a symlink,
+                           3 no manifest */
+} row;
+
+#define Z64 "0000000000000000000000000000000000000000000000000000000000000000"
+/* A well-formed manifest, with pieces swapped in per row. */
+#define MF(EXP, STEPS, TRACE, EXTRA)                                                            \
+    "{\"repro_bundle\":1,\"experiment\":\"" EXP "\",\"config\":\"[train]\\nsteps = 6\\n\","      \
+    "\"seed\":\"0\",\"steps\":" STEPS ",\"trace\":\"" TRACE "\",\"chain\":\"" Z64 "\","          \
+    "\"env\":{\"class\":\"cpu-x\"},\"env_class\":\"cpu-x\",\"commit\":\"unknown\","              \
+    "\"repro_version\":\"0.1.0\"" EXTRA "}"
+#define GOOD_MF MF("tiny", "6", "trace.jsonl", "")
+
+/* A receipt-shaped object without a valid signature. */
+#define RC(VERDICT, EXTRA) "{\"repro_receipt\": 1, \"verdict\": " VERDICT EXTRA "}\n"
+
+static char *repeat(const char *head, char c, size_t n, const char *tail)
+{
+    size_t h = strlen(head), t = strlen(tail);
+    char *s = malloc(h + n + t + 1);
+    memcpy(s, head, h);
+    memset(s + h, c, n);
+    memcpy(s + h + n, tail, t + 1);
+    return s;
+}
+
+static char *huge_config(void) { return repeat("[model]\nhidden = ", '1', 8 << 20, "\n"); }
+static char *long_key_config(void) { return repeat("[train]\n", 'k', 100000, " = 1\n"); }
+static char *huge_trace(void)
+{
+    return repeat("{\"repro_trace\":1,\"type\":\"header\",\"experiment\":\"", 'a', 4 << 20, "\"}\n");
+}
+static char *long_trace_line(void) { return repeat("", ' ', 200000, "{\n"); }
+static char *huge_manifest(void) { return repeat("", ' ', (1 << 20) + 10, GOOD_MF); }
+static char *long_config_manifest(void)
+{
+    return repeat("{\"repro_bundle\":1,\"experiment\":\"tiny\",\"config\":\"", ';', 100 << 10,
+                  "\",\"seed\":\"0\",\"steps\":6,\"trace\":\"trace.jsonl\",\"chain\":\"" Z64
+                  "\",\"env\":{},\"env_class\":\"cpu-x\",\"commit\":\"unknown\","
+                  "\"repro_version\":\"0.1.0\"}");
+}
+static char *huge_receipt(void) { return repeat("", ' ', (1 << 20) + 10, "{}"); }
+static char *long_receipt_line(void) { return repeat("{\"repro_receipt\": 1, \"verdict\": \"", 'x', 900 << 10, "\"}\n"); }
+
+static const row rows[] = {
+    /* ---- experiment configs: `repro run` ---- */
+    {"config", "truncated", "[mod", NULL, 2, "syntax error", 0},
+    {"config", "garbled", "\x01\x02garbage===\n", NULL, 2, "outside a section", 0},
+    {"config", "huge", NULL, huge_config, 2, "line longer than", 0},
+    {"config", "duplicate key", "[train]\nsteps = 1\nsteps = 2\n", NULL, 2, "duplicate key 'steps'", 0},
+    {"config", "wrong type", "[train]\nsteps = many\n", NULL, 2, "'many' is not an integer", 0},
+    {"config", "integer overflow", "[train]\nsteps = 99999999999999999999999\n", NULL, 2, "is not an integer", 0},
+    {"config", "NaN", "[train]\nlr = nan\n", NULL, 2, "not a finite number", 0},
+    {"config", "Inf", "[train]\nlr = -inf\n", NULL, 2, "not a finite number", 0},
+    {"config", "invalid UTF-8", "[data]\ntrain_images = \xff\xfe.idx\n", NULL, 2, "not valid UTF-8", 0},
+    {"config", "very long line", NULL, long_key_config, 2, "line longer than", 0},
+    {"config", "path traversal", "[data]\ndataset = idx\ntrain_images = ../../../../../../etc/passwd\n"
+                                 "train_labels = ../../../../../../etc/passwd\n", NULL, 2, "not an IDX file", 0},
+    /* ---- traces: `repro diff` ---- */
+    {"trace", "truncated", "{\"repro_trace\":1,\"type\":\"hea", NULL, 2, "the last line is incomplete", 0},
+    {"trace", "garbled", "\x01\x02\xff garbage\n", NULL, 2, "not JSON", 0},
+    {"trace", "huge", NULL, huge_trace, 2, ":1:", 0},
+    {"trace", "duplicate key", "{\"repro_trace\":1,\"repro_trace\":1}\n", NULL, 2, "duplicate object key", 0},
+    {"trace", "wrong type", "{\"repro_trace\":\"1\",\"type\":\"header\"}\n", NULL, 2, "must be an integer, not a string", 0},
+    {"trace", "NaN", "{\"repro_trace\":1,\"type\":\"header\",\"x\":NaN}\n", NULL, 2, "invalid token near 'NaN'", 0},
+    {"trace", "Inf", "{\"repro_trace\":1,\"type\":\"header\",\"x\":-Infinity}\n", NULL, 2, "not JSON", 0},
+    {"trace", "invalid UTF-8", "{\"repro_trace\":1,\"type\":\"header\",\"experiment\":\"\xff\xfe\"}\n", NULL, 2, "unable to decode byte 0xff", 0},
+    {"trace", "very long line", NULL, long_trace_line, 2, "not JSON", 0},
+    {"trace", "path traversal", "{\"repro_trace\":1,\"type\":\"header\",\"experiment\":\"../../etc/passwd\"}\n", NULL, 2, "header: missing", 0},
+    {"trace", "empty", "", NULL, 2, "empty file", 0},
+    /* ---- bundle manifests: `repro verify` ---- */
+    {"manifest", "truncated", "{\"repro_bundle\":1,\"experiment\":\"ti", NULL, 2, "not valid JSON", 0},
+    {"manifest", "garbled", "\x01\x02\xff{{{", NULL, 2, "not valid JSON", 0},
+    {"manifest", "huge", NULL, huge_manifest, 2, "too large", 0},
+    {"manifest", "duplicate key", MF("tiny", "6,\"steps\":6", "trace.jsonl", ""), NULL, 2, "duplicate object key", 0},
+    {"manifest", "wrong type", MF("tiny", "\"6\"", "trace.jsonl", ""), NULL, 2, "\"steps\" must be an integer, not a string", 0},
+    {"manifest", "real for integer", MF("tiny", "6.0", "trace.jsonl", ""), NULL, 2, "not a real number", 0},
+    {"manifest", "out of range", MF("tiny", "-6", "trace.jsonl", ""), NULL, 2, "\"steps\" must be 1 to", 0},
+    {"manifest", "integer overflow", MF("tiny", "99999999999999999999", "trace.jsonl", ""), NULL, 2, "not valid JSON", 0},
+    {"manifest", "NaN", MF("tiny", "NaN", "trace.jsonl", ""), NULL, 2, "not valid JSON", 0},
+    {"manifest", "Inf", MF("tiny", "Infinity", "trace.jsonl", ""), NULL, 2, "not valid JSON", 0},
+    {"manifest", "invalid UTF-8", MF("ti\xff\xfe", "6", "trace.jsonl", ""), NULL, 2, "unable to decode byte 0xff", 0},
+    {"manifest", "very long line", NULL, long_config_manifest, 2, "\"config\" must be 1 to", 0},
+    {"manifest", "unknown key", MF("tiny", "6", "trace.jsonl", ",\"run_this\":\"rm -rf /\""), NULL, 2, "unknown key \"run_this\"", 0},
+    {"manifest", "not an object", "[1,2,3]", NULL, 2, "must be a JSON object", 0},
+    {"manifest", "other version", "{\"repro_bundle\":2}", NULL, 2, "unsupported \"repro_bundle\" version", 0},
+    {"manifest", "seed overflow", "{\"repro_bundle\":1,\"experiment\":\"tiny\",\"config\":\"x\",\"seed\":\"18446744073709551616\"}", NULL, 2, "decimal uint64", 0},
+    {"manifest", "bad chain", "{\"repro_bundle\":1,\"experiment\":\"tiny\",\"config\":\"x\",\"seed\":\"0\",\"steps\":1,\"trace\":\"t\",\"chain\":\"" "ABCDEF" Z64 "\"}", NULL, 2, "\"chain\" must be 64 to 64 bytes", 0},
+    {"manifest", "shell in a name", MF("tiny;rm -rf ~", "6", "trace.jsonl", ""), NULL, 2, "\"experiment\" has a character not allowed", 0},
+    {"manifest", "path traversal", MF("tiny", "6", "../../../etc/passwd", ""), NULL, 2, "no empty, \".\" or \"..\" components", 0},
+    {"manifest", "absolute path", MF("tiny", "6", "/etc/passwd", ""), NULL, 2, "not absolute", 0},
+    {"manifest", "symlink out of the bundle", GOOD_MF, NULL, 2, "resolves outside the bundle", 1},
+    {"manifest", "manifest is a symlink", GOOD_MF, NULL, 2, "must not be a symbolic link", 2},
+    {"manifest", "no manifest", GOOD_MF, NULL, 2, "cannot open", 3},
+    {"manifest", "bad signature form", MF("tiny", "6", "trace.jsonl", ",\"signature\":{\"alg\":\"rsa\"}"), NULL, 2, "must be \"ed25519\"", 0},
+    {"manifest", "forged signature", MF("tiny", "6", "trace.jsonl",
+        ",\"signature\":{\"alg\":\"ed25519\",\"public_key\":\"-----BEGIN PUBLIC KEY-----\\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\\n-----END PUBLIC KEY-----\\n\","
+        "\"key_id\":\"" Z64 "\",\"value\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\"}"),
+        NULL, 2, "\"key_id\" is not the key's id", 0},
+    /* ---- receipts: `repro verify-receipt` ---- */
+    {"receipt", "truncated", "{\"repro_receipt\": 1, \"verd", NULL, 2, "not valid JSON", 0},
+    {"receipt", "garbled", "\x7f\x45\x4c\x46\x02\x01", NULL, 2, "not valid JSON", 0},
+    {"receipt", "huge", NULL, huge_receipt, 2, "too large", 0},
+    {"receipt", "duplicate key", RC("\"reproduced\"", ", \"verdict\": \"diverged\""), NULL, 2, "duplicate object key", 0},
+    {"receipt", "wrong type", RC("1", ""), NULL, 2, "\"verdict\" must be one of", 0},
+    {"receipt", "NaN", RC("NaN", ""), NULL, 2, "not valid JSON", 0},
+    {"receipt", "Inf", RC("\"reproduced\"", ", \"step\": Infinity"), NULL, 2, "not valid JSON", 0},
+    {"receipt", "invalid UTF-8", RC("\"reproduced\xff\"", ""), NULL, 2, "unable to decode byte 0xff", 0},
+    {"receipt", "very long line", NULL, long_receipt_line, 2, "\"verdict\" must be one of", 0},
+    {"receipt", "not a receipt", "{\"repro_trace\": 1}", NULL, 2, "not a repro receipt", 0},
+    {"receipt", "unsigned", RC("\"reproduced\"", ""), NULL, 1, "not signed", 0},
+    {"receipt", "signature not base64", RC("\"reproduced\"", ", \"signature\": {\"alg\": \"ed25519\", \"public_key\": \"x\", \"key_id\": \"x\", \"value\": \"!!\"}"), NULL, 2, "not base64", 0},
+    {"receipt", "path traversal (key)", RC("\"reproduced\"", ""), NULL, 2, "not a PEM public key", 1},
+};
+
+START_TEST(test_bad_input)
+{
+    const row *r = &rows[_i];
+    char path[512], dir[512], args[2048];
+    char *gen = r->gen ? r->gen() : NULL;
+    const char *text = gen ? gen : r->text;
+    const char *name = !strcmp(r->kind, "config")     ? "bad.ini"
+                       : !strcmp(r->kind, "trace")    ? "bad.jsonl"
+                       : !strcmp(r->kind, "manifest") ? "manifest.json"
+                                                      : "receipt.json";
+    tu_write_temp(path, sizeof path, name, text);
+    free(gen);
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(path, '/') - path), path);
+
+    if (!strcmp(r->kind, "config")) {
+        snprintf(args, sizeof args, "run %s --steps 1 --no-trace -q", path);
+    } else if (!strcmp(r->kind, "trace")) {
+        snprintf(args, sizeof args, "diff %s %s", path, path);
+    } else if (!strcmp(r->kind, "manifest")) {
+        char t[600];
+        snprintf(t, sizeof t, "%s/trace.jsonl", dir);
+        if (r->special == 1) /* the claimed trace is a link to a host file */
+            ck_assert_int_eq(symlink("/etc/passwd", t), 0);
+        else { /* a file for the manifest to name (its content is checked later) */
+            FILE *f = fopen(t, "w");
+            ck_assert_ptr_nonnull(f);
+            fputs("{}\n", f);
+            ck_assert_int_eq(fclose(f), 0);
+        }
+        if (r->special == 2) { /* the manifest is a link to a file elsewhere */
+            char real[600];
+            snprintf(real, sizeof real, "%s.real", dir);
+            ck_assert_int_eq(rename(path, real), 0);
+            ck_assert_int_eq(symlink(real, path), 0);
+        }
+        if (r->special == 3)
+            ck_assert_int_eq(unlink(path), 0);
+        snprintf(args, sizeof args, "verify %s", dir);
+    } else {
+        char key[600];
+        snprintf(key, sizeof key, "%s/host.pem", dir);
+        ck_assert_int_eq(tu_run_repro((snprintf(args, sizeof args, "keygen -o %s", key), args),
+                                      out, sizeof out, err, sizeof err),
+                         0);
+        if (r->special == 1)
+            snprintf(args, sizeof args, "verify-receipt %s --pub %s/../../../../../etc/passwd",
+                     path, dir);
+        else
+            snprintf(args, sizeof args, "verify-receipt %s --pub %s.pub", path, key);
+    }
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == r->exit, "%s / %s: exit %d, expected %d; stderr: %.400s", r->kind,
+                  r->label, rc, r->exit, err);
+    ck_assert_msg(strstr(err, r->phrase) != NULL, "%s / %s: expected '%s' in stderr: %.400s",
+                  r->kind, r->label, r->phrase, err);
+    /* No sanitizer report, whatever the exit code. */
+    ck_assert_msg(!strstr(err, "Sanitizer"), "%s / %s: %.2000s", r->kind, r->label, err);
+}
+END_TEST
+
+Suite *bad_inputs_suite(void)
+{
+    Suite *s = suite_create("bad_inputs");
+    TCase *tc = tcase_create("table");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_bad_input, 0, (int)(sizeof rows / sizeof rows[0]));
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,419 @@
+/* `repro submit`, `repro verify` and `repro verify-receipt` end to end, on a
+ * tiny experiment (hidden 16, 256 samples, 6 steps: ~0.1 s a run): a
+ * genuine submission verifies; a single altered step digest is rejected
+ * naming that step; a trace made with another seed is rejected; an edited
+ * or forged receipt fails; a submission over the host's step limit is
+ * refused before any training; across environment classes the tolerance
+ * policy applies and says so. */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hash.h"
+#include "testutil.h"
+
+static char out[1 << 16], err[1 << 16];
+static char dir[256]; /* this test's temp dir: tiny.ini, keys, bundles */
+
+static const char tiny_ini[] = "[model]\ntype = mlp\nhidden = 16\n\n"
+                               "[data]\ndataset = synthetic\ntrain_size = 256\ntest_size = 64\n\n"
+                               "[train]\nsteps = 6\n";
+
+static int repro(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int repro(const char *fmt, ...)
+{
+    char args[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return tu_run_repro(args, out, sizeof out, err, sizeof err);
+}
+
+/* tiny.ini, host and submitter keys, and a signed bundle DIR/b. */
+static void setup(void)
+{
+    char p[512];
+    tu_write_temp(p, sizeof p, "tiny.ini", tiny_ini);
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(p, '/') - p), p);
+    ck_assert_int_eq(repro("keygen -o %s/host.pem", dir), 0);
+    ck_assert_int_eq(repro("keygen -o %s/sub.pem", dir), 0);
+    ck_assert_msg(repro("submit %s/tiny.ini -o %s/b --key %s/sub.pem", dir, dir, dir) == 0, "%s",
+                  err);
+    ck_assert_ptr_nonnull(strstr(out, "signed, submitter key id"));
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+static void spit(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static json_t *load_json(const char *path)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    ck_assert_msg(j != NULL, "%s: %s", path, je.text);
+    return j;
+}
+
+/* The bundle's manifest with `chain` set (NULL: unchanged), the
+ * submitter's signature removed (an edited manifest can only be an
+ * unsigned one), and optionally a new environment class. */
+static void rewrite_manifest(const char *bundle, const char *chain, const char *env_class)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/manifest.json", bundle);
+    json_t *m = load_json(p);
+    json_object_del(m, "signature");
+    if (chain)
+        json_object_set_new(m, "chain", json_string(chain));
+    if (env_class) {
+        json_object_set_new(m, "env_class", json_string(env_class));
+        json_object_set_new(json_object_get(m, "env"), "class", json_string(env_class));
+    }
+    ck_assert_int_eq(json_dump_file(m, p, JSON_INDENT(2)), 0);
+    json_decref(m);
+}
+
+enum { ALTER_DIGEST_ONLY, ALTER_DIGEST_RECHAIN, ALTER_TENSOR };
+static char altered_tensor[64];
+
+/* Rewrites the bundle's trace, at step `step` (0: none): ALTER_DIGEST_ONLY
+ * changes one hex digit of the step digest and nothing else;
+ * ALTER_DIGEST_RECHAIN also rebuilds the chain from there on;
+ * ALTER_TENSOR changes one tensor digest and rebuilds the step digest and
+ * the chain (a consistent forgery: the trace reads as valid). The header's
+ * env_class is replaced when env_class is not NULL. Returns the final
+ * chain in hex (static). */
+static const char *rewrite_trace(const char *bundle, long step, int mode, const char *env_class)
+{
+    static char final_hex[65];
+    char p[600];
+    snprintf(p, sizeof p, "%s/trace.jsonl", bundle);
+    char *text = slurp(p);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    repro_digest chain = {{0}};
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        json_error_t je;
+        json_t *o = json_loads(line, 0, &je);
+        ck_assert_ptr_nonnull(o);
+        const char *type = json_string_value(json_object_get(o, "type"));
+        if (!strcmp(type, "header") && env_class)
+            json_object_set_new(o, "env_class", json_string(env_class));
+        if (!strcmp(type, "step")) {
+            long n = (long)json_integer_value(json_object_get(o, "step"));
+            char hex[65];
+            snprintf(hex, sizeof hex, "%s", json_string_value(json_object_get(o, "step_digest")));
+            if (n == step && mode == ALTER_TENSOR) {
+                /* One tensor digest changed, and the step digest (SHA-256
+                 * over the tensor digests in list order) recomputed. */
+                json_t *ts = json_object_get(o, "tensors");
+                size_t nt = json_array_size(ts);
+                ck_assert_uint_gt(nt, 6);
+                repro_digest *d = calloc(nt, sizeof *d);
+                for (size_t i = 0; i < nt; i++) {
+                    json_t *t = json_array_get(ts, i);
+                    char th[65];
+                    snprintf(th, sizeof th, "%s",
+                             json_string_value(json_object_get(t, "digest")));
+                    if (i == 6) {
+                        th[0] = th[0] == '0' ? '1' : '0';
+                        json_object_set_new(t, "digest", json_string(th));
+                        snprintf(altered_tensor, sizeof altered_tensor, "%s",
+                                 json_string_value(json_object_get(t, "name")));
+                    }
+                    ck_assert_int_eq(repro_digest_from_hex(th, &d[i]), 0);
+                }
+                repro_digest sd;
+                ck_assert_int_eq(repro_sha256_digests(d, nt, &sd), 0);
+                free(d);
+                repro_digest_hex(&sd, hex);
+                json_object_set_new(o, "step_digest", json_string(hex));
+            } else if (n == step) {
+                hex[0] = hex[0] == '0' ? '1' : '0';
+                json_object_set_new(o, "step_digest", json_string(hex));
+            }
+            if (mode != ALTER_DIGEST_ONLY) {
+                repro_digest pair[2];
+                pair[0] = chain;
+                ck_assert_int_eq(repro_digest_from_hex(hex, &pair[1]), 0);
+                ck_assert_int_eq(repro_sha256_digests(pair, 2, &chain), 0);
+                repro_digest_hex(&chain, hex);
+                json_object_set_new(o, "chain", json_string(hex));
+            }
+            snprintf(final_hex, sizeof final_hex, "%s",
+                     json_string_value(json_object_get(o, "chain")));
+        }
+        if (!strcmp(type, "trailer"))
+            json_object_set_new(o, "chain", json_string(final_hex));
+        char *s = json_dumps(o, JSON_COMPACT);
+        fprintf(f, "%s\n", s);
+        free(s);
+        json_decref(o);
+    }
+    ck_assert_int_eq(fclose(f), 0);
+    free(text);
+    return final_hex;
+}
+
+START_TEST(test_genuine_submission_verifies)
+{
+    setup();
+    ck_assert_msg(repro("verify %s/b --key %s/host.pem -o %s/r.json", dir, dir, dir) == 0,
+                  "%s%s", out, err);
+    ck_assert_ptr_nonnull(strstr(out, ": reproduced"));
+    ck_assert_ptr_nonnull(strstr(out, "comparison: bitwise (environment classes match"));
+    ck_assert_int_eq(repro("verify-receipt %s/r.json --pub %s/host.pem.pub", dir, dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "verdict: reproduced"));
+
+    char p[600];
+    snprintf(p, sizeof p, "%s/r.json", dir);
+    json_t *r = load_json(p);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "verdict")), "reproduced");
+    ck_assert_str_eq(json_string_value(json_object_get(r, "comparison")), "bitwise");
+    json_t *sub = json_object_get(r, "submitter"), *host = json_object_get(r, "host");
+    ck_assert_str_eq(json_string_value(json_object_get(sub, "chain")),
+                     json_string_value(json_object_get(host, "chain")));
+    ck_assert(json_is_object(json_object_get(sub, "env")));
+    ck_assert(json_is_object(json_object_get(host, "env")));
+    json_t *b = json_object_get(r, "bundle");
+    ck_assert_str_eq(json_string_value(json_object_get(b, "submitter_signature")), "valid");
+    ck_assert_int_eq(strlen(json_string_value(json_object_get(b, "manifest_sha256"))), 64);
+    ck_assert(json_is_true(json_object_get(r, "ran")));
+    json_decref(r);
+
+    /* A signed manifest edited afterwards is an invalid submission. */
+    snprintf(p, sizeof p, "%s/b/manifest.json", dir);
+    char *m = slurp(p);
+    char *at = strstr(m, "\"steps\": 6");
+    ck_assert_ptr_nonnull(at);
+    at[9] = '5';
+    spit(p, m);
+    free(m);
+    ck_assert_int_eq(repro("verify %s/b", dir), 2);
+    ck_assert_ptr_nonnull(strstr(out, "invalid submission"));
+    ck_assert_ptr_nonnull(strstr(err, "signature does not verify"));
+}
+END_TEST
+
+START_TEST(test_altered_step_digest_is_rejected_naming_the_step)
+{
+    setup();
+    char b[600], p[600];
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(p, sizeof p, "%s/b.orig", dir);
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s", dir, p), 0);
+
+    /* Step 3's digest altered, chain rebuilt: the claimed trace no longer
+     * hashes up (its step digest is not that of its tensors). */
+    const char *chain = rewrite_trace(b, 3, ALTER_DIGEST_RECHAIN, NULL);
+    rewrite_manifest(b, chain, NULL);
+    ck_assert_int_eq(repro("verify %s", b), 2);
+    ck_assert_ptr_nonnull(strstr(out, "invalid submission"));
+    ck_assert_msg(strstr(out, "step 3: \"step_digest\" is not the SHA-256") != NULL, "%s", out);
+
+    /* Step 3's digest altered and nothing else: its chain link breaks. */
+    snprintf(b, sizeof b, "%s/b.orig", dir);
+    rewrite_trace(b, 3, ALTER_DIGEST_ONLY, NULL);
+    ck_assert_int_eq(repro("verify %s", b), 2);
+    ck_assert_msg(strstr(out, "step 3") != NULL, "%s", out);
+
+    /* A consistent forgery (one tensor digest of step 3, its step digest
+     * and the chain all rebuilt) reads as valid: the re-run exposes it. */
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/b.forged", dir, dir), 0);
+    snprintf(b, sizeof b, "%s/b.forged", dir);
+    chain = rewrite_trace(b, 3, ALTER_TENSOR, NULL);
+    rewrite_manifest(b, chain, NULL);
+    ck_assert_int_eq(repro("verify %s --key %s/host.pem -o %s/r.json", b, dir, dir), 1);
+    ck_assert_ptr_nonnull(strstr(out, ": diverged at step 3"));
+    char want[200];
+    snprintf(want, sizeof want, "step 3: the step digests differ; first differing tensor %s",
+             altered_tensor);
+    ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+    snprintf(p, sizeof p, "%s/r.json", dir);
+    json_t *r = load_json(p);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "verdict")), "diverged");
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "step")), 3);
+    json_decref(r);
+    ck_assert_int_eq(repro("verify-receipt %s/r.json --pub %s/host.pem.pub", dir, dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "verdict: diverged at step 3"));
+}
+END_TEST
+
+START_TEST(test_trace_from_another_seed_is_rejected)
+{
+    setup();
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/b7 --seed 7", dir, dir), 0);
+    char src[600], dst[600], p[600];
+    snprintf(src, sizeof src, "%s/b7/trace.jsonl", dir);
+    snprintf(dst, sizeof dst, "%s/b/trace.jsonl", dir);
+    char *t7 = slurp(src), *t0 = slurp(dst);
+
+    /* The seed-7 trace under the seed-0 manifest (chain updated). */
+    spit(dst, t7);
+    snprintf(p, sizeof p, "%s/b7/manifest.json", dir);
+    json_t *m7 = load_json(p);
+    char chain7[65];
+    snprintf(chain7, sizeof chain7, "%s", json_string_value(json_object_get(m7, "chain")));
+    json_decref(m7);
+    snprintf(p, sizeof p, "%s/b", dir);
+    rewrite_manifest(p, chain7, NULL);
+    ck_assert_int_eq(repro("verify %s/b", dir), 2);
+    ck_assert_msg(strstr(out, "claimed trace was made with seed 7, the manifest says 0") != NULL,
+                  "%s", out);
+
+    /* The same steps behind the seed-0 header: reads as a seed-0 trace, but
+     * the re-run parts from it at step 1. */
+    char *nl0 = strchr(t0, '\n'), *nl7 = strchr(t7, '\n');
+    *nl0 = '\0';
+    size_t len = strlen(t0) + strlen(nl7) + 2;
+    char *mixed = malloc(len);
+    snprintf(mixed, len, "%s%s", t0, nl7);
+    spit(dst, mixed);
+    ck_assert_int_eq(repro("verify %s/b", dir), 1);
+    ck_assert_msg(strstr(out, ": diverged at step 1") != NULL, "%s", out);
+    free(mixed);
+    free(t0);
+    free(t7);
+}
+END_TEST
+
+START_TEST(test_edited_or_forged_receipt_fails)
+{
+    setup();
+    char r[600], p[600];
+    snprintf(r, sizeof r, "%s/r.json", dir);
+    ck_assert_int_eq(repro("verify %s/b --key %s/host.pem -o %s", dir, dir, r), 0);
+    ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", r, dir), 0);
+    char *orig = slurp(r);
+
+    /* The verdict edited. */
+    char *s = strdup(orig), *at = strstr(s, "\"steps\": 6");
+    ck_assert_ptr_nonnull(at);
+    at[9] = '9';
+    spit(r, s);
+    ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", r, dir), 1);
+    ck_assert_ptr_nonnull(strstr(err, "signature does not verify"));
+    free(s);
+
+    /* Only whitespace changed: the signature would still match, the form not. */
+    s = malloc(strlen(orig) + 2);
+    sprintf(s, "%s ", orig);
+    spit(r, s);
+    ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", r, dir), 1);
+    ck_assert_ptr_nonnull(strstr(err, "was edited"));
+    free(s);
+
+    /* Signed by another key (the submitter's), checked against the host's. */
+    snprintf(p, sizeof p, "%s/forged.json", dir);
+    ck_assert_int_eq(repro("verify %s/b --key %s/sub.pem -o %s", dir, dir, p), 0);
+    ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", p, dir), 1);
+    ck_assert_ptr_nonnull(strstr(err, "signed by a different key"));
+
+    /* ... and with the host's key id and public key pasted in. */
+    json_t *g = load_json(p), *h = json_loads(orig, 0, NULL);
+    json_t *gs = json_object_get(g, "signature"), *hs = json_object_get(h, "signature");
+    json_object_set(gs, "key_id", json_object_get(hs, "key_id"));
+    json_object_set(gs, "public_key", json_object_get(hs, "public_key"));
+    char *text = json_dumps(g, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+    s = malloc(strlen(text) + 2);
+    sprintf(s, "%s\n", text);
+    spit(p, s);
+    ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", p, dir), 1);
+    ck_assert_ptr_nonnull(strstr(err, "signature does not verify"));
+    free(s);
+    free(text);
+    json_decref(g);
+    json_decref(h);
+
+    /* Unsigned, and malformed. */
+    ck_assert_int_eq(repro("verify %s/b -o %s", dir, p), 0);
+    ck_assert_ptr_nonnull(strstr(err, "not signed"));
+    ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", p, dir), 1);
+    ck_assert_ptr_nonnull(strstr(err, "not signed"));
+    spit(p, "{\"repro_receipt\": 1, \"verdict\": ");
+    ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", p, dir), 2);
+    ck_assert_ptr_nonnull(strstr(err, "not valid JSON"));
+    free(orig);
+}
+END_TEST
+
+START_TEST(test_over_step_limit_is_refused_before_training)
+{
+    setup();
+    char r[600];
+    snprintf(r, sizeof r, "%s/r.json", dir);
+    ck_assert_int_eq(repro("verify %s/b --max-steps 5 --key %s/host.pem -o %s", dir, dir, r), 1);
+    ck_assert_ptr_nonnull(strstr(out, ": exceeded limits"));
+    ck_assert_ptr_nonnull(strstr(out, "refused before training"));
+    json_t *j = load_json(r);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "exceeded limits");
+    ck_assert(json_is_false(json_object_get(j, "ran")));
+    ck_assert(json_is_null(json_object_get(json_object_get(j, "host"), "chain")));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "limits"), "max_steps")),
+                     5);
+    json_decref(j);
+    ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", r, dir), 0);
+
+    /* The wall-clock limit: the re-run is killed, the verdict the same. */
+    ck_assert_int_eq(repro("verify %s/b --max-seconds 0.001", dir), 1);
+    ck_assert_ptr_nonnull(strstr(out, ": exceeded limits"));
+    ck_assert_ptr_nonnull(strstr(out, "stopped after"));
+}
+END_TEST
+
+START_TEST(test_other_environment_class_uses_the_policy)
+{
+    setup();
+    char b[600];
+    snprintf(b, sizeof b, "%s/b", dir);
+    /* The same bits, claimed from another class: bitwise identity is not
+     * promised there, so the tolerance policy decides, and says so. */
+    rewrite_trace(b, 0, ALTER_DIGEST_ONLY, "cpu-aarch64-000000000000");
+    rewrite_manifest(b, NULL, "cpu-aarch64-000000000000");
+    ck_assert_int_eq(repro("verify %s --policy ulp:0", b), 0);
+    ck_assert_ptr_nonnull(strstr(out, "comparison: ulp:0 (environment classes differ"));
+    ck_assert_int_eq(repro("verify %s", b), 0);
+    ck_assert_ptr_nonnull(strstr(out, "comparison: rtol:1e-4"));
+    ck_assert_int_eq(repro("verify %s --policy bitwise", b), 0);
+    ck_assert_ptr_nonnull(strstr(out, "comparison: bitwise (classes differ"));
+    ck_assert_int_eq(repro("verify %s --policy fuzzy", b), 2);
+    ck_assert_ptr_nonnull(strstr(err, "expected bitwise, ulp:N or rtol:X"));
+}
+END_TEST
+
+Suite *verify_suite(void)
+{
+    Suite *s = suite_create("verify");
+    TCase *tc = tcase_create("verify");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_genuine_submission_verifies);
+    tcase_add_test(tc, test_altered_step_digest_is_rejected_naming_the_step);
+    tcase_add_test(tc, test_trace_from_another_seed_is_rejected);
+    tcase_add_test(tc, test_edited_or_forged_receipt_fails);
+    tcase_add_test(tc, test_over_step_limit_is_refused_before_training);
+    tcase_add_test(tc, test_other_environment_class_uses_the_policy);
+    suite_add_tcase(s, tc);
+    return s;
+}
