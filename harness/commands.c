@@ -51,7 +51,7 @@ void repro_print_usage(FILE *out)
                  "repro proves that a training run is reproducible, and when it is not,\n"
                  "says where and why.\n\ncommands:\n");
     for (const repro_command *c = repro_commands; c->name; c++)
-        fprintf(out, "  %-8s %s\n", c->name, c->summary);
+        fprintf(out, "  %-14s %s\n", c->name, c->summary);
     fprintf(out, "\nexit codes: 0 ok, 1 mismatch, 2 usage or input error, 3 environment "
                  "problem, 125 cannot test\n"
                  "`repro help COMMAND` for a command's options.\n");
