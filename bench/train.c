@@ -6,7 +6,7 @@
  *     a tensor-level trace, as `repro run` does);
  *   - peak memory and speed per precision (fp32, bf16, fp16) and zeroing
  *     mode (memory.h: reduced-precision buffers counted at 2 bytes; the CPU
- *     emulation of bf16/fp16 is slower than fp32, not faster).
+ *     emulation of bf16/fp16 is no faster than fp32: it only adds rounding).
  * Not a test: nothing here passes or fails on time. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -29,7 +29,7 @@ void repro_memory_account(const repro_model *m, int zero_grad, repro_memory *out
     }
     out->activations = cap * REPRO_IMG_PIXELS * eb; /* the input batch (its cast, under lp) */
     out->workspace = (size_t)(max_w ? max_w : 1) * eb; /* linear: weights transposed */
-    if (lp)
+    if (m->gscratch)
         out->workspace += 2 * (size_t)max_p * eb; /* accumulation: one layer's dw, db */
     for (int i = 0; i < m->nlayers; i++) {
         const repro_layer *l = &m->layers[i];

@@ -151,8 +151,9 @@ int repro_model_init(repro_model *m, const repro_config *cfg, int capacity)
         }
         /* a layer's dw and db side by side (db is never larger than dw) */
         m->xin = malloc((size_t)capacity * REPRO_IMG_PIXELS * sizeof(float));
-        m->gscratch = malloc(2 * (size_t)max_p * sizeof(float));
-        if (!m->xin || !m->gscratch)
+        if (cfg->train_accumulation_steps > 1)
+            m->gscratch = malloc(2 * (size_t)max_p * sizeof(float));
+        if (!m->xin || (cfg->train_accumulation_steps > 1 && !m->gscratch))
             goto oom;
     }
     for (int i = 0; i < m->nlayers; i++) {

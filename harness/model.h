@@ -66,8 +66,9 @@ typedef struct {
      * precision, emulating autocast on the CPU; 0 = fp32, nothing rounded. */
     int precision;
     float *xin;            /* bf16/fp16: the input batch, rounded */
-    float *gscratch;       /* bf16/fp16: one micro-batch's dw and db before they are
-                              rounded and added into the fp32 grads (accumulation) */
+    float *gscratch;       /* bf16/fp16 with accumulation_steps > 1: one micro-batch's
+                              dw and db before they are rounded and added into the
+                              fp32 grads; else NULL */
     /* Convolution algorithm per call site (algo_select.h). */
     repro_algo_policy algo;
     /* Kernel variants (config [variant]): 0 = the deterministic default. */
