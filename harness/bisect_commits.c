@@ -47,21 +47,6 @@ typedef struct {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* Sets the error slot to "WHAT: <libgit2's message>"; libgit2 1.5.1 may
- * leave no error behind (git_error_last() returns NULL). Returns -1. */
-static int lg2_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int lg2_fail(int code, const char *fmt, ...)
-{
-    char what[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const git_error *e = git_error_last();
-    if (e && e->message && e->message[0])
-        return repro_error_set(code, "%s: %s", what, e->message);
-    return repro_error_set(code, "%s", what);
-}
 
 static void progress(const bisect_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void progress(const bisect_ctx *c, const char *fmt, ...)
@@ -326,7 +311,7 @@ static int walk_first_parent(bisect_ctx *c, const git_oid *good, const git_oid *
         rc = git_revwalk_add_hide_cb(w, hide_good, (void *)good);
     if (rc < 0) {
         git_revwalk_free(w);
-        return lg2_fail(REPRO_EXIT_ENV, "bisect: cannot walk the history");
+        return repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot walk the history");
     }
     while ((rc = git_revwalk_next(&id, w)) == 0) {
         if (k == cap) {
@@ -344,7 +329,7 @@ static int walk_first_parent(bisect_ctx *c, const git_oid *good, const git_oid *
     git_revwalk_free(w);
     if (rc != GIT_ITEROVER) {
         free(v);
-        return lg2_fail(REPRO_EXIT_USAGE,
+        return repro_git_fail(REPRO_EXIT_USAGE,
                         "bisect: GOOD %s is not an ancestor of BAD on its first-parent chain "
                         "(history ends before it: a shallow clone?)",
                         gs);
@@ -441,22 +426,22 @@ static int worktree_create(bisect_ctx *c, const git_oid *at)
     snprintf(c->wt_name, sizeof c->wt_name, "repro-bisect-%ld", (long)getpid());
     git_commit *commit = NULL;
     if (git_commit_lookup(&commit, c->repo, at) < 0)
-        return lg2_fail(REPRO_EXIT_ENV, "bisect: cannot read commit %s", c->r->good.commit.id);
+        return repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot read commit %s", c->r->good.commit.id);
     int rc = git_branch_create(&c->branch, c->repo, c->wt_name, commit, 0);
     git_commit_free(commit);
     if (rc < 0)
-        return lg2_fail(REPRO_EXIT_ENV, "bisect: cannot create the branch %s for the worktree",
+        return repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot create the branch %s for the worktree",
                         c->wt_name);
     git_worktree_add_options wo;
     git_worktree_add_options_init(&wo, GIT_WORKTREE_ADD_OPTIONS_VERSION);
     wo.ref = c->branch;
     if (git_worktree_add(&c->worktree, c->repo, c->wt_name, c->wt_path, &wo) < 0)
-        return lg2_fail(REPRO_EXIT_ENV, "bisect: cannot add a worktree at %s", c->wt_path);
+        return repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot add a worktree at %s", c->wt_path);
     if (git_repository_open(&c->wt, c->wt_path) < 0 ||
         git_repository_set_head_detached(c->wt, at) < 0)
-        return lg2_fail(REPRO_EXIT_ENV, "bisect: cannot open the worktree at %s", c->wt_path);
+        return repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot open the worktree at %s", c->wt_path);
     if (git_reference_delete(c->branch) < 0)
-        return lg2_fail(REPRO_EXIT_ENV, "bisect: cannot delete the temporary branch %s",
+        return repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot delete the temporary branch %s",
                         c->wt_name);
     git_reference_free(c->branch);
     c->branch = NULL;
@@ -508,14 +493,14 @@ static int checkout(bisect_ctx *c, const char *hex)
     git_oid id;
     git_commit *commit = NULL;
     if (git_oid_fromstr(&id, hex) < 0 || git_commit_lookup(&commit, c->wt, &id) < 0)
-        return lg2_fail(REPRO_EXIT_ENV, "bisect: cannot read commit %s", hex);
+        return repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot read commit %s", hex);
     git_checkout_options co;
     git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
     co.checkout_strategy = GIT_CHECKOUT_FORCE;
     int rc = git_checkout_tree(c->wt, (const git_object *)commit, &co);
     git_commit_free(commit);
     if (rc < 0 || git_repository_set_head_detached(c->wt, &id) < 0)
-        return lg2_fail(REPRO_EXIT_ENV, "bisect: cannot check %.7s out into the worktree", hex);
+        return repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot check %.7s out into the worktree", hex);
     return 0;
 }
 
@@ -857,7 +842,7 @@ static int tree_of(git_repository *repo, const char *hex, git_tree **out)
     int rc = git_oid_fromstr(&id, hex) < 0 || git_commit_lookup(&c, repo, &id) < 0 ||
              git_commit_tree(out, c) < 0;
     git_commit_free(c);
-    return rc ? lg2_fail(REPRO_EXIT_ENV, "bisect: cannot read the tree of %.7s", hex) : 0;
+    return rc ? repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot read the tree of %.7s", hex) : 0;
 }
 
 /* The numerics paths (and the experiment file) the first bad commit changed
@@ -887,7 +872,7 @@ static int touched_paths(bisect_ctx *c)
     dopt.pathspec.count = np;
     int rc = tree_of(c->repo, parent, &a) || tree_of(c->repo, child, &b) ? -1 : 0;
     if (rc == 0 && git_diff_tree_to_tree(&diff, c->repo, a, b, &dopt) < 0)
-        rc = lg2_fail(REPRO_EXIT_ENV, "bisect: cannot diff %.7s against its parent", child);
+        rc = repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot diff %.7s against its parent", child);
     size_t n = rc ? 0 : git_diff_num_deltas(diff);
     if (n && !(r->paths = calloc(2 * n, sizeof *r->paths)))
         rc = repro_error_set(REPRO_EXIT_ENV, "out of memory");
@@ -952,7 +937,7 @@ static int setup(bisect_ctx *c, git_oid *good, git_oid *bad)
     if (exp_missing(c, &badc, "BAD") || exp_missing(c, &r->good.commit, "GOOD"))
         goto done;
     if (git_repository_open(&c->repo, repro_git_workdir(c->g)) < 0) {
-        lg2_fail(REPRO_EXIT_ENV, "bisect: cannot open %s", repro_git_workdir(c->g));
+        repro_git_fail(REPRO_EXIT_ENV, "bisect: cannot open %s", repro_git_workdir(c->g));
         goto done;
     }
     if (git_oid_fromstr(good, r->good.commit.id) < 0 || git_oid_fromstr(bad, badc.id) < 0 ||

@@ -47,9 +47,7 @@ static int ensure_init(void)
 /* Sets the error slot to "WHAT: <libgit2's message>". libgit2 1.5.1 may
  * leave no error behind (git_error_last() returns NULL), so that is
  * checked rather than assumed. Returns -1. */
-static int lg2_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int lg2_fail(int code, const char *fmt, ...)
+int repro_git_fail(int code, const char *fmt, ...)
 {
     char what[512];
     va_list ap;
@@ -247,7 +245,7 @@ static int hide_set_init(hide_set *h, repro_git *g, const git_oid *since)
     h->ids[h->n++] = *since;
     if (git_revwalk_new(&w, g->repo) < 0 || git_revwalk_push(w, since) < 0 ||
         (g->nboundary && git_revwalk_add_hide_cb(w, hide_boundary, (void *)g) < 0)) {
-        lg2_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
+        repro_git_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
         goto cleanup;
     }
     while ((rc = git_revwalk_next(&oid, w)) == 0) {
@@ -291,14 +289,14 @@ int repro_git_open(repro_git **out, const char *start_path)
         goto cleanup;
     }
     if (rc == GIT_EOWNER) {
-        lg2_fail(REPRO_EXIT_ENV,
+        repro_git_fail(REPRO_EXIT_ENV,
                  "cannot open the git repository containing %s (if it is yours, "
                  "git config --global --add safe.directory <repo>)",
                  shown);
         goto cleanup;
     }
     if (rc < 0) {
-        lg2_fail(REPRO_EXIT_ENV, "cannot open the git repository containing %s", shown);
+        repro_git_fail(REPRO_EXIT_ENV, "cannot open the git repository containing %s", shown);
         goto cleanup;
     }
     if (git_repository_is_bare(repo) || !git_repository_workdir(repo)) {
@@ -516,7 +514,7 @@ static int resolve(repro_git *g, const char *rev, git_commit **out, int *notfoun
         return repro_error_set(REPRO_EXIT_USAGE, "'%s' is ambiguous: give more of the commit id",
                                rev);
     if (rc < 0)
-        return lg2_fail(is_head ? REPRO_EXIT_ENV : REPRO_EXIT_USAGE, "cannot resolve '%s'", rev);
+        return repro_git_fail(is_head ? REPRO_EXIT_ENV : REPRO_EXIT_USAGE, "cannot resolve '%s'", rev);
     rc = git_object_peel(&peeled, obj, GIT_OBJECT_COMMIT);
     git_object_free(obj);
     if (rc < 0)
@@ -613,7 +611,7 @@ int repro_git_dirty_list(repro_git *g, const char *const *prefixes, size_t npref
                  GIT_STATUS_OPT_DISABLE_PATHSPEC_MATCH;
     opts.pathspec = prefixes_pathspec(&ps);
     if (git_status_list_new(&list, g->repo, &opts) < 0) {
-        lg2_fail(REPRO_EXIT_ENV, "cannot read the status of %s", g->workdir);
+        repro_git_fail(REPRO_EXIT_ENV, "cannot read the status of %s", g->workdir);
         goto cleanup;
     }
     size_t n = git_status_list_entrycount(list);
@@ -663,7 +661,7 @@ static int entry_at(repro_git *g, git_commit *c, const char *path, git_tree_entr
     *entry = NULL;
     *root = NULL;
     if (git_commit_tree(root, c) < 0)
-        return lg2_fail(REPRO_EXIT_ENV, "cannot read the tree of commit %.7s in %s",
+        return repro_git_fail(REPRO_EXIT_ENV, "cannot read the tree of commit %.7s in %s",
                         git_oid_tostr_s(git_commit_id(c)), g->workdir);
     char clean[PATH_MAX];
     const char *p = path;
@@ -681,7 +679,7 @@ static int entry_at(repro_git *g, git_commit *c, const char *path, git_tree_entr
         return 0;
     }
     if (rc < 0)
-        return lg2_fail(REPRO_EXIT_ENV, "cannot look up %s at commit %.7s", clean,
+        return repro_git_fail(REPRO_EXIT_ENV, "cannot look up %s at commit %.7s", clean,
                         git_oid_tostr_s(git_commit_id(c)));
     return 0;
 }
@@ -734,7 +732,7 @@ int repro_git_read_blob(repro_git *g, const char *rev, const char *path, void **
         goto cleanup;
     }
     if (git_blob_lookup(&b, g->repo, git_tree_entry_id(e)) < 0) {
-        lg2_fail(REPRO_EXIT_ENV, "%s: cannot read its blob at commit %.7s", path, id);
+        repro_git_fail(REPRO_EXIT_ENV, "%s: cannot read its blob at commit %.7s", path, id);
         goto cleanup;
     }
     size_t n = (size_t)git_blob_rawsize(b);
@@ -820,16 +818,16 @@ static int commit_changed_paths(repro_git *g, git_commit *c, const prefix_set *p
             return 0;
         }
         if (rc < 0)
-            return lg2_fail(REPRO_EXIT_ENV, "cannot read the parent of commit %.7s",
+            return repro_git_fail(REPRO_EXIT_ENV, "cannot read the parent of commit %.7s",
                             git_oid_tostr_s(git_commit_id(c)));
         if (git_commit_tree(&old, parent) < 0) {
-            lg2_fail(REPRO_EXIT_ENV, "cannot read the tree of commit %.7s",
+            repro_git_fail(REPRO_EXIT_ENV, "cannot read the tree of commit %.7s",
                      git_oid_tostr_s(git_commit_id(parent)));
             goto cleanup;
         }
     }
     if (git_commit_tree(&new, c) < 0) {
-        lg2_fail(REPRO_EXIT_ENV, "cannot read the tree of commit %.7s",
+        repro_git_fail(REPRO_EXIT_ENV, "cannot read the tree of commit %.7s",
                  git_oid_tostr_s(git_commit_id(c)));
         goto cleanup;
     }
@@ -838,7 +836,7 @@ static int commit_changed_paths(repro_git *g, git_commit *c, const prefix_set *p
     opts.flags = GIT_DIFF_DISABLE_PATHSPEC_MATCH;
     opts.pathspec = prefixes_pathspec(ps);
     if (git_diff_tree_to_tree(&diff, g->repo, old, new, &opts) < 0) {
-        lg2_fail(REPRO_EXIT_ENV, "cannot diff commit %.7s against its parent",
+        repro_git_fail(REPRO_EXIT_ENV, "cannot diff commit %.7s against its parent",
                  git_oid_tostr_s(git_commit_id(c)));
         goto cleanup;
     }
@@ -888,12 +886,12 @@ static int walk_changes(repro_git *g, const git_oid *hide, const prefix_set *ps,
     if (git_revwalk_new(&w, g->repo) < 0 ||
         git_revwalk_sorting(w, GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME) < 0 ||
         git_revwalk_push_head(w) < 0) {
-        lg2_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
+        repro_git_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
         goto cleanup;
     }
     if (g->shallow ? git_revwalk_add_hide_cb(w, hide_in_set, &hs) < 0
                    : hide && git_revwalk_hide(w, hide) < 0) {
-        lg2_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
+        repro_git_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
         goto cleanup;
     }
     /* HEAD itself may be the boundary (--depth 1): the walk is then empty. */
@@ -905,7 +903,7 @@ static int walk_changes(repro_git *g, const git_oid *hide, const prefix_set *ps,
     }
     while ((rc = git_revwalk_next(&oid, w)) == 0) {
         if (git_commit_lookup(&c, g->repo, &oid) < 0) {
-            lg2_fail(REPRO_EXIT_ENV, "cannot read commit %s", git_oid_tostr_s(&oid));
+            repro_git_fail(REPRO_EXIT_ENV, "cannot read commit %s", git_oid_tostr_s(&oid));
             goto cleanup;
         }
         /* A parent on the boundary is where this walk's history runs out,
@@ -941,7 +939,7 @@ static int walk_changes(repro_git *g, const git_oid *hide, const prefix_set *ps,
          * on the first missing parent (see read_shallow); what came before
          * is still right, and the caller says the list is incomplete. */
         if (!g->shallow) {
-            lg2_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
+            repro_git_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
             goto cleanup;
         }
         git_error_clear();
@@ -968,7 +966,7 @@ static int is_ancestor(repro_git *g, const git_oid *anc, const git_oid *desc)
     if (!g->shallow) {
         int r = git_graph_descendant_of(g->repo, desc, anc);
         if (r < 0)
-            return lg2_fail(REPRO_EXIT_ENV, "cannot relate commit %.7s to HEAD",
+            return repro_git_fail(REPRO_EXIT_ENV, "cannot relate commit %.7s to HEAD",
                             git_oid_tostr_s(anc));
         return r;
     }
@@ -978,7 +976,7 @@ static int is_ancestor(repro_git *g, const git_oid *anc, const git_oid *desc)
     if (git_revwalk_new(&w, g->repo) < 0 || git_revwalk_push(w, desc) < 0 ||
         (g->nboundary && git_revwalk_add_hide_cb(w, hide_boundary, g) < 0)) {
         git_revwalk_free(w);
-        return lg2_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
+        return repro_git_fail(REPRO_EXIT_ENV, "cannot walk the history of %s", g->workdir);
     }
     while (!found && git_revwalk_next(&oid, w) == 0) {
         git_commit *c = NULL;

@@ -169,6 +169,11 @@ int repro_git_path_history(repro_git *g, const char *prefix, size_t max,
                            repro_git_history **out);
 void repro_git_history_free(repro_git_history *h);
 
+/* Sets the error slot to "WHAT: <libgit2's last message>" (libgit2 1.5.1
+ * may leave none: git_error_last() can return NULL) and returns -1: for
+ * callers of libgit2 outside this module (bisect_commits.c). */
+int repro_git_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* "libgit2 1.5.1", for environment fingerprints and `repro env`. */
 const char *repro_git_backend_version(void);
 

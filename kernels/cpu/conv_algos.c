@@ -13,25 +13,7 @@
 
 #include <string.h>
 
-typedef float v4f __attribute__((vector_size(16)));
-
-static inline v4f v4_load(const float *p)
-{
-    v4f v;
-    memcpy(&v, p, sizeof v); /* unaligned-safe */
-    return v;
-}
-
-static inline void v4_store(float *p, v4f v)
-{
-    memcpy(p, &v, sizeof v);
-}
-
-static inline v4f v4_splat(float a)
-{
-    v4f v = {a, a, a, a};
-    return v;
-}
+#include "vec4.h"
 
 static inline long lmax(long a, long b) { return a > b ? a : b; }
 static inline long lmin(long a, long b) { return a < b ? a : b; }

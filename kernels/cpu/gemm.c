@@ -16,25 +16,7 @@
  * instead of hoping the -O2 auto-vectorizer fires (its cheap cost model
  * rarely does for unknown trip counts); each lane is an independent C
  * element, so the arithmetic is exactly the scalar arithmetic. */
-typedef float v4f __attribute__((vector_size(16)));
-
-static inline v4f v4_load(const float *p)
-{
-    v4f v;
-    memcpy(&v, p, sizeof v); /* unaligned-safe */
-    return v;
-}
-
-static inline void v4_store(float *p, v4f v)
-{
-    memcpy(p, &v, sizeof v);
-}
-
-static inline v4f v4_splat(float a)
-{
-    v4f v = {a, a, a, a};
-    return v;
-}
+#include "vec4.h"
 
 enum { ROWS_PER_CHUNK = 16, COLS_PER_CHUNK = 256 };
 
