@@ -29,7 +29,10 @@ const char repro_compare_usage[] =
     "Any config key can vary: benchmark, deterministic, threads, num_workers,\n"
     "variant.*, lr, ...\n"
     "\n"
-    "  --vary KEY=V1,V2  the key and its values (section.key or an unambiguous key)\n"
+    "  --vary KEY=V1,V2  the key and its values (section.key or an unambiguous key);\n"
+    "                    a value may carry other keys with it: V+KEY2=W (e.g.\n"
+    "                    accumulation_steps=1,2+batch_size=32: k micro-batches of b\n"
+    "                    against one batch of k*b)\n"
     "  --runs N          runs per value (default 2)\n"
     "  --json            the report as JSON\n"
     "  --plot FILE.svg   divergence from the first value over the steps, one line each\n"
@@ -41,6 +44,10 @@ const char repro_compare_usage[] =
 typedef struct {
     char value[128];
     char set[256];
+    /* "+KEY=V" companions of the value (e.g. accumulation_steps=2+batch_size=32:
+     * k micro-batches of b against one batch of k*b needs two keys at once) */
+    char also[4][256];
+    int nalso;
     repro_multirun m;
     int identical;
     double step_ms;          /* median over runs */
@@ -267,11 +274,29 @@ int repro_cmd_compare(int argc, char **argv)
         }
         memset(&v[nv], 0, sizeof v[nv]);
         snprintf(v[nv].value, sizeof v[nv].value, "%s", tok);
+        char *plus = strchr(tok, '+');
+        if (plus)
+            *plus = '\0';
         snprintf(v[nv].set, sizeof v[nv].set, "%s.%s=%s", repro_config_key_section(k),
                  repro_config_key_name(k), tok);
         static repro_config probe;
         probe = cfg;
-        if (repro_config_set(&probe, v[nv].set) || repro_config_validate(&probe))
+        if (repro_config_set(&probe, v[nv].set))
+            return repro_report_error();
+        for (char *a = plus ? plus + 1 : NULL; a && *a;) {
+            char *next = strchr(a, '+');
+            if (next)
+                *next = '\0';
+            if (v[nv].nalso == 4) {
+                repro_error_set(REPRO_EXIT_USAGE, "compare: at most 4 +KEY=V per value");
+                return repro_report_error();
+            }
+            snprintf(v[nv].also[v[nv].nalso], sizeof v[nv].also[0], "%s", a);
+            if (repro_config_set(&probe, v[nv].also[v[nv].nalso++]))
+                return repro_report_error();
+            a = next ? next + 1 : NULL;
+        }
+        if (repro_config_validate(&probe))
             return repro_report_error();
         nv++;
     }
@@ -287,6 +312,10 @@ int repro_cmd_compare(int argc, char **argv)
         m->npass = npass;
         m->pass[m->npass++] = "--set";
         m->pass[m->npass++] = v[i].set;
+        for (int a = 0; a < v[i].nalso; a++) {
+            m->pass[m->npass++] = "--set";
+            m->pass[m->npass++] = v[i].also[a];
+        }
         m->pass[m->npass++] = "--dump"; /* the end state, for ULP distances */
         m->pass[m->npass++] = laststep;
         m->no_element_detail = 1;
@@ -376,7 +405,11 @@ int repro_cmd_compare(int argc, char **argv)
     } else {
         printf("repro compare %s --vary %s (%d run%s per value, %ld steps)\n", cfg.name, vary,
                runs, runs == 1 ? "" : "s", v[0].m.traces[0].nsteps);
-        printf("%-12s %-10s %9s %11s %9s %12s %11s %9s  %s\n", key, "identical", "step ms",
+        int w = (int)strlen(key);
+        for (int i = 0; i < nv; i++)
+            if ((int)strlen(v[i].value) > w)
+                w = (int)strlen(v[i].value);
+        printf("%-*s %-10s %9s %11s %9s %12s %11s %9s  %s\n", w, key, "identical", "step ms",
                "final loss", "accuracy", "vs first", "rel L2 end", "max ULP",
                "conv algorithms per call site");
         for (int i = 0; i < nv; i++) {
@@ -389,7 +422,7 @@ int repro_cmd_compare(int argc, char **argv)
                 snprintf(vs, sizeof vs, "step %ld", v[i].div.first_step);
             else
                 snprintf(vs, sizeof vs, "prefix");
-            printf("%-12s %-10s %9.2f %11.6f %8.2f%% %12s %11.3g %9llu  %s%s\n", v[i].value,
+            printf("%-*s %-10s %9.2f %11.6f %8.2f%% %12s %11.3g %9llu  %s%s\n", w, v[i].value,
                    v[i].identical ? "yes" : "NO", v[i].step_ms, v[i].final_loss,
                    100 * v[i].accuracy, vs, v[i].end_rel_l2, (unsigned long long)v[i].max_ulp,
                    algo_summary(v[i].algos, algos, sizeof algos),

@@ -140,6 +140,30 @@ START_TEST(test_compare_known_answers)
 }
 END_TEST
 
+START_TEST(test_compare_accumulation_vs_big_batch)
+{
+    /* k micro-batches of b against one batch of k*b: two keys at once. No
+     * dropout, so the only difference is the summation order. */
+    ck_assert_int_eq(tu_run_repro("compare experiments/cnn.ini --vary "
+                                  "accumulation_steps=1,2+batch_size=32 --steps 3 --runs 1 --json",
+                                  out, sizeof out, err, sizeof err),
+                     0);
+    json_error_t je;
+    json_t *doc = json_loads(out, 0, &je);
+    ck_assert_msg(doc != NULL, "not JSON: %s", je.text);
+    json_t *v1 = json_array_get(json_object_get(doc, "values"), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(v1, "value")), "2+batch_size=32");
+    ck_assert(json_is_false(json_object_get(v1, "bitwise_equal_to_first")));
+    double rel = json_real_value(json_object_get(v1, "final_rel_l2_vs_first"));
+    ck_assert_msg(rel > 0 && rel < 1e-4, "rel L2 %g", rel); /* close, not equal */
+    json_decref(doc);
+    ck_assert_int_eq(tu_run_repro("compare experiments/cnn.ini --vary "
+                                  "accumulation_steps=1,2+nosuch=3 --steps 1",
+                                  out, sizeof out, err, sizeof err),
+                     2);
+}
+END_TEST
+
 START_TEST(test_compare_bad_vary)
 {
     ck_assert_int_eq(tu_run_repro("compare experiments/cnn.ini --vary nosuch=1,2", out, sizeof out,
@@ -166,6 +190,7 @@ Suite *benchmark_suite(void)
     tcase_add_test(tc, test_choice_recorded_and_lock_replays);
     tcase_add_test(tc, test_benchmark_off_is_stable_and_rule_recorded);
     tcase_add_test(tc, test_compare_known_answers);
+    tcase_add_test(tc, test_compare_accumulation_vs_big_batch);
     tcase_add_test(tc, test_compare_bad_vary);
     suite_add_tcase(s, tc);
     return s;
