@@ -172,8 +172,9 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
         root = repro_git_workdir(git);
     else
         repro_error_clear();
-    char path[1400];
+    char path[1400], shown[1400];
     repro_golden_path(root, experiment, env.class_id, path, sizeof path);
+    repro_golden_path("", experiment, env.class_id, shown, sizeof shown); /* for messages */
     if (json) {
         json_object_set_new(json, "class", json_string(env.class_id));
         json_object_set_new(json, "path", json_string(path));
@@ -216,7 +217,7 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
             fprintf(out,
                     "golden: MISMATCH: %s was blessed (at %s) with a different config of %s; "
                     "the experiment changed since: re-bless it\n",
-                    path, blessed ? blessed : "?", experiment);
+                    shown, blessed ? blessed : "?", experiment);
         if (json)
             json_object_set_new(json, "status", json_string("config-changed"));
         report_changes(git, &g, out, json);
@@ -230,15 +231,16 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
     snprintf(d.scope, sizeof d.scope, "golden (blessed at %s)", blessed ? blessed : "?");
     if (matches(&d)) {
         if (out)
-            fprintf(out, "golden: matches %s (blessed at %s) over %ld steps\n", path,
+            fprintf(out, "golden: matches %s (blessed at %s) over %ld steps\n", shown,
                     blessed ? blessed : "?", d.common_steps);
         if (json)
             json_object_set_new(json, "status", json_string("match"));
     } else {
         if (out) {
-            fprintf(out, "== golden %s vs run 1 ==\n", path);
+            fprintf(out, "== golden %s vs run 1 ==\n", shown);
             repro_report_text(out, &g, run, &d);
-            fprintf(out, "golden: MISMATCH with %s (blessed at %s)\n", path, blessed ? blessed : "?");
+            fprintf(out, "golden: MISMATCH with %s (blessed at %s)\n", shown,
+                    blessed ? blessed : "?");
         }
         if (json) {
             json_object_set_new(json, "status", json_string("mismatch"));
