@@ -6,6 +6,7 @@
 # wanted, is written as fmaf() in the code.
 
 BUILD   ?= build
+REPRO_SOVERSION = 0
 CC      ?= cc
 OPT     ?= -O2
 NUMERICS = -ffp-contract=off -fno-fast-math
@@ -21,18 +22,26 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 NVCC     := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDNN_H  := $(firstword $(wildcard /usr/include/cudnn.h /usr/local/cuda/include/cudnn.h /usr/include/*/cudnn.h))
 
-CFLAGS   = -std=c11 -D_GNU_SOURCE -g $(OPT) $(NUMERICS) $(WARN) $(SAN) \
-           -Iharness -Ikernels/cpu -I$(BUILD) $(PKG_CFLAGS)
+# -fPIC: the same objects go into librepro.a and librepro.so.
+CFLAGS   = -std=c11 -D_GNU_SOURCE -g $(OPT) $(NUMERICS) $(WARN) $(SAN) -fPIC \
+           -Iinclude -Iharness -I. -I$(BUILD) $(PKG_CFLAGS)
 LDLIBS   = $(PKG_LIBS) -lpthread -lm
 LDFLAGS  = $(SAN)
 
-LIB_SRC  = $(filter-out harness/main.c,$(wildcard harness/*.c)) $(wildcard kernels/cpu/*.c)
+# The library is every layer below the CLI plus the kernels; the CLI
+# (harness/cli/) is the `repro` program linked against it.
+LAYERS   = util record core analysis golden verify
+LIB_SRC  = $(foreach l,$(LAYERS),$(wildcard harness/$(l)/*.c)) $(wildcard kernels/*.c kernels/cpu/*.c)
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_SRC  = $(wildcard harness/cli/*.c)
+CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(wildcard tests/*.c)
 SUITE_SRC = $(filter-out tests/check_main.c,$(wildcard tests/check_*.c))
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC = $(wildcard bench/*.c)
-HDRS     = $(wildcard harness/*.h kernels/cpu/*.h tests/*.h)
+# Header dependencies are tracked per object (-MMD): editing one header
+# rebuilds only what includes it.
+DEPFLAGS = -MMD -MP
 
 .PHONY: all run check check-run bench asan clean deps portability fuzz fuzz-smoke fuzz-bins
 all: $(BUILD)/repro repro
@@ -129,20 +138,35 @@ $(BUILD)/build_info.h: FORCE
 	@mkdir -p $(BUILD)
 	@{ echo '#define REPRO_CC "$(CC)"'; \
 	   echo '#define REPRO_CC_VERSION "'"$$($(CC) --version | head -n 1 | sed 's/"/\\"/g')"'"'; \
-	   echo '#define REPRO_CFLAGS "$(strip $(CFLAGS))"'; } > $@.tmp
+	   echo '#define REPRO_CFLAGS "$(strip $(CFLAGS))"'; \
+	   echo '#define REPRO_LIBGIT2_VERSION "'"$$(pkg-config --modversion libgit2 2>/dev/null)"'"'; } > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 FORCE:
 
-$(BUILD)/%.o: %.c $(HDRS) $(BUILD)/build_info.h
+# build_info.h is an order-only prerequisite: -MMD records it for the few
+# files that include it, so a flags change rebuilds those (and CFLAGS itself
+# is tracked by the stamp below).
+$(BUILD)/%.o: %.c $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# A change of CFLAGS rebuilds every object (flags change bits).
+$(BUILD)/cflags.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(CFLAGS)' > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 
 $(BUILD)/librepro.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/repro: $(BUILD)/harness/main.o $(BUILD)/librepro.a
+$(BUILD)/librepro.so: $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,librepro.so.$(REPRO_SOVERSION) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/repro: $(CLI_OBJ) $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # Every tests/check_<module>.c exports <module>_suite(); the runner's list is
 # generated from the file names so adding a suite touches no shared file.
@@ -155,9 +179,9 @@ $(BUILD)/suites.inc: FORCE
 $(BUILD)/tests/check_main.o: $(BUILD)/suites.inc
 # Test objects add Check's flags in their own rule: a target-specific CFLAGS
 # would leak into build_info.h (a prerequisite) and rebuild everything.
-$(BUILD)/tests/%.o: tests/%.c $(HDRS) $(BUILD)/build_info.h
+$(BUILD)/tests/%.o: tests/%.c $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itests -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(CHECK_CFLAGS) -Itests -c $< -o $@
 
 $(BUILD)/check_all: $(TEST_OBJ) $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)

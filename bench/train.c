@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "conv_algos.h"
-#include "error.h"
-#include "memory.h"
-#include "progress.h"
-#include "record.h"
-#include "train.h"
+#include "core/config.h"
+#include "kernels/cpu/conv_algos.h"
+#include "util/error.h"
+#include "core/memory.h"
+#include "util/progress.h"
+#include "record/record.h"
+#include "core/train.h"
 
 enum { REPEATS = 5 };
 
@@ -31,7 +31,7 @@ static int cmp_double(const void *a, const void *b)
 static void die(void)
 {
     fprintf(stderr, "bench: %s\n", repro_error_message());
-    exit(repro_error_exit_code());
+    exit(3);
 }
 
 /* Steps/s of one run of `steps` steps (setup and first step excluded). */

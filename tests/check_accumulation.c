@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "ops.h"
-#include "train.h"
+#include "core/config.h"
+#include "kernels/cpu/ops.h"
+#include "core/train.h"
 
 static repro_config cfg;
 

@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atomic.h"
-#include "ops.h"
-#include "philox.h"
+#include "kernels/cpu/atomic.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/philox.h"
 #include "testutil.h"
-#include "variants.h"
+#include "kernels/cpu/variants.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 

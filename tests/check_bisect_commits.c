@@ -127,9 +127,9 @@ static void plant_history(void)
        "kernels/cpu/sgd.c && grep -q '1.0000001f' kernels/cpu/sgd.c",
        clone_dir);
     commit_all("sgd: scale the step (planted numerics change)", id_P);
-    write_file("harness/cmd_env.c", "a", "#error \"planted build break\"\n");
+    write_file("harness/cli/cmd_env.c", "a", "#error \"planted build break\"\n");
     commit_all("env: planted build break", id_B);
-    sh("cd '%s' && git show HEAD~1:harness/cmd_env.c > harness/cmd_env.c", clone_dir);
+    sh("cd '%s' && git show HEAD~1:harness/cli/cmd_env.c > harness/cli/cmd_env.c", clone_dir);
     commit_all("env: fix the build", id_F);
     char ignored[41];
     write_file("docs/notes.txt", "a", "d1\n");
@@ -139,9 +139,9 @@ static void plant_history(void)
     write_file("docs/notes.txt", "a", "d3\n");
     commit_all("docs: d3", id_BAD);
     sh("cd '%s' && git checkout -q -b side %s", clone_dir, id_G);
-    write_file("harness/cmd_env.c", "a", "#error \"planted build break\"\n");
+    write_file("harness/cli/cmd_env.c", "a", "#error \"planted build break\"\n");
     commit_all("side: build break", id_X);
-    sh("cd '%s' && git show %s:harness/cmd_env.c > harness/cmd_env.c && "
+    sh("cd '%s' && git show %s:harness/cli/cmd_env.c > harness/cli/cmd_env.c && "
        "git show %s:kernels/cpu/sgd.c > kernels/cpu/sgd.c",
        clone_dir, id_G, id_P);
     commit_all("side: numerics change and the fix", id_Y);

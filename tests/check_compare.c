@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compare.h"
-#include "error.h"
+#include "analysis/compare.h"
+#include "util/error.h"
 #include "testutil.h"
-#include "trace.h"
+#include "record/trace.h"
 
 /* The generator lives in check_trace_read.c (see its comment); flags: */
 #define TRF_SINGLE 1u
@@ -231,7 +231,7 @@ START_TEST(test_different_experiments_refused)
     load(&tb, "cnn", 3, 0, 0, 1);
     repro_error_clear();
     ck_assert_int_eq(repro_compare_traces(&ta, &tb, &dv), -1);
-    ck_assert_int_eq(repro_error_exit_code(), 2);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     const char *msg = repro_error_message();
     char want[2200];
     snprintf(want, sizeof want, "%s and %s are different experiments: mlp vs cnn", ta.path,
@@ -241,7 +241,7 @@ START_TEST(test_different_experiments_refused)
 
     load(&tb, "mlp", 3, 0, TRF_OTHER_CONFIG, 1);
     ck_assert_int_eq(repro_compare_traces(&ta, &tb, &dv), -1);
-    ck_assert_int_eq(repro_error_exit_code(), 2);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     msg = repro_error_message();
     ck_assert_msg(strstr(msg, ta.path) && strstr(msg, tb.path), "%s", msg);
     ck_assert_msg(strstr(msg, "have different configs (numerics digest "), "%s", msg);
@@ -389,7 +389,7 @@ START_TEST(test_plot)
     snprintf(path, sizeof path, "%s/no/such/dir/curve.svg", dir);
     repro_error_clear();
     ck_assert_int_eq(repro_plot_svg(path, &dv, "x"), -1);
-    ck_assert_int_eq(repro_error_exit_code(), 3);
+    ck_assert_int_eq(repro_error_code(), REPRO_EIO);
     snprintf(path, sizeof path, "%s/curve.svg", dir);
     remove(path);
     rmdir(dir);

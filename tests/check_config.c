@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "error.h"
+#include "core/config.h"
+#include "util/error.h"
 #include "testutil.h"
 
 static repro_config cfg; /* large; tests run in forked processes */
@@ -21,7 +21,7 @@ static void expect_error(const char *text, int line, const char *phrase)
     if (rc == 0)
         rc = repro_config_validate(&cfg);
     ck_assert_int_eq(rc, -1);
-    ck_assert_int_eq(repro_error_exit_code(), 2);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     const char *msg = repro_error_message();
     if (line > 0)
         snprintf(want, sizeof want, "%s:%d: ", path, line);
@@ -132,7 +132,7 @@ END_TEST
 START_TEST(test_missing_file)
 {
     ck_assert_int_eq(repro_config_load(&cfg, "/nonexistent/x.ini"), -1);
-    ck_assert_int_eq(repro_error_exit_code(), 2);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     ck_assert_ptr_nonnull(strstr(repro_error_message(), "/nonexistent/x.ini: cannot open"));
 }
 END_TEST
@@ -149,7 +149,7 @@ START_TEST(test_overrides)
     ck_assert_int_eq(cfg.model_hidden_n, 1);
 
     ck_assert_int_eq(repro_config_set(&cfg, "train.steps=abc"), -1);
-    ck_assert_int_eq(repro_error_exit_code(), 2);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     ck_assert_ptr_nonnull(strstr(repro_error_message(), "--set train.steps=abc: steps: 'abc'"));
     ck_assert_int_eq(repro_config_set(&cfg, "nosuch=1"), -1);
     ck_assert_ptr_nonnull(strstr(repro_error_message(), "unknown key 'nosuch'"));

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv_algos.h"
-#include "philox.h"
+#include "kernels/cpu/conv_algos.h"
+#include "kernels/cpu/philox.h"
 
 static float *falloc(long n)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataset.h"
-#include "error.h"
+#include "core/dataset.h"
+#include "util/error.h"
 
 static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
 {
@@ -152,11 +152,11 @@ START_TEST(test_bad_arguments)
     repro_dataset a;
     repro_error_clear();
     ck_assert_int_eq(repro_dataset_synthetic(&a, 1, 2, 10), -1);
-    ck_assert_int_eq(repro_error_exit_code(), REPRO_EXIT_USAGE);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     ck_assert_ptr_nonnull(strstr(repro_error_message(), "split"));
     repro_error_clear();
     ck_assert_int_eq(repro_dataset_synthetic(&a, 1, REPRO_SPLIT_TRAIN, 0), -1);
-    ck_assert_int_eq(repro_error_exit_code(), REPRO_EXIT_USAGE);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     ck_assert_ptr_nonnull(strstr(repro_error_message(), "sample count"));
     ck_assert_ptr_null(a.images);
 }

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "env.h"
+#include "record/env.h"
 #include "testutil.h"
-#include "trace.h"
+#include "record/trace.h"
 
 static char out[65536], err[65536];
 

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "git.h"
+#include "util/error.h"
+#include "golden/git.h"
 
 static char base[256]; /* per suite run, made and removed in the parent */
 static char root[512]; /* per test, under base */
@@ -190,7 +190,7 @@ static repro_git *open_ok(const char *path)
 static void assert_error(int rc, int code, const char *phrase)
 {
     ck_assert_int_eq(rc, -1);
-    ck_assert_int_eq(repro_error_exit_code(), code);
+    ck_assert_int_eq(repro_error_code(), code);
     ck_assert_msg(strstr(repro_error_message(), phrase), "message '%s' lacks '%s'",
                   repro_error_message(), phrase);
 }
@@ -227,9 +227,9 @@ START_TEST(test_open_from_subdir_and_relpath)
     ck_assert_str_eq(rel, "experiments/mlp.ini");
     free(rel);
     /* Outside the work tree, including a sibling whose name shares the prefix. */
-    assert_error(repro_git_relpath(g, root, &rel), REPRO_EXIT_USAGE, "outside the git work tree");
+    assert_error(repro_git_relpath(g, root, &rel), REPRO_EINVAL, "outside the git work tree");
     snprintf(p, sizeof p, "%s2/x", repo);
-    assert_error(repro_git_relpath(g, p, &rel), REPRO_EXIT_USAGE, "outside the git work tree");
+    assert_error(repro_git_relpath(g, p, &rel), REPRO_EINVAL, "outside the git work tree");
     repro_git_free(g);
     repro_git_free(NULL);
 }
@@ -240,19 +240,19 @@ START_TEST(test_outside_repo_and_bare)
     char dir[PATH_MAX];
     new_dir(dir, sizeof dir, "plain");
     repro_git *g = NULL;
-    assert_error(repro_git_open(&g, dir), REPRO_EXIT_ENV, "not in a git repository (searched from");
+    assert_error(repro_git_open(&g, dir), REPRO_EIO, "not in a git repository (searched from");
     ck_assert_ptr_null(g);
     ck_assert_ptr_nonnull(strstr(repro_error_message(), dir));
     ck_assert_ptr_nonnull(strstr(repro_error_message(), "golden records are tied to commits"));
 
     char missing[PATH_MAX + 16];
     snprintf(missing, sizeof missing, "%s/no/such/dir", dir);
-    assert_error(repro_git_open(&g, missing), REPRO_EXIT_USAGE, "no/such/dir");
+    assert_error(repro_git_open(&g, missing), REPRO_EINVAL, "no/such/dir");
 
     char bare[PATH_MAX];
     new_dir(bare, sizeof bare, "bare.git");
     sh("git init -q --bare '%s'", bare);
-    assert_error(repro_git_open(&g, bare), REPRO_EXIT_ENV, "bare");
+    assert_error(repro_git_open(&g, bare), REPRO_EIO, "bare");
     ck_assert_ptr_null(g);
 }
 END_TEST
@@ -265,14 +265,14 @@ START_TEST(test_unborn_head)
     write_file(dir, "new.txt", "x\n");
     repro_git *g = open_ok(dir);
     repro_git_commit c;
-    assert_error(repro_git_head(g, &c), REPRO_EXIT_ENV, "no commits yet");
+    assert_error(repro_git_head(g, &c), REPRO_EIO, "no commits yet");
     char tid[41];
-    assert_error(repro_git_tree_id(g, NULL, "kernels", tid), REPRO_EXIT_ENV, "no commits yet");
+    assert_error(repro_git_tree_id(g, NULL, "kernels", tid), REPRO_EIO, "no commits yet");
     repro_git_changes *ch = NULL;
-    assert_error(repro_git_changes_since(g, "abc1234", NULL, 0, &ch), REPRO_EXIT_ENV,
+    assert_error(repro_git_changes_since(g, "abc1234", NULL, 0, &ch), REPRO_EIO,
                  "no commits yet");
     repro_git_history *h = NULL;
-    assert_error(repro_git_path_history(g, "golden", 0, &h), REPRO_EXIT_ENV, "no commits yet");
+    assert_error(repro_git_path_history(g, "golden", 0, &h), REPRO_EIO, "no commits yet");
     /* The dirty state is still readable: everything is untracked. */
     repro_git_dirty *d = NULL;
     ck_assert_int_eq(repro_git_dirty_list(g, NULL, 0, &d), 0);
@@ -309,7 +309,7 @@ START_TEST(test_head_and_lookup)
     ck_assert_int_eq(repro_git_lookup(g, shortid, &c), 0);
     ck_assert_str_eq(c.id, ids[1]);
     repro_git_commit_release(&c);
-    assert_error(repro_git_lookup(g, "no-such-branch", &c), REPRO_EXIT_USAGE, "no-such-branch");
+    assert_error(repro_git_lookup(g, "no-such-branch", &c), REPRO_EINVAL, "no-such-branch");
     repro_git_free(g);
 }
 END_TEST
@@ -419,7 +419,7 @@ START_TEST(test_tree_ids)
     ck_assert_str_eq(got, "");
     ck_assert_int_eq(repro_git_tree_id(g, ids[0], "kernels/cpu/new.c", got), 0);
     ck_assert_str_eq(got, "");
-    assert_error(repro_git_tree_id(g, "nosuchrev", "kernels", got), REPRO_EXIT_USAGE,
+    assert_error(repro_git_tree_id(g, "nosuchrev", "kernels", got), REPRO_EINVAL,
                  "nosuchrev");
     repro_git_free(g);
 }
@@ -716,15 +716,15 @@ START_TEST(test_read_blob_errors)
     data = NULL;
     char shortid[8];
     snprintf(shortid, sizeof shortid, "%.7s", ids[6]);
-    assert_error(repro_git_read_blob(g, NULL, "golden/x/gpu.jsonl", &data, &len), REPRO_EXIT_USAGE,
+    assert_error(repro_git_read_blob(g, NULL, "golden/x/gpu.jsonl", &data, &len), REPRO_EINVAL,
                  "golden/x/gpu.jsonl");
     ck_assert_ptr_nonnull(strstr(repro_error_message(), shortid));
     ck_assert_ptr_null(data);
-    assert_error(repro_git_read_blob(g, ids[0], "kernels/cpu/new.c", &data, &len), REPRO_EXIT_USAGE,
+    assert_error(repro_git_read_blob(g, ids[0], "kernels/cpu/new.c", &data, &len), REPRO_EINVAL,
                  "no such file");
-    assert_error(repro_git_read_blob(g, NULL, "kernels", &data, &len), REPRO_EXIT_USAGE,
+    assert_error(repro_git_read_blob(g, NULL, "kernels", &data, &len), REPRO_EINVAL,
                  "not a file");
-    assert_error(repro_git_read_blob(g, "0000000", "Makefile", &data, &len), REPRO_EXIT_USAGE,
+    assert_error(repro_git_read_blob(g, "0000000", "Makefile", &data, &len), REPRO_EINVAL,
                  "0000000");
     repro_git_free(g);
 }

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dataset.h"
-#include "error.h"
-#include "idx.h"
+#include "core/dataset.h"
+#include "util/error.h"
+#include "core/idx.h"
 
 static char tmpdir[256];
 static char paths[8][320];
@@ -73,7 +73,7 @@ static void expect_fail(int rc, const char *path, const char *phrase)
 {
     const char *msg = repro_error_message();
     ck_assert_int_eq(rc, -1);
-    ck_assert_int_eq(repro_error_exit_code(), REPRO_EXIT_USAGE);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     ck_assert_msg(strstr(msg, path) != NULL, "message lacks the path: %s", msg);
     ck_assert_msg(strstr(msg, phrase) != NULL, "message lacks '%s': %s", phrase, msg);
 }

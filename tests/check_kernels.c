@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "philox.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/philox.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 

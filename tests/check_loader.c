@@ -8,10 +8,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "dataset.h"
-#include "error.h"
-#include "loader.h"
-#include "seeds.h"
+#include "core/dataset.h"
+#include "util/error.h"
+#include "core/loader.h"
+#include "util/seeds.h"
 
 /* Test hook exported by loader.c (deliberately not in loader.h). */
 int repro_loader_max_in_flight(repro_loader *l);
@@ -414,7 +414,7 @@ static void expect_bad(repro_loader_config cfg, const char *phrase)
     repro_error_clear();
     ck_assert_int_eq(repro_loader_new(&l, &ds, &cfg), -1);
     ck_assert_ptr_null(l);
-    ck_assert_int_eq(repro_error_exit_code(), REPRO_EXIT_USAGE);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     ck_assert_msg(strstr(repro_error_message(), phrase) != NULL, "%s", repro_error_message());
 }
 

@@ -3,8 +3,8 @@
 #include <check.h>
 #include <string.h>
 
-#include "philox.h"
-#include "seeds.h"
+#include "kernels/cpu/philox.h"
+#include "util/seeds.h"
 
 static void expect_kat(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
                        uint32_t k1, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)

@@ -12,14 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "memory.h"
-#include "fault.h"
-#include "mixed.h"
-#include "precision.h"
+#include "core/config.h"
+#include "core/memory.h"
+#include "util/fault.h"
+#include "core/mixed.h"
+#include "kernels/cpu/precision.h"
 #include "testutil.h"
-#include "trace.h"
-#include "train.h"
+#include "record/trace.h"
+#include "core/train.h"
 
 static uint32_t fbits(float x)
 {

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "npy.h"
-#include "record.h"
-#include "trace.h"
-#include "train.h"
+#include "core/config.h"
+#include "util/npy.h"
+#include "record/record.h"
+#include "record/trace.h"
+#include "core/train.h"
 
 static repro_config cfg;
 

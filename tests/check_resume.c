@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "trace.h"
-#include "train.h"
+#include "core/config.h"
+#include "record/trace.h"
+#include "core/train.h"
 #include "testutil.h"
 
 static char out[1 << 20], err[1 << 16];

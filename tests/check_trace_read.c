@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "hash.h"
+#include "util/error.h"
+#include "record/hash.h"
 #include "testutil.h"
-#include "trace.h"
+#include "record/trace.h"
 
 /* tr_fixture flags (check_compare.c repeats them). */
 #define TRF_SINGLE 1u       /* at the divergent step only one tensor differs, nothing after */
@@ -207,7 +207,7 @@ static void expect_error(const char *text, int line, const char *phrase)
     tu_write_temp(path, sizeof path, "bad.jsonl", text);
     repro_error_clear();
     ck_assert_int_eq(repro_trace_read(&tr, path), -1);
-    ck_assert_int_eq(repro_error_exit_code(), 2);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     const char *msg = repro_error_message();
     if (line > 0)
         snprintf(want, sizeof want, "%s:%d: ", path, line);
@@ -403,7 +403,7 @@ START_TEST(test_missing_file)
 {
     repro_error_clear();
     ck_assert_int_eq(repro_trace_read(&tr, "/nonexistent/dir/t.jsonl"), -1);
-    ck_assert_int_eq(repro_error_exit_code(), 2);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     ck_assert_str_eq(repro_error_message(), "/nonexistent/dir/t.jsonl: No such file or directory");
 }
 END_TEST
@@ -602,7 +602,7 @@ START_TEST(test_embedded_nul)
     ck_assert_int_eq(fclose(f), 0);
     repro_error_clear();
     ck_assert_int_eq(repro_trace_read(&tr, path), -1);
-    ck_assert_int_eq(repro_error_exit_code(), 2);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     char want[300];
     snprintf(want, sizeof want, "%s:2: embedded NUL byte", path);
     ck_assert_msg(strstr(repro_error_message(), want), "message '%s'", repro_error_message());
@@ -625,7 +625,7 @@ START_TEST(test_huge_line_refused)
     ck_assert_int_eq(fclose(f), 0);
     repro_error_clear();
     ck_assert_int_eq(repro_trace_read(&tr, path), -1);
-    ck_assert_int_eq(repro_error_exit_code(), 2);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     char want[300];
     snprintf(want, sizeof want, "%s:4: ", path);
     ck_assert_msg(strstr(repro_error_message(), want), "message '%s'", repro_error_message());

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "train.h"
+#include "core/config.h"
+#include "core/train.h"
 
 static repro_config cfg;
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hash.h"
+#include "record/hash.h"
 #include "testutil.h"
 
 static char out[1 << 16], err[1 << 16];

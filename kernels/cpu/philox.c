@@ -53,3 +53,15 @@ float repro_rng_normal(repro_rng *rng)
         b.v[i] = repro_rng_u32(rng);
     return repro_philox_normal(b);
 }
+
+void repro_rng_permute(repro_rng *rng, uint32_t *perm, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (uint32_t i = n; i-- > 1;) {
+        uint32_t j = repro_rng_below(rng, i + 1u);
+        uint32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}

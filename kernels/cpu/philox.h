@@ -64,6 +64,9 @@ uint64_t repro_rng_u64(repro_rng *rng);
  * bias below 2^-32 for n < 2^32. */
 uint32_t repro_rng_below(repro_rng *rng, uint32_t n);
 float repro_rng_unit(repro_rng *rng);
+/* perm[0..n) = a permutation of 0..n-1: identity, then Fisher-Yates from the
+ * last index down, i <-> below(i + 1) (the loader's shuffle). */
+void repro_rng_permute(repro_rng *rng, uint32_t *perm, uint32_t n);
 /* Approximately standard normal: Irwin-Hall sum of four uniforms, rescaled to
  * unit variance. Chosen over Box-Muller because it needs no libm (whose
  * log/cos differ between libcs) and its bits are the same everywhere. */

@@ -4,9 +4,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "bundle.h"
-#include "error.h"
-#include "receipt.h"
+#include "verify/bundle.h"
+#include "util/error.h"
+#include "verify/receipt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -6,9 +6,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "compare.h"
-#include "error.h"
-#include "trace.h"
+#include "analysis/compare.h"
+#include "util/error.h"
+#include "record/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

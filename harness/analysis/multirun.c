@@ -1,0 +1,339 @@
+/* Fresh-process runs and their comparison (see multirun.h). */
+#include "analysis/multirun.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/elemdiff.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+#include "util/junit.h"
+#include "util/progress.h"
+#include "util/run_self.h"
+
+int repro_config_apply_run_options(repro_config *cfg, char *const *pass, int npass)
+{
+    for (int i = 0; i + 1 < npass; i += 2) {
+        char set[REPRO_CONFIG_PATH_MAX + 64];
+        const char *p = pass[i];
+        snprintf(set, sizeof set, "%s%s", !strcmp(p, "--steps") ? "train.steps="
+                                          : !strcmp(p, "--seed") ? "train.seed=" : "",
+                 pass[i + 1]);
+        if (repro_config_set(cfg, set))
+            return -1;
+    }
+    return 0;
+}
+
+void repro_multirun_init(repro_multirun *m, const char *exp, const char *name, const char *kind)
+{
+    memset(m, 0, sizeof *m);
+    m->exp = exp;
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    snprintf(m->root, sizeof m->root, "runs/%s/%s-%s-%ld", name, kind, stamp, (long)getpid());
+}
+
+int repro_multirun_add(repro_multirun *m, const char *label, const char *scope, const char *flag,
+                       const char *value)
+{
+    if (m->nplan == REPRO_MULTIRUN_MAX)
+        return repro_error_set(REPRO_EINVAL, "more than %d runs", REPRO_MULTIRUN_MAX);
+    repro_run_plan *p = &m->plan[m->nplan++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->label, sizeof p->label, "%s", label);
+    p->scope = scope;
+    if (flag) {
+        snprintf(p->extra[0], sizeof p->extra[0], "%s", flag);
+        snprintf(p->extra[1], sizeof p->extra[1], "%s", value);
+    }
+    return 0;
+}
+
+int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *list,
+                            const char *scope, const char *what)
+{
+    char buf[256];
+    if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
+        return repro_error_set(REPRO_EINVAL, "%s list too long", flag);
+    char *save = NULL;
+    int n = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), n++) {
+        char *end;
+        long v = strtol(tok, &end, 10);
+        if (*end || end == tok || v < 0 || v > 256)
+            return repro_error_set(REPRO_EINVAL, "%s %s: '%s' is not a count", flag, list, tok);
+        char label[64];
+        snprintf(label, sizeof label, "%s=%ld", what, v);
+        if (repro_multirun_add(m, label, scope, flag, tok))
+            return -1;
+    }
+    if (n == 0)
+        return repro_error_set(REPRO_EINVAL, "%s needs a list like 1,2,3", flag);
+    return 0;
+}
+
+int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dump_step)
+{
+    char trace[1200], out[1200], err[1200], dump[32], steps[32], env[64];
+    snprintf(trace, sizeof trace, "%s/trace.jsonl", dir);
+    snprintf(out, sizeof out, "%s/stdout.txt", dir);
+    snprintf(err, sizeof err, "%s/stderr.txt", dir);
+    snprintf(env, sizeof env, "REPRO_CHECK_RUN=%d", idx);
+    if (repro_mkdirs(dir))
+        return -1;
+    char *argv[REPRO_MULTIRUN_MAX_PASS + 16];
+    int n = 0;
+    argv[n++] = "run";
+    argv[n++] = (char *)m->exp;
+    argv[n++] = "-q";
+    argv[n++] = "-o";
+    argv[n++] = trace;
+    for (int i = 0; i < m->npass; i++)
+        argv[n++] = m->pass[i];
+    const repro_run_plan *p = &m->plan[idx];
+    if (p->extra[0][0]) {
+        argv[n++] = (char *)p->extra[0];
+        argv[n++] = (char *)p->extra[1];
+    }
+    char ckpt[1300];
+    if (p->resume_at > 0) {
+        /* First process: train to resume_at and checkpoint there (its
+         * trace, in pre/, is not compared); then this run resumes from it. */
+        char pre[1300], kstr[32];
+        snprintf(pre, sizeof pre, "%s/pre", dir);
+        snprintf(kstr, sizeof kstr, "%ld", p->resume_at);
+        snprintf(ckpt, sizeof ckpt, "%s/ckpt-%ld.bin", dir, p->resume_at);
+        char *pargv[REPRO_MULTIRUN_MAX_PASS + 16];
+        char ptrace[1400], pout[1400], perr[1400];
+        snprintf(ptrace, sizeof ptrace, "%s/trace.jsonl", pre);
+        snprintf(pout, sizeof pout, "%s/stdout.txt", pre);
+        snprintf(perr, sizeof perr, "%s/stderr.txt", pre);
+        int pn = 0;
+        for (int i = 0; i < n; i++)
+            pargv[pn++] = argv[i] == trace ? ptrace : argv[i];
+        pargv[pn++] = "--steps";
+        pargv[pn++] = kstr;
+        pargv[pn++] = "--checkpoint-every";
+        pargv[pn++] = kstr;
+        pargv[pn++] = "--checkpoint-dir";
+        pargv[pn++] = (char *)dir;
+        pargv[pn] = NULL;
+        if (repro_mkdirs(pre))
+            return -1;
+        int prc = repro_spawn_self(pargv, env, pout, perr);
+        if (prc < 0)
+            return -1;
+        if (prc != 0) {
+            FILE *f = fopen(perr, "r");
+            char line[1024];
+            fprintf(stderr, "repro: %s (training to step %ld) failed (exit %d):\n", p->label,
+                    p->resume_at, prc);
+            while (f && fgets(line, sizeof line, f))
+                fprintf(stderr, "  %s", line);
+            if (f)
+                fclose(f);
+            return prc;
+        }
+        argv[n++] = "--resume";
+        argv[n++] = ckpt;
+    }
+    if (dump_step > 0) { /* after the passed options: these win */
+        snprintf(steps, sizeof steps, "%ld", dump_step);
+        snprintf(dump, sizeof dump, "%ld", dump_step);
+        argv[n++] = "--steps";
+        argv[n++] = steps;
+        argv[n++] = "--dump";
+        argv[n++] = dump;
+    }
+    argv[n] = NULL;
+    int rc = repro_spawn_self(argv, env, out, err);
+    if (rc < 0)
+        return -1;
+    if (rc != 0) {
+        /* Show what the child said; its exit code says what kind of failure. */
+        FILE *f = fopen(err, "r");
+        char line[1024];
+        fprintf(stderr, "repro: %s failed (exit %d):\n", p->label, rc);
+        while (f && fgets(line, sizeof line, f))
+            fprintf(stderr, "  %s", line);
+        if (f)
+            fclose(f);
+        return rc;
+    }
+    return 0;
+}
+
+/* Re-runs run 1 and run idx to the divergent step with dumps, and compares
+ * the first differing tensor element by element. */
+static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
+{
+    if (d->ntensors == 0 || d->first_step <= 0)
+        return;
+    const repro_tensor_diff *t = &d->tensors[0];
+    if (!t->in_a || !t->in_b || m->plan[idx].resume_at >= d->first_step)
+        return;
+    char dir_a[1200], dir_b[1200], fa[1500], fb[1500];
+    snprintf(dir_a, sizeof dir_a, "%s/rerun-%d-base", m->root, idx + 1);
+    snprintf(dir_b, sizeof dir_b, "%s/rerun-%d", m->root, idx + 1);
+    if (!m->quiet)
+        fprintf(stderr, "repro: re-running both sides to step %ld for element detail\n",
+                d->first_step);
+    if (repro_multirun_run_one(m, 0, dir_a, d->first_step) ||
+        repro_multirun_run_one(m, idx, dir_b, d->first_step))
+        return;
+    snprintf(fa, sizeof fa, "%s/dump/step-%06ld/%s.npy", dir_a, d->first_step, t->name);
+    snprintf(fb, sizeof fb, "%s/dump/step-%06ld/%s.npy", dir_b, d->first_step, t->name);
+    if (repro_element_diff_files(fa, fb, !strcmp(t->a.dtype, "f32"), t->name, &d->element))
+        fprintf(stderr, "repro: no element detail: %s\n", repro_error_message());
+}
+
+int repro_multirun_execute(repro_multirun *m)
+{
+    for (int i = 0; i < m->nplan; i++) {
+        repro_run_plan *p = &m->plan[i];
+        snprintf(p->dir, sizeof p->dir, "%s/run-%d", m->root, i + 1);
+        if (!m->quiet)
+            fprintf(stderr, "repro: %s (%d/%d) ...\n", p->label, i + 1, m->nplan);
+        double t0 = repro_now();
+        int rc = repro_multirun_run_one(m, i, p->dir, 0);
+        p->seconds = repro_now() - t0;
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
+            return rc == 2 || rc == 3 ? rc : 3; /* the child repro's exit status, passed through */
+    }
+    m->traces = calloc((size_t)m->nplan, sizeof *m->traces);
+    m->divs = calloc((size_t)m->nplan, sizeof *m->divs);
+    if (!m->traces || !m->divs)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    for (; m->ntraces < m->nplan; m->ntraces++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/trace.jsonl", m->plan[m->ntraces].dir);
+        if (repro_trace_read(&m->traces[m->ntraces], path))
+            return -1;
+    }
+    for (int i = 1; i < m->nplan; i++) {
+        if (repro_compare_traces(&m->traces[0], &m->traces[i], &m->divs[i]))
+            return -1;
+        snprintf(m->divs[i].scope, sizeof m->divs[i].scope, "%s", m->plan[i].scope);
+        if (!m->divs[i].identical) {
+            m->failed++;
+            if (!m->no_element_detail)
+                element_detail(m, i, &m->divs[i]);
+        }
+    }
+    return 0;
+}
+
+char *repro_divergence_text(const repro_trace *a, const repro_trace *b, const repro_divergence *d)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    repro_report_text(f, a, b, d);
+    fclose(f);
+    return buf;
+}
+
+json_t *repro_divergence_json(const repro_trace *a, const repro_trace *b, const repro_divergence *d)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    repro_report_json(f, a, b, d);
+    fclose(f);
+    json_t *j = json_loads(buf, 0, NULL);
+    free(buf);
+    return j;
+}
+
+void repro_multirun_print(const repro_multirun *m, FILE *out)
+{
+    for (int i = 1; i < m->nplan; i++) {
+        if (m->divs[i].identical)
+            continue;
+        fprintf(out, "== %s vs %s (scope: %s) ==\n", m->plan[0].label, m->plan[i].label,
+                m->plan[i].scope);
+        repro_report_text(out, &m->traces[0], &m->traces[i], &m->divs[i]);
+    }
+}
+
+json_t *repro_multirun_json(const repro_multirun *m)
+{
+    json_t *runs = json_array(), *cmp = json_array();
+    for (int i = 0; i < m->nplan; i++) {
+        json_t *r = json_object();
+        char h[65];
+        repro_digest_hex(&m->traces[i].trailer_chain, h);
+        json_object_set_new(r, "label", json_string(m->plan[i].label));
+        json_object_set_new(r, "trace", json_string(m->traces[i].path));
+        json_object_set_new(r, "chain", json_string(h));
+        json_object_set_new(r, "seconds", json_real(m->plan[i].seconds));
+        json_array_append_new(runs, r);
+    }
+    for (int i = 1; i < m->nplan; i++) {
+        json_t *r = repro_divergence_json(&m->traces[0], &m->traces[i], &m->divs[i]);
+        json_t *o = json_object();
+        json_object_set_new(o, "runs", json_pack("[ss]", m->plan[0].label, m->plan[i].label));
+        json_object_set_new(o, "scope", json_string(m->plan[i].scope));
+        json_object_set_new(o, "identical", json_boolean(m->divs[i].identical));
+        json_object_set_new(o, "report", r ? r : json_null());
+        json_array_append_new(cmp, o);
+    }
+    json_t *doc = json_object();
+    json_object_set_new(doc, "runs", runs);
+    json_object_set_new(doc, "comparisons", cmp);
+    return doc;
+}
+
+int repro_multirun_junit(const repro_multirun *m, const char *path)
+{
+    static repro_junit_case cases[REPRO_MULTIRUN_MAX];
+    static char names[REPRO_MULTIRUN_MAX][320], msgs[REPRO_MULTIRUN_MAX][200];
+    char *details[REPRO_MULTIRUN_MAX] = {0};
+    for (int i = 1; i < m->nplan; i++) {
+        repro_junit_case *jc = &cases[i - 1];
+        snprintf(names[i], sizeof names[i], "%s: %s vs %s (%s)", m->traces[0].experiment,
+                 m->plan[0].label, m->plan[i].label, m->plan[i].scope);
+        jc->name = names[i];
+        jc->failed = !m->divs[i].identical;
+        jc->seconds = m->plan[i].seconds;
+        msgs[i][0] = '\0';
+        if (jc->failed) {
+            snprintf(msgs[i], sizeof msgs[i], "diverged at step %ld (%s)", m->divs[i].first_step,
+                     m->plan[i].scope);
+            details[i] = repro_divergence_text(&m->traces[0], &m->traces[i], &m->divs[i]);
+        }
+        jc->message = msgs[i];
+        jc->details = details[i];
+    }
+    int rc = repro_junit_write(path, "repro check", cases, m->nplan - 1);
+    for (int i = 0; i < REPRO_MULTIRUN_MAX; i++)
+        free(details[i]);
+    return rc;
+}
+
+void repro_multirun_release(repro_multirun *m)
+{
+    for (int i = 1; m->divs && i < m->nplan; i++)
+        repro_divergence_release(&m->divs[i]);
+    for (int i = 0; i < m->ntraces; i++)
+        repro_trace_release(&m->traces[i]);
+    free(m->traces);
+    free(m->divs);
+    m->traces = NULL;
+    m->divs = NULL;
+    m->ntraces = 0;
+}

@@ -1,0 +1,77 @@
+/* Several runs of one experiment, each a fresh `repro run` process, and
+ * their comparison with the first: the engine under `repro check` and
+ * `repro bless`. Each run has a label and the scope of the determinism
+ * contract a mismatch against run 1 would break. */
+#ifndef REPRO_MULTIRUN_H
+#define REPRO_MULTIRUN_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "analysis/compare.h"
+#include "core/config.h"
+#include "record/trace.h"
+
+#define REPRO_MULTIRUN_MAX 64
+#define REPRO_MULTIRUN_MAX_PASS 128
+
+typedef struct {
+    char label[64];
+    const char *scope;  /* "fresh-process run to run", "thread count", "worker count" */
+    char extra[2][1100]; /* one extra option for this run, e.g. "--threads" "2" */
+    long resume_at;      /* > 0: two processes, one training to this step with a
+                            checkpoint, a fresh one resuming from it to the end
+                            (its trace covers resume_at + 1 .. N) */
+    char dir[1100];
+    double seconds;
+} repro_run_plan;
+
+typedef struct {
+    const char *exp;
+    char *pass[REPRO_MULTIRUN_MAX_PASS]; /* options given to every `repro run` */
+    int npass;
+    repro_run_plan plan[REPRO_MULTIRUN_MAX];
+    int nplan;
+    char root[1024];    /* runs/<exp>/<kind>-<stamp>-<pid> */
+    int quiet;          /* no progress on stderr */
+    int no_element_detail; /* skip the re-runs for element-level detail */
+    /* results */
+    repro_trace *traces;      /* nplan */
+    repro_divergence *divs;   /* nplan; [0] unused */
+    int ntraces;
+    int failed;               /* runs that differ from run 1 */
+} repro_multirun;
+
+/* Applies the pass-through `repro run` options (--steps N, --seed S,
+ * --set K=V pairs, as collected for m->pass) to cfg, validating each. */
+int repro_config_apply_run_options(repro_config *cfg, char *const *pass, int npass);
+
+/* Sets up m for experiment `exp` (already validated by the caller), with
+ * its working directory under runs/<name>/<kind>-<stamp>-<pid>. */
+void repro_multirun_init(repro_multirun *m, const char *exp, const char *name, const char *kind);
+/* Adds a run. flag/value may be NULL. */
+int repro_multirun_add(repro_multirun *m, const char *label, const char *scope, const char *flag,
+                       const char *value);
+/* Adds the runs of a "--threads 1,2,3"-style list. */
+int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *list,
+                            const char *scope, const char *what);
+/* Runs everything, reads the traces, compares each with run 1, and for
+ * each mismatch re-runs both sides to the divergent step with dumps for
+ * element detail. Returns 0, a child's failing exit code (2 or 3), or -1
+ * with the error slot set. */
+int repro_multirun_execute(repro_multirun *m);
+/* One more `repro run` of run `idx`'s settings into dir, up to and dumping
+ * `dump_step` when > 0. Returns 0, the child's exit code, or -1. */
+int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dump_step);
+
+/* Reports: the text of every failing comparison; JSON runs + comparisons. */
+void repro_multirun_print(const repro_multirun *m, FILE *out);
+json_t *repro_multirun_json(const repro_multirun *m);
+int repro_multirun_junit(const repro_multirun *m, const char *path);
+/* The text report of one comparison, malloc'd (NULL on failure). */
+char *repro_divergence_text(const repro_trace *a, const repro_trace *b, const repro_divergence *d);
+json_t *repro_divergence_json(const repro_trace *a, const repro_trace *b, const repro_divergence *d);
+
+void repro_multirun_release(repro_multirun *m);
+
+#endif

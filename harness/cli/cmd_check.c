@@ -1,0 +1,243 @@
+/* `repro check EXP`: runs the experiment several times as fresh processes
+ * (optionally across thread and worker counts), compares the traces, and
+ * says whether the run is reproducible — and if not, where, and in which
+ * scope of the determinism contract. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "analysis/compare.h"
+#include "util/error.h"
+#include "golden/check_golden.h"
+#include "analysis/multirun.h"
+#include "record/trace.h"
+
+const char repro_check_usage[] =
+    "usage: repro check EXP [options]\n"
+    "\n"
+    "Runs EXP several times, each in a fresh process, and compares the traces\n"
+    "bit for bit. Exit 0 when all runs are identical (the shared chain digest is\n"
+    "printed), 1 when they are not, with a report: the first divergent step, the\n"
+    "tensors that differ there in forward/backward order (the first is the likely\n"
+    "origin), the element range, max |a-b| and ULP distance (from tensor dumps of\n"
+    "both sides, re-run to that step), and the scope of the mismatch: fresh-process\n"
+    "run to run, thread count, or worker count.\n"
+    "\n"
+    "Run 1 is also compared with the golden record of this environment class\n"
+    "(golden/EXP/CLASS.jsonl, see `repro bless`): on a mismatch the report names the\n"
+    "commits since the blessed one that touched kernels/, harness/, Makefile or the\n"
+    "experiment. Without a golden for this class it lists the classes that have one\n"
+    "and compares with the closest by tolerance; that is not a failure unless\n"
+    "--require-golden.\n"
+    "\n"
+    "  --runs N           runs with the experiment's own settings (default 2)\n"
+    "  --threads LIST     one more run per kernel thread count, e.g. 1,2,3\n"
+    "  --workers LIST     one more run per loader worker count, e.g. 0,1,3\n"
+    "  --resume-at K      one more run that trains to step K, checkpoints, and\n"
+    "                     resumes in a fresh process; its steps K+1.. must equal\n"
+    "                     run 1's (scope checkpoint/resume)\n"
+    "  --json             the report as one JSON document on stdout\n"
+    "  --junit FILE       also write a JUnit XML report for CI\n"
+    "  --require-golden   fail (exit 1) when this environment class has no golden\n"
+    "  --no-golden        do not compare with the golden\n"
+    "  --steps N, --seed S, --set KEY=VALUE\n"
+    "                     as for `repro run`, applied to every run\n"
+    "  -h, --help         this text\n"
+    "\n"
+    "Traces, logs and dumps are kept under runs/EXP/check-STAMP/.\n"
+    "Exit: 0 reproducible, 1 not, 2 bad experiment or option, 3 environment.\n";
+
+typedef struct {
+    int runs;
+    int json;
+    const char *junit;
+    int require_golden, no_golden;
+    int overridden; /* --set or --seed: the committed config's golden may not apply */
+} check_opts;
+
+static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts *o)
+{
+    static const struct option opts[] = {
+        {"runs", required_argument, 0, 'r'},    {"threads", required_argument, 0, 't'},
+        {"workers", required_argument, 0, 'w'}, {"json", no_argument, 0, 'j'},
+        {"junit", required_argument, 0, 'J'},   {"steps", required_argument, 0, 's'},
+        {"seed", required_argument, 0, 'S'},    {"set", required_argument, 0, 'k'},
+        {"require-golden", no_argument, 0, 'G'}, {"no-golden", no_argument, 0, 'N'},
+        {"resume-at", required_argument, 0, 'A'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+    };
+    const char *threads = NULL, *workers = NULL;
+    long resume_at = 0;
+    char *pass[REPRO_MULTIRUN_MAX_PASS];
+    int npass = 0;
+    o->runs = 2;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 32)
+                return repro_error_set(REPRO_EINVAL, "check: --runs %s: expected 1..32", optarg);
+            o->runs = (int)v;
+            break;
+        }
+        case 't': threads = optarg; break;
+        case 'A': {
+            char *end;
+            resume_at = strtol(optarg, &end, 10);
+            if (end == optarg || *end || resume_at < 1)
+                return repro_error_set(REPRO_EINVAL,
+                                       "check: --resume-at %s: expected a step >= 1", optarg);
+            break;
+        }
+        case 'w': workers = optarg; break;
+        case 'j': o->json = 1; break;
+        case 'J': o->junit = optarg; break;
+        case 'G': o->require_golden = 1; break;
+        case 'N': o->no_golden = 1; break;
+        case 's':
+        case 'S':
+        case 'k':
+            if (npass + 2 > REPRO_MULTIRUN_MAX_PASS)
+                return repro_error_set(REPRO_EINVAL, "check: too many options");
+            pass[npass++] = c == 's' ? "--steps" : c == 'S' ? "--seed" : "--set";
+            pass[npass++] = optarg;
+            o->overridden |= c != 's';
+            break;
+        case 'h':
+            fputs(repro_check_usage, stdout);
+            return 1;
+        case ':':
+            return repro_error_set(REPRO_EINVAL, "check: option '%s' needs a value",
+                                   argv[optind - 1]);
+        default:
+            return repro_error_set(REPRO_EINVAL,
+                                   "check: unknown option '%s' (see `repro help check`)",
+                                   argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return repro_error_set(REPRO_EINVAL, "check: missing experiment file");
+    if (optind + 1 < argc)
+        return repro_error_set(REPRO_EINVAL, "check: more than one experiment ('%s', '%s')",
+                               argv[optind], argv[optind + 1]);
+    const char *exp = argv[optind];
+
+    /* Validate the experiment and overrides here, so errors name the file. */
+    static repro_config cfg;
+    if (repro_config_load(&cfg, exp))
+        return -1;
+    if (repro_config_apply_run_options(&cfg, pass, npass))
+        return -1;
+    if (repro_config_validate(&cfg))
+        return -1;
+
+    repro_multirun_init(m, exp, cfg.name, "check");
+    memcpy(m->pass, pass, sizeof(char *) * (size_t)npass);
+    m->npass = npass;
+    m->quiet = o->json;
+    for (int i = 0; i < o->runs; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "run %d", i + 1);
+        if (repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL))
+            return -1;
+    }
+    if (threads && repro_multirun_add_list(m, "--threads", threads, "thread count", "threads"))
+        return -1;
+    if (workers && repro_multirun_add_list(m, "--workers", workers, "worker count", "workers"))
+        return -1;
+    if (resume_at) {
+        if (resume_at >= cfg.train_steps)
+            return repro_error_set(REPRO_EINVAL,
+                                   "check: --resume-at %ld: the run has %d steps, so nothing "
+                                   "would be left to resume",
+                                   resume_at, cfg.train_steps);
+        char label[64];
+        snprintf(label, sizeof label, "resumed at %ld", resume_at);
+        if (repro_multirun_add(m, label, "checkpoint/resume", NULL, NULL))
+            return -1;
+        m->plan[m->nplan - 1].resume_at = resume_at;
+    }
+    if (m->nplan < 2 && o->no_golden)
+        return repro_error_set(REPRO_EINVAL,
+                               "check: one run and no golden compare with nothing");
+    return 0;
+}
+
+int repro_cmd_check(int argc, char **argv)
+{
+    static repro_multirun m;
+    check_opts o = {0};
+    int rc = parse_check_args(argc, argv, &m, &o);
+    if (rc == 1)
+        return repro_finish_stdout(0);
+    if (rc)
+        return repro_report_error();
+    rc = repro_multirun_execute(&m);
+    if (rc) {
+        int code = rc < 0 ? repro_report_error() : rc;
+        repro_multirun_release(&m);
+        return code;
+    }
+    char chain[65];
+    repro_digest_hex(&m.traces[0].trailer_chain, chain);
+    int exit_code = m.failed ? REPRO_EXIT_MISMATCH : 0;
+    /* The golden of this environment class, compared with run 1. */
+    char *gtext = NULL;
+    size_t glen = 0;
+    FILE *gout = o.json ? NULL : open_memstream(&gtext, &glen);
+    json_t *gjson = o.json ? json_object() : NULL;
+    int grc = 0;
+    if (!o.no_golden) {
+        grc = repro_check_golden(&m.traces[0], m.traces[0].experiment, o.overridden,
+                                 o.require_golden, gout, gjson);
+        if (grc < 0 || grc >= REPRO_EXIT_USAGE)
+            grc = repro_report_error();
+    }
+    if (gout)
+        fclose(gout);
+    if (grc == REPRO_EXIT_MISMATCH)
+        exit_code = REPRO_EXIT_MISMATCH;
+    else if (grc)
+        exit_code = grc;
+    if (o.json) {
+        json_t *doc = repro_multirun_json(&m);
+        json_object_set_new(doc, "experiment", json_string(m.traces[0].experiment));
+        json_object_set_new(doc, "reproducible", json_boolean(exit_code == 0));
+        json_object_set_new(doc, "runs_identical", json_boolean(m.failed == 0));
+        json_object_set_new(doc, "chain", json_string(chain));
+        json_object_set_new(doc, "directory", json_string(m.root));
+        json_object_set_new(doc, "golden", o.no_golden ? json_null() : gjson);
+        if (o.no_golden)
+            json_decref(gjson);
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(doc);
+    } else {
+        repro_multirun_print(&m, stdout);
+        if (gtext)
+            fputs(gtext, stdout);
+        if (m.failed == 0)
+            printf("%s: %d run%s identical over %ld steps, chain %s\n",
+                   exit_code ? "NOT reproducible (golden)" : "reproducible", m.nplan,
+                   m.nplan == 1 ? "" : "s", m.traces[0].trailer_steps, chain);
+        else
+            printf("NOT reproducible: %d of %d runs differ from %s (traces in %s)\n", m.failed,
+                   m.nplan - 1, m.plan[0].label, m.root);
+    }
+    free(gtext);
+    if (o.junit && repro_multirun_junit(&m, o.junit))
+        exit_code = repro_report_error();
+    repro_multirun_release(&m);
+    return repro_finish_stdout(exit_code);
+}

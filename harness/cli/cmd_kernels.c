@@ -1,0 +1,82 @@
+/* `repro kernels`: lists the kernel-variant registry (kernels/cpu/variants.c):
+ * every implementation of every op and whether it is deterministic, so a
+ * user can see what `deterministic = on` refuses and why. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/error.h"
+#include "kernels/cpu/variants.h"
+
+const char repro_kernels_usage[] =
+    "usage: repro kernels [--json]\n"
+    "\n"
+    "Lists the kernel variants: for each op, every implementation, whether it\n"
+    "is deterministic (bitwise identical run to run and for any thread count),\n"
+    "and why. Nondeterministic variants accumulate partial sums atomically in\n"
+    "the order threads arrive (the CPU analogue of GPU atomicAdd); with\n"
+    "deterministic = on an experiment may not select them.\n"
+    "\n"
+    "  --json       a JSON array of {\"op\", \"variant\", \"deterministic\", \"why\"}\n"
+    "  -h, --help   this text\n";
+
+static void print_text(void)
+{
+    int wop = (int)strlen("op"), wvar = (int)strlen("variant");
+    for (const repro_variant_info *v = repro_variants; v->op; v++) {
+        if ((int)strlen(v->op) > wop)
+            wop = (int)strlen(v->op);
+        if ((int)strlen(v->variant) > wvar)
+            wvar = (int)strlen(v->variant);
+    }
+    printf("%-*s  %-*s  %-3s  %s\n", wop, "op", wvar, "variant", "det", "why");
+    for (const repro_variant_info *v = repro_variants; v->op; v++)
+        printf("%-*s  %-*s  %-3s  %s\n", wop, v->op, wvar, v->variant,
+               v->deterministic ? "yes" : "no", v->why);
+}
+
+static int print_json(void)
+{
+    json_t *a = json_array();
+    for (const repro_variant_info *v = repro_variants; a && v->op; v++)
+        if (json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s}", "op", v->op, "variant",
+                                               v->variant, "deterministic", v->deterministic,
+                                               "why", v->why))) {
+            json_decref(a);
+            a = NULL;
+        }
+    char *s = a ? json_dumps(a, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
+    json_decref(a);
+    if (!s)
+        return repro_error_set(REPRO_EIO, "kernels: cannot encode JSON");
+    puts(s);
+    free(s);
+    return 0;
+}
+
+int repro_cmd_kernels(int argc, char **argv)
+{
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(repro_kernels_usage, stdout);
+            return repro_finish_stdout(0);
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else {
+            repro_error_set(REPRO_EINVAL,
+                            "kernels: unknown %s '%s' (see `repro help kernels`)",
+                            argv[i][0] == '-' ? "option" : "argument", argv[i]);
+            return repro_report_error();
+        }
+    }
+    if (json) {
+        if (print_json())
+            return repro_report_error();
+    } else {
+        print_text();
+    }
+    return repro_finish_stdout(0);
+}

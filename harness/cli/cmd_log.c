@@ -1,0 +1,138 @@
+/* `repro log EXP`: the golden's history through git — every commit that
+ * changed golden/<experiment>/, with its date, subject and the chain digest
+ * each class's golden had there: where the numerics changed. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/config.h"
+#include "util/error.h"
+#include "golden/git.h"
+#include "golden/golden.h"
+
+const char repro_log_usage[] =
+    "usage: repro log EXP [--json] [-n N]\n"
+    "\n"
+    "Lists the commits that changed golden/EXP/ (newest first) with date, subject\n"
+    "and the final chain digest of each environment class's golden at that commit:\n"
+    "the points in history where the numerics changed.\n"
+    "\n"
+    "  -n N      at most N commits\n"
+    "  --json    as JSON\n"
+    "Exit: 0 ok, 2 bad experiment, 3 not a git repository.\n";
+
+/* The trailer's chain digest in a golden file's text, or "" if none. */
+static void trailer_chain(const char *text, char *out, size_t len)
+{
+    out[0] = '\0';
+    const char *end = text + strlen(text);
+    while (end > text && (end[-1] == '\n' || end[-1] == '\r'))
+        end--;
+    const char *start = end;
+    while (start > text && start[-1] != '\n')
+        start--;
+    char *line = strndup(start, (size_t)(end - start));
+    json_t *j = line ? json_loads(line, 0, NULL) : NULL;
+    const char *chain = json_string_value(json_object_get(j, "chain"));
+    const char *type = json_string_value(json_object_get(j, "type"));
+    if (chain && type && !strcmp(type, "trailer"))
+        snprintf(out, len, "%s", chain);
+    json_decref(j);
+    free(line);
+}
+
+int repro_cmd_log(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int json = 0, c;
+    long max = 0;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'n':
+            max = strtol(optarg, &end, 10);
+            if (*end || max < 1) {
+                repro_error_set(REPRO_EINVAL, "log: -n %s: expected N >= 1", optarg);
+                return repro_report_error();
+            }
+            break;
+        case 'h': fputs(repro_log_usage, stdout); return repro_finish_stdout(0);
+        default:
+            repro_error_set(REPRO_EINVAL, "log: bad option '%s' (see `repro help log`)",
+                            argv[optind - 1]);
+            return repro_report_error();
+        }
+    }
+    if (optind + 1 != argc) {
+        repro_error_set(REPRO_EINVAL, "log: expected one experiment file");
+        return repro_report_error();
+    }
+    static repro_config cfg;
+    if (repro_config_load(&cfg, argv[optind]))
+        return repro_report_error();
+    repro_git *g = NULL;
+    repro_git_history *h = NULL;
+    char **classes = NULL;
+    int ncls = 0, rc = 0;
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "golden/%s/", cfg.name);
+    if (repro_git_open(&g, NULL) || repro_git_path_history(g, prefix, (size_t)max, &h)) {
+        rc = repro_report_error();
+        goto done;
+    }
+    ncls = repro_golden_classes(repro_git_workdir(g), cfg.name, &classes);
+    json_t *arr = json_array();
+    if (!json)
+        printf("golden history of %s (%zu commit%s changed %s)\n", cfg.name, h->n,
+               h->n == 1 ? "" : "s", prefix);
+    for (size_t i = 0; i < h->n; i++) {
+        const repro_git_commit *cm = &h->commits[i];
+        json_t *o = json_pack("{s:s, s:s, s:s}", "commit", cm->id, "time", cm->time_iso,
+                              "summary", cm->summary);
+        json_t *chains = json_object();
+        if (!json)
+            printf("%s %s %s\n", cm->short_id, cm->time_iso, cm->summary);
+        for (int k = 0; k < ncls; k++) {
+            char path[400], chain[65];
+            snprintf(path, sizeof path, "%s%s.jsonl", prefix, classes[k]);
+            void *data = NULL;
+            size_t len = 0;
+            if (repro_git_read_blob(g, cm->id, path, &data, &len)) {
+                repro_error_clear();
+                continue; /* this class had no golden at that commit */
+            }
+            trailer_chain(data, chain, sizeof chain);
+            free(data);
+            json_object_set_new(chains, classes[k], json_string(chain));
+            if (!json)
+                printf("    %-28s chain %s\n", classes[k], chain[0] ? chain : "(no trailer)");
+        }
+        json_object_set_new(o, "chains", chains);
+        json_array_append_new(arr, o);
+    }
+    if (h->incomplete && !json)
+        printf("(history incomplete: %s)\n", h->note ? h->note : "shallow clone");
+    if (json) {
+        json_t *doc = json_pack("{s:s, s:o, s:b}", "experiment", cfg.name, "commits", arr,
+                                "incomplete", h->incomplete);
+        if (h->note)
+            json_object_set_new(doc, "note", json_string(h->note));
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(doc);
+    } else {
+        json_decref(arr);
+    }
+done:
+    repro_golden_classes_free(classes, ncls);
+    repro_git_history_free(h);
+    repro_git_free(g);
+    return repro_finish_stdout(rc);
+}

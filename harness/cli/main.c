@@ -1,0 +1,32 @@
+/* repro's entry point: dispatches to a subcommand of the table in
+ * commands.c. The only place that turns errors into exit codes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/error.h"
+#include "util/version.h"
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        repro_print_usage(stderr);
+        return REPRO_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("repro %s\n", REPRO_VERSION);
+        return repro_finish_stdout(0);
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        repro_print_usage(stdout);
+        return repro_finish_stdout(0);
+    }
+    const repro_command *c = repro_command_find(cmd);
+    if (!c) {
+        fprintf(stderr, "repro: '%s' is not a repro command\n\n", cmd);
+        repro_print_usage(stderr);
+        return REPRO_EXIT_USAGE;
+    }
+    return c->fn(argc - 1, argv + 1);
+}

@@ -1,0 +1,65 @@
+/* Convolution algorithm choice per call site, as cuDNN does it:
+ *  - benchmark = on: at the site's first call, time every eligible
+ *    algorithm on the real inputs (3 times each, median) and keep the
+ *    fastest, as cudnnFind does; timing noise decides, so the choice — and
+ *    the bits — can change from run to run;
+ *  - benchmark = off: a fixed rule, as cuDNN's heuristics:
+ *        winograd  when the kernel is 3x3 and there are >= 4 input channels
+ *                  (enough channels to amortize the transforms);
+ *        im2col    when C*R*R >= 32 otherwise (a long reduction: GEMM pays);
+ *        direct    else;
+ *  - an algorithm lock (--algo-lock TRACE) replays the choices recorded in a
+ *    trace, which makes a benchmark = on run reproducible.
+ * deterministic = on admits only deterministic algorithms (all three are;
+ * the rule exists for the GPU, where some are not). The choices, and the
+ * measured times, go into the trace (step 1's "algorithms"). */
+#ifndef REPRO_ALGO_SELECT_H
+#define REPRO_ALGO_SELECT_H
+
+#include "kernels/cpu/conv_algos.h"
+#include "kernels/cpu/ops.h"
+
+#define REPRO_MAX_SITES 16
+
+typedef enum { REPRO_CHOSEN_BY_RULE = 0, REPRO_CHOSEN_BY_BENCHMARK = 1, REPRO_CHOSEN_BY_LOCK = 2 } repro_chosen_by;
+
+typedef struct {
+    char site[32];          /* "conv2.fwd" */
+    char shape[96];         /* "B64 C8 H13 W13 K16 R3 pad0" */
+    int algo;               /* repro_conv_algo */
+    repro_chosen_by how;
+    double time_us[REPRO_CONV_NALGOS]; /* median times when benchmarked; < 0: not timed */
+} repro_algo_choice;
+
+typedef struct {
+    int benchmark;
+    int deterministic_only;
+    /* the lock: site -> algorithm name, from a trace; nlock = 0 if none */
+    int nlock;
+    char lock_site[REPRO_MAX_SITES][32];
+    char lock_algo[REPRO_MAX_SITES][16];
+    char lock_path[1024];
+    /* what was chosen, in first-call order */
+    int nchoices;
+    repro_algo_choice choices[REPRO_MAX_SITES];
+} repro_algo_policy;
+
+/* Reads the "algorithms" of a trace (the first line that has them) into
+ * the policy's lock. Returns 0 or -1 (error slot, exit 2 naming the file). */
+int repro_algo_policy_lock(repro_algo_policy *p, const char *trace_path);
+
+/* The algorithm for `site` with shape s: decided at its first call (see
+ * above; benchmarking runs the forward on x, w, b into y), remembered after.
+ * Returns the algorithm, or -1 with the error slot set (a lock without the
+ * site, or naming an ineligible algorithm). */
+int repro_algo_choose(repro_algo_policy *p, const char *site, repro_pool *pool,
+                      const repro_conv_shape *s, const float *x, const float *w, const float *b,
+                      float *y, float *workspace);
+
+/* The fixed rule (benchmark = off). */
+repro_conv_algo repro_algo_rule(const repro_conv_shape *s);
+
+/* The choices as a JSON array (jansson json_t *, new reference). */
+void *repro_algo_choices_json(const repro_algo_policy *p);
+
+#endif

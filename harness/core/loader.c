@@ -1,0 +1,459 @@
+/* The data loader (see loader.h): shuffles, batches and augments a dataset
+ * with worker threads, delivering batches in sampler order.
+ *
+ * Determinism: the only order-dependent state is the shuffle generator, and
+ * only the consumer's thread touches it (per epoch: base_seed, then the
+ * permutation). Which worker fills a batch is fixed (batch k of an epoch ->
+ * worker k % W) and each worker consumes its own RNG over its own batches in
+ * order, so thread scheduling never changes a bit; only the worker count
+ * does, and only in augment_seed = worker mode, as in PyTorch.
+ *
+ * Threads follow PyTorch's non-persistent workers: a fresh set per epoch,
+ * started when the consumer asks for the epoch's first batch and joined when
+ * it asks for the next epoch's. Each epoch has a ring of W * prefetch slots;
+ * batch k goes to slot k % nslots, and a worker waits until the batch that
+ * last used that slot has been released by the consumer before refilling it,
+ * so at most W * prefetch batches are in flight (being filled, ready, or held
+ * by the caller). */
+#include "core/loader.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+#include "util/seeds.h"
+
+#define MAX_WORKERS 64
+#define MAX_PREFETCH 256
+
+typedef struct {
+    uint32_t *ids;
+    float *x;
+    int32_t *y;
+    int ready_k;   /* index in epoch of the batch this slot holds, -1 if none */
+    repro_batch batch;
+} slot;
+
+typedef struct {
+    repro_loader *l;
+    int id;
+    pthread_t thread;
+} worker;
+
+struct repro_loader {
+    const repro_dataset *ds; /* = &ds_copy */
+    repro_dataset ds_copy;   /* the caller's struct may move; its arrays may not */
+    repro_loader_config cfg;
+    int nw;               /* threads this epoch: num_workers, or 0 */
+    int bpe;              /* batches per epoch (drop_last) */
+    int nslots;
+    slot *slots;
+    worker *workers;
+    uint32_t *perm;
+
+    repro_rng gen;        /* the shuffle generator: consumer thread only */
+    int epoch;            /* current epoch, -1 before the first */
+    uint64_t base_seed;
+    long index;           /* batches handed out so far */
+    int next_k;           /* next batch index in this epoch to hand out */
+    int first_k;          /* first batch the epoch's workers produce: 0, or where
+                             repro_loader_restore resumed (earlier ones are replayed) */
+    int held;             /* 1: the caller holds batch next_k - 1 */
+    int running;          /* workers of the current epoch are started */
+
+    pthread_mutex_t mu;
+    pthread_cond_t released_cv; /* workers wait: slot freed, or stop */
+    pthread_cond_t ready_cv;    /* consumer waits: batch ready */
+    int released;         /* batches of this epoch the consumer is done with */
+    int started;          /* batches of this epoch a worker has begun filling */
+    int stop;
+    int max_in_flight;    /* test instrumentation: max of started - released */
+    repro_rng sync_rng;   /* num_workers = 0: worker 0's RNG, in the caller */
+};
+
+/* Test hook (not in loader.h on purpose): the most batches that were ever in
+ * flight at once, to check the prefetch bound from tests. */
+int repro_loader_max_in_flight(repro_loader *l);
+
+int repro_loader_max_in_flight(repro_loader *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int m = l->max_in_flight;
+    pthread_mutex_unlock(&l->mu);
+    return m;
+}
+
+void repro_augment_sample(const repro_loader_config *cfg, repro_rng *rng, const uint8_t *pixels,
+                          float *out)
+{
+    enum { R = REPRO_IMG_ROWS, C = REPRO_IMG_COLS };
+    /* Division, not a multiply by 1/255: x/255.0f is the correctly rounded
+     * quotient, what torchvision's ToTensor gives. */
+    float src[REPRO_IMG_PIXELS];
+    for (int i = 0; i < REPRO_IMG_PIXELS; i++)
+        src[i] = (float)pixels[i] / 255.0f;
+    int dy = 0, dx = 0, flip = 0;
+    if (cfg->shift > 0) {
+        uint32_t span = 2u * (uint32_t)cfg->shift + 1u;
+        dy = (int)repro_rng_below(rng, span) - cfg->shift;
+        dx = (int)repro_rng_below(rng, span) - cfg->shift;
+    }
+    /* Flip rule: one u32 drawn; flip when repro_rng_unit of it < 0.5
+     * (i.e. its top bit is clear). */
+    if (cfg->flip)
+        flip = repro_rng_unit(rng) < 0.5f;
+    /* out[y][x] = src[y - dy][x' - dx] with x' = x, or 27 - x when flipped:
+     * translate (zero fill) then mirror. */
+    for (int y = 0; y < R; y++) {
+        int sy = y - dy;
+        for (int x = 0; x < C; x++) {
+            int xs = flip ? C - 1 - x : x;
+            int sx = xs - dx;
+            out[y * C + x] = (sy >= 0 && sy < R && sx >= 0 && sx < C) ? src[sy * C + sx] : 0.0f;
+        }
+    }
+    if (cfg->noise > 0.0f)
+        for (int i = 0; i < REPRO_IMG_PIXELS; i++)
+            out[i] += cfg->noise * repro_rng_normal(rng);
+}
+
+/* Fills slot s with batch k of the current epoch. `wrng` is the worker's
+ * RNG (worker mode); sample mode derives one stream per sample. */
+static void fill_batch(repro_loader *l, slot *s, int k, repro_rng *wrng)
+{
+    const repro_loader_config *cfg = &l->cfg;
+    int bs = cfg->batch_size;
+    int augment = cfg->shift > 0 || cfg->flip || cfg->noise > 0.0f;
+    for (int b = 0; b < bs; b++) {
+        uint32_t id = l->perm[(size_t)k * bs + b];
+        const uint8_t *px = l->ds->images + (size_t)id * REPRO_IMG_PIXELS;
+        float *out = s->x + (size_t)b * REPRO_IMG_PIXELS;
+        s->ids[b] = id;
+        s->y[b] = l->ds->labels[id];
+        if (cfg->augment_seed == REPRO_AUGMENT_SEED_SAMPLE && augment) {
+            repro_rng r;
+            repro_rng_init(&r, repro_seed_derive(l->base_seed, REPRO_PURPOSE_AUGMENT, 0, 0, 0, id));
+            repro_augment_sample(cfg, &r, px, out);
+        } else {
+            repro_augment_sample(cfg, wrng, px, out);
+        }
+    }
+    repro_batch *o = &s->batch;
+    o->size = bs;
+    o->epoch = l->epoch;
+    o->index_in_epoch = k;
+    o->base_seed = l->base_seed;
+    o->ids = s->ids;
+    o->x = s->x;
+    o->y = s->y;
+}
+
+/* Advances a worker's RNG past batch k as if it had filled it: the same
+ * draws on a scratch image (the draw count never depends on pixel values).
+ * Only worker-mode augmentation draws from the worker RNG. */
+static void replay_batch(const repro_loader *l, int k, repro_rng *wrng)
+{
+    const repro_loader_config *cfg = &l->cfg;
+    int augment = cfg->shift > 0 || cfg->flip || cfg->noise > 0.0f;
+    if (cfg->augment_seed != REPRO_AUGMENT_SEED_WORKER || !augment)
+        return;
+    float scratch[REPRO_IMG_PIXELS];
+    for (int b = 0; b < cfg->batch_size; b++) {
+        uint32_t id = l->perm[(size_t)k * (size_t)cfg->batch_size + (size_t)b];
+        repro_augment_sample(cfg, wrng, l->ds->images + (size_t)id * REPRO_IMG_PIXELS, scratch);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    repro_loader *l = w->l;
+    /* PyTorch's worker seed: base_seed + worker id. The epoch fields (perm,
+     * base_seed, first_k) were written before this thread was created. */
+    repro_rng rng;
+    repro_rng_init(&rng, l->base_seed + (uint64_t)w->id);
+    int k = w->id;
+    for (; k < l->first_k; k += l->nw) /* resumed mid-epoch: catch the stream up */
+        replay_batch(l, k, &rng);
+    for (; k < l->bpe; k += l->nw) {
+        pthread_mutex_lock(&l->mu);
+        while (!l->stop && k >= l->released + l->nslots)
+            pthread_cond_wait(&l->released_cv, &l->mu);
+        if (l->stop) {
+            pthread_mutex_unlock(&l->mu);
+            break;
+        }
+        l->started++;
+        if (l->started - l->released > l->max_in_flight)
+            l->max_in_flight = l->started - l->released;
+        pthread_mutex_unlock(&l->mu);
+
+        slot *s = &l->slots[k % l->nslots];
+        fill_batch(l, s, k, &rng);
+
+        pthread_mutex_lock(&l->mu);
+        s->ready_k = k;
+        pthread_cond_broadcast(&l->ready_cv);
+        pthread_mutex_unlock(&l->mu);
+    }
+    return NULL;
+}
+
+/* Stops and joins the current epoch's workers (they may be blocked). */
+static void stop_workers(repro_loader *l, int count)
+{
+    pthread_mutex_lock(&l->mu);
+    l->stop = 1;
+    pthread_cond_broadcast(&l->released_cv);
+    pthread_mutex_unlock(&l->mu);
+    for (int i = 0; i < count; i++)
+        pthread_join(l->workers[i].thread, NULL);
+    l->stop = 0;
+    l->running = 0;
+}
+
+/* Starts the current epoch's workers from batch first_k (batches before it
+ * count as produced and released). */
+static int start_threads(repro_loader *l)
+{
+    l->released = l->first_k;
+    l->started = l->first_k;
+    for (int s = 0; s < l->nslots; s++)
+        l->slots[s].ready_k = -1;
+    if (l->nw == 0) {
+        repro_rng_init(&l->sync_rng, l->base_seed + 0);
+        for (int k = 0; k < l->first_k; k++)
+            replay_batch(l, k, &l->sync_rng);
+        return 0;
+    }
+    for (int i = 0; i < l->nw; i++) {
+        if (pthread_create(&l->workers[i].thread, NULL, worker_main, &l->workers[i]) != 0) {
+            stop_workers(l, i);
+            return repro_error_set(REPRO_EIO, "loader: cannot start worker thread %d", i);
+        }
+    }
+    l->running = 1;
+    return 0;
+}
+
+/* Consumer side: draws the epoch's base_seed and permutation from the
+ * shuffle generator (in that order, as PyTorch's sampler does), then starts
+ * the workers. */
+static int start_epoch(repro_loader *l)
+{
+    l->epoch++;
+    l->next_k = 0;
+    l->base_seed = repro_rng_u64(&l->gen);
+    int n = l->ds->n;
+    if (l->cfg.shuffle) {
+        repro_rng_permute(&l->gen, l->perm, (uint32_t)n);
+    } else {
+        for (int i = 0; i < n; i++)
+            l->perm[i] = (uint32_t)i;
+    }
+    l->first_k = 0;
+    return start_threads(l);
+}
+
+int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_loader_config *cfg)
+{
+    *out = NULL;
+    if (!ds || ds->n < 1 || !ds->images || !ds->labels)
+        return repro_error_set(REPRO_EINVAL, "loader: empty dataset");
+    if (cfg->batch_size < 1 || cfg->batch_size > ds->n)
+        return repro_error_set(REPRO_EINVAL,
+                               "loader: batch_size %d out of range (must be 1..%d, the dataset size)",
+                               cfg->batch_size, ds->n);
+    if (cfg->num_workers < 0 || cfg->num_workers > MAX_WORKERS)
+        return repro_error_set(REPRO_EINVAL, "loader: num_workers %d out of range (must be 0..%d)",
+                               cfg->num_workers, MAX_WORKERS);
+    /* As in PyTorch, prefetch only means something with worker threads. */
+    if (cfg->num_workers > 0 && (cfg->prefetch < 1 || cfg->prefetch > MAX_PREFETCH))
+        return repro_error_set(REPRO_EINVAL, "loader: prefetch %d out of range (must be 1..%d)",
+                               cfg->prefetch, MAX_PREFETCH);
+    if (cfg->augment_seed != REPRO_AUGMENT_SEED_SAMPLE && cfg->augment_seed != REPRO_AUGMENT_SEED_WORKER)
+        return repro_error_set(REPRO_EINVAL, "loader: bad augment_seed %d", (int)cfg->augment_seed);
+    if (cfg->shift < 0 || cfg->shift >= REPRO_IMG_ROWS)
+        return repro_error_set(REPRO_EINVAL, "loader: shift %d out of range (must be 0..%d)",
+                               cfg->shift, REPRO_IMG_ROWS - 1);
+    if (!(cfg->noise >= 0.0f && cfg->noise <= 1e6f)) /* also rejects NaN */
+        return repro_error_set(REPRO_EINVAL, "loader: noise %g out of range (must be >= 0)",
+                               (double)cfg->noise);
+
+    repro_loader *l = calloc(1, sizeof *l);
+    if (!l)
+        return repro_error_set(REPRO_ENOMEM, "loader: out of memory");
+    l->ds_copy = *ds;
+    l->ds = &l->ds_copy;
+    l->cfg = *cfg;
+    l->cfg.flip = cfg->flip != 0;
+    l->cfg.shuffle = cfg->shuffle != 0;
+    l->nw = cfg->num_workers;
+    l->bpe = ds->n / cfg->batch_size;
+    l->nslots = l->nw == 0 ? 1 : l->nw * cfg->prefetch;
+    l->epoch = -1;
+    repro_rng_init(&l->gen, repro_seed_derive(cfg->seed, REPRO_PURPOSE_SHUFFLE, 0, 0, 0, 0));
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->released_cv, NULL);
+    pthread_cond_init(&l->ready_cv, NULL);
+
+    size_t bs = (size_t)cfg->batch_size;
+    l->perm = malloc(sizeof(uint32_t) * (size_t)ds->n);
+    l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
+    l->workers = calloc(l->nw ? (size_t)l->nw : 1, sizeof *l->workers);
+    int ok = l->perm && l->slots && l->workers;
+    for (int s = 0; ok && s < l->nslots; s++) {
+        l->slots[s].ids = malloc(sizeof(uint32_t) * bs);
+        l->slots[s].x = malloc(sizeof(float) * bs * REPRO_IMG_PIXELS);
+        l->slots[s].y = malloc(sizeof(int32_t) * bs);
+        l->slots[s].ready_k = -1;
+        ok = l->slots[s].ids && l->slots[s].x && l->slots[s].y;
+    }
+    if (!ok) {
+        repro_loader_free(l);
+        return repro_error_set(REPRO_ENOMEM, "loader: out of memory for %d batch slots of %d",
+                               l->nslots, cfg->batch_size);
+    }
+    for (int i = 0; i < l->nw; i++) {
+        l->workers[i].l = l;
+        l->workers[i].id = i;
+    }
+    *out = l;
+    return 0;
+}
+
+int repro_loader_next(repro_loader *l, const repro_batch **out)
+{
+    *out = NULL;
+    /* Release the batch the caller held: its slot may now be refilled. */
+    if (l->held) {
+        pthread_mutex_lock(&l->mu);
+        l->released++;
+        pthread_cond_broadcast(&l->released_cv);
+        pthread_mutex_unlock(&l->mu);
+        l->held = 0;
+    }
+    if (l->epoch < 0 || l->next_k == l->bpe) {
+        /* All of the epoch's batches were produced: the workers have exited. */
+        if (l->running)
+            stop_workers(l, l->nw);
+        if (start_epoch(l) != 0)
+            return -1;
+    }
+    int k = l->next_k;
+    slot *s = &l->slots[k % l->nslots];
+    if (l->nw == 0) {
+        l->started++;
+        if (l->started - l->released > l->max_in_flight)
+            l->max_in_flight = l->started - l->released;
+        fill_batch(l, s, k, &l->sync_rng);
+    } else {
+        pthread_mutex_lock(&l->mu);
+        while (s->ready_k != k)
+            pthread_cond_wait(&l->ready_cv, &l->mu);
+        pthread_mutex_unlock(&l->mu);
+    }
+    s->batch.index = l->index++;
+    l->next_k++;
+    l->held = 1;
+    *out = &s->batch;
+    return 0;
+}
+
+void repro_loader_get_position(const repro_loader *l, repro_loader_position *out)
+{
+    out->gen_key = l->gen.key;
+    out->gen_block = l->gen.block;
+    out->gen_used = l->gen.used;
+    out->epoch = l->epoch;
+    out->base_seed = l->base_seed;
+    out->index = l->index;
+    out->next_in_epoch = l->epoch < 0 ? 0 : l->next_k;
+}
+
+const uint32_t *repro_loader_permutation(const repro_loader *l)
+{
+    return l->perm;
+}
+
+int repro_loader_dataset_size(const repro_loader *l)
+{
+    return l->ds->n;
+}
+
+int repro_loader_restore(repro_loader *l, const repro_loader_position *p, const uint32_t *perm)
+{
+    if (l->epoch != -1 || l->index != 0 || l->running)
+        return repro_error_set(REPRO_EINVAL, "loader: restore needs a fresh loader");
+    if (p->gen_key != l->gen.key)
+        return repro_error_set(REPRO_EINVAL,
+                               "loader position: shuffle generator of another seed");
+    if (p->gen_used < 0 || p->gen_used > 4 || (p->gen_used < 4 && p->gen_block == 0) ||
+        p->epoch < -1 || p->index < 0 || p->next_in_epoch < 0 || p->next_in_epoch > l->bpe ||
+        p->index != (p->epoch < 0 ? 0 : (long)p->epoch * l->bpe + p->next_in_epoch))
+        return repro_error_set(REPRO_EINVAL,
+                               "loader position (epoch %d, batch %d of %d, %ld drawn) does not "
+                               "fit this loader",
+                               p->epoch, p->next_in_epoch, l->bpe, p->index);
+    if (p->epoch < 0)
+        return 0; /* nothing drawn yet: the fresh loader is already there */
+    int n = l->ds->n;
+    uint8_t *seen = calloc((size_t)n, 1);
+    if (!seen)
+        return repro_error_set(REPRO_ENOMEM, "loader: out of memory");
+    for (int i = 0; i < n; i++) {
+        if (perm[i] >= (uint32_t)n || seen[perm[i]]) {
+            free(seen);
+            return repro_error_set(REPRO_EINVAL,
+                                   "loader position: the saved order is not a permutation of "
+                                   "the %d samples",
+                                   n);
+        }
+        seen[perm[i]] = 1;
+    }
+    free(seen);
+    memcpy(l->perm, perm, sizeof(uint32_t) * (size_t)n);
+    /* The generator's buffer is a pure function of (key, block - 1). */
+    l->gen.block = p->gen_block;
+    l->gen.used = p->gen_used;
+    if (p->gen_used < 4) {
+        repro_philox_ctr c = repro_philox_at(l->gen.key, p->gen_block - 1, 0);
+        for (int i = 0; i < 4; i++)
+            l->gen.buf[i] = c.v[i];
+    }
+    l->epoch = p->epoch;
+    l->base_seed = p->base_seed;
+    l->index = p->index;
+    l->next_k = p->next_in_epoch;
+    if (l->next_k == l->bpe)
+        return 0; /* epoch done: the next call starts the next one, as it would have */
+    l->first_k = l->next_k;
+    return start_threads(l);
+}
+
+int repro_loader_batches_per_epoch(const repro_loader *l)
+{
+    return l->bpe;
+}
+
+void repro_loader_free(repro_loader *l)
+{
+    if (!l)
+        return;
+    if (l->running)
+        stop_workers(l, l->nw);
+    if (l->slots)
+        for (int s = 0; s < l->nslots; s++) {
+            free(l->slots[s].ids);
+            free(l->slots[s].x);
+            free(l->slots[s].y);
+        }
+    free(l->slots);
+    free(l->workers);
+    free(l->perm);
+    pthread_cond_destroy(&l->released_cv);
+    pthread_cond_destroy(&l->ready_cv);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}

@@ -1,0 +1,123 @@
+/* The networks of the shipped experiments, as a flat list of layers over the
+ * CPU kernels: MLP (linear, ReLU, dropout ...) and CNN (conv 3x3, ReLU,
+ * maxpool 2 blocks, then a linear head). Owns parameters, gradients,
+ * optimizer state and activations; knows nothing about data or hashing. */
+#ifndef REPRO_MODEL_H
+#define REPRO_MODEL_H
+
+#include <stdint.h>
+
+#include "core/algo_select.h"
+#include "core/config.h"
+#include "kernels/cpu/ops.h"
+
+#define REPRO_MAX_LAYERS 32
+#define REPRO_MAX_PARAMS 16
+
+typedef enum {
+    REPRO_LAYER_LINEAR,
+    REPRO_LAYER_CONV,
+    REPRO_LAYER_RELU,
+    REPRO_LAYER_MAXPOOL,
+    REPRO_LAYER_DROPOUT
+} repro_layer_kind;
+
+typedef struct {
+    char name[32];  /* "fc1.weight" */
+    int ndim;
+    int shape[4];
+    long numel;
+    float *data;
+    float *grad;
+    float *state1;  /* sgd momentum buffer / adamw first moment */
+    float *state2;  /* adamw second moment (NULL for sgd) */
+    float *work;    /* bf16/fp16: the weights cast for forward and backward-data
+                       (rounded copy of data, refreshed every forward); else NULL */
+} repro_param;
+
+typedef struct {
+    repro_layer_kind kind;
+    char name[16];    /* "fc1", "conv2", "relu1", "pool1", "drop1" */
+    int in_c, in_h, in_w;   /* per-sample input shape (linear: in_c features, 1 x 1) */
+    int out_c, out_h, out_w;
+    int param;        /* index of the weight in params (bias follows), or -1 */
+    int index;        /* position in the layer list (dropout stream key) */
+    float p;          /* dropout probability */
+    int k;            /* maxpool window / conv kernel size */
+    int pad;          /* conv zero padding */
+    float *workspace; /* conv: scratch for any eligible algorithm, at capacity */
+    int32_t *argmax;  /* maxpool: batch x out */
+    uint8_t *mask;    /* dropout: batch x out */
+} repro_layer;
+
+typedef struct {
+    int nlayers, nparams;
+    int capacity;          /* largest batch the buffers hold */
+    repro_layer layers[REPRO_MAX_LAYERS];
+    repro_param params[REPRO_MAX_PARAMS];
+    /* act[0] is the input batch (not owned), act[i+1] the output of layer i;
+     * dact[i] the gradient of the loss with respect to act[i]. */
+    float *act[REPRO_MAX_LAYERS + 1];
+    float *dact[REPRO_MAX_LAYERS + 1];
+    float *scratch;        /* linear forward: w transposed, largest layer */
+    int optimizer;         /* REPRO_OPT_*: decides which state is allocated */
+    /* Mixed precision (REPRO_PRECISION_*): bf16/fp16 round every op output,
+     * the input batch (into xin) and the weights (into params[].work) to the
+     * precision, emulating autocast on the CPU; 0 = fp32, nothing rounded. */
+    int precision;
+    float *xin;            /* bf16/fp16: the input batch, rounded */
+    float *gscratch;       /* bf16/fp16 with accumulation_steps > 1: one micro-batch's
+                              dw and db before they are rounded and added into the
+                              fp32 grads; else NULL */
+    /* Convolution algorithm per call site (algo_select.h). */
+    repro_algo_policy algo;
+    /* Kernel variants (config [variant]): 0 = the deterministic default. */
+    int var_linear_bwd_weight, var_linear_bwd_bias, var_conv2d_bwd_filter;
+    /* Optional observer of every kernel output, in forward then backward
+     * order ("fwd.conv1", "bwd.fc2.dw", "bwd.fc2.db", "bwd.fc2.dx"): trace
+     * level op. Called on the training thread right after the kernel. The
+     * data is the live output and may be replaced (bisect's quarantine
+     * substitutes a reference run's output there). */
+    void (*on_op)(void *ctx, const char *name, float *data, int ndim, const long *shape);
+    void *on_op_ctx;
+} repro_model;
+
+/* Builds the network the config describes, buffers for `capacity` samples.
+ * Parameters are zero until repro_model_init_params. */
+int repro_model_init(repro_model *m, const repro_config *cfg, int capacity);
+void repro_model_release(repro_model *m);
+
+/* PyTorch's default init (kaiming_uniform with a = sqrt(5)): weights and
+ * biases uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)). Element i of
+ * parameter j draws philox_at(derive(seed, INIT, 0,0,0, j), i) — so the
+ * values never depend on layout, threads or device. Optimizer state zeroed. */
+void repro_model_init_params(repro_model *m, uint64_t seed);
+
+/* Forward over `B` <= capacity samples of x (B x 1 x 28 x 28). `train`
+ * enables dropout, whose stream for layer L at this step is
+ * derive(seed, DROPOUT, step, 0, 0, L). Returns the logits (B x 10), or
+ * NULL with the error slot set (an algorithm lock that does not fit). */
+const float *repro_model_forward(repro_model *m, repro_pool *pool, const float *x, int B,
+                                 int train, uint64_t seed, long step);
+
+/* Backward from dlogits (B x 10) after a train forward of the same batch:
+ * fills every parameter's grad (overwritten, not accumulated). */
+void repro_model_backward(repro_model *m, repro_pool *pool, const float *dlogits, int B);
+/* The same with gradient accumulation: `accumulate` = 0 writes every
+ * parameter's grad (the sums start from +0), 1 adds this batch's gradient
+ * to it. fp32: the kernels' accumulate flag, i.e. each sum continues from
+ * the old grad value in its stated order. bf16/fp16: this batch's dw/db are
+ * computed (from +0), rounded to the precision, then added in float to the
+ * fp32 grad (PyTorch's AccumulateGrad on an fp32 master gradient).
+ * bf16/fp16 also round dlogits and every dx to the precision. */
+void repro_model_backward_acc(repro_model *m, repro_pool *pool, const float *dlogits, int B,
+                              int accumulate);
+
+int repro_model_out_features(const repro_model *m);
+/* Reports an output computed outside the layers (the loss metrics) to the
+ * op observer, in execution order. */
+void repro_model_report_op(repro_model *m, const char *name, float *data, int ndim,
+                           const long *shape);
+long repro_model_param_count(const repro_model *m);
+
+#endif

@@ -1,0 +1,265 @@
+/* The training step loop (see train.h). */
+#include "core/train.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/atomic.h"
+#include "util/error.h"
+#include "record/record.h"
+
+static int load_data(repro_trainer *t)
+{
+    const repro_config *c = &t->cfg;
+    if (c->data_dataset == REPRO_DATASET_SYNTHETIC) {
+        if (repro_dataset_synthetic(&t->train_set, c->train_seed, REPRO_SPLIT_TRAIN,
+                                    c->data_train_size) ||
+            repro_dataset_synthetic(&t->test_set, c->train_seed, REPRO_SPLIT_TEST,
+                                    c->data_test_size))
+            return -1;
+        return 0;
+    }
+    if (repro_dataset_load_idx(&t->train_set, c->data_train_images, c->data_train_labels))
+        return -1;
+    if (c->data_test_images[0])
+        return repro_dataset_load_idx(&t->test_set, c->data_test_images, c->data_test_labels);
+    /* No test files: hold out the last test_size training samples. */
+    int hold = c->data_test_size;
+    if (hold >= t->train_set.n)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: test_size %d leaves no training samples out of %d in %s",
+                               c->path, hold, t->train_set.n, c->data_train_images);
+    t->test_set.n = hold;
+    t->test_set.images = malloc((size_t)hold * REPRO_IMG_PIXELS);
+    t->test_set.labels = malloc((size_t)hold);
+    if (!t->test_set.images || !t->test_set.labels)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    t->train_set.n -= hold;
+    memcpy(t->test_set.images, t->train_set.images + (size_t)t->train_set.n * REPRO_IMG_PIXELS,
+           (size_t)hold * REPRO_IMG_PIXELS);
+    memcpy(t->test_set.labels, t->train_set.labels + t->train_set.n, (size_t)hold);
+    return 0;
+}
+
+int repro_trainer_init(repro_trainer *t, const repro_config *cfg)
+{
+    memset(t, 0, sizeof *t);
+    t->cfg = *cfg;
+    const repro_config *c = &t->cfg;
+    if (repro_config_validate(c))
+        return -1;
+    if (repro_pool_new(&t->pool, c->train_threads))
+        return repro_error_set(REPRO_EIO, "cannot start %d kernel threads",
+                               c->train_threads);
+    if (load_data(t))
+        goto fail;
+    if (c->train_batch_size > t->train_set.n) {
+        repro_error_set(REPRO_EINVAL, "%s: batch_size %d is larger than the %d training samples",
+                        c->path, c->train_batch_size, t->train_set.n);
+        goto fail;
+    }
+    repro_loader_config lc = {
+        .seed = c->train_seed,
+        .batch_size = c->train_batch_size,
+        .num_workers = c->data_num_workers,
+        .prefetch = c->data_prefetch,
+        .shuffle = c->data_shuffle,
+        .augment_seed = c->data_augment_seed == 0 ? REPRO_AUGMENT_SEED_SAMPLE
+                                                  : REPRO_AUGMENT_SEED_WORKER,
+        .shift = c->data_shift,
+        .flip = c->data_flip,
+        .noise = (float)c->data_noise,
+    };
+    if (repro_loader_new(&t->loader, &t->train_set, &lc))
+        goto fail;
+    if (repro_model_init(&t->model, c, c->train_batch_size))
+        goto fail;
+    repro_model_init_params(&t->model, c->train_seed);
+    size_t nlog = (size_t)c->train_batch_size * REPRO_CLASSES;
+    t->probs = malloc(nlog * sizeof(float));
+    t->dlogits = malloc(nlog * sizeof(float));
+    const repro_layer *last = &t->model.layers[t->model.nlayers - 1];
+    t->class_features = malloc((size_t)REPRO_CLASSES * (size_t)last->in_c * sizeof(float));
+    if (!t->probs || !t->dlogits || !t->class_features) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        goto fail;
+    }
+    t->beta1_pow = 1.0;
+    t->beta2_pow = 1.0;
+    if (repro_scaler_init(&t->scaler, c))
+        goto fail;
+    return 0;
+fail:
+    repro_trainer_release(t);
+    return -1;
+}
+
+static void optimizer_step(repro_trainer *t)
+{
+    const repro_config *c = &t->cfg;
+    repro_model *m = &t->model;
+    if (c->train_optimizer == REPRO_OPT_ADAMW) {
+        t->beta1_pow *= c->train_beta1;
+        t->beta2_pow *= c->train_beta2;
+    }
+    for (int i = 0; i < m->nparams; i++) {
+        repro_param *p = &m->params[i];
+        if (c->train_optimizer == REPRO_OPT_SGD)
+            repro_sgd_step(t->pool, p->data, p->grad, p->state1, p->numel, (float)c->train_lr,
+                           (float)c->train_momentum, (float)c->train_weight_decay,
+                           t->updates == 0);
+        else
+            repro_adamw_step(t->pool, p->data, p->grad, p->state1, p->state2, p->numel,
+                             (float)c->train_lr, (float)c->train_beta1, (float)c->train_beta2,
+                             (float)c->train_eps, (float)c->train_weight_decay,
+                             1.0 - t->beta1_pow, 1.0 - t->beta2_pow);
+    }
+}
+
+/* Per-class feature sums: the input of the last linear layer (the
+ * network's penultimate features), scattered by label with an index-add —
+ * the kernel whose atomic variant stands for GPU scatter-adds. Recorded in
+ * the trace (metrics.class_features: class centroids up to a count);
+ * training does not use it. */
+static void class_features(repro_trainer *t, const repro_batch *b)
+{
+    repro_model *m = &t->model;
+    const repro_layer *last = &m->layers[m->nlayers - 1];
+    int width = last->in_c;
+    memset(t->class_features, 0, (size_t)REPRO_CLASSES * (size_t)width * sizeof(float));
+    const float *src = m->act[m->nlayers - 1];
+    if (t->cfg.variant_index_add)
+        repro_index_add_atomic(t->pool, t->class_features, REPRO_CLASSES, b->y, src, b->size,
+                               width);
+    else
+        repro_index_add(t->pool, t->class_features, REPRO_CLASSES, b->y, src, b->size, width);
+    long shape[2] = {REPRO_CLASSES, width};
+    repro_model_report_op(m, "fwd.class_features", t->class_features, 2, shape);
+}
+
+/* zero_grad before the first micro-batch's backward. Both modes then let
+ * that backward *write* the grads (accumulate = 0) and only later
+ * micro-batches add: `zero` memsets first (PyTorch's zero_grad(): time and
+ * a resident buffer), `none` does not (set_to_none: the buffer is dead
+ * between steps). The memset is the only difference, so the bits cannot
+ * differ — not even by the sign of a zero, which a "+0 then add" would
+ * normalize (+0 + -0 = +0) and a plain write would not. */
+static void zero_grad(repro_trainer *t)
+{
+    if (t->cfg.train_zero_grad != REPRO_ZERO_GRAD_ZERO)
+        return;
+    for (int i = 0; i < t->model.nparams; i++)
+        memset(t->model.params[i].grad, 0, (size_t)t->model.params[i].numel * sizeof(float));
+}
+
+int repro_trainer_step(repro_trainer *t)
+{
+    int k = t->cfg.train_accumulation_steps;
+    double loss_sum = 0;
+    for (int j = 0; j < k; j++) {
+        const repro_batch *b;
+        if (repro_loader_next(t->loader, &b))
+            return -1;
+        t->batch = b;
+        /* dropout stream: one per micro-batch (= the step when k = 1) */
+        const float *logits = repro_model_forward(&t->model, t->pool, b->x, b->size, 1,
+                                                  t->cfg.train_seed, t->step * k + j);
+        if (!logits)
+            return -1;
+        double l = repro_softmax_xent_forward(logits, b->y, t->probs, b->size, REPRO_CLASSES);
+        /* the step's loss: the mean over micro-batches, summed in order in double */
+        loss_sum = j == 0 ? l : loss_sum + l;
+        class_features(t, b);
+        repro_softmax_xent_backward(t->probs, b->y, t->dlogits, b->size, REPRO_CLASSES);
+        repro_scale_loss_grad(&t->scaler, k, t->dlogits, (long)b->size * REPRO_CLASSES);
+        if (j == 0) {
+            /* The recorder's hooks (record.h): wait only where a buffer it
+             * may still be hashing is about to be overwritten. */
+            if (t->rec && repro_recorder_before_backward(t->rec))
+                return -1;
+            zero_grad(t);
+        }
+        repro_model_backward_acc(&t->model, t->pool, t->dlogits, b->size, j > 0);
+    }
+    t->loss = k == 1 ? loss_sum : loss_sum / k;
+    int skip = repro_scaler_unscale(&t->scaler, &t->model, t->step + 1);
+    if (t->rec && (repro_recorder_after_backward(t->rec) || repro_recorder_before_update(t->rec)))
+        return -1;
+    if (!skip) {
+        optimizer_step(t);
+        t->updates++;
+    }
+    repro_scaler_update(&t->scaler);
+    t->step++;
+    /* Eval before the recorder's P job, which writes this step's line (and
+     * the eval into it); it reads the parameters only. */
+    if (t->cfg.train_eval_every > 0 && t->step % t->cfg.train_eval_every == 0) {
+        repro_trainer_evaluate(t, &t->eval_loss, &t->eval_accuracy);
+        t->eval_step = t->step;
+    }
+    if (t->rec && repro_recorder_after_update(t->rec))
+        return -1;
+    return 0;
+}
+
+void repro_trainer_evaluate(repro_trainer *t, double *loss, double *accuracy)
+{
+    const repro_dataset *ds = &t->test_set;
+    int cap = t->model.capacity;
+    float *x = malloc((size_t)cap * REPRO_IMG_PIXELS * sizeof(float));
+    int32_t *y = malloc((size_t)cap * sizeof(int32_t));
+    float *probs = malloc((size_t)cap * REPRO_CLASSES * sizeof(float));
+    double total = 0;
+    long correct = 0;
+    /* Eval mode and no_grad: no dropout (train = 0), no backward after it,
+     * and the op observer (trace level op, bisect taps) detached, since
+     * eval outputs are not training ops. */
+    void (*on_op)(void *, const char *, float *, int, const long *) = t->model.on_op;
+    t->model.on_op = NULL;
+    if (!x || !y || !probs || ds->n == 0) {
+        *loss = *accuracy = 0.0 / 0.0;
+        goto done;
+    }
+    for (int start = 0; start < ds->n; start += cap) {
+        int B = ds->n - start < cap ? ds->n - start : cap;
+        for (long i = 0; i < (long)B * REPRO_IMG_PIXELS; i++)
+            x[i] = (float)ds->images[(size_t)start * REPRO_IMG_PIXELS + (size_t)i] / 255.0f;
+        for (int i = 0; i < B; i++)
+            y[i] = ds->labels[start + i];
+        const float *logits = repro_model_forward(&t->model, t->pool, x, B, 0, 0, 0);
+        if (!logits) {
+            *loss = *accuracy = 0.0 / 0.0;
+            goto done;
+        }
+        /* mean over this batch, weighted back to a sum: fixed order over batches */
+        total += repro_softmax_xent_forward(logits, y, probs, B, REPRO_CLASSES) * B;
+        for (int i = 0; i < B; i++) {
+            int best = 0;
+            for (int j = 1; j < REPRO_CLASSES; j++)
+                if (logits[i * REPRO_CLASSES + j] > logits[i * REPRO_CLASSES + best])
+                    best = j;
+            correct += best == y[i];
+        }
+    }
+    *loss = total / ds->n;
+    *accuracy = (double)correct / ds->n;
+done:
+    t->model.on_op = on_op;
+    free(x);
+    free(y);
+    free(probs);
+}
+
+void repro_trainer_release(repro_trainer *t)
+{
+    repro_recorder_free(t->rec); /* first: its hasher thread reads the model */
+    repro_loader_free(t->loader);
+    repro_model_release(&t->model);
+    repro_dataset_release(&t->train_set);
+    repro_dataset_release(&t->test_set);
+    repro_pool_free(t->pool);
+    free(t->probs);
+    free(t->dlogits);
+    free(t->class_features);
+    memset(t, 0, sizeof *t);
+}

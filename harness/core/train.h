@@ -1,0 +1,53 @@
+/* One training run in process: data, loader, model, optimizer and the step
+ * loop. The CLI drives it step by step (progress, later hashing); tests drive
+ * it directly to compare final parameters bit for bit. */
+#ifndef REPRO_TRAIN_H
+#define REPRO_TRAIN_H
+
+#include "core/config.h"
+#include "core/dataset.h"
+#include "core/loader.h"
+#include "core/mixed.h"
+#include "core/model.h"
+
+typedef struct repro_recorder repro_recorder;
+
+typedef struct repro_trainer_s {
+    repro_config cfg;
+    repro_pool *pool;
+    repro_dataset train_set, test_set;
+    repro_loader *loader;
+    repro_model model;
+    long step;              /* optimizer steps done */
+    const repro_batch *batch; /* the last step's batch */
+    double loss;            /* the last step's mean loss (double accumulation) */
+    float *probs, *dlogits; /* batch x classes */
+    float *class_features;  /* classes x features: penultimate activations summed per
+                               label (index-add; a trace metric) */
+    double beta1_pow, beta2_pow; /* adamw: beta^t kept by multiplication */
+    repro_recorder *rec;    /* per-step hashing (record.h), or NULL */
+    /* Accumulation and mixed precision (mixed.h). A checkpoint must carry
+     * `updates` (sgd's first step and adamw's bias correction count updates,
+     * not steps: fp16 skips some) and the scaler's scale and growth_tracker. */
+    long updates;           /* optimizer updates applied (step minus skipped) */
+    repro_scaler scaler;
+    /* train.eval_every = N: after every N-th step's update, the held-out
+     * eval of that step (repro_trainer_evaluate; the trace line carries it). */
+    long eval_step;         /* the step of the last eval, 0 if none */
+    double eval_loss, eval_accuracy;
+} repro_trainer;
+
+/* Validates the config, loads or generates the data, builds and initializes
+ * the model. Returns 0, or -1 with the error slot set. */
+int repro_trainer_init(repro_trainer *t, const repro_config *cfg);
+/* One optimizer step: accumulation_steps micro-batches (next batch,
+ * forward, loss, backward accumulating), then the update (skipped when the
+ * fp16 scaler finds inf/NaN). t->batch is the last micro-batch, t->loss the
+ * mean of the micro-batch losses. */
+int repro_trainer_step(repro_trainer *t);
+/* Loss and accuracy on the held-out split, in eval mode (no dropout), in
+ * fixed batches of the config's batch size. Does not touch training state. */
+void repro_trainer_evaluate(repro_trainer *t, double *loss, double *accuracy);
+void repro_trainer_release(repro_trainer *t);
+
+#endif

@@ -1,0 +1,1187 @@
+/* Commit bisection (see bisect_commits.h): the first-parent revwalk, the
+ * temporary linked worktree, one probe per commit (checkout, build, K runs,
+ * comparisons) and the binary search that goes around skipped commits. */
+#include "golden/bisect_commits.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <git2.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "analysis/compare.h"
+#include "record/env.h"
+#include "util/error.h"
+#include "golden/golden.h"
+#include "util/progress.h"
+#include "record/trace.h"
+
+extern char **environ;
+
+typedef struct {
+    const repro_bisect_opts *o;
+    repro_bisect_result *r;
+    repro_git *g;             /* the user's repository, through the git layer */
+    git_repository *repo;     /* the same, raw: revwalk and worktree need libgit2 itself */
+    git_repository *wt;       /* the temporary linked worktree, opened as a repository */
+    git_worktree *worktree;
+    git_reference *branch;    /* the worktree's branch, until its HEAD is detached */
+    char tmp[PATH_MAX];       /* mkdtemp root: the worktree and the probes' files */
+    char wt_path[PATH_MAX + 8];
+    char wt_name[64];
+    const char *build;        /* the build command line */
+    repro_trace ref;          /* GOOD's reference: its golden, or its run 1 */
+    int has_ref;
+    const char *ref_label;    /* "GOOD's golden" / "GOOD's run" */
+    int probes;               /* probes decided so far */
+    char bad_short[8];        /* for messages before the candidates exist */
+} bisect_ctx;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+
+static void progress(const bisect_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(const bisect_ctx *c, const char *fmt, ...)
+{
+    if (c->o->quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("bisect: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void set_verdict(repro_bisect_cand *cd, int verdict, long step, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void set_verdict(repro_bisect_cand *cd, int verdict, long step, const char *fmt, ...)
+{
+    cd->verdict = verdict;
+    cd->step = step;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cd->reason, sizeof cd->reason, fmt, ap);
+    va_end(ap);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    remove(path);
+    return 0; /* keep going: remove as much as can be removed */
+}
+
+/* rm -rf, never following symlinks out of the tree. */
+static void remove_tree(const char *path)
+{
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Prints the last `nlines` lines of a log to stderr, indented: the log itself
+ * lives in the temporary directory, which is gone when the bisect ends. */
+static void show_tail(const bisect_ctx *c, const char *path, int nlines)
+{
+    if (c->o->quiet)
+        return;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char *lines[32] = {0};
+    char buf[512];
+    int n = 0;
+    if (nlines > 32)
+        nlines = 32;
+    while (fgets(buf, sizeof buf, f)) {
+        free(lines[n % nlines]);
+        lines[n % nlines] = strdup(buf);
+        n++;
+    }
+    fclose(f);
+    for (int i = n > nlines ? n - nlines : 0; i < n; i++) {
+        char *l = lines[i % nlines];
+        if (l)
+            fprintf(stderr, "    | %s%s", l, l[strlen(l) - 1] == '\n' ? "" : "\n");
+    }
+    for (int i = 0; i < nlines; i++)
+        free(lines[i]);
+}
+
+/* ---- interruption ---------------------------------------------------------- */
+
+/* Children run in their own process group (see spawn_logged), so Ctrl-C
+ * reaches only repro: the handler notes it, the child's group gets the same
+ * signal, and the worktree is still removed on the way out. */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    interrupted = sig;
+}
+
+typedef struct {
+    struct sigaction old_int, old_term;
+} signal_state;
+
+static void signals_catch(signal_state *s)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &s->old_int);
+    sigaction(SIGTERM, &sa, &s->old_term);
+    /* A signal our parent chose to ignore (nohup, a background job) stays ignored. */
+    if (s->old_int.sa_handler == SIG_IGN)
+        sigaction(SIGINT, &s->old_int, NULL);
+    if (s->old_term.sa_handler == SIG_IGN)
+        sigaction(SIGTERM, &s->old_term, NULL);
+}
+
+static void signals_restore(const signal_state *s)
+{
+    sigaction(SIGINT, &s->old_int, NULL);
+    sigaction(SIGTERM, &s->old_term, NULL);
+}
+
+static int check_interrupted(void)
+{
+    if (interrupted)
+        return repro_error_set(128 + interrupted, "bisect: interrupted (signal %d)",
+                               (int)interrupted);
+    return 0;
+}
+
+/* ---- children ------------------------------------------------------------- */
+
+/* The children's environment: ours, minus what would make them act on
+ * something other than the worktree. make's MAKEFLAGS and friends (when
+ * repro itself runs under make, as `make check` does, `BUILD=...` and -j
+ * settings would leak into the user's build command); GIT_DIR and friends
+ * (set in git hooks and `git bisect run`, they would point the build and
+ * `repro run` at the user's checkout instead of the worktree). */
+static const char *const scrubbed[] = {"MAKEFLAGS=",   "MFLAGS=",       "MAKELEVEL=",
+                                       "MAKEOVERRIDES=", "GIT_DIR=",    "GIT_WORK_TREE=",
+                                       "GIT_INDEX_FILE=", "GIT_COMMON_DIR=", NULL};
+
+static char **child_env(void)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int drop = 0;
+        for (int s = 0; scrubbed[s] && !drop; s++)
+            drop = !strncmp(environ[i], scrubbed[s], strlen(scrubbed[s]));
+        if (!drop)
+            env[k++] = environ[i];
+    }
+    return env;
+}
+
+/* Runs `path argv...` in `cwd` with stdin from /dev/null and stdout and
+ * stderr appended to `log`, and waits. *status: the exit status, 128+signal,
+ * or 127 when it could not be started (as a shell says for a missing
+ * command). Returns -1 only when interrupted or out of memory. */
+static int spawn_logged(const char *cwd, const char *path, char *const argv[], const char *log,
+                        int *status)
+{
+    char **env = child_env();
+    if (!env)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addchdir_np(&fa, cwd);
+    /* Its own process group, so that an interruption reaches everything it
+     * started (make's compilers too), and not a stray grandchild left
+     * writing into a worktree that is being removed. */
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&at, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, path, &fa, &at, argv, env);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    if (rc != 0) {
+        FILE *f = fopen(log, "a");
+        if (f) {
+            fprintf(f, "repro bisect: cannot start %s: %s\n", path, strerror(rc));
+            fclose(f);
+        }
+        *status = 127;
+        return check_interrupted();
+    }
+    int st, forwarded = 0;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR) {
+            *status = 127;
+            return repro_error_set_errno(REPRO_EIO, "waiting for %s", path);
+        }
+        if (interrupted && !forwarded) {
+            kill(-pid, interrupted);
+            forwarded = 1;
+        }
+    }
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return check_interrupted();
+}
+
+/* ---- the range and its candidates --------------------------------------- */
+
+int repro_bisect_parse_range(const char *arg, char **good, char **bad)
+{
+    const char *dots = arg ? strstr(arg, "..") : NULL;
+    if (!dots || dots == arg || !dots[2] || dots[2] == '.' || strstr(dots + 2, ".."))
+        return repro_error_set(REPRO_EINVAL,
+                               "bisect: --commits %s: expected GOOD..BAD, two revs joined by "
+                               "'..' (e.g. v1.0..HEAD)",
+                               arg ? arg : "");
+    char *g = strndup(arg, (size_t)(dots - arg)), *b = strdup(dots + 2);
+    if (!g || !b) {
+        free(g);
+        free(b);
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    }
+    *good = g;
+    *bad = b;
+    return 0;
+}
+
+static int first_parent_is(git_repository *repo, const git_oid *child, const git_oid *parent)
+{
+    git_commit *c = NULL;
+    if (git_commit_lookup(&c, repo, child) < 0)
+        return 0;
+    const git_oid *p = git_commit_parentcount(c) ? git_commit_parent_id(c, 0) : NULL;
+    int ok = p && git_oid_equal(p, parent);
+    git_commit_free(c);
+    return ok;
+}
+
+static int hide_good(const git_oid *id, void *payload)
+{
+    return git_oid_equal(id, payload);
+}
+
+/* The commits after GOOD up to BAD on BAD's first-parent chain, newest
+ * first, into *ids: a first-parent revwalk from BAD with GOOD hidden. GOOD
+ * is hidden by a callback, not git_revwalk_hide(): libgit2 1.5.1 parses the
+ * ancestors of a hidden commit to mark them, and fails when GOOD is the
+ * boundary of a shallow clone (its parent is missing); the callback stops
+ * the walk at GOOD itself. The walk alone cannot tell "GOOD is on the
+ * chain" from "GOOD shares history with it" (a merge brought it in, or it
+ * is on another branch), so the chain is checked link by link down to
+ * GOOD. */
+static int walk_first_parent(bisect_ctx *c, const git_oid *good, const git_oid *bad, git_oid **ids,
+                             size_t *n)
+{
+    const char *gs = c->r->good.commit.short_id, *bs = c->bad_short;
+    git_revwalk *w = NULL;
+    size_t cap = 0, k = 0;
+    git_oid *v = NULL, id;
+    if (git_oid_equal(good, bad))
+        return repro_error_set(REPRO_EINVAL,
+                               "bisect: GOOD and BAD are the same commit (%s): nothing "
+                               "between them to bisect",
+                               gs);
+    int rc = git_revwalk_new(&w, c->repo);
+    if (rc == 0)
+        rc = git_revwalk_simplify_first_parent(w);
+    if (rc == 0)
+        rc = git_revwalk_push(w, bad);
+    if (rc == 0)
+        rc = git_revwalk_add_hide_cb(w, hide_good, (void *)good);
+    if (rc < 0) {
+        git_revwalk_free(w);
+        return repro_git_fail(REPRO_EIO, "bisect: cannot walk the history");
+    }
+    while ((rc = git_revwalk_next(&id, w)) == 0) {
+        if (k == cap) {
+            cap = cap ? 2 * cap : 64;
+            git_oid *nv = realloc(v, cap * sizeof *v);
+            if (!nv) {
+                free(v);
+                git_revwalk_free(w);
+                return repro_error_set(REPRO_ENOMEM, "out of memory");
+            }
+            v = nv;
+        }
+        v[k++] = id;
+    }
+    git_revwalk_free(w);
+    if (rc != GIT_ITEROVER) {
+        free(v);
+        return repro_git_fail(REPRO_EINVAL,
+                        "bisect: GOOD %s is not an ancestor of BAD on its first-parent chain "
+                        "(history ends before it: a shallow clone?)",
+                        gs);
+    }
+    int linked = k > 0;
+    for (size_t i = 0; i < k && linked; i++)
+        linked = first_parent_is(c->repo, &v[i], i + 1 < k ? &v[i + 1] : good);
+    if (!linked) {
+        free(v);
+        return repro_error_set(REPRO_EINVAL,
+                               "bisect: GOOD %s is not an ancestor of BAD %s on BAD's "
+                               "first-parent chain (git log --first-parent BAD must reach GOOD)",
+                               gs, bs);
+    }
+    *ids = v;
+    *n = k;
+    return 0;
+}
+
+/* Fills r->cand (oldest first) from the walk. */
+static int list_candidates(bisect_ctx *c, const git_oid *good, const git_oid *bad)
+{
+    git_oid *ids = NULL;
+    size_t n = 0;
+    if (walk_first_parent(c, good, bad, &ids, &n))
+        return -1;
+    c->r->cand = calloc(n, sizeof *c->r->cand);
+    c->r->steps = calloc(n + 1, sizeof *c->r->steps);
+    if (!c->r->cand || !c->r->steps) {
+        free(ids);
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        char hex[GIT_OID_HEXSZ + 1];
+        git_oid_tostr(hex, sizeof hex, &ids[n - 1 - i]);
+        if (repro_git_lookup(c->g, hex, &c->r->cand[i].commit)) {
+            free(ids);
+            return -1;
+        }
+        c->r->ncand = i + 1;
+    }
+    free(ids);
+    return 0;
+}
+
+/* ---- GOOD's golden -------------------------------------------------------- */
+
+/* The golden of GOOD for this environment class, read from GOOD's tree (not
+ * the work tree: the reference is what was blessed as of GOOD) through a
+ * temporary file, since the trace reader reads files. 0 with c->has_ref set,
+ * or 0 without it when GOOD has no golden for this class. */
+static int load_golden(bisect_ctx *c)
+{
+    char rel[256], tmp[PATH_MAX + 32];
+    snprintf(rel, sizeof rel, "golden/%s/%s.jsonl", c->r->exp_name, c->r->env_class);
+    void *data = NULL;
+    size_t len = 0;
+    if (repro_git_read_blob(c->g, c->r->good.commit.id, rel, &data, &len)) {
+        repro_error_clear();
+        return 0;
+    }
+    snprintf(tmp, sizeof tmp, "%s/good-golden.jsonl", c->tmp);
+    FILE *f = fopen(tmp, "w");
+    int ok = f && fwrite(data, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    free(data);
+    if (!ok)
+        return repro_error_set_errno(REPRO_EIO, "bisect: writing %s", tmp);
+    if (repro_trace_read(&c->ref, tmp)) {
+        char why[1024]; /* the slot's own text cannot be formatted into the slot */
+        snprintf(why, sizeof why, "%s", repro_error_message());
+        return repro_error_set(REPRO_EINVAL, "bisect: GOOD's golden %s cannot be read: %s",
+                               rel, why);
+    }
+    c->has_ref = 1;
+    c->ref_label = "GOOD's golden";
+    snprintf(c->r->reference, sizeof c->r->reference, "GOOD's golden %s", rel);
+    return 0;
+}
+
+/* ---- the worktree --------------------------------------------------------- */
+
+/* A linked worktree (libgit2's git_worktree_add) in a fresh temporary
+ * directory, so probes never touch the user's checkout. libgit2 needs a
+ * branch for it (it makes one named after the worktree when given none),
+ * so one is made at `at`, and deleted as soon as the worktree's HEAD is
+ * detached: no branch is left behind. Deleted as a reference, not with
+ * git_branch_delete(): that also removes the branch's config section (it
+ * has none) through a regex match that leaks in libgit2 1.5.1 with pcre2. */
+static int worktree_create(bisect_ctx *c, const git_oid *at)
+{
+    snprintf(c->wt_path, sizeof c->wt_path, "%s/wt", c->tmp);
+    snprintf(c->wt_name, sizeof c->wt_name, "repro-bisect-%ld", (long)getpid());
+    git_commit *commit = NULL;
+    if (git_commit_lookup(&commit, c->repo, at) < 0)
+        return repro_git_fail(REPRO_EIO, "bisect: cannot read commit %s", c->r->good.commit.id);
+    int rc = git_branch_create(&c->branch, c->repo, c->wt_name, commit, 0);
+    git_commit_free(commit);
+    if (rc < 0)
+        return repro_git_fail(REPRO_EIO, "bisect: cannot create the branch %s for the worktree",
+                        c->wt_name);
+    git_worktree_add_options wo;
+    git_worktree_add_options_init(&wo, GIT_WORKTREE_ADD_OPTIONS_VERSION);
+    wo.ref = c->branch;
+    if (git_worktree_add(&c->worktree, c->repo, c->wt_name, c->wt_path, &wo) < 0)
+        return repro_git_fail(REPRO_EIO, "bisect: cannot add a worktree at %s", c->wt_path);
+    if (git_repository_open(&c->wt, c->wt_path) < 0 ||
+        git_repository_set_head_detached(c->wt, at) < 0)
+        return repro_git_fail(REPRO_EIO, "bisect: cannot open the worktree at %s", c->wt_path);
+    if (git_reference_delete(c->branch) < 0)
+        return repro_git_fail(REPRO_EIO, "bisect: cannot delete the temporary branch %s",
+                        c->wt_name);
+    git_reference_free(c->branch);
+    c->branch = NULL;
+    return 0;
+}
+
+/* Removes the worktree (git_worktree_prune with its working tree), the
+ * temporary branch if it is still there, and the temporary directory. Safe
+ * to call at any point of a failed setup. */
+static void worktree_remove(bisect_ctx *c)
+{
+    git_repository_free(c->wt);
+    c->wt = NULL;
+    if (!c->worktree && c->repo && c->wt_name[0] &&
+        git_worktree_lookup(&c->worktree, c->repo, c->wt_name) < 0)
+        c->worktree = NULL; /* never made: nothing to prune */
+    if (c->worktree) {
+        git_worktree_prune_options po;
+        git_worktree_prune_options_init(&po, GIT_WORKTREE_PRUNE_OPTIONS_VERSION);
+        po.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_LOCKED |
+                   GIT_WORKTREE_PRUNE_WORKING_TREE;
+        if (git_worktree_prune(c->worktree, &po) < 0) {
+            const git_error *e = git_error_last();
+            fprintf(stderr, "repro: bisect: cannot prune the worktree %s%s%s (git worktree prune "
+                            "removes it)\n",
+                    c->wt_name, e && e->message ? ": " : "", e && e->message ? e->message : "");
+        }
+        git_worktree_free(c->worktree);
+        c->worktree = NULL;
+    }
+    if (c->branch) {
+        git_reference_delete(c->branch);
+        git_reference_free(c->branch);
+        c->branch = NULL;
+    }
+    if (c->tmp[0])
+        remove_tree(c->tmp);
+}
+
+/* Checks commit `hex` out into the worktree and detaches HEAD there. Only
+ * files that differ from what the worktree holds are written, so unchanged
+ * sources keep their timestamps and `make` recompiles only what this commit
+ * changed: every probe after the first is an incremental build, which is
+ * what makes a bisect fast. FORCE rather than SAFE because nothing in the
+ * worktree is anyone's work; untracked files (the build outputs) are kept,
+ * which is the point. */
+static int checkout(bisect_ctx *c, const char *hex)
+{
+    git_oid id;
+    git_commit *commit = NULL;
+    if (git_oid_fromstr(&id, hex) < 0 || git_commit_lookup(&commit, c->wt, &id) < 0)
+        return repro_git_fail(REPRO_EIO, "bisect: cannot read commit %s", hex);
+    git_checkout_options co;
+    git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+    co.checkout_strategy = GIT_CHECKOUT_FORCE;
+    int rc = git_checkout_tree(c->wt, (const git_object *)commit, &co);
+    git_commit_free(commit);
+    if (rc < 0 || git_repository_set_head_detached(c->wt, &id) < 0)
+        return repro_git_fail(REPRO_EIO, "bisect: cannot check %.7s out into the worktree", hex);
+    return 0;
+}
+
+/* ---- one probe ------------------------------------------------------------- */
+
+/* Builds the checked-out commit with the user's command line. It is theirs,
+ * with pipes, && and redirections, so /bin/sh -c runs it: the one place in
+ * repro where going through a shell is right. */
+static int build(bisect_ctx *c, const char *log, int *status)
+{
+    char *argv[] = {"sh", "-c", (char *)c->build, NULL};
+    c->r->builds++;
+    return spawn_logged(c->wt_path, "/bin/sh", argv, log, status);
+}
+
+/* The commit's own `./repro run EXP -q -o TRACE`, in the worktree. */
+static int run_once(bisect_ctx *c, const char *trace, const char *log, int *status)
+{
+    char self[PATH_MAX + 16];
+    snprintf(self, sizeof self, "%s/repro", c->wt_path);
+    char *argv[] = {"./repro", "run", c->r->exp_rel, "-q", "-o", (char *)trace, NULL};
+    c->r->runs++;
+    return spawn_logged(c->wt_path, self, argv, log, status);
+}
+
+/* Compares runs 2..K with run 1: any difference is nondeterminism at this
+ * commit, so it is bad whatever the reference says. 1 when all agree. */
+static int runs_agree(repro_bisect_cand *cd, const repro_trace *runs, int k)
+{
+    for (int i = 1; i < k; i++) {
+        repro_divergence d;
+        if (repro_compare_traces(&runs[0], &runs[i], &d)) {
+            set_verdict(cd, REPRO_BISECT_SKIP, 0, "runs 1 and %d cannot be compared: %s", i + 1,
+                        repro_error_message());
+            repro_error_clear();
+            return 0;
+        }
+        int same = d.identical;
+        long step = d.first_step, sa = d.steps_a, sb = d.steps_b;
+        repro_divergence_release(&d);
+        if (same)
+            continue;
+        if (step)
+            set_verdict(cd, REPRO_BISECT_BAD, step, "runs disagree at step %ld", step);
+        else
+            set_verdict(cd, REPRO_BISECT_BAD, 0, "runs disagree: run 1 has %ld steps, run %d %ld",
+                        sa, i + 1, sb);
+        return 0;
+    }
+    return 1;
+}
+
+/* The reason a comparison refused, without the temporary paths it names:
+ * "(numerics digest a vs b): train.lr 0.05 vs 0.02" or "experiments: x vs y". */
+static const char *refusal(const char *msg)
+{
+    const char *p = strstr(msg, "different configs ");
+    if (p)
+        return p + strlen("different configs ");
+    p = strstr(msg, "different ");
+    return p ? p : msg;
+}
+
+/* Run 1 against GOOD's reference (a run that is a prefix of it, or it of the
+ * run, matches, as in `repro check`). Without a reference yet (GOOD's own
+ * probe) agreeing runs are good. */
+static void match_reference(bisect_ctx *c, repro_bisect_cand *cd, const repro_trace *run1, int k)
+{
+    if (!c->has_ref) {
+        set_verdict(cd, REPRO_BISECT_GOOD, 0, "%d run%s agree", k, k == 1 ? "" : "s");
+        return;
+    }
+    repro_divergence d;
+    if (repro_compare_traces(&c->ref, run1, &d)) {
+        set_verdict(cd, REPRO_BISECT_BAD, 0,
+                    "the experiment file changed: its config differs from %s %s", c->ref_label,
+                    refusal(repro_error_message()));
+        repro_error_clear();
+        return;
+    }
+    int match = d.identical || (d.first_step == 0 && d.common_steps > 0);
+    long step = d.first_step;
+    repro_divergence_release(&d);
+    if (match)
+        set_verdict(cd, REPRO_BISECT_GOOD, 0, "%d run%s agree, match %s", k, k == 1 ? "" : "s",
+                    c->ref_label);
+    else if (step)
+        set_verdict(cd, REPRO_BISECT_BAD, step, "differs from %s at step %ld", c->ref_label, step);
+    else
+        set_verdict(cd, REPRO_BISECT_BAD, 0, "no step in common with %s", c->ref_label);
+}
+
+/* Runs the built commit K times and judges it. `keep`: where run 1's trace
+ * goes when the commit is good (GOOD's probe makes it the reference). */
+static int test_runs(bisect_ctx *c, repro_bisect_cand *cd, const char *dir, repro_trace *keep)
+{
+    int k = c->o->repeat;
+    repro_trace *runs = calloc((size_t)k, sizeof *runs);
+    if (!runs)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int i = 0; i < k; i++) {
+        char trace[PATH_MAX + 64], log[PATH_MAX + 64];
+        snprintf(trace, sizeof trace, "%s/run-%d/trace.jsonl", dir, i + 1);
+        snprintf(log, sizeof log, "%s/run-%d.log", dir, i + 1);
+        progress(c, "%s: run %d/%d", cd->commit.short_id, i + 1, k);
+        int st;
+        if ((rc = run_once(c, trace, log, &st)))
+            goto done;
+        if (st != 0) {
+            set_verdict(cd, REPRO_BISECT_SKIP, 0, "run %d exited %d", i + 1, st);
+            show_tail(c, log, 8);
+            goto done;
+        }
+        if (repro_trace_read(&runs[i], trace)) {
+            set_verdict(cd, REPRO_BISECT_SKIP, 0, "run %d's trace cannot be read: %s", i + 1,
+                        repro_error_message());
+            repro_error_clear();
+            goto done;
+        }
+    }
+    if (runs_agree(cd, runs, k))
+        match_reference(c, cd, &runs[0], k);
+    if (keep && cd->verdict == REPRO_BISECT_GOOD) {
+        *keep = runs[0];
+        memset(&runs[0], 0, sizeof runs[0]);
+    }
+done:
+    for (int i = 0; i < k; i++) /* (safe on the zeroed ones) */
+        repro_trace_release(&runs[i]);
+    free(runs);
+    return rc;
+}
+
+/* One probe: check out, build, run, judge. A build or run that fails makes
+ * the commit "skip" (git bisect's 125), not an error. Returns -1 only for
+ * what stops the whole bisect (libgit2, interruption). */
+static int probe(bisect_ctx *c, repro_bisect_cand *cd, repro_trace *keep)
+{
+    char dir[PATH_MAX + 32], log[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/probe-%d", c->tmp, c->probes + 1);
+    snprintf(log, sizeof log, "%s/build.log", dir);
+    if (mkdir(dir, 0755) && errno != EEXIST)
+        return repro_error_set_errno(REPRO_EIO, "bisect: cannot create %s", dir);
+    progress(c, "%s: checking out %s", cd->commit.short_id, cd->commit.summary);
+    if (checkout(c, cd->commit.id))
+        return -1;
+    progress(c, "%s: building (%s)", cd->commit.short_id, c->build);
+    int st, rc;
+    if ((rc = build(c, log, &st)) == 0) {
+        if (st != 0) {
+            set_verdict(cd, REPRO_BISECT_SKIP, 0, "build failed (exit %d)", st);
+            show_tail(c, log, 10);
+        } else {
+            rc = test_runs(c, cd, dir, keep);
+        }
+    }
+    remove_tree(dir);
+    return rc;
+}
+
+/* ---- the search --------------------------------------------------------- */
+
+/* How many more probes a binary search over the untested commits strictly
+ * between lo and hi needs, at most: ceil(log2(u + 1)). */
+static int probes_left(const repro_bisect_result *r, long lo, long hi)
+{
+    long u = 0;
+    for (long i = lo + 1; i < hi; i++)
+        u += r->cand[i].verdict == REPRO_BISECT_UNTESTED;
+    int k = 0;
+    while ((1L << k) < u + 1)
+        k++;
+    return k;
+}
+
+/* Records a decided probe and prints its line. */
+static void report_probe(bisect_ctx *c, long idx, const char *role, int left)
+{
+    repro_bisect_result *r = c->r;
+    r->steps[r->nsteps++] = idx;
+    c->probes++;
+    if (c->o->steps) {
+        repro_bisect_print_probe(c->o->steps, idx < 0 ? &r->good : &r->cand[idx], role, c->probes,
+                                 c->probes + left);
+        fflush(c->o->steps);
+    }
+}
+
+/* The commit to probe between lo (good) and hi (bad): the middle one, or
+ * when it was skipped its nearest untested neighbour, alternating above and
+ * below (git bisect also moves away from a skipped midpoint); -1 when only
+ * skipped commits are left between them. */
+static long pick_probe(const repro_bisect_result *r, long lo, long hi)
+{
+    long mid = lo + (hi - lo) / 2;
+    for (long d = 0; mid + d < hi || mid - d > lo; d++) {
+        if (mid + d > lo && mid + d < hi && r->cand[mid + d].verdict == REPRO_BISECT_UNTESTED)
+            return mid + d;
+        if (d && mid - d > lo && r->cand[mid - d].verdict == REPRO_BISECT_UNTESTED)
+            return mid - d;
+    }
+    return -1;
+}
+
+/* Binary search with skips between GOOD (index -1, good) and BAD (last,
+ * verified bad). Invariant: cand[lo] (or GOOD) is good, cand[hi] is bad;
+ * the first bad commit is in (lo, hi]. */
+static int search(bisect_ctx *c)
+{
+    repro_bisect_result *r = c->r;
+    long lo = -1, hi = (long)r->ncand - 1, m;
+    while ((m = pick_probe(r, lo, hi)) >= 0) {
+        if (probe(c, &r->cand[m], NULL))
+            return -1;
+        if (r->cand[m].verdict == REPRO_BISECT_GOOD)
+            lo = m;
+        else if (r->cand[m].verdict == REPRO_BISECT_BAD)
+            hi = m;
+        report_probe(c, m, NULL, probes_left(r, lo, hi));
+    }
+    if (hi - lo == 1) {
+        r->first_bad = hi;
+        return REPRO_BISECT_FOUND;
+    }
+    r->range_lo = lo + 1; /* all skipped up to hi: any of them, or hi, is the first bad */
+    r->range_hi = hi;
+    return REPRO_BISECT_UNRESOLVED;
+}
+
+/* Does GOOD's golden still describe GOOD? Its header records the tree ids
+ * of the numerics paths it was blessed with; when GOOD has the same ones
+ * (and the bless was clean), GOOD gives the golden's bits and need not be
+ * built. A golden carried forward past a numerics change that nobody
+ * re-blessed would otherwise make every commit look bad. 1 when it fits;
+ * 0 with `why` filled when GOOD must be checked against it. */
+static int golden_fits_good(bisect_ctx *c, char *why, size_t len)
+{
+    json_t *gold = json_object_get((json_t *)c->ref.header_json, "golden");
+    json_t *trees = json_object_get(gold, "numerics_trees");
+    const char *at = json_string_value(json_object_get(json_object_get(gold, "commit"), "short"));
+    const char *path;
+    json_t *v;
+    if (!json_is_object(trees) || !json_object_size(trees)) {
+        snprintf(why, len, "the golden records no tree ids");
+        return 0;
+    }
+    if (json_is_true(json_object_get(gold, "dirty"))) {
+        snprintf(why, len, "the golden was blessed on a dirty tree");
+        return 0;
+    }
+    json_object_foreach(trees, path, v) {
+        char id[41];
+        if (repro_git_tree_id(c->g, c->r->good.commit.id, path, id)) {
+            repro_error_clear();
+            id[0] = '\0';
+        }
+        if (!json_is_string(v) || strcmp(id, json_string_value(v))) {
+            snprintf(why, len, "%s changed between the golden's bless at %s and GOOD", path,
+                     at ? at : "?");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* GOOD's own probe. Without a golden, its K runs must agree and its run 1
+ * becomes the reference; with a golden that may not fit it (`why`), its
+ * runs must agree and match the golden. */
+static int probe_good(bisect_ctx *c, const char *why)
+{
+    repro_bisect_result *r = c->r;
+    int golden = c->has_ref;
+    if (golden)
+        progress(c, "GOOD %s is built too: %s", r->good.commit.short_id, why);
+    if (probe(c, &r->good, golden ? NULL : &c->ref))
+        return -1;
+    report_probe(c, -1, "GOOD", 1 + probes_left(r, -1, (long)r->ncand - 1));
+    if (r->good.verdict == REPRO_BISECT_SKIP)
+        return repro_error_set(REPRO_EINVAL,
+                               "bisect: GOOD %s is not good: it cannot be tested (%s)",
+                               r->good.commit.short_id, r->good.reason);
+    if (r->good.verdict != REPRO_BISECT_GOOD)
+        return repro_error_set(REPRO_EINVAL, "bisect: GOOD %s is not good: %s%s%s%s",
+                               r->good.commit.short_id, r->good.reason,
+                               golden ? " (" : "", golden ? why : "",
+                               golden ? "; bisect from the golden's commit, or re-bless)" : "");
+    if (golden)
+        return 0;
+    c->has_ref = 1;
+    c->ref_label = "GOOD's run";
+    snprintf(r->reference, sizeof r->reference,
+             "GOOD's run 1 (GOOD has no golden/%s/%s.jsonl)", r->exp_name, r->env_class);
+    return 0;
+}
+
+/* BAD is assumed bad, as git bisect assumes; it is verified first so that a
+ * range with nothing to find does not cost a whole search. */
+static int probe_bad(bisect_ctx *c)
+{
+    repro_bisect_result *r = c->r;
+    long last = (long)r->ncand - 1;
+    if (probe(c, &r->cand[last], NULL))
+        return -1;
+    int left = r->cand[last].verdict == REPRO_BISECT_BAD ? probes_left(r, -1, last) : 0;
+    report_probe(c, last, "BAD", left);
+    if (r->cand[last].verdict == REPRO_BISECT_GOOD)
+        return REPRO_BISECT_NOTHING;
+    if (r->cand[last].verdict == REPRO_BISECT_SKIP) {
+        r->range_lo = r->range_hi = last; /* cannot even say that BAD is bad */
+        return REPRO_BISECT_UNRESOLVED;
+    }
+    return REPRO_BISECT_FOUND; /* bad: go on */
+}
+
+/* ---- what the first bad commit changed -------------------------------- */
+
+/* Adds `path` to r->paths unless it is there already. */
+static int add_path(repro_bisect_result *r, const char *path, size_t cap)
+{
+    for (size_t i = 0; i < r->npaths; i++)
+        if (!strcmp(r->paths[i], path))
+            return 0;
+    if (r->npaths == cap || !(r->paths[r->npaths] = strdup(path)))
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    r->npaths++;
+    return 0;
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int tree_of(git_repository *repo, const char *hex, git_tree **out)
+{
+    git_oid id;
+    git_commit *c = NULL;
+    int rc = git_oid_fromstr(&id, hex) < 0 || git_commit_lookup(&c, repo, &id) < 0 ||
+             git_commit_tree(out, c) < 0;
+    git_commit_free(c);
+    return rc ? repro_git_fail(REPRO_EIO, "bisect: cannot read the tree of %.7s", hex) : 0;
+}
+
+/* The numerics paths (and the experiment file) the first bad commit changed
+ * against its first parent: a tree-to-tree diff limited to those prefixes
+ * (literal paths, a directory taking everything under it). This is what
+ * repro_git_changes_since(parent) reports for a HEAD at the first bad
+ * commit, asked directly: the user's HEAD is theirs, and the git layer
+ * opened on the worktree misses a shallow clone's boundary (libgit2 1.5.1
+ * looks for `shallow` in the worktree's own git dir), where both trees
+ * compared here are always present. */
+static int touched_paths(bisect_ctx *c)
+{
+    repro_bisect_result *r = c->r;
+    const char *child = r->cand[r->first_bad].commit.id;
+    const char *parent = r->first_bad ? r->cand[r->first_bad - 1].commit.id : r->good.commit.id;
+    char *prefixes[16];
+    size_t np = 0;
+    for (int i = 0; i < repro_numerics_npaths && np < 15; i++)
+        prefixes[np++] = (char *)repro_numerics_paths[i];
+    prefixes[np++] = r->exp_rel;
+    git_tree *a = NULL, *b = NULL;
+    git_diff *diff = NULL;
+    git_diff_options dopt;
+    git_diff_options_init(&dopt, GIT_DIFF_OPTIONS_VERSION);
+    dopt.flags |= GIT_DIFF_DISABLE_PATHSPEC_MATCH;
+    dopt.pathspec.strings = prefixes;
+    dopt.pathspec.count = np;
+    int rc = tree_of(c->repo, parent, &a) || tree_of(c->repo, child, &b) ? -1 : 0;
+    if (rc == 0 && git_diff_tree_to_tree(&diff, c->repo, a, b, &dopt) < 0)
+        rc = repro_git_fail(REPRO_EIO, "bisect: cannot diff %.7s against its parent", child);
+    size_t n = rc ? 0 : git_diff_num_deltas(diff);
+    if (n && !(r->paths = calloc(2 * n, sizeof *r->paths)))
+        rc = repro_error_set(REPRO_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const git_diff_delta *d = git_diff_get_delta(diff, i);
+        if (d->old_file.path)
+            rc = add_path(r, d->old_file.path, 2 * n);
+        if (rc == 0 && d->new_file.path)
+            rc = add_path(r, d->new_file.path, 2 * n);
+    }
+    if (r->npaths)
+        qsort(r->paths, r->npaths, sizeof *r->paths, cmp_path);
+    git_diff_free(diff);
+    git_tree_free(a);
+    git_tree_free(b);
+    return rc;
+}
+
+/* ---- setup and the whole run ----------------------------------------------- */
+
+/* The experiment's stem names its golden directory (as config.c names it). */
+static void exp_stem(const char *rel, char *out, size_t len)
+{
+    const char *base = strrchr(rel, '/');
+    base = base ? base + 1 : rel;
+    const char *dot = strrchr(base, '.');
+    int n = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+    snprintf(out, len, "%.*s", n, base);
+}
+
+/* The experiment must be in both ends' trees: each commit runs its own
+ * copy, and without one at GOOD there is no reference to compare with. */
+static int exp_missing(bisect_ctx *c, const repro_git_commit *at, const char *which)
+{
+    void *blob = NULL;
+    size_t len;
+    if (repro_git_read_blob(c->g, at->id, c->r->exp_rel, &blob, &len) == 0) {
+        free(blob);
+        return 0;
+    }
+    return repro_error_set(REPRO_EINVAL,
+                           "bisect: %s is not a file in %s %s: the experiment must be committed "
+                           "there (each commit is built and run with its own tree)",
+                           c->r->exp_rel, which, at->short_id);
+}
+
+/* Everything before the first build: range, repository, experiment,
+ * candidates, reference, worktree. */
+static int setup(bisect_ctx *c, git_oid *good, git_oid *bad)
+{
+    repro_bisect_result *r = c->r;
+    char *good_rev = NULL, *bad_rev = NULL;
+    int rc = -1;
+    repro_git_commit badc = {0};
+    if (repro_bisect_parse_range(c->o->range, &good_rev, &bad_rev) ||
+        repro_git_open(&c->g, NULL) || repro_git_relpath(c->g, c->o->exp, &r->exp_rel) ||
+        repro_git_lookup(c->g, good_rev, &r->good.commit) ||
+        repro_git_lookup(c->g, bad_rev, &badc))
+        goto done;
+    exp_stem(r->exp_rel, r->exp_name, sizeof r->exp_name);
+    snprintf(c->bad_short, sizeof c->bad_short, "%s", badc.short_id);
+    if (exp_missing(c, &badc, "BAD") || exp_missing(c, &r->good.commit, "GOOD"))
+        goto done;
+    if (git_repository_open(&c->repo, repro_git_workdir(c->g)) < 0) {
+        repro_git_fail(REPRO_EIO, "bisect: cannot open %s", repro_git_workdir(c->g));
+        goto done;
+    }
+    if (git_oid_fromstr(good, r->good.commit.id) < 0 || git_oid_fromstr(bad, badc.id) < 0 ||
+        list_candidates(c, good, bad))
+        goto done;
+    repro_env env;
+    if (repro_env_get(&env))
+        goto done;
+    snprintf(r->env_class, sizeof r->env_class, "%s", env.class_id);
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(c->tmp, sizeof c->tmp, "%s/repro-bisect-XXXXXX",
+             tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    if (!mkdtemp(c->tmp)) {
+        repro_error_set_errno(REPRO_EIO, "bisect: cannot create %s", c->tmp);
+        c->tmp[0] = '\0';
+        goto done;
+    }
+    if (load_golden(c))
+        goto done;
+    progress(c, "%zu commit%s after GOOD %s up to BAD %s; reference: %s", r->ncand,
+             r->ncand == 1 ? "" : "s", r->good.commit.short_id, badc.short_id,
+             c->has_ref ? r->reference : "GOOD's own run (no golden for this class)");
+    rc = worktree_create(c, bad);
+done:
+    repro_git_commit_release(&badc);
+    free(good_rev);
+    free(bad_rev);
+    return rc;
+}
+
+static int bisect(bisect_ctx *c)
+{
+    char why[600] = "";
+    if ((!c->has_ref || !golden_fits_good(c, why, sizeof why)) && probe_good(c, why))
+        return -1;
+    int rc = probe_bad(c);
+    if (rc != REPRO_BISECT_FOUND)
+        return rc;
+    rc = search(c);
+    if (rc == REPRO_BISECT_FOUND && touched_paths(c)) {
+        /* The answer stands without the list; say why it is missing. */
+        fprintf(stderr, "repro: bisect: cannot list the paths the first bad commit changed: %s\n",
+                repro_error_message());
+        repro_error_clear();
+    }
+    return rc;
+}
+
+int repro_bisect_commits(const repro_bisect_opts *o, repro_bisect_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->first_bad = r->range_lo = r->range_hi = -1;
+    bisect_ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    c.r = r;
+    c.build = o->build && o->build[0] ? o->build : "make";
+    double t0 = repro_now();
+    signal_state sigs;
+    signals_catch(&sigs);
+    git_oid good, bad;
+    int rc = setup(&c, &good, &bad);
+    if (rc == 0)
+        rc = bisect(&c);
+    if (rc >= 0)
+        r->outcome = rc;
+    worktree_remove(&c);
+    repro_trace_release(&c.ref); /* (safe when never filled) */
+    git_repository_free(c.repo);
+    repro_git_free(c.g);
+    signals_restore(&sigs);
+    r->seconds = repro_now() - t0;
+    return rc;
+}
+
+void repro_bisect_result_release(repro_bisect_result *r)
+{
+    repro_git_commit_release(&r->good.commit);
+    for (size_t i = 0; i < r->ncand; i++)
+        repro_git_commit_release(&r->cand[i].commit);
+    free(r->cand);
+    free(r->steps);
+    for (size_t i = 0; i < r->npaths; i++)
+        free(r->paths[i]);
+    free(r->paths);
+    free(r->exp_rel);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- reports ------------------------------------------------------------------ */
+
+const char *repro_bisect_verdict_name(int verdict)
+{
+    switch (verdict) {
+    case REPRO_BISECT_GOOD: return "good";
+    case REPRO_BISECT_BAD: return "bad";
+    case REPRO_BISECT_SKIP: return "skip";
+    default: return "untested";
+    }
+}
+
+void repro_bisect_print_probe(FILE *out, const repro_bisect_cand *c, const char *role, int n,
+                              int total)
+{
+    fprintf(out, "probe %d/%d: %s %s%s%s%s \xe2\x80\x94 %s (%s)\n", n, total, c->commit.short_id,
+            c->commit.summary, role ? " (" : "", role ? role : "", role ? ")" : "",
+            repro_bisect_verdict_name(c->verdict), c->reason);
+}
+
+static void print_commit_line(FILE *out, const repro_bisect_cand *c)
+{
+    fprintf(out, "  %s %s (%s: %s)\n", c->commit.short_id, c->commit.summary,
+            repro_bisect_verdict_name(c->verdict), c->reason);
+}
+
+static void print_skipped(FILE *out, const repro_bisect_result *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->ncand; i++)
+        n += r->cand[i].verdict == REPRO_BISECT_SKIP;
+    if (!n)
+        return;
+    fprintf(out, "skipped (did not build or run): %zu commit%s\n", n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < r->ncand; i++)
+        if (r->cand[i].verdict == REPRO_BISECT_SKIP)
+            print_commit_line(out, &r->cand[i]);
+}
+
+static void print_first_bad(FILE *out, const repro_bisect_result *r)
+{
+    const repro_bisect_cand *fb = &r->cand[r->first_bad];
+    fprintf(out, "first bad commit: %s\n", fb->commit.id);
+    fprintf(out, "  subject:     %s\n", fb->commit.summary);
+    fprintf(out, "  author time: %s\n", fb->commit.time_iso);
+    fprintf(out, "  verdict:     %s\n", fb->reason);
+    if (r->npaths) {
+        fprintf(out, "  numerics paths it changed:\n");
+        for (size_t i = 0; i < r->npaths; i++)
+            fprintf(out, "    %s\n", r->paths[i]);
+    } else {
+        fprintf(out, "  it changed none of the numerics paths (");
+        for (int i = 0; i < repro_numerics_npaths; i++)
+            fprintf(out, "%s, ", repro_numerics_paths[i]);
+        fprintf(out, "%s): look at what else it changed\n", r->exp_rel);
+    }
+}
+
+void repro_bisect_print_summary(FILE *out, const repro_bisect_result *r)
+{
+    if (r->outcome == REPRO_BISECT_NOTHING) {
+        const repro_bisect_cand *b = &r->cand[r->ncand - 1];
+        fprintf(out, "BAD reproduces: nothing to bisect (%s %s: %s)\n", b->commit.short_id,
+                b->commit.summary, b->reason);
+    } else if (r->outcome == REPRO_BISECT_FOUND && r->first_bad >= 0) {
+        print_first_bad(out, r);
+    } else if (r->range_lo >= 0 && r->range_lo == (long)r->ncand - 1 &&
+               r->cand[r->range_lo].verdict == REPRO_BISECT_SKIP) {
+        const repro_bisect_cand *b = &r->cand[r->range_lo];
+        fprintf(out, "cannot bisect: BAD %s %s cannot be tested (%s)\n", b->commit.short_id,
+                b->commit.summary, b->reason);
+    } else if (r->range_lo >= 0) {
+        fprintf(out, "cannot name the first bad commit: only skipped commits are left between "
+                     "the last good and the first bad one; it is one of:\n");
+        for (long i = r->range_lo; i <= r->range_hi; i++)
+            print_commit_line(out, &r->cand[i]);
+    }
+    if (r->outcome != REPRO_BISECT_NOTHING)
+        print_skipped(out, r);
+    fprintf(out, "%zu probe%s, %d build%s, %d run%s, %.1f s; reference: %s\n", r->nsteps,
+            r->nsteps == 1 ? "" : "s", r->builds, r->builds == 1 ? "" : "s", r->runs,
+            r->runs == 1 ? "" : "s", r->seconds, r->reference);
+}
+
+static json_t *commit_json(const repro_git_commit *c)
+{
+    return json_pack("{s:s, s:s, s:s, s:I, s:s}", "commit", c->id, "short_id", c->short_id,
+                     "summary", c->summary, "time", (json_int_t)c->time, "time_iso", c->time_iso);
+}
+
+static json_t *cand_json(const repro_bisect_cand *c)
+{
+    json_t *o = commit_json(&c->commit);
+    json_object_set_new(o, "verdict", json_string(repro_bisect_verdict_name(c->verdict)));
+    json_object_set_new(o, "reason", json_string(c->reason));
+    json_object_set_new(o, "step", c->step ? json_integer(c->step) : json_null());
+    return o;
+}
+
+static json_t *steps_json(const repro_bisect_result *r)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < r->nsteps; i++) {
+        long idx = r->steps[i];
+        json_t *o = cand_json(idx < 0 ? &r->good : &r->cand[idx]);
+        const char *role = idx < 0 ? "GOOD" : idx == (long)r->ncand - 1 ? "BAD" : NULL;
+        json_object_set_new(o, "probe", json_integer((json_int_t)i + 1));
+        json_object_set_new(o, "role", role ? json_string(role) : json_null());
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *first_bad_json(const repro_bisect_result *r)
+{
+    if (r->outcome != REPRO_BISECT_FOUND || r->first_bad < 0)
+        return json_null();
+    json_t *o = cand_json(&r->cand[r->first_bad]);
+    const repro_git_commit *parent =
+        r->first_bad ? &r->cand[r->first_bad - 1].commit : &r->good.commit;
+    json_object_set_new(o, "parent", json_string(parent->id));
+    json_t *paths = json_array();
+    for (size_t i = 0; i < r->npaths; i++)
+        json_array_append_new(paths, json_string(r->paths[i]));
+    json_object_set_new(o, "numerics_paths", paths);
+    return o;
+}
+
+json_t *repro_bisect_json(const repro_bisect_result *r)
+{
+    static const char *const outcomes[] = {"found", "nothing", "unresolved"};
+    int oi = r->outcome == REPRO_BISECT_FOUND ? 0 : r->outcome == REPRO_BISECT_NOTHING ? 1 : 2;
+    json_t *skipped = json_array(), *unresolved = json_array();
+    for (size_t i = 0; i < r->ncand; i++)
+        if (r->cand[i].verdict == REPRO_BISECT_SKIP)
+            json_array_append_new(skipped, cand_json(&r->cand[i]));
+    if (r->outcome == REPRO_BISECT_UNRESOLVED)
+        for (long i = r->range_lo; i >= 0 && i <= r->range_hi; i++)
+            json_array_append_new(unresolved, cand_json(&r->cand[i]));
+    json_t *doc = json_object();
+    json_object_set_new(doc, "experiment", json_string(r->exp_rel ? r->exp_rel : ""));
+    json_object_set_new(doc, "env_class", json_string(r->env_class));
+    json_object_set_new(doc, "outcome", json_string(outcomes[oi]));
+    json_object_set_new(doc, "exit", json_integer(r->outcome));
+    json_object_set_new(doc, "good", commit_json(&r->good.commit));
+    json_object_set_new(doc, "bad", r->ncand ? commit_json(&r->cand[r->ncand - 1].commit)
+                                             : json_null());
+    json_object_set_new(doc, "reference", json_string(r->reference));
+    json_object_set_new(doc, "candidates", json_integer((json_int_t)r->ncand));
+    json_object_set_new(doc, "steps", steps_json(r));
+    json_object_set_new(doc, "first_bad", first_bad_json(r));
+    json_object_set_new(doc, "skipped", skipped);
+    json_object_set_new(doc, "unresolved", unresolved);
+    json_object_set_new(doc, "builds", json_integer(r->builds));
+    json_object_set_new(doc, "runs", json_integer(r->runs));
+    json_object_set_new(doc, "seconds", json_real(r->seconds));
+    return doc;
+}

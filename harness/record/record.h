@@ -1,0 +1,77 @@
+/* The per-step recorder: hashes every tensor of every step (trace.h lists
+ * which, and in what order), chains the step digests and writes the trace.
+ *
+ * Hashing runs off the critical path, on one hasher thread, without copying
+ * the big tensors: forward and backward only read the weights and only the
+ * optimizer writes them, so
+ *   job G(n) hashes step n's gradients (plus small copies of the batch,
+ *            logits, loss, RNG state) while the optimizer of step n reads them;
+ *   job P(n) hashes step n's parameters and optimizer state while step n+1's
+ *            forward and backward run, then writes step n's trace line;
+ * and the training thread waits only where a buffer is about to be
+ * overwritten: for G(n-1) before backward(n) and for P(n-1) before
+ * optimizer(n). The small copies are double-buffered by step parity. */
+#ifndef REPRO_RECORD_H
+#define REPRO_RECORD_H
+
+#include "record/hash.h"
+#include "record/trace.h"
+#include "core/train.h"
+
+struct repro_trainer_s;
+
+typedef struct {
+    const char *trace_path; /* NULL: digests only, no file */
+    int level;              /* REPRO_TRACE_* */
+    int every;              /* detail every K-th step (and the last) */
+    long total_steps;
+    const long *dump_steps; /* steps whose tensors are written as .npy */
+    int ndump;
+    const char *dump_dir;   /* where: <dump_dir>/step-000037/<tensor>.npy */
+    /* Quarantine taps (bisect --quarantine): every output of the op(s)
+     * `tap_op` selects (opnames.h) is appended to `tap_path` (mode write), or
+     * replaced by the next block read from it (mode read) before it is
+     * hashed and used, so a run continues with a reference run's values. */
+    const char *tap_op;
+    const char *tap_path;
+    int tap_mode;           /* 0 none, REPRO_TAP_WRITE, REPRO_TAP_READ */
+    /* Resuming (checkpoint.h): the trainer starts after step `start_step`
+     * whose chain digest is *start_chain, so the trace continues the chain
+     * with lines start_step + 1 ... and its header carries
+     * "resumed_from": {"path": resumed_from, "step", "chain"}. 0/NULL: a
+     * run from step 0. */
+    long start_step;
+    const repro_digest *start_chain;
+    const char *resumed_from;
+} repro_recorder_opts;
+
+enum { REPRO_TAP_WRITE = 1, REPRO_TAP_READ = 2 };
+
+/* Builds the tensor list for the trainer's model and starts the hasher.
+ * Installs itself as the trainer's recorder (t->rec). */
+int repro_recorder_new(repro_recorder **out, struct repro_trainer_s *t,
+                       const repro_recorder_opts *opts);
+
+/* The trainer's hooks for step n = t->step + 1 (train.c calls them). Each
+ * returns 0, or -1 with the error slot set if the hasher failed. */
+int repro_recorder_before_backward(repro_recorder *r);
+int repro_recorder_after_backward(repro_recorder *r);
+int repro_recorder_before_update(repro_recorder *r);
+int repro_recorder_after_update(repro_recorder *r);
+
+/* Waits for the hasher, writes the trailer, returns the final chain digest.
+ * trailer_extra (a json_t object, may be NULL; borrowed) adds informational
+ * keys to the trailer. */
+int repro_recorder_finish(repro_recorder *r, repro_digest *chain, void *trailer_extra);
+/* Waits until every completed step is hashed (and written). */
+int repro_recorder_sync(repro_recorder *r);
+/* Stops the hasher; leaves a trace without trailer if not finished. */
+void repro_recorder_free(repro_recorder *r);
+
+/* The chain digest after the last completed step (after finish). */
+long repro_recorder_steps(const repro_recorder *r);
+/* The chain digest so far and the step it covers (call after sync or
+ * finish, when the hasher has caught up): what a checkpoint saves. */
+long repro_recorder_chain(const repro_recorder *r, repro_digest *chain);
+
+#endif

@@ -1,0 +1,170 @@
+/* Trace files: the per-step record of a run, JSON Lines (one JSON object per
+ * line), written and read with jansson, never by hand.
+ *
+ * Line 1, the header:
+ *   {"repro_trace": 1, "type": "header",
+ *    "experiment": "mlp", "experiment_path": "experiments/mlp.ini",
+ *    "config": {"model": {"type": "mlp", ...}, "data": {...}, "train": {...}, "trace": {...}},
+ *                                   every key of the effective config, values as strings
+ *    "config_digest": hex,          SHA-256 of the effective config dumped as INI
+ *    "numerics_digest": hex,        the same without the keys promised not to change
+ *                                   bits or that only bound the run (threads, num_workers,
+ *                                   prefetch, steps, log_every, trace.*, deterministic)
+ *                                   and without keys at their default value (so a new
+ *                                   key does not orphan old goldens): traces whose
+ *                                   numerics digests differ are different experiments
+ *    "seed": "1234", "seed_scheme": "repro-seed/v1", "rng": "philox4x32-10/v1",
+ *    "tensor_hash": "repro-tensor/v1", "repro_version": "0.1.0",
+ *    "compiler": "...", "cflags": "...",
+ *    "level": "tensor", "every": 1,
+ *    "threads": 1, "num_workers": 2,
+ *    "env": {...},                  the environment fingerprint (env.h, `repro env --json`)
+ *    "env_class": "cpu-x86_64-..."} its class id; goldens are keyed by it (absent in older traces)
+ *
+ * Then one line per recorded step n = 1, 2, ... (after n optimizer steps):
+ *   {"type": "step", "step": n, "step_digest": hex, "chain": hex}
+ * plus, at level tensor or op on recorded steps (every K-th, and the last):
+ *    "epoch": e, "loss": "0x3e148e44" (float32 bits), "loss_value": 0.145...,
+ *    "tensors": [{"name": "param.fc1.weight", "dtype": "f32", "shape": [256, 784],
+ *                 "digest": hex, "l2": 12.3, "sum": -0.4, "max_abs": 0.9,
+ *                 "nonfinite": 0}, ...]       in the step-digest order below
+ * and at level op also
+ *    "ops": [ same objects, for every kernel output in forward then
+ *             backward order, named "fwd.<layer>" and "bwd.<layer>.dx" ]
+ *
+ * A resumed run (`repro run --resume CKPT`) adds to the header
+ *    "resumed_from": {"path": CKPT, "step": k, "chain": hex (chain[k])}
+ * and its step lines start at k + 1, continuing the chain from chain[k]: on
+ * steps k+1.. they equal the uninterrupted run's lines.
+ * With train.eval_every = N, every N-th step's line also carries the eval of
+ * the held-out split after that step's update (informational, not hashed:
+ * eval reads the parameters only, so the chain is the same with or without
+ * it; the exact bits are there to compare):
+ *    "eval_loss": 2.30..., "eval_loss_bits": "0x4002..." (float64 bits),
+ *    "eval_accuracy": 0.12          (null when not finite)
+ *
+ * Last line, the trailer: {"type": "trailer", "steps": N, "chain": hex},
+ * plus informational keys that are not hashed and may differ between runs:
+ * "train_seconds", "eval_loss", "eval_accuracy". Step 1's line also carries
+ * "algorithms": the convolution algorithm chosen per call site, with the
+ * measured times when benchmark = on (the algorithm lock, see --algo-lock).
+ * A trace without it was cut short (a crash leaves a valid prefix, since each
+ * line is flushed as it is written).
+ *
+ * Step digest: SHA-256 over the tensor digests of the step, in this order
+ * (forward/backward order, so the first differing tensor is the likely
+ * origin): batch.ids, batch.x, batch.y, logits, loss, metrics.class_features
+ * (the last layer's input summed per label: an index-add), grad.<p> for each
+ * parameter in backward order (last layer first; with accumulation_steps > 1
+ * the accumulated gradient, after fp16's unscaling; batch.*, logits,
+ * metrics.class_features are the step's last micro-batch's, loss the mean
+ * over its micro-batches), only with precision = fp16 scaler.scale (f32
+ * scalar: the loss scale this step's backward used) and scaler.skipped (u32
+ * scalar: 1 if the scaler found inf/NaN and skipped this step's update, so
+ * param.* and the optimizer state equal the previous step's), param.<p> in forward order
+ * (after the update), the optimizer state (sgd.momentum.<p>, or
+ * adamw.exp_avg.<p> and adamw.exp_avg_sq.<p>) in forward order, and rng.state
+ * (loader generator block and position, epoch, base_seed, batches drawn).
+ * Op outputs are not part of it, so digests agree across trace levels.
+ * Chain: chain[0] = 32 zero bytes, chain[n] = SHA-256(chain[n-1] || step[n]).
+ * Stats are computed in double in element order over the finite elements;
+ * "nonfinite" counts the others. */
+#ifndef REPRO_TRACE_H
+#define REPRO_TRACE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/config.h"
+#include "record/hash.h"
+#include "repro/trace.h"
+
+#define REPRO_TRACE_VERSION 1
+
+enum { REPRO_TRACE_STEP = 0, REPRO_TRACE_TENSOR = 1, REPRO_TRACE_OP = 2 };
+
+/* One tensor of a step, as recorded. */
+typedef struct {
+    char name[64];
+    char dtype[8];
+    int ndim;
+    long shape[4];
+    repro_digest digest;
+    double l2, sum, max_abs;
+    long nonfinite;
+} repro_trace_tensor;
+
+typedef struct {
+    long step;
+    int epoch;
+    int has_detail;          /* loss and tensors present */
+    uint32_t loss_bits;
+    double loss_value;
+    repro_digest step_digest, chain;
+    int ntensors, nops;
+    repro_trace_tensor *tensors;
+    repro_trace_tensor *ops;
+    int line;                /* line number in the file */
+    void *extra;             /* writing: a json_t object of informational keys (borrowed) */
+} repro_trace_step;
+
+struct repro_trace {
+    char path[1024];
+    /* header */
+    char experiment[128];
+    char experiment_path[1024];
+    repro_digest config_digest, numerics_digest;
+    char seed[32], seed_scheme[64], rng[64], repro_version[32];
+    char compiler[256], cflags[1024];
+    char env_class[64];      /* "" when the trace predates it */
+    int level, every, threads, num_workers;
+    void *header_json;       /* json_t *, owned: the whole header object */
+    /* steps and trailer */
+    long nsteps;
+    repro_trace_step *steps;
+    int has_trailer;
+    long trailer_steps;
+    repro_digest trailer_chain;
+    /* A resumed run's trace (header "resumed_from": {"path", "step": k,
+     * "chain": hex}) starts at step k + 1 and its chain continues from the
+     * checkpoint's chain[k]; otherwise first_step = 1, start_chain = 0. */
+    long first_step;
+    repro_digest start_chain;
+};
+
+/* ---- writing (trace_write.c) ------------------------------------------- */
+typedef struct repro_trace_writer repro_trace_writer;
+
+/* Creates the file (and its parent directories) and writes the header. */
+int repro_trace_writer_open(repro_trace_writer **out, const char *path, const repro_config *cfg,
+                            int level, int every);
+/* The same, with informational header keys merged in (`header_extra`: a
+ * json_t object, may be NULL; borrowed), e.g. "resumed_from". */
+int repro_trace_writer_open_with(repro_trace_writer **out, const char *path,
+                                 const repro_config *cfg, int level, int every,
+                                 void *header_extra);
+/* Writes one step line and flushes it. `detail`: include loss and tensors. */
+int repro_trace_writer_step(repro_trace_writer *w, const repro_trace_step *s, int detail);
+/* Writes the trailer, flushes, fsyncs and closes. w is freed either way.
+ * `extra` (may be NULL; borrowed) adds informational keys to the trailer
+ * (timings, eval results: not hashed, may differ between runs). */
+int repro_trace_writer_close(repro_trace_writer *w, long steps, const repro_digest *chain,
+                             void *extra);
+/* Closes without a trailer (after an error): the file stays a valid prefix. */
+void repro_trace_writer_abort(repro_trace_writer *w);
+
+/* The config digests the header carries. */
+int repro_config_digests(const repro_config *cfg, repro_digest *all, repro_digest *numerics);
+
+/* ---- reading (trace_read.c) -------------------------------------------- */
+/* Reads a whole trace. Errors (missing file, not JSON, wrong version or
+ * type, missing or mistyped fields, steps out of order) return -1 with
+ * "path:line: message" in the error slot, exit code 2. A trace without a
+ * trailer is read (has_trailer = 0); callers decide what that means. */
+int repro_trace_read(repro_trace *out, const char *path);
+void repro_trace_release(repro_trace *t);
+
+/* The step record with number `step`, or NULL. */
+const repro_trace_step *repro_trace_find_step(const repro_trace *t, long step);
+
+#endif

@@ -1,0 +1,494 @@
+/* Reading trace files (format: trace.h) into a repro_trace, strictly: every
+ * line is parsed by jansson, every field is checked, and the hash chain is
+ * re-verified, so a comparison never rests on a corrupt or hand-edited file.
+ * Every error is "path:line: what" with exit code 2. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+#include "record/trace.h"
+
+/* A longer line is refused rather than handed to the parser: no legitimate
+ * trace line comes near it (an op-level step of a large model is ~1 MiB). */
+#define MAX_LINE_BYTES ((size_t)64 << 20)
+
+/* Where we are, for messages. */
+typedef struct {
+    const char *path;
+    long line;
+} pos;
+
+static int fail(const pos *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(const pos *p, const char *fmt, ...)
+{
+    char what[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return repro_error_set(REPRO_EINVAL, "%s:%ld: %s", p->path, p->line, what);
+}
+
+static const char *json_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+/* ---- field getters: `ctx` prefixes messages ("", "tensors[3] ...") ---- */
+
+static int get_field(const pos *p, const char *ctx, json_t *o, const char *key, json_t **out)
+{
+    *out = json_object_get(o, key);
+    if (!*out)
+        return fail(p, "%smissing \"%s\"", ctx, key);
+    return 0;
+}
+
+static int get_string(const pos *p, const char *ctx, json_t *o, const char *key, char *buf,
+                      size_t len)
+{
+    json_t *v;
+    if (get_field(p, ctx, o, key, &v))
+        return -1;
+    if (!json_is_string(v))
+        return fail(p, "%s\"%s\" must be a string, not %s", ctx, key, json_kind(v));
+    if (json_string_length(v) >= len)
+        return fail(p, "%s\"%s\" is too long (%zu bytes, at most %zu)", ctx, key,
+                    json_string_length(v), len - 1);
+    memcpy(buf, json_string_value(v), json_string_length(v) + 1);
+    return 0;
+}
+
+static int get_long(const pos *p, const char *ctx, json_t *o, const char *key, long min, long max,
+                    long *out)
+{
+    json_t *v;
+    if (get_field(p, ctx, o, key, &v))
+        return -1;
+    if (!json_is_integer(v))
+        return fail(p, "%s\"%s\" must be an integer, not %s", ctx, key, json_kind(v));
+    json_int_t n = json_integer_value(v);
+    if (n < min || n > max)
+        return fail(p, "%s\"%s\" is %" JSON_INTEGER_FORMAT ", outside %ld..%ld", ctx, key, n, min,
+                    max);
+    *out = (long)n;
+    return 0;
+}
+
+static int get_int(const pos *p, const char *ctx, json_t *o, const char *key, int min, int *out)
+{
+    long v;
+    if (get_long(p, ctx, o, key, min, 1L << 30, &v))
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* A number; null reads as NaN (jansson cannot write NaN or infinities). */
+static int get_double(const pos *p, const char *ctx, json_t *o, const char *key, double *out)
+{
+    json_t *v;
+    if (get_field(p, ctx, o, key, &v))
+        return -1;
+    if (json_is_null(v))
+        *out = NAN;
+    else if (json_is_number(v))
+        *out = json_number_value(v);
+    else
+        return fail(p, "%s\"%s\" must be a number, not %s", ctx, key, json_kind(v));
+    return 0;
+}
+
+static int get_digest(const pos *p, const char *ctx, json_t *o, const char *key, repro_digest *out)
+{
+    char hex[80];
+    if (get_string(p, ctx, o, key, hex, sizeof hex))
+        return -1;
+    if (repro_digest_from_hex(hex, out))
+        return fail(p, "%s\"%s\" is not a SHA-256 digest (64 hex digits): \"%s\"", ctx, key, hex);
+    return 0;
+}
+
+/* ---- lines ---------------------------------------------------------- */
+
+static int parse_header(repro_trace *t, json_t *o, const pos *p)
+{
+    json_t *ver = json_object_get(o, "repro_trace"), *type = json_object_get(o, "type");
+    /* A step line first means the head of the file is missing: say so
+     * before complaining about the version field such lines lack. */
+    if (json_is_string(type) && strcmp(json_string_value(type), "header") != 0)
+        return fail(p, "first line is not a trace header (\"type\": \"%s\")",
+                    json_string_value(type));
+    if (!ver)
+        return fail(p, "not a repro trace: the first line has no \"repro_trace\" version");
+    if (!json_is_integer(ver))
+        return fail(p, "\"repro_trace\" must be an integer, not %s", json_kind(ver));
+    if (json_integer_value(ver) != REPRO_TRACE_VERSION)
+        return fail(p, "unknown trace version %" JSON_INTEGER_FORMAT " (this repro reads %d)",
+                    json_integer_value(ver), REPRO_TRACE_VERSION);
+    if (!type)
+        return fail(p, "first line is not a trace header (no \"type\")");
+    if (!json_is_string(type))
+        return fail(p, "\"type\" must be a string, not %s", json_kind(type));
+
+    const char *h = "header: ";
+    char level[16], tensor_hash[64];
+    json_t *config;
+    if (get_string(p, h, o, "experiment", t->experiment, sizeof t->experiment) ||
+        get_string(p, h, o, "experiment_path", t->experiment_path, sizeof t->experiment_path) ||
+        get_field(p, h, o, "config", &config) ||
+        get_digest(p, h, o, "config_digest", &t->config_digest) ||
+        get_digest(p, h, o, "numerics_digest", &t->numerics_digest) ||
+        get_string(p, h, o, "seed", t->seed, sizeof t->seed) ||
+        get_string(p, h, o, "seed_scheme", t->seed_scheme, sizeof t->seed_scheme) ||
+        get_string(p, h, o, "rng", t->rng, sizeof t->rng) ||
+        get_string(p, h, o, "tensor_hash", tensor_hash, sizeof tensor_hash) ||
+        get_string(p, h, o, "repro_version", t->repro_version, sizeof t->repro_version) ||
+        get_string(p, h, o, "compiler", t->compiler, sizeof t->compiler) ||
+        get_string(p, h, o, "cflags", t->cflags, sizeof t->cflags) ||
+        get_string(p, h, o, "level", level, sizeof level) ||
+        get_int(p, h, o, "every", 1, &t->every) || get_int(p, h, o, "threads", 1, &t->threads) ||
+        get_int(p, h, o, "num_workers", 0, &t->num_workers))
+        return -1;
+    /* Optional: traces written before the environment class have none. */
+    if (json_object_get(o, "env_class") &&
+        get_string(p, h, o, "env_class", t->env_class, sizeof t->env_class))
+        return -1;
+    if (!json_is_object(config))
+        return fail(p, "header: \"config\" must be an object, not %s", json_kind(config));
+    if (!strcmp(level, "step"))
+        t->level = REPRO_TRACE_STEP;
+    else if (!strcmp(level, "tensor"))
+        t->level = REPRO_TRACE_TENSOR;
+    else if (!strcmp(level, "op"))
+        t->level = REPRO_TRACE_OP;
+    else
+        return fail(p, "header: \"level\" is \"%s\", expected step, tensor or op", level);
+    /* Digests under another tensor-hash scheme mean nothing to us: comparing
+     * them would report every tensor as different. */
+    if (strcmp(tensor_hash, REPRO_TENSOR_HASH_VERSION) != 0)
+        return fail(p, "header: unknown tensor hash \"%s\" (this repro computes %s)", tensor_hash,
+                    REPRO_TENSOR_HASH_VERSION);
+    /* Optional: a resumed run's steps start after the checkpoint's step,
+     * its chain from the checkpoint's chain. */
+    t->first_step = 1;
+    json_t *res = json_object_get(o, "resumed_from");
+    if (res) {
+        long k;
+        if (!json_is_object(res))
+            return fail(p, "header: \"resumed_from\" must be an object, not %s", json_kind(res));
+        if (get_long(p, "header: resumed_from: ", res, "step", 0, LONG_MAX - 1, &k) ||
+            get_digest(p, "header: resumed_from: ", res, "chain", &t->start_chain))
+            return -1;
+        t->first_step = k + 1;
+    }
+    t->header_json = json_incref(o);
+    return 0;
+}
+
+static int parse_tensor(repro_trace_tensor *tt, json_t *o, const pos *p, const char *list, size_t i)
+{
+    char ctx[160];
+    snprintf(ctx, sizeof ctx, "%s[%zu]: ", list, i);
+    if (!json_is_object(o))
+        return fail(p, "%smust be an object, not %s", ctx, json_kind(o));
+    if (get_string(p, ctx, o, "name", tt->name, sizeof tt->name))
+        return -1;
+    /* From here on, name the tensor: it is what the user will look for. */
+    snprintf(ctx, sizeof ctx, "%s[%zu] (\"%s\"): ", list, i, tt->name);
+    json_t *shape;
+    if (get_string(p, ctx, o, "dtype", tt->dtype, sizeof tt->dtype) ||
+        get_field(p, ctx, o, "shape", &shape))
+        return -1;
+    if (!json_is_array(shape))
+        return fail(p, "%s\"shape\" must be an array, not %s", ctx, json_kind(shape));
+    if (json_array_size(shape) > 4)
+        return fail(p, "%s\"shape\" has %zu dimensions, at most 4", ctx, json_array_size(shape));
+    tt->ndim = (int)json_array_size(shape);
+    for (int d = 0; d < tt->ndim; d++) {
+        json_t *v = json_array_get(shape, (size_t)d);
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return fail(p, "%s\"shape\"[%d] must be a non-negative integer", ctx, d);
+        tt->shape[d] = (long)json_integer_value(v);
+    }
+    return get_digest(p, ctx, o, "digest", &tt->digest) || get_double(p, ctx, o, "l2", &tt->l2) ||
+                   get_double(p, ctx, o, "sum", &tt->sum) ||
+                   get_double(p, ctx, o, "max_abs", &tt->max_abs) ||
+                   get_long(p, ctx, o, "nonfinite", 0, LONG_MAX, &tt->nonfinite)
+               ? -1
+               : 0;
+}
+
+/* Parses the array `key` of o into a freshly allocated tensor list. */
+static int parse_tensor_list(json_t *o, const char *key, const pos *p, repro_trace_tensor **out,
+                             int *n)
+{
+    json_t *arr = json_object_get(o, key);
+    if (!json_is_array(arr))
+        return fail(p, "\"%s\" must be an array, not %s", key, json_kind(arr));
+    size_t len = json_array_size(arr);
+    if (len > 1000000)
+        return fail(p, "\"%s\" has %zu entries: not a plausible trace", key, len);
+    *out = calloc(len ? len : 1, sizeof **out);
+    if (!*out)
+        return repro_error_set(REPRO_ENOMEM, "%s:%ld: out of memory", p->path, p->line);
+    *n = (int)len;
+    for (size_t i = 0; i < len; i++)
+        if (parse_tensor(&(*out)[i], json_array_get(arr, i), p, key, i))
+            return -1;
+    return 0;
+}
+
+/* Parses a step line into s (owned by the caller, who frees its lists even
+ * on failure) and checks its digests against the spec's definitions. */
+static int parse_step(repro_trace_step *s, json_t *o, const pos *p, long expect,
+                      const repro_digest *prev_chain, long first)
+{
+    s->line = (int)p->line;
+    if (get_long(p, "", o, "step", 0, LONG_MAX, &s->step))
+        return -1;
+    if (s->step != expect) {
+        if (expect == first && first > 1)
+            return fail(p, "the first step is step %ld: this trace resumed after step %ld, so "
+                           "it starts at %ld",
+                        s->step, first - 1, first);
+        if (expect == 1)
+            return fail(p, "the first step is step %ld: steps count from 1", s->step);
+        if (s->step < expect)
+            return fail(p, "step %ld after step %ld: steps must be strictly increasing", s->step,
+                        expect - 1);
+        return fail(p,
+                    "step %ld after step %ld: steps %ld..%ld are missing (every step has a line)",
+                    s->step, expect - 1, expect, s->step - 1);
+    }
+    if (get_digest(p, "", o, "step_digest", &s->step_digest) ||
+        get_digest(p, "", o, "chain", &s->chain))
+        return -1;
+
+    if (json_object_get(o, "epoch")) {
+        long e;
+        if (get_long(p, "", o, "epoch", 0, 1L << 30, &e))
+            return -1;
+        s->epoch = (int)e;
+    }
+    s->has_detail = json_object_get(o, "tensors") != NULL;
+    if (!s->has_detail) {
+        static const char *const detail[] = {"loss", "loss_value", "ops"};
+        for (int i = 0; i < 3; i++)
+            if (json_object_get(o, detail[i]))
+                return fail(p, "\"%s\" without \"tensors\" (detail comes whole)", detail[i]);
+    } else {
+        char bits[32], *end;
+        if (get_long(p, "", o, "epoch", 0, 1L << 30, &(long){0}) ||
+            get_string(p, "", o, "loss", bits, sizeof bits))
+            return -1;
+        errno = 0;
+        unsigned long v = strtoul(bits + 2, &end, 16);
+        if (strncmp(bits, "0x", 2) != 0 || strlen(bits) != 10 || *end || errno || v > 0xffffffffUL)
+            return fail(p, "\"loss\" must be float32 bits as \"0x\" and 8 hex digits, not \"%s\"",
+                        bits);
+        s->loss_bits = (uint32_t)v;
+        /* jansson cannot write a NaN or infinite loss_value, so the writer
+         * leaves it out then; the bits say it exactly anyway. */
+        if (json_object_get(o, "loss_value")) {
+            if (get_double(p, "", o, "loss_value", &s->loss_value))
+                return -1;
+        } else {
+            float f;
+            memcpy(&f, &s->loss_bits, sizeof f);
+            s->loss_value = f;
+        }
+        if (parse_tensor_list(o, "tensors", p, &s->tensors, &s->ntensors))
+            return -1;
+        if (json_object_get(o, "ops") && parse_tensor_list(o, "ops", p, &s->ops, &s->nops))
+            return -1;
+        /* With the full tensor list the step digest can be recomputed. */
+        repro_digest *ds = malloc(sizeof *ds * (size_t)(s->ntensors ? s->ntensors : 1)), sd;
+        if (!ds)
+            return repro_error_set(REPRO_ENOMEM, "%s:%ld: out of memory", p->path, p->line);
+        for (int i = 0; i < s->ntensors; i++)
+            ds[i] = s->tensors[i].digest;
+        int rc = repro_sha256_digests(ds, (size_t)s->ntensors, &sd);
+        free(ds);
+        if (rc)
+            return -1;
+        if (!repro_digest_eq(&sd, &s->step_digest))
+            return fail(p,
+                        "step %ld: \"step_digest\" is not the SHA-256 of its tensor digests: "
+                        "the trace is corrupt or was edited",
+                        s->step);
+    }
+    /* chain[n] = SHA-256(chain[n-1] || step[n]): a broken link means the
+     * file was damaged or edited, and binary search over it would lie. */
+    repro_digest pair[2] = {*prev_chain, s->step_digest}, c;
+    if (repro_sha256_digests(pair, 2, &c))
+        return -1;
+    if (!repro_digest_eq(&c, &s->chain))
+        return fail(p,
+                    "step %ld: \"chain\" is not SHA-256(previous chain || step_digest): "
+                    "the trace is corrupt or was edited",
+                    s->step);
+    return 0;
+}
+
+static int parse_trailer(repro_trace *t, json_t *o, const pos *p)
+{
+    long last = t->nsteps ? t->steps[t->nsteps - 1].step : t->first_step - 1;
+    if (get_long(p, "trailer: ", o, "steps", 0, LONG_MAX, &t->trailer_steps) ||
+        get_digest(p, "trailer: ", o, "chain", &t->trailer_chain))
+        return -1;
+    if (t->trailer_steps != last)
+        return fail(p, "trailer says %ld steps but the last step line is step %ld",
+                    t->trailer_steps, last);
+    const repro_digest *want = t->nsteps ? &t->steps[t->nsteps - 1].chain : &t->start_chain;
+    if (!repro_digest_eq(want, &t->trailer_chain))
+        return fail(p, "trailer chain differs from the chain of step %ld", last);
+    t->has_trailer = 1;
+    return 0;
+}
+
+static void release_step(repro_trace_step *s)
+{
+    free(s->tensors);
+    free(s->ops);
+}
+
+/* One line: header, step or trailer, by position and "type". */
+static int parse_line(repro_trace *t, json_t *o, const pos *p, long *cap)
+{
+    if (!json_is_object(o))
+        return fail(p, "%s is not a trace line (expected a JSON object)", json_kind(o));
+    if (p->line == 1)
+        return parse_header(t, o, p);
+    if (t->has_trailer)
+        return fail(p, "line after the trailer (the trailer must be the last line)");
+    char type[32];
+    if (get_string(p, "", o, "type", type, sizeof type))
+        return -1;
+    if (!strcmp(type, "trailer"))
+        return parse_trailer(t, o, p);
+    if (!strcmp(type, "header"))
+        return fail(p, "second header (the header is line 1 only)");
+    if (strcmp(type, "step") != 0)
+        return fail(p, "unknown line type \"%s\" (expected step or trailer)", type);
+
+    if (t->nsteps == *cap) {
+        long ncap = *cap ? 2 * *cap : 64;
+        repro_trace_step *n = realloc(t->steps, sizeof *n * (size_t)ncap);
+        if (!n)
+            return repro_error_set(REPRO_ENOMEM, "%s:%ld: out of memory", p->path, p->line);
+        t->steps = n;
+        *cap = ncap;
+    }
+    repro_trace_step *s = &t->steps[t->nsteps];
+    memset(s, 0, sizeof *s);
+    const repro_digest *prev = t->nsteps ? &t->steps[t->nsteps - 1].chain : &t->start_chain;
+    if (parse_step(s, o, p, t->first_step + t->nsteps, prev, t->first_step)) {
+        release_step(s);
+        return -1;
+    }
+    t->nsteps++;
+    return 0;
+}
+
+int repro_trace_read(repro_trace *out, const char *path)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return repro_error_set_errno(REPRO_EINVAL, "%s", path);
+    char *buf = NULL;
+    size_t cap = 0;
+    long steps_cap = 0;
+    int rc = -1;
+    pos p = {path, 0};
+    ssize_t n;
+    errno = 0;
+    while ((n = getline(&buf, &cap, f)) != -1) {
+        p.line++;
+        if ((size_t)n > MAX_LINE_BYTES) {
+            fail(&p, "line is %zd bytes, over the %zu MiB limit: not a trace", n,
+                 MAX_LINE_BYTES >> 20);
+            goto cleanup;
+        }
+        if (strlen(buf) != (size_t)n) {
+            fail(&p, "embedded NUL byte: not a text trace");
+            goto cleanup;
+        }
+        int incomplete = n == 0 || buf[n - 1] != '\n';
+        size_t len = (size_t)n;
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+            len--;
+        if (len == 0) {
+            fail(&p, "empty line (JSON Lines has one object per line)");
+            goto cleanup;
+        }
+        json_error_t jerr;
+        json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!o) {
+            fail(&p, "not JSON: %s (column %d)%s", jerr.text, jerr.column,
+                 incomplete ? "; the last line is incomplete, as when a run is killed mid-write"
+                            : "");
+            goto cleanup;
+        }
+        int lrc = parse_line(out, o, &p, &steps_cap);
+        json_decref(o);
+        if (lrc)
+            goto cleanup;
+    }
+    if (ferror(f)) {
+        repro_error_set_errno(REPRO_EINVAL, "%s:%ld: read error", path, p.line + 1);
+        goto cleanup;
+    }
+    if (p.line == 0) {
+        p.line = 1;
+        fail(&p, "empty file: no trace header");
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    free(buf);
+    fclose(f);
+    if (rc)
+        repro_trace_release(out);
+    return rc;
+}
+
+void repro_trace_release(repro_trace *t)
+{
+    for (long i = 0; i < t->nsteps; i++)
+        release_step(&t->steps[i]);
+    free(t->steps);
+    json_decref((json_t *)t->header_json);
+    t->steps = NULL;
+    t->header_json = NULL;
+    t->nsteps = 0;
+}
+
+const repro_trace_step *repro_trace_find_step(const repro_trace *t, long step)
+{
+    /* The reader guarantees steps first_step..first_step + nsteps - 1 in
+     * order, one line each (first_step = 1 unless resumed). */
+    long first = t->first_step > 0 ? t->first_step : 1;
+    if (step < first || step - first >= t->nsteps)
+        return NULL;
+    return &t->steps[step - first];
+}

@@ -1,0 +1,70 @@
+/* The JUnit XML writer (see junit.h). Text is escaped for XML; control
+ * characters that XML 1.0 forbids are dropped. */
+#include "util/junit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "util/error.h"
+
+static void put_escaped(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if (c >= 0x20 || c == '\n' || c == '\t' || c == '\r')
+                fputc(c, f);
+        }
+    }
+}
+
+int repro_junit_write(const char *path, const char *suite, const repro_junit_case *cases, int n)
+{
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return repro_error_set_errno(REPRO_EIO, "%s: cannot create", tmp);
+    int failures = 0;
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        failures += cases[i].failed != 0;
+        total += cases[i].seconds;
+    }
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
+    fprintf(f, "  <testsuite name=\"");
+    put_escaped(f, suite);
+    fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" time=\"%.3f\">\n", n, failures, total);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "    <testcase classname=\"");
+        put_escaped(f, suite);
+        fprintf(f, "\" name=\"");
+        put_escaped(f, cases[i].name);
+        fprintf(f, "\" time=\"%.3f\"", cases[i].seconds);
+        if (!cases[i].failed) {
+            fprintf(f, "/>\n");
+            continue;
+        }
+        fprintf(f, ">\n      <failure message=\"");
+        put_escaped(f, cases[i].message);
+        fprintf(f, "\">");
+        put_escaped(f, cases[i].details);
+        fprintf(f, "</failure>\n    </testcase>\n");
+    }
+    fprintf(f, "  </testsuite>\n</testsuites>\n");
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        remove(tmp);
+        return repro_error_set_errno(REPRO_EIO, "%s: write failed", tmp);
+    }
+    if (rename(tmp, path) != 0) {
+        remove(tmp);
+        return repro_error_set_errno(REPRO_EIO, "%s: cannot rename into place", path);
+    }
+    return 0;
+}

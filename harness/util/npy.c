@@ -1,0 +1,75 @@
+/* The .npy writer (see npy.h): magic, version 1.0, a Python-literal header
+ * padded so the data starts on a 64-byte boundary, then the raw bytes. */
+#include "util/npy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+int repro_npy_write(const char *path, const char *dtype, int ndim, const long *shape,
+                    const void *data, size_t nbytes)
+{
+    const char *descr = !strcmp(dtype, "f32") ? "<f4" : !strcmp(dtype, "i32") ? "<i4"
+                        : !strcmp(dtype, "u32") ? "<u4" : NULL;
+    if (!descr)
+        return repro_error_set(REPRO_EINVAL, "%s: cannot dump dtype %s", path, dtype);
+    char dict[512];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (int i = 0; i < ndim; i++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, "%ld,%s", shape[i],
+                      i + 1 < ndim ? " " : "");
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
+    /* 6 magic + 2 version + 2 length + dict + padding + '\n' = multiple of 64 */
+    size_t total = 10 + (size_t)n + 1;
+    size_t pad = (64 - total % 64) % 64;
+    size_t hlen = (size_t)n + pad + 1;
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return repro_error_set_errno(REPRO_EIO, "%s: cannot create", path);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
+                             (unsigned char)(hlen >> 8)};
+    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
+    for (size_t i = 0; ok && i < pad; i++)
+        ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF;
+    ok = ok && (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
+    if (fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        return repro_error_set_errno(REPRO_EIO, "%s: write failed", path);
+    return 0;
+}
+
+void *repro_npy_read(const char *path, size_t *nbytes)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        repro_error_set_errno(REPRO_EINVAL, "%s: cannot open", path);
+        return NULL;
+    }
+    unsigned char pre[10];
+    void *data = NULL;
+    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) || pre[6] != 1) {
+        repro_error_set(REPRO_EINVAL, "%s: not a version 1 .npy file", path);
+        goto done;
+    }
+    long hlen = pre[8] | (long)pre[9] << 8;
+    if (fseek(f, 0, SEEK_END) || ftell(f) < 10 + hlen) {
+        repro_error_set(REPRO_EINVAL, "%s: truncated .npy file", path);
+        goto done;
+    }
+    size_t n = (size_t)(ftell(f) - 10 - hlen);
+    data = malloc(n ? n : 1);
+    if (!data || fseek(f, 10 + hlen, SEEK_SET) || fread(data, 1, n, f) != n) {
+        free(data);
+        data = NULL;
+        repro_error_set(REPRO_EINVAL, "%s: cannot read .npy data", path);
+        goto done;
+    }
+    *nbytes = n;
+done:
+    fclose(f);
+    return data;
+}

@@ -1,0 +1,105 @@
+/* The versioned seed-derivation function (see seeds.h). */
+#include "util/seeds.h"
+
+#include "kernels/cpu/philox.h"
+
+/* Indices at or above 2^32 put their high bits above the purpose (< 2^16),
+ * so every index below 2^32 keeps the v1 numbers. */
+uint64_t repro_seed_derive(uint64_t seed, uint32_t purpose, uint32_t epoch, uint32_t rank,
+                           uint32_t worker, uint64_t index)
+{
+    uint32_t word0 = (purpose & 0xFFFFu) | (uint32_t)(index >> 32) << 16;
+    repro_philox_ctr c = {{word0, epoch, (rank << 16) | (worker & 0xFFFFu), (uint32_t)index}};
+    repro_philox_ctr r = repro_philox4x32_10(c, (uint32_t)seed, (uint32_t)(seed >> 32));
+    return (uint64_t)r.v[0] | ((uint64_t)r.v[1] << 32);
+}
+
+const char *repro_purpose_name(repro_purpose p)
+{
+    switch (p) {
+    case REPRO_PURPOSE_INIT: return "init";
+    case REPRO_PURPOSE_SHUFFLE: return "shuffle";
+    case REPRO_PURPOSE_DROPOUT: return "dropout";
+    case REPRO_PURPOSE_AUGMENT: return "augment";
+    case REPRO_PURPOSE_DATA_PROTO: return "data-prototype";
+    case REPRO_PURPOSE_DATA_SAMPLE: return "data-sample";
+    }
+    return "unknown";
+}
+
+uint64_t repro_worker_seed(uint64_t base_seed, int worker_id)
+{
+    return base_seed + (uint64_t)(int64_t)worker_id;
+}
+
+void repro_philox4x32_10_block(const uint32_t ctr[4], uint32_t k0, uint32_t k1, uint32_t out[4])
+{
+    repro_philox_ctr c = {{ctr[0], ctr[1], ctr[2], ctr[3]}};
+    c = repro_philox4x32_10(c, k0, k1);
+    for (int i = 0; i < 4; i++)
+        out[i] = c.v[i];
+}
+
+/* The public generator is the kernels' sequential stream (repro_rng) under
+ * a public name: copied in and out so that neither layout depends on the
+ * other. */
+static repro_rng rng_of(const repro_generator *g)
+{
+    repro_rng r = {g->key, g->block, {g->buf[0], g->buf[1], g->buf[2], g->buf[3]}, g->used};
+    return r;
+}
+
+static void store(repro_generator *g, const repro_rng *r)
+{
+    g->key = r->key;
+    g->block = r->block;
+    for (int i = 0; i < 4; i++)
+        g->buf[i] = r->buf[i];
+    g->used = r->used;
+}
+
+void repro_generator_init(repro_generator *g, uint64_t seed)
+{
+    repro_rng r;
+    repro_rng_init(&r, seed);
+    store(g, &r);
+}
+
+uint32_t repro_generator_u32(repro_generator *g)
+{
+    repro_rng r = rng_of(g);
+    uint32_t v = repro_rng_u32(&r);
+    store(g, &r);
+    return v;
+}
+
+uint64_t repro_generator_u64(repro_generator *g)
+{
+    repro_rng r = rng_of(g);
+    uint64_t v = repro_rng_u64(&r);
+    store(g, &r);
+    return v;
+}
+
+uint32_t repro_generator_below(repro_generator *g, uint32_t n)
+{
+    repro_rng r = rng_of(g);
+    uint32_t v = repro_rng_below(&r, n);
+    store(g, &r);
+    return v;
+}
+
+float repro_generator_unit(repro_generator *g)
+{
+    repro_rng r = rng_of(g);
+    float v = repro_rng_unit(&r);
+    store(g, &r);
+    return v;
+}
+
+void repro_generator_randperm(repro_generator *g, uint32_t n, uint32_t *out)
+{
+    repro_rng r = rng_of(g);
+    repro_rng_permute(&r, out, n);
+    store(g, &r);
+}

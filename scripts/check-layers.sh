@@ -1,0 +1,116 @@
+#!/bin/sh
+# The layer check (docs/DESIGN.md, "Layers"): an #include may only point at
+# the same layer or one below it. Ranks, bottom up:
+#
+#   0 include/repro   public headers: system headers and each other only
+#   0 kernels         backend.h, cpu/, cuda/: nothing from harness/
+#   1 util  2 record  3 core  4 analysis  5 golden  6 verify  7 cli
+#
+# Also: only the git layer (harness/golden/git*.c) includes <git2.h>, and no
+# public header names an OpenSSL, jansson or libgit2 header.
+#
+# Usage: check-layers.sh [ROOT]      exit 0 clean, 1 with one line per violation
+#        check-layers.sh --self-test plants a violation in a copy; must fail
+set -eu
+
+rank_of() { # path of a source file or include target -> rank, or "" if not ours
+    case "$1" in
+    include/repro/*|repro/*) echo 0 ;;
+    kernels/*) echo 0 ;;
+    harness/util/*|util/*) echo 1 ;;
+    harness/record/*|record/*) echo 2 ;;
+    harness/core/*|core/*) echo 3 ;;
+    harness/analysis/*|analysis/*) echo 4 ;;
+    harness/golden/*|golden/*) echo 5 ;;
+    harness/verify/*|verify/*) echo 6 ;;
+    harness/cli/*|cli/*) echo 7 ;;
+    *) echo "" ;;
+    esac
+}
+
+check_tree() {
+    root=$1
+    bad=0
+    files=$(cd "$root" && find include/repro kernels harness -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null | sort)
+    for f in $files; do
+        src_rank=$(rank_of "$f")
+        [ -n "$src_rank" ] || continue
+        # Quoted includes, with their line numbers.
+        grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$root/$f" 2>/dev/null |
+            sed 's/^\([0-9]*\):.*"\(.*\)".*/\1 \2/' >"$tmp_list" || true
+        while read -r line target; do
+            case "$f" in
+            kernels/*)
+                case "$target" in
+                */*) case "$target" in
+                     kernels/*|repro/*) ;;
+                     *) echo "$f:$line: kernel code includes \"$target\" (kernels know nothing above them)"; bad=1 ;;
+                     esac ;;
+                *) ;; # a sibling header
+                esac
+                continue ;;
+            esac
+            case "$target" in
+            build_info.h|suites.inc) continue ;;
+            */*) ;;
+            *) # a bare name: a sibling in the same folder
+               continue ;;
+            esac
+            t_rank=$(rank_of "$target")
+            if [ -z "$t_rank" ]; then
+                echo "$f:$line: includes \"$target\", which is in no layer"; bad=1; continue
+            fi
+            case "$f" in
+            include/repro/*)
+                case "$target" in repro/*) ;; *)
+                    echo "$f:$line: a public header includes \"$target\" (public headers stand alone)"; bad=1 ;;
+                esac
+                continue ;;
+            esac
+            if [ "$t_rank" -gt "$src_rank" ]; then
+                echo "$f:$line: includes \"$target\" from a layer above its own"; bad=1
+            fi
+        done <"$tmp_list"
+        if grep -n '#[[:space:]]*include[[:space:]]*<git2' "$root/$f" >"$tmp_list" 2>/dev/null; then
+            case "$f" in
+            harness/golden/git*.c) ;;
+            *) echo "$f:$(cut -d: -f1 "$tmp_list" | head -n 1): includes <git2.h> outside the git layer"; bad=1 ;;
+            esac
+        fi
+        case "$f" in
+        include/repro/*)
+            if grep -n '#[[:space:]]*include[[:space:]]*<\(openssl\|jansson\|git2\|ini\)' "$root/$f" >"$tmp_list"; then
+                echo "$f:$(cut -d: -f1 "$tmp_list" | head -n 1): a public header exposes a dependency's types"; bad=1
+            fi ;;
+        esac
+    done
+    return $bad
+}
+
+tmp_list=$(mktemp)
+trap 'rm -f "$tmp_list"' EXIT
+
+if [ "${1:-}" = "--self-test" ]; then
+    here=$(cd "$(dirname "$0")/.." && pwd)
+    scratch=$(mktemp -d)
+    trap 'rm -f "$tmp_list"; rm -rf "$scratch"' EXIT
+    (cd "$here" && tar cf - include kernels harness) | (cd "$scratch" && tar xf -)
+    check_tree "$scratch" >/dev/null || { echo "✗ layer check: the clean tree already fails"; exit 1; }
+    k=$(cd "$scratch" && ls kernels/cpu/*.c | head -n 1)
+    printf '#include "core/train.h"\n' >>"$scratch/$k"
+    if out=$(check_tree "$scratch"); then
+        echo "✗ layer check: a kernel including a harness header was not caught"; exit 1
+    fi
+    echo "$out" | grep -q "kernel code includes \"core/train.h\"" ||
+        { echo "✗ layer check: wrong message: $out"; exit 1; }
+    echo "✓ layer check catches a planted violation ($out)"
+    exit 0
+fi
+
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+if check_tree "$root"; then
+    echo "✓ layers: every include points down"
+else
+    echo "✗ layers: includes that point up (see docs/DESIGN.md, \"Layers\")"
+    exit 1
+fi
