@@ -1,6 +1,6 @@
 # repro — build, run, test.  `make run` and `make check` set themselves up.
 #
-# Numerics flags are a product promise (DESIGN.md, determinism contract):
+# Numerics flags are a product promise (docs/DESIGN.md, determinism contract):
 # no -ffast-math, no -march=native, and -ffp-contract=off so the compiler
 # never fuses a*b+c into an FMA behind our back; a fused multiply-add, where
 # wanted, is written as fmaf() in the code.
@@ -43,7 +43,8 @@ BENCH_SRC = $(wildcard bench/*.c)
 # rebuilds only what includes it.
 DEPFLAGS = -MMD -MP
 
-.PHONY: all run check check-run bench asan clean deps portability fuzz fuzz-smoke fuzz-bins
+.PHONY: all run check check-run bench asan clean deps portability fuzz fuzz-smoke fuzz-bins \
+        install examples
 all: $(BUILD)/repro repro
 	@echo "✓ repro (CPU backend)"
 	@if [ -n "$(NVCC)" ]; then echo "✓ nvcc: $(NVCC) (CUDA backend: not yet written)"; else echo "✗ nvcc: not found (CPU build only)"; fi
@@ -63,7 +64,53 @@ check: deps
 	@$(MAKE) --no-print-directory check-run
 
 check-run: $(BUILD)/check_all $(BUILD)/repro
-	REPRO_BIN=$(BUILD)/repro $(BUILD)/check_all
+	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples $(BUILD)/check_all
+
+# ---- the library as users get it -------------------------------------------
+# `make install PREFIX=/opt/repro DESTDIR=...`: the CLI, the public headers,
+# librepro.a, librepro.so and repro.pc, so that
+#     cc prog.c $$(pkg-config --cflags --libs repro)
+# builds a program against it.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+REPRO_PKG_VERSION := $(shell sed -n 's/^\#define REPRO_VERSION "\(.*\)"/\1/p' harness/util/version.h)
+
+$(BUILD)/repro.pc: FORCE
+	@mkdir -p $(BUILD)
+	@{ echo 'prefix=$(PREFIX)'; echo 'libdir=$${prefix}/lib'; echo 'includedir=$${prefix}/include'; echo; \
+	   echo 'Name: repro'; \
+	   echo 'Description: record training runs and prove them reproducible (librepro)'; \
+	   echo 'Version: $(REPRO_PKG_VERSION)'; \
+	   echo 'Requires.private: $(PKGS)'; \
+	   echo 'Libs: -L$${libdir} -Wl,-rpath,$${libdir} -lrepro'; \
+	   echo 'Libs.private: -lpthread -lm'; \
+	   echo 'Cflags: -I$${includedir}'; } > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+
+install: $(BUILD)/repro $(BUILD)/librepro.a $(BUILD)/librepro.so $(BUILD)/repro.pc
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/repro \
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BUILD)/repro $(DESTDIR)$(PREFIX)/bin/repro
+	install -m 644 include/repro/*.h $(DESTDIR)$(PREFIX)/include/repro/
+	install -m 644 $(BUILD)/librepro.a $(DESTDIR)$(PREFIX)/lib/librepro.a
+	install -m 755 $(BUILD)/librepro.so $(DESTDIR)$(PREFIX)/lib/librepro.so.$(REPRO_SOVERSION)
+	ln -sf librepro.so.$(REPRO_SOVERSION) $(DESTDIR)$(PREFIX)/lib/librepro.so
+	install -m 644 $(BUILD)/repro.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/repro.pc
+
+# The examples are built as a user builds them: against a staged install,
+# through pkg-config, seeing only <repro/...>.
+EXAMPLES = $(notdir $(wildcard examples/*))
+STAGE    = $(abspath $(BUILD))/stage
+examples: $(EXAMPLES:%=$(BUILD)/examples/%)
+
+$(BUILD)/stage.stamp: $(BUILD)/repro $(BUILD)/librepro.a $(BUILD)/librepro.so
+	@$(MAKE) --no-print-directory install PREFIX=$(STAGE) DESTDIR= >/dev/null
+	@touch $@
+
+$(BUILD)/examples/%: examples/%/*.c $(BUILD)/stage.stamp
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(NUMERICS) $(WARN) $(SAN) -o $@ $(filter %.c,$^) \
+	    $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs repro) -lpthread -lm
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: deps

@@ -17,7 +17,7 @@
 #include "util/error.h"
 #include "core/memory.h"
 #include "util/progress.h"
-#include "record/record.h"
+#include "core/train_record.h"
 #include "core/train.h"
 
 enum { REPEATS = 5 };
@@ -38,14 +38,14 @@ static void die(void)
 static double one_run(const repro_config *cfg, long steps, int hashing)
 {
     repro_trainer t;
-    repro_recorder *rec = NULL;
+    repro_train_recorder *rec = NULL;
     char path[64];
     snprintf(path, sizeof path, "/tmp/repro-bench-%ld.jsonl", (long)getpid());
     if (repro_trainer_init(&t, cfg))
         die();
-    repro_recorder_opts ro = {.trace_path = path, .level = 1, .every = 1,
+    repro_train_recorder_opts ro = {.trace_path = path, .level = 1, .every = 1,
                               .total_steps = steps + 1};
-    if (hashing && repro_recorder_new(&rec, &t, &ro))
+    if (hashing && repro_train_recorder_new(&rec, &t, &ro, NULL))
         die();
     if (repro_trainer_step(&t)) /* warm-up: first touch of every buffer */
         die();
@@ -54,7 +54,7 @@ static double one_run(const repro_config *cfg, long steps, int hashing)
         if (repro_trainer_step(&t))
             die();
     repro_digest chain;
-    if (rec && repro_recorder_finish(rec, &chain, NULL)) /* hashing is only done once finished */
+    if (rec && repro_train_recorder_finish(rec, &chain, NULL)) /* hashing is only done once finished */
         die();
     double rate = steps / (repro_now() - t0);
     repro_trainer_release(&t);

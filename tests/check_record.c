@@ -9,7 +9,7 @@
 
 #include "core/config.h"
 #include "util/npy.h"
-#include "record/record.h"
+#include "core/train_record.h"
 #include "record/trace.h"
 #include "core/train.h"
 
@@ -22,16 +22,16 @@ static void train(const char *path, int level, int every, const long *dump, int 
 {
     repro_trainer t;
     ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
-    repro_recorder *rec = NULL;
-    repro_recorder_opts o = {.trace_path = path, .level = level, .every = every,
+    repro_train_recorder *rec = NULL;
+    repro_train_recorder_opts o = {.trace_path = path, .level = level, .every = every,
                              .total_steps = cfg.train_steps, .dump_steps = dump, .ndump = ndump,
                              .dump_dir = dump_dir};
     if (path)
-        ck_assert_int_eq(repro_recorder_new(&rec, &t, &o), 0);
+        ck_assert_int_eq(repro_train_recorder_new(&rec, &t, &o, NULL), 0);
     for (long s = 0; s < cfg.train_steps; s++)
         ck_assert_int_eq(repro_trainer_step(&t), 0);
     if (rec)
-        ck_assert_int_eq(repro_recorder_finish(rec, chain, NULL), 0);
+        ck_assert_int_eq(repro_train_recorder_finish(rec, chain, NULL), 0);
     if (params) {
         long n = repro_model_param_count(&t.model);
         float *p = malloc((size_t)n * sizeof(float)), *q = p;

@@ -11,11 +11,12 @@
 #include "core/checkpoint.h"
 #include "cli/cli.h"
 #include "util/error.h"
+#include "util/fault.h"
 #include "util/fsutil.h"
 #include "kernels/cpu/philox.h"
 #include "util/progress.h"
 #include "core/memory.h"
-#include "record/record.h"
+#include "core/train_record.h"
 #include "util/seeds.h"
 #include "core/train.h"
 
@@ -224,187 +225,211 @@ static void dump_dir_for(const char *trace, char *buf, size_t len)
         snprintf(buf, len, "dump");
 }
 
-int repro_cmd_run(int argc, char **argv)
-{
-    static repro_config cfg; /* large: keep it off the stack */
-    run_opts o = {0};
-    int rc = parse_run_args(argc, argv, &cfg, &o);
-    if (rc == 1)
-        return repro_finish_stdout(0);
-    if (rc)
-        return repro_report_error();
-    if (o.print_cfg) {
-        repro_config_dump(&cfg, stdout);
-        return repro_finish_stdout(0);
-    }
-
-    char trace_path[1200], dump_dir[1300];
-    if (o.output)
-        snprintf(trace_path, sizeof trace_path, "%s", o.output);
-    else
-        default_trace_path(&cfg, trace_path, sizeof trace_path);
-    dump_dir_for(trace_path, dump_dir, sizeof dump_dir);
-
+/* Everything one `repro run` holds, so each phase below is a function
+ * that fits on a screen and the cleanup is in one place. */
+typedef struct {
+    repro_config cfg;
+    run_opts o;
+    char trace_path[1200], dump_dir[1300], ckpt_dir[1300];
     repro_trainer t;
-    repro_recorder *rec = NULL;
-    double t0 = repro_now();
-    if (repro_trainer_init(&t, &cfg))
-        return repro_report_error();
-    if (o.algo_lock && repro_algo_policy_lock(&t.model.algo, o.algo_lock)) {
-        rc = repro_report_error();
-        repro_trainer_release(&t);
-        return rc;
+    int trainer_ready;
+    repro_train_recorder *rec;
+    repro_checkpoint_info ck;
+    double setup_s, train_s, first_loss;
+} run_ctx;
+
+/* Where the trace, its dumps and the checkpoints go. */
+static void plan_paths(run_ctx *c)
+{
+    if (c->o.output)
+        snprintf(c->trace_path, sizeof c->trace_path, "%s", c->o.output);
+    else
+        default_trace_path(&c->cfg, c->trace_path, sizeof c->trace_path);
+    dump_dir_for(c->trace_path, c->dump_dir, sizeof c->dump_dir);
+    if (c->o.checkpoint_dir) {
+        snprintf(c->ckpt_dir, sizeof c->ckpt_dir, "%s", c->o.checkpoint_dir);
+    } else {
+        const char *slash = strrchr(c->trace_path, '/');
+        snprintf(c->ckpt_dir, sizeof c->ckpt_dir, "%.*s",
+                 slash ? (int)(slash - c->trace_path) : 1, slash ? c->trace_path : ".");
     }
-    long steps = cfg.train_steps;
-    /* Resume before the recorder starts: it continues the checkpoint's chain. */
-    repro_checkpoint_info ck = {0, -1, {{0}}};
-    if (o.resume) {
-        if (repro_checkpoint_load(&t, o.resume, &ck)) {
-            rc = repro_report_error();
-            repro_trainer_release(&t);
-            return rc;
-        }
-        if (ck.chain_steps != ck.step || ck.step >= steps) {
-            if (ck.chain_steps != ck.step)
-                repro_error_set(REPRO_EINVAL,
-                                "run: %s carries no hash chain (saved without a recorder): a "
-                                "resumed trace could not continue it",
-                                o.resume);
-            else
-                repro_error_set(REPRO_EINVAL,
-                                "run: %s is at step %ld; this run has only %ld steps (raise "
-                                "--steps)",
-                                o.resume, ck.step, steps);
-            rc = repro_report_error();
-            repro_trainer_release(&t);
-            return rc;
-        }
-    }
-    char ckpt_dir[1300];
-    if (o.checkpoint_dir)
-        snprintf(ckpt_dir, sizeof ckpt_dir, "%s", o.checkpoint_dir);
-    else {
-        const char *slash = strrchr(trace_path, '/');
-        snprintf(ckpt_dir, sizeof ckpt_dir, "%.*s", slash ? (int)(slash - trace_path) : 1,
-                 slash ? trace_path : ".");
-    }
-    repro_recorder_opts ro = {
-        .trace_path = o.no_trace ? NULL : trace_path,
-        .level = cfg.trace_level,
-        .every = cfg.trace_every,
-        .total_steps = steps,
-        .dump_steps = o.dump,
-        .ndump = o.ndump,
-        .dump_dir = dump_dir,
-        .tap_op = o.tap_mode ? o.tap_op : NULL,
-        .tap_path = o.tap_path,
-        .tap_mode = o.tap_mode,
-        .start_step = ck.step,
-        .start_chain = o.resume ? &ck.chain : NULL,
-        .resumed_from = o.resume,
+}
+
+/* Resume before the recorder starts: it continues the checkpoint's chain. */
+static int resume(run_ctx *c)
+{
+    c->ck = (repro_checkpoint_info){0, -1, {{0}}};
+    if (!c->o.resume)
+        return 0;
+    if (repro_checkpoint_load(&c->t, c->o.resume, &c->ck))
+        return -1;
+    if (c->ck.chain_steps != c->ck.step)
+        return repro_error_set(REPRO_EINVAL,
+                               "run: %s carries no hash chain (saved without a recorder): a "
+                               "resumed trace could not continue it",
+                               c->o.resume);
+    if (c->ck.step >= c->cfg.train_steps)
+        return repro_error_set(REPRO_EINVAL,
+                               "run: %s is at step %ld; this run has only %ld steps (raise "
+                               "--steps)",
+                               c->o.resume, c->ck.step, (long)c->cfg.train_steps);
+    return 0;
+}
+
+/* The trainer's recorder. The negative control (util/fault.h) is read
+ * here, at the top, and passed down: the numerics core never reads the
+ * environment. */
+static int start_recorder(run_ctx *c)
+{
+    repro_fault fault;
+    if (repro_fault_from_env(&fault))
+        return -1;
+    repro_train_recorder_opts ro = {
+        .trace_path = c->o.no_trace ? NULL : c->trace_path,
+        .level = c->cfg.trace_level,
+        .every = c->cfg.trace_every,
+        .total_steps = c->cfg.train_steps,
+        .dump_steps = c->o.dump,
+        .ndump = c->o.ndump,
+        .dump_dir = c->dump_dir,
+        .tap_op = c->o.tap_mode ? c->o.tap_op : NULL,
+        .tap_path = c->o.tap_path,
+        .tap_mode = c->o.tap_mode,
+        .start_step = c->ck.step,
+        .start_chain = c->o.resume ? &c->ck.chain : NULL,
+        .resumed_from = c->o.resume,
     };
-    if (repro_recorder_new(&rec, &t, &ro)) {
-        rc = repro_report_error();
-        repro_trainer_release(&t);
-        return rc;
-    }
-    double setup = repro_now() - t0;
+    return repro_train_recorder_new(&c->rec, &c->t, &ro, &fault);
+}
+
+static int setup(run_ctx *c)
+{
+    double t0 = repro_now();
+    plan_paths(c);
+    if (repro_trainer_init(&c->t, &c->cfg))
+        return -1;
+    c->trainer_ready = 1;
+    if ((c->o.algo_lock && repro_algo_policy_lock(&c->t.model.algo, c->o.algo_lock)) ||
+        resume(c) || start_recorder(c))
+        return -1;
+    if (c->o.checkpoint_every && repro_mkdirs(c->ckpt_dir))
+        return -1;
+    c->setup_s = repro_now() - t0;
+    return 0;
+}
+
+static void print_header(const run_ctx *c)
+{
+    const repro_config *cfg = &c->cfg;
     char nondet[1024];
-    if (repro_config_nondeterministic(&cfg, nondet, sizeof nondet) &&
-        cfg.train_deterministic == REPRO_DETERMINISTIC_WARN)
+    if (repro_config_nondeterministic(cfg, nondet, sizeof nondet) &&
+        cfg->train_deterministic == REPRO_DETERMINISTIC_WARN)
         fprintf(stderr, "repro: warning: nondeterministic kernel variants in use: %s\n", nondet);
     printf("repro run %s (%s): %s, seed %llu, %ld steps, batch %d, threads %d, workers %d\n",
-           cfg.name, cfg.path, cfg.model_type == REPRO_MODEL_MLP ? "mlp" : "cnn",
-           (unsigned long long)cfg.train_seed, steps, cfg.train_batch_size, cfg.train_threads,
-           cfg.data_num_workers);
+           cfg->name, cfg->path, cfg->model_type == REPRO_MODEL_MLP ? "mlp" : "cnn",
+           (unsigned long long)cfg->train_seed, (long)cfg->train_steps, cfg->train_batch_size,
+           cfg->train_threads, cfg->data_num_workers);
     printf("  seed scheme %s, rng %s, %ld parameters\n", REPRO_SEED_SCHEME, REPRO_RNG_VERSION,
-           repro_model_param_count(&t.model));
-    {
-        static const char *const prec[] = {"fp32", "bf16", "fp16"};
-        printf("  precision %s, accumulation_steps %d (%d samples per update), zero_grad %s\n",
-               prec[cfg.train_precision], cfg.train_accumulation_steps,
-               cfg.train_accumulation_steps * cfg.train_batch_size,
-               cfg.train_zero_grad == REPRO_ZERO_GRAD_NONE ? "none" : "zero");
-        repro_memory mem;
-        repro_memory_account(&t.model, cfg.train_zero_grad, &mem);
-        repro_memory_print(stdout, &mem, "  ");
-    }
-    if (o.resume)
-        printf("  resumed from %s after step %ld\n", o.resume, ck.step);
-    if (o.checkpoint_every && repro_mkdirs(ckpt_dir)) {
-        rc = repro_report_error();
-        repro_trainer_release(&t);
-        return rc;
-    }
+           repro_model_param_count(&c->t.model));
+    static const char *const prec[] = {"fp32", "bf16", "fp16"};
+    printf("  precision %s, accumulation_steps %d (%d samples per update), zero_grad %s\n",
+           prec[cfg->train_precision], cfg->train_accumulation_steps,
+           cfg->train_accumulation_steps * cfg->train_batch_size,
+           cfg->train_zero_grad == REPRO_ZERO_GRAD_NONE ? "none" : "zero");
+    repro_memory mem;
+    repro_memory_account(&c->t.model, cfg->train_zero_grad, &mem);
+    repro_memory_print(stdout, &mem, "  ");
+    if (c->o.resume)
+        printf("  resumed from %s after step %ld\n", c->o.resume, c->ck.step);
     fflush(stdout);
+}
 
+static int maybe_checkpoint(run_ctx *c)
+{
+    if (!c->o.checkpoint_every || c->t.step % c->o.checkpoint_every != 0)
+        return 0;
+    char ckpt[1400];
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt-%ld.bin", c->ckpt_dir, c->t.step);
+    return repro_checkpoint_save(&c->t, ckpt);
+}
+
+/* The step loop. Every step is hashed before the clock stops: hashing is
+ * part of a run. On failure the trace keeps its valid prefix. */
+static int train(run_ctx *c)
+{
     repro_progress prog;
-    repro_progress_init(&prog, stderr, steps, cfg.train_log_every, o.quiet);
-    double first_loss = 0;
+    repro_progress_init(&prog, stderr, c->cfg.train_steps, c->cfg.train_log_every, c->o.quiet);
     double t1 = repro_now();
-    for (long s = ck.step; s < steps; s++) {
-        if (repro_trainer_step(&t)) {
-            repro_progress_finish(&prog);
-            rc = repro_report_error();
-            repro_trainer_release(&t); /* the trace keeps its valid prefix */
-            return rc;
-        }
-        if (s == ck.step)
-            first_loss = t.loss;
-        if (o.checkpoint_every && t.step % o.checkpoint_every == 0) {
-            char ckpt[1400];
-            snprintf(ckpt, sizeof ckpt, "%s/ckpt-%ld.bin", ckpt_dir, t.step);
-            if (repro_checkpoint_save(&t, ckpt)) {
-                repro_progress_finish(&prog);
-                rc = repro_report_error();
-                repro_trainer_release(&t);
-                return rc;
-            }
-        }
-        repro_progress_update(&prog, s + 1, t.loss);
+    int rc = 0;
+    for (long s = c->ck.step; s < c->cfg.train_steps && !rc; s++) {
+        rc = repro_trainer_step(&c->t) || maybe_checkpoint(c);
+        if (s == c->ck.step)
+            c->first_loss = c->t.loss;
+        if (!rc)
+            repro_progress_update(&prog, s + 1, c->t.loss);
     }
-    /* Every step hashed before the clock stops: hashing is part of a run. */
-    if (repro_recorder_sync(rec)) {
-        repro_progress_finish(&prog);
-        rc = repro_report_error();
-        repro_trainer_release(&t);
-        return rc;
-    }
-    double train_s = repro_now() - t1;
+    if (!rc)
+        rc = repro_train_recorder_sync(c->rec);
+    c->train_s = repro_now() - t1;
     repro_progress_finish(&prog);
+    return rc ? -1 : 0;
+}
 
-    /* Eval reads the trained weights only; its results go into the trailer
-     * as information (not hashed). */
+/* Eval reads the trained weights only; its results go into the trailer as
+ * information (not hashed). Then the summary. */
+static int finish(run_ctx *c)
+{
     double eval_loss, acc;
-    repro_trainer_evaluate(&t, &eval_loss, &acc);
-    json_t *extra = json_pack("{s:f, s:f, s:f}", "train_seconds", train_s, "eval_loss",
+    repro_trainer_evaluate(&c->t, &eval_loss, &acc);
+    json_t *extra = json_pack("{s:f, s:f, s:f}", "train_seconds", c->train_s, "eval_loss",
                               isfinite(eval_loss) ? eval_loss : -1.0, "eval_accuracy",
                               isfinite(acc) ? acc : -1.0);
     repro_digest chain;
-    rc = repro_recorder_finish(rec, &chain, extra);
+    int rc = repro_train_recorder_finish(c->rec, &chain, extra);
     json_decref(extra);
-    if (rc) {
-        rc = repro_report_error();
-        repro_trainer_release(&t);
-        return rc;
-    }
-    float final = (float)t.loss;
+    if (rc)
+        return -1;
+    float final = (float)c->t.loss;
     uint32_t bits;
     memcpy(&bits, &final, sizeof bits);
     char hex[65];
     repro_digest_hex(&chain, hex);
-    printf("  loss %.6f -> %.9g (float bits 0x%08x)\n", first_loss, final, bits);
+    printf("  loss %.6f -> %.9g (float bits 0x%08x)\n", c->first_loss, final, bits);
     printf("  held-out: loss %.6f, accuracy %.2f%% of %d samples\n", eval_loss, 100.0 * acc,
-           t.test_set.n);
-    if (t.scaler.enabled)
+           c->t.test_set.n);
+    if (c->t.scaler.enabled)
         printf("  fp16 loss scaler: scale %g, %ld of %ld steps skipped (inf/NaN gradients)\n",
-               (double)t.scaler.scale, t.scaler.skipped_total, t.step);
-    printf("  %.2f s training, %.1f steps/s, %.2f s setup\n", train_s, (steps - ck.step) / train_s, setup);
-    if (!o.no_trace)
-        printf("  trace %s\n", trace_path);
-    if (o.ndump)
-        printf("  dumps %s/step-NNNNNN/\n", dump_dir);
+               (double)c->t.scaler.scale, c->t.scaler.skipped_total, c->t.step);
+    printf("  %.2f s training, %.1f steps/s, %.2f s setup\n", c->train_s,
+           (c->cfg.train_steps - c->ck.step) / c->train_s, c->setup_s);
+    if (!c->o.no_trace)
+        printf("  trace %s\n", c->trace_path);
+    if (c->o.ndump)
+        printf("  dumps %s/step-NNNNNN/\n", c->dump_dir);
     printf("chain %s\n", hex);
-    repro_trainer_release(&t);
-    return repro_finish_stdout(0);
+    return 0;
+}
+
+int repro_cmd_run(int argc, char **argv)
+{
+    run_ctx *c = calloc(1, sizeof *c); /* large (the config): off the stack */
+    if (!c) {
+        fprintf(stderr, "repro: out of memory\n");
+        return REPRO_EXIT_ENV;
+    }
+    int rc = parse_run_args(argc, argv, &c->cfg, &c->o), exit_code = 0;
+    if (rc == 1 || (rc == 0 && c->o.print_cfg)) {
+        if (rc == 0)
+            repro_config_dump(&c->cfg, stdout);
+        exit_code = repro_finish_stdout(0);
+    } else if (rc || setup(c)) {
+        exit_code = repro_report_error();
+    } else {
+        print_header(c);
+        exit_code = train(c) || finish(c) ? repro_report_error() : repro_finish_stdout(0);
+    }
+    if (c->trainer_ready)
+        repro_trainer_release(&c->t); /* frees the recorder first */
+    free(c);
+    return exit_code;
 }

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
-#include "record/record.h"
+#include "core/train_record.h"
 #include "record/trace.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -146,9 +146,9 @@ int repro_checkpoint_save(const repro_trainer *t, const char *path)
     repro_checkpoint_info ci = {t->step, -1, {{0}}};
     if (t->rec) {
         /* The chain must cover exactly the steps the state reflects. */
-        if (repro_recorder_sync(t->rec))
+        if (repro_train_recorder_sync(t->rec))
             return -1;
-        ci.chain_steps = repro_recorder_chain(t->rec, &ci.chain);
+        ci.chain_steps = repro_train_recorder_chain(t->rec, &ci.chain);
     }
     repro_digest all, numerics;
     if (repro_config_digests(&t->cfg, &all, &numerics))

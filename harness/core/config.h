@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "repro/digest.h"
+
 #define REPRO_CONFIG_LIST_MAX 8
 #define REPRO_CONFIG_PATH_MAX 1024
 
@@ -64,6 +66,16 @@ int repro_config_validate(const repro_config *cfg);
 void repro_config_dump(const repro_config *cfg, FILE *out);
 /* One key's value as text (as the dump writes it). */
 void repro_config_value_str(const repro_config *cfg, int key, char *buf, size_t len);
+
+/* ---- config_digest.c: the config as a trace header records it ---------- */
+/* SHA-256 of the effective config dumped as INI (`all`), and of the same
+ * without the bits-neutral keys and the keys at their defaults (`numerics`):
+ * traces whose numerics digests differ are different experiments. */
+int repro_config_digests(const repro_config *cfg, repro_digest *all,
+                         repro_digest *numerics);
+/* Every key as a string, grouped by section (a json_t object, new
+ * reference), or NULL with the error slot set. */
+void *repro_config_to_json(const repro_config *cfg);
 /* `repro help config`: every key with its type, default, range and help. */
 void repro_config_print_reference(FILE *out);
 /* Variant keys: 1 if `key` selects a kernel variant; its op name

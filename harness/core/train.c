@@ -6,7 +6,7 @@
 
 #include "kernels/cpu/atomic.h"
 #include "util/error.h"
-#include "record/record.h"
+#include "core/train_record.h"
 
 static int load_data(repro_trainer *t)
 {
@@ -175,7 +175,7 @@ int repro_trainer_step(repro_trainer *t)
         if (j == 0) {
             /* The recorder's hooks (record.h): wait only where a buffer it
              * may still be hashing is about to be overwritten. */
-            if (t->rec && repro_recorder_before_backward(t->rec))
+            if (t->rec && repro_train_recorder_before_backward(t->rec))
                 return -1;
             zero_grad(t);
         }
@@ -183,7 +183,7 @@ int repro_trainer_step(repro_trainer *t)
     }
     t->loss = k == 1 ? loss_sum : loss_sum / k;
     int skip = repro_scaler_unscale(&t->scaler, &t->model, t->step + 1);
-    if (t->rec && (repro_recorder_after_backward(t->rec) || repro_recorder_before_update(t->rec)))
+    if (t->rec && (repro_train_recorder_after_backward(t->rec) || repro_train_recorder_before_update(t->rec)))
         return -1;
     if (!skip) {
         optimizer_step(t);
@@ -197,7 +197,7 @@ int repro_trainer_step(repro_trainer *t)
         repro_trainer_evaluate(t, &t->eval_loss, &t->eval_accuracy);
         t->eval_step = t->step;
     }
-    if (t->rec && repro_recorder_after_update(t->rec))
+    if (t->rec && repro_train_recorder_after_update(t->rec))
         return -1;
     return 0;
 }
@@ -252,7 +252,7 @@ done:
 
 void repro_trainer_release(repro_trainer *t)
 {
-    repro_recorder_free(t->rec); /* first: its hasher thread reads the model */
+    repro_train_recorder_free(t->rec); /* first: its hasher thread reads the model */
     repro_loader_free(t->loader);
     repro_model_release(&t->model);
     repro_dataset_release(&t->train_set);

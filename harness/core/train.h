@@ -10,7 +10,7 @@
 #include "core/mixed.h"
 #include "core/model.h"
 
-typedef struct repro_recorder repro_recorder;
+typedef struct repro_train_recorder repro_train_recorder;
 
 typedef struct repro_trainer_s {
     repro_config cfg;
@@ -25,7 +25,7 @@ typedef struct repro_trainer_s {
     float *class_features;  /* classes x features: penultimate activations summed per
                                label (index-add; a trace metric) */
     double beta1_pow, beta2_pow; /* adamw: beta^t kept by multiplication */
-    repro_recorder *rec;    /* per-step hashing (record.h), or NULL */
+    repro_train_recorder *rec; /* per-step hashing (train_record.h), or NULL */
     /* Accumulation and mixed precision (mixed.h). A checkpoint must carry
      * `updates` (sgd's first step and adamw's bias correction count updates,
      * not steps: fp16 skips some) and the scaler's scale and growth_tracker. */

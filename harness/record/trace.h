@@ -75,11 +75,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/config.h"
 #include "record/hash.h"
 #include "repro/trace.h"
 
 #define REPRO_TRACE_VERSION 1
+/* The largest step number a trace may name (2^53: exact in a double, far
+ * from overflow when counts are added to it). */
+#define REPRO_TRACE_MAX_STEP ((int64_t)1 << 53)
 
 enum { REPRO_TRACE_STEP = 0, REPRO_TRACE_TENSOR = 1, REPRO_TRACE_OP = 2 };
 
@@ -88,7 +90,7 @@ typedef struct {
     char name[64];
     char dtype[8];
     int ndim;
-    long shape[4];
+    long shape[8];
     repro_digest digest;
     double l2, sum, max_abs;
     long nonfinite;
@@ -135,14 +137,16 @@ struct repro_trace {
 /* ---- writing (trace_write.c) ------------------------------------------- */
 typedef struct repro_trace_writer repro_trace_writer;
 
-/* Creates the file (and its parent directories) and writes the header. */
-int repro_trace_writer_open(repro_trace_writer **out, const char *path, const repro_config *cfg,
-                            int level, int every);
-/* The same, with informational header keys merged in (`header_extra`: a
- * json_t object, may be NULL; borrowed), e.g. "resumed_from". */
-int repro_trace_writer_open_with(repro_trace_writer **out, const char *path,
-                                 const repro_config *cfg, int level, int every,
-                                 void *header_extra);
+/* A header (json_t object, new reference) with the fields every trace
+ * carries: format version, experiment, seed and schemes, build, level,
+ * every, threads, workers, the environment fingerprint and its class. The
+ * caller adds "config", "config_digest" and "numerics_digest" (and any
+ * informational keys) before opening. NULL with the error slot set. */
+void *repro_trace_header_new(const char *experiment, const char *experiment_path, uint64_t seed,
+                             int level, int every, int threads, int workers);
+/* Creates the file (and its parent directories) and writes `header` (a
+ * json_t object, borrowed) as line 1. */
+int repro_trace_writer_open(repro_trace_writer **out, const char *path, void *header);
 /* Writes one step line and flushes it. `detail`: include loss and tensors. */
 int repro_trace_writer_step(repro_trace_writer *w, const repro_trace_step *s, int detail);
 /* Writes the trailer, flushes, fsyncs and closes. w is freed either way.
@@ -152,9 +156,6 @@ int repro_trace_writer_close(repro_trace_writer *w, long steps, const repro_dige
                              void *extra);
 /* Closes without a trailer (after an error): the file stays a valid prefix. */
 void repro_trace_writer_abort(repro_trace_writer *w);
-
-/* The config digests the header carries. */
-int repro_config_digests(const repro_config *cfg, repro_digest *all, repro_digest *numerics);
 
 /* ---- reading (trace_read.c) -------------------------------------------- */
 /* Reads a whole trace. Errors (missing file, not JSON, wrong version or

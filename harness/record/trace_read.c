@@ -219,8 +219,8 @@ static int parse_tensor(repro_trace_tensor *tt, json_t *o, const pos *p, const c
         return -1;
     if (!json_is_array(shape))
         return fail(p, "%s\"shape\" must be an array, not %s", ctx, json_kind(shape));
-    if (json_array_size(shape) > 4)
-        return fail(p, "%s\"shape\" has %zu dimensions, at most 4", ctx, json_array_size(shape));
+    if (json_array_size(shape) > 8)
+        return fail(p, "%s\"shape\" has %zu dimensions, at most 8", ctx, json_array_size(shape));
     tt->ndim = (int)json_array_size(shape);
     for (int d = 0; d < tt->ndim; d++) {
         json_t *v = json_array_get(shape, (size_t)d);

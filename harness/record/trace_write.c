@@ -37,44 +37,6 @@ static int make_parents(const char *path)
     return 0;
 }
 
-/* The config digests. The numerics digest leaves out the bits-neutral keys
- * and every key at its default value: so adding a new key (at a default
- * that keeps today's behaviour) does not turn every existing golden into
- * "a different config", while any key set away from its default counts. */
-static int digest_text(const repro_config *cfg, int numerics, repro_digest *out)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
-        return repro_error_set(REPRO_ENOMEM, "out of memory");
-    char val[REPRO_CONFIG_PATH_MAX + 16], def[REPRO_CONFIG_PATH_MAX + 16];
-    static repro_config defaults;
-    repro_config_defaults(&defaults);
-    if (numerics)
-        fprintf(f, "repro-numerics/v2\n");
-    for (int k = 0; k < REPRO_KEY_COUNT; k++) {
-        if (numerics && repro_config_key_bits_neutral(k))
-            continue;
-        repro_config_value_str(cfg, k, val, sizeof val);
-        if (numerics) {
-            repro_config_value_str(&defaults, k, def, sizeof def);
-            if (!strcmp(val, def))
-                continue;
-        }
-        fprintf(f, "%s.%s = %s\n", repro_config_key_section(k), repro_config_key_name(k), val);
-    }
-    fclose(f);
-    int rc = repro_sha256(text, len, out);
-    free(text);
-    return rc;
-}
-
-int repro_config_digests(const repro_config *cfg, repro_digest *all, repro_digest *numerics)
-{
-    return digest_text(cfg, 0, all) || digest_text(cfg, 1, numerics) ? -1 : 0;
-}
-
 static json_t *hex_json(const repro_digest *d)
 {
     char hex[65];
@@ -98,19 +60,54 @@ static int write_line(repro_trace_writer *w, json_t *obj)
 
 static const char *const level_names[] = {"step", "tensor", "op"};
 
-int repro_trace_writer_open(repro_trace_writer **out, const char *path, const repro_config *cfg,
-                            int level, int every)
+void *repro_trace_header_new(const char *experiment, const char *experiment_path,
+                               uint64_t seed, int level, int every, int threads, int workers)
 {
-    return repro_trace_writer_open_with(out, path, cfg, level, every, NULL);
+    repro_env env;
+    if (repro_env_get(&env))
+        return NULL;
+    if (level < REPRO_TRACE_STEP || level > REPRO_TRACE_OP) {
+        repro_error_set(REPRO_EINVAL, "trace level %d is not step, tensor or op", level);
+        return NULL;
+    }
+    char seedstr[32];
+    snprintf(seedstr, sizeof seedstr, "%llu", (unsigned long long)seed);
+    json_t *h = json_object();
+    if (!h) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        return NULL;
+    }
+    json_object_set_new(h, "repro_trace", json_integer(REPRO_TRACE_VERSION));
+    json_object_set_new(h, "type", json_string("header"));
+    json_object_set_new(h, "experiment", json_string(experiment));
+    json_object_set_new(h, "experiment_path", json_string(experiment_path));
+    json_object_set_new(h, "seed", json_string(seedstr));
+    json_object_set_new(h, "seed_scheme", json_string(REPRO_SEED_SCHEME));
+    json_object_set_new(h, "rng", json_string(REPRO_RNG_VERSION));
+    json_object_set_new(h, "tensor_hash", json_string(REPRO_TENSOR_HASH_VERSION));
+    json_object_set_new(h, "repro_version", json_string(REPRO_VERSION));
+    json_object_set_new(h, "compiler", json_string(REPRO_CC_VERSION));
+    json_object_set_new(h, "cflags", json_string(REPRO_CFLAGS));
+    json_object_set_new(h, "level", json_string(level_names[level]));
+    json_object_set_new(h, "every", json_integer(every));
+    json_object_set_new(h, "threads", json_integer(threads));
+    json_object_set_new(h, "num_workers", json_integer(workers));
+    json_object_set_new(h, "env", repro_env_to_json(&env));
+    json_object_set_new(h, "env_class", json_string(env.class_id));
+    return h;
 }
 
-int repro_trace_writer_open_with(repro_trace_writer **out, const char *path,
-                                 const repro_config *cfg, int level, int every, void *header_extra)
+int repro_trace_writer_open(repro_trace_writer **out, const char *path, void *header)
 {
     *out = NULL;
-    repro_digest all, numerics;
-    repro_env env;
-    if (repro_config_digests(cfg, &all, &numerics) || repro_env_get(&env) || make_parents(path))
+    json_t *h = header;
+    static const char *const required[] = {"experiment", "config", "config_digest",
+                                           "numerics_digest", "seed"};
+    for (size_t i = 0; i < sizeof required / sizeof *required; i++)
+        if (!json_object_get(h, required[i]))
+            return repro_error_set(REPRO_EINVAL, "%s: trace header lacks \"%s\"", path,
+                                   required[i]);
+    if (make_parents(path))
         return -1;
     repro_trace_writer *w = calloc(1, sizeof *w);
     if (!w)
@@ -121,44 +118,7 @@ int repro_trace_writer_open_with(repro_trace_writer **out, const char *path,
         free(w);
         return repro_error_set_errno(REPRO_EIO, "%s: cannot create trace", path);
     }
-    json_t *config = json_object();
-    char val[REPRO_CONFIG_PATH_MAX + 16];
-    for (int k = 0; k < REPRO_KEY_COUNT; k++) {
-        const char *sec = repro_config_key_section(k);
-        json_t *s = json_object_get(config, sec);
-        if (!s) {
-            s = json_object();
-            json_object_set_new(config, sec, s);
-        }
-        repro_config_value_str(cfg, k, val, sizeof val);
-        json_object_set_new(s, repro_config_key_name(k), json_string(val));
-    }
-    char seed[32];
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)cfg->train_seed);
-    json_t *h = json_object();
-    json_object_set_new(h, "repro_trace", json_integer(REPRO_TRACE_VERSION));
-    json_object_set_new(h, "type", json_string("header"));
-    json_object_set_new(h, "experiment", json_string(cfg->name));
-    json_object_set_new(h, "experiment_path", json_string(cfg->path));
-    json_object_set_new(h, "config", config);
-    json_object_set_new(h, "config_digest", hex_json(&all));
-    json_object_set_new(h, "numerics_digest", hex_json(&numerics));
-    json_object_set_new(h, "seed", json_string(seed));
-    json_object_set_new(h, "seed_scheme", json_string(REPRO_SEED_SCHEME));
-    json_object_set_new(h, "rng", json_string(REPRO_RNG_VERSION));
-    json_object_set_new(h, "tensor_hash", json_string(REPRO_TENSOR_HASH_VERSION));
-    json_object_set_new(h, "repro_version", json_string(REPRO_VERSION));
-    json_object_set_new(h, "compiler", json_string(REPRO_CC_VERSION));
-    json_object_set_new(h, "cflags", json_string(REPRO_CFLAGS));
-    json_object_set_new(h, "level", json_string(level_names[level]));
-    json_object_set_new(h, "every", json_integer(every));
-    json_object_set_new(h, "threads", json_integer(cfg->train_threads));
-    json_object_set_new(h, "num_workers", json_integer(cfg->data_num_workers));
-    json_object_set_new(h, "env", repro_env_to_json(&env));
-    json_object_set_new(h, "env_class", json_string(env.class_id));
-    if (header_extra)
-        json_object_update_missing(h, (json_t *)header_extra);
-    if (write_line(w, h)) {
+    if (write_line(w, json_incref(h))) {
         repro_trace_writer_abort(w);
         return -1;
     }

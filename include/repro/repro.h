@@ -24,7 +24,7 @@
  *     char chain[65];
  *     repro_recorder_close(r, chain);
  *
- * The format of the trace is documented in docs/FORMATS.md. */
+ * The trace format is documented in docs/FORMATS.md. */
 #ifndef REPRO_REPRO_H
 #define REPRO_REPRO_H
 

@@ -1,5 +1,6 @@
-/* The per-step recorder: hashes every tensor of every step (trace.h lists
- * which, and in what order), chains the step digests and writes the trace.
+/* The built-in workload's recording: feeds every tensor of every step
+ * (trace.h lists which, and in what order) to the public recorder
+ * (repro/repro.h), the same API an external program uses.
  *
  * Hashing runs off the critical path, on one hasher thread, without copying
  * the big tensors: forward and backward only read the weights and only the
@@ -11,14 +12,13 @@
  * and the training thread waits only where a buffer is about to be
  * overwritten: for G(n-1) before backward(n) and for P(n-1) before
  * optimizer(n). The small copies are double-buffered by step parity. */
-#ifndef REPRO_RECORD_H
-#define REPRO_RECORD_H
+#ifndef REPRO_TRAIN_RECORD_H
+#define REPRO_TRAIN_RECORD_H
 
+#include "core/train.h"
 #include "record/hash.h"
 #include "record/trace.h"
-#include "core/train.h"
-
-struct repro_trainer_s;
+#include "util/fault.h"
 
 typedef struct {
     const char *trace_path; /* NULL: digests only, no file */
@@ -43,35 +43,36 @@ typedef struct {
     long start_step;
     const repro_digest *start_chain;
     const char *resumed_from;
-} repro_recorder_opts;
+} repro_train_recorder_opts;
 
 enum { REPRO_TAP_WRITE = 1, REPRO_TAP_READ = 2 };
 
-/* Builds the tensor list for the trainer's model and starts the hasher.
- * Installs itself as the trainer's recorder (t->rec). */
-int repro_recorder_new(repro_recorder **out, struct repro_trainer_s *t,
-                       const repro_recorder_opts *opts);
+/* Builds the tensor list for the trainer's model, opens the public
+ * recorder and starts the hasher. Installs itself as the trainer's recorder
+ * (t->rec). `fault`: the negative control's settings (util/fault.h; may be
+ * NULL: none). */
+int repro_train_recorder_new(repro_train_recorder **out, repro_trainer *t,
+                             const repro_train_recorder_opts *opts, const repro_fault *fault);
 
 /* The trainer's hooks for step n = t->step + 1 (train.c calls them). Each
  * returns 0, or -1 with the error slot set if the hasher failed. */
-int repro_recorder_before_backward(repro_recorder *r);
-int repro_recorder_after_backward(repro_recorder *r);
-int repro_recorder_before_update(repro_recorder *r);
-int repro_recorder_after_update(repro_recorder *r);
+int repro_train_recorder_before_backward(repro_train_recorder *r);
+int repro_train_recorder_after_backward(repro_train_recorder *r);
+int repro_train_recorder_before_update(repro_train_recorder *r);
+int repro_train_recorder_after_update(repro_train_recorder *r);
 
 /* Waits for the hasher, writes the trailer, returns the final chain digest.
  * trailer_extra (a json_t object, may be NULL; borrowed) adds informational
  * keys to the trailer. */
-int repro_recorder_finish(repro_recorder *r, repro_digest *chain, void *trailer_extra);
+int repro_train_recorder_finish(repro_train_recorder *r, repro_digest *chain,
+                               void *trailer_extra);
 /* Waits until every completed step is hashed (and written). */
-int repro_recorder_sync(repro_recorder *r);
+int repro_train_recorder_sync(repro_train_recorder *r);
 /* Stops the hasher; leaves a trace without trailer if not finished. */
-void repro_recorder_free(repro_recorder *r);
+void repro_train_recorder_free(repro_train_recorder *r);
 
-/* The chain digest after the last completed step (after finish). */
-long repro_recorder_steps(const repro_recorder *r);
 /* The chain digest so far and the step it covers (call after sync or
  * finish, when the hasher has caught up): what a checkpoint saves. */
-long repro_recorder_chain(const repro_recorder *r, repro_digest *chain);
+long repro_train_recorder_chain(const repro_train_recorder *r, repro_digest *chain);
 
 #endif

@@ -1,0 +1,329 @@
+/* charlm: a small character-level language model that records its training
+ * through librepro — an example of a program repro did not write.
+ *
+ * Model: an Elman recurrent network over windows of T characters,
+ *   e_t = E[c_t]                      (embedding, V x D)
+ *   h_t = tanh(Wx e_t + Wh h_{t-1} + b)   (D -> H, h_0 = 0)
+ *   p_t = softmax(Wo h_t + bo)        (predicts c_{t+1})
+ * trained with plain SGD on the mean cross-entropy, full backpropagation
+ * through the window. The corpus is generated from the seed (a tiny
+ * grammar of words), so the program needs no files.
+ *
+ * Determinism: each batch is cut into fixed shards of SHARD windows; a
+ * shard's gradient is computed by one thread in sample order, and the
+ * shard gradients are added in shard order — so the thread count
+ * (REPRO_THREADS or --threads) never changes a bit. The loader draws each
+ * batch's windows from a generator seeded with repro_worker_seed(base_seed,
+ * worker) for the worker that owns the batch (batch k -> worker k % W), as
+ * PyTorch's DataLoader seeds its workers; the worker count is fixed by the
+ * data, so it does not change bits either (REPRO_WORKERS).
+ *
+ * The negative control: CHARLM_UNORDERED=1 adds shard gradients in the
+ * order the threads finish (an "atomic" reduction), so with 2+ threads the
+ * bits change from run to run — `repro check` must fail on it, and the op
+ * it names is the gradient reduction.
+ *
+ * Usage: charlm [--steps N] [--threads N] [--trace PATH]
+ * Environment (set by `repro check -- CMD`): REPRO_TRACE, REPRO_SEED,
+ * REPRO_THREADS, REPRO_WORKERS. Only <repro/repro.h> is used. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <repro/repro.h>
+
+enum { V = 27, D = 16, H = 32, T = 12, BATCH = 32, SHARD = 4, NSHARD = BATCH / SHARD };
+enum { CORPUS = 20000, PURPOSE_CORPUS = 100, PURPOSE_LOADER = 101, PURPOSE_INIT = 102 };
+
+typedef struct {
+    float E[V * D], Wx[H * D], Wh[H * H], b[H], Wo[V * H], bo[V];
+} params;
+
+typedef struct {
+    const unsigned char *corpus;
+    const params *p;
+    const int *starts; /* BATCH window starts */
+    params *grads;     /* NSHARD gradient buffers */
+    double *losses;    /* NSHARD loss sums */
+} batch_job;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "charlm: %s: %s\n", what, repro_error_last());
+    exit(3);
+}
+
+/* ---- data -------------------------------------------------------------- */
+
+static void make_corpus(unsigned char *text, uint64_t seed)
+{
+    static const char *const words[] = {"the", "cat", "sat", "on", "mat", "a", "dog",
+                                        "ran", "to", "park", "and", "saw", "bird", "flew"};
+    repro_generator g;
+    repro_generator_init(&g, repro_seed_derive(seed, PURPOSE_CORPUS, 0, 0, 0, 0));
+    int n = 0;
+    while (n < CORPUS) {
+        const char *w = words[repro_generator_below(&g, sizeof words / sizeof *words)];
+        for (const char *c = w; *c && n < CORPUS; c++)
+            text[n++] = (unsigned char)(*c - 'a' + 1);
+        if (n < CORPUS)
+            text[n++] = 0; /* space */
+    }
+}
+
+/* Batch k of the run: worker k % workers draws its windows from a
+ * generator seeded base_seed + worker, at position k / workers. */
+static void batch_starts(int *starts, uint64_t seed, long k, int workers)
+{
+    uint64_t base = repro_seed_derive(seed, PURPOSE_LOADER, 0, 0, 0, 0);
+    int w = (int)(k % workers);
+    repro_generator g;
+    repro_generator_init(&g, repro_seed_derive(repro_worker_seed(base, w), PURPOSE_LOADER, 1, 0,
+                                               0, (uint64_t)(k / workers)));
+    for (int i = 0; i < BATCH; i++)
+        starts[i] = (int)repro_generator_below(&g, CORPUS - T - 1);
+}
+
+/* ---- the model ------------------------------------------------------------ */
+
+static void init_params(params *p, uint64_t seed)
+{
+    repro_generator g;
+    repro_generator_init(&g, repro_seed_derive(seed, PURPOSE_INIT, 0, 0, 0, 0));
+    float *f = (float *)p;
+    for (size_t i = 0; i < sizeof *p / sizeof(float); i++)
+        f[i] = (repro_generator_unit(&g) - 0.5f) * 0.2f;
+}
+
+/* Forward and backward of one window, gradients added into g (in the
+ * window's order); returns the window's summed cross-entropy. */
+static double window_grad(const params *p, const unsigned char *c, params *g)
+{
+    float h[T + 1][H], pr[T][V];
+    double loss = 0;
+    memset(h[0], 0, sizeof h[0]);
+    for (int t = 0; t < T; t++) {
+        const float *e = &p->E[c[t] * D];
+        for (int j = 0; j < H; j++) {
+            float a = p->b[j];
+            for (int k = 0; k < D; k++)
+                a += p->Wx[j * D + k] * e[k];
+            for (int k = 0; k < H; k++)
+                a += p->Wh[j * H + k] * h[t][k];
+            h[t + 1][j] = tanhf(a);
+        }
+        float mx = -1e30f, sum = 0;
+        for (int v = 0; v < V; v++) {
+            float a = p->bo[v];
+            for (int k = 0; k < H; k++)
+                a += p->Wo[v * H + k] * h[t + 1][k];
+            pr[t][v] = a;
+            mx = a > mx ? a : mx;
+        }
+        for (int v = 0; v < V; v++)
+            sum += (pr[t][v] = expf(pr[t][v] - mx));
+        for (int v = 0; v < V; v++)
+            pr[t][v] /= sum;
+        loss -= log((double)pr[t][c[t + 1]]);
+    }
+    float dh[H] = {0};
+    for (int t = T - 1; t >= 0; t--) {
+        float dl[V], da[H];
+        for (int v = 0; v < V; v++)
+            dl[v] = pr[t][v] - (v == c[t + 1]);
+        for (int v = 0; v < V; v++) {
+            g->bo[v] += dl[v];
+            for (int k = 0; k < H; k++)
+                g->Wo[v * H + k] += dl[v] * h[t + 1][k];
+        }
+        for (int k = 0; k < H; k++) {
+            float s = dh[k];
+            for (int v = 0; v < V; v++)
+                s += p->Wo[v * H + k] * dl[v];
+            da[k] = s * (1.0f - h[t + 1][k] * h[t + 1][k]);
+        }
+        const float *e = &p->E[c[t] * D];
+        for (int j = 0; j < H; j++) {
+            g->b[j] += da[j];
+            for (int k = 0; k < D; k++) {
+                g->Wx[j * D + k] += da[j] * e[k];
+                g->E[c[t] * D + k] += p->Wx[j * D + k] * da[j];
+            }
+            for (int k = 0; k < H; k++)
+                g->Wh[j * H + k] += da[j] * h[t][k];
+        }
+        for (int k = 0; k < H; k++) {
+            float s = 0;
+            for (int j = 0; j < H; j++)
+                s += p->Wh[j * H + k] * da[j];
+            dh[k] = s;
+        }
+    }
+    return loss;
+}
+
+/* ---- threads: shards in, shard gradients out ------------------------------ */
+
+typedef struct {
+    batch_job *job;
+    int first, stride; /* this thread's shards: first, first + stride, ... */
+    params *sum;       /* unordered mode: the shared sum */
+    pthread_mutex_t *mu;
+} worker_arg;
+
+static void *run_shards(void *arg)
+{
+    worker_arg *w = arg;
+    batch_job *j = w->job;
+    for (int s = w->first; s < NSHARD; s += w->stride) {
+        memset(&j->grads[s], 0, sizeof(params));
+        j->losses[s] = 0;
+        for (int i = s * SHARD; i < (s + 1) * SHARD; i++)
+            j->losses[s] += window_grad(j->p, j->corpus + j->starts[i], &j->grads[s]);
+        if (w->sum) { /* the negative control: add as soon as done */
+            pthread_mutex_lock(w->mu);
+            float *dst = (float *)w->sum, *src = (float *)&j->grads[s];
+            for (size_t k = 0; k < sizeof(params) / sizeof(float); k++)
+                dst[k] += src[k];
+            pthread_mutex_unlock(w->mu);
+        }
+    }
+    return NULL;
+}
+
+/* The batch gradient into *g (mean over windows and positions); returns
+ * the mean loss. Shard sums are added in shard order unless unordered. */
+static double batch_grad(batch_job *j, int threads, int unordered, params *g)
+{
+    pthread_t tid[64];
+    worker_arg args[64];
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    memset(g, 0, sizeof *g);
+    for (int t = 0; t < threads; t++) {
+        args[t] = (worker_arg){j, t, threads, unordered ? g : NULL, &mu};
+        if (t > 0 && pthread_create(&tid[t], NULL, run_shards, &args[t]) != 0) {
+            fprintf(stderr, "charlm: cannot start a thread\n");
+            exit(3);
+        }
+    }
+    run_shards(&args[0]);
+    for (int t = 1; t < threads; t++)
+        pthread_join(tid[t], NULL);
+    float *dst = (float *)g;
+    size_t n = sizeof(params) / sizeof(float);
+    for (int s = 0; !unordered && s < NSHARD; s++) {
+        const float *src = (const float *)&j->grads[s];
+        for (size_t k = 0; k < n; k++)
+            dst[k] += src[k];
+    }
+    double loss = 0;
+    for (int s = 0; s < NSHARD; s++)
+        loss += j->losses[s];
+    for (size_t k = 0; k < n; k++)
+        dst[k] /= (float)(BATCH * T);
+    return loss / (BATCH * T);
+}
+
+/* ---- recording ------------------------------------------------------------ */
+
+static void record(repro_recorder *r, const char *prefix, const params *p)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+        int ndim;
+        int64_t shape[2];
+    } t[] = {
+        {"embed.weight", offsetof(params, E), 2, {V, D}},
+        {"rnn.weight_ih", offsetof(params, Wx), 2, {H, D}},
+        {"rnn.weight_hh", offsetof(params, Wh), 2, {H, H}},
+        {"rnn.bias", offsetof(params, b), 1, {H}},
+        {"head.weight", offsetof(params, Wo), 2, {V, H}},
+        {"head.bias", offsetof(params, bo), 1, {V}},
+    };
+    char name[64];
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        snprintf(name, sizeof name, "%s%s", prefix, t[i].name);
+        if (repro_recorder_tensor(r, name, REPRO_F32, t[i].ndim, t[i].shape,
+                                  (const char *)p + t[i].off))
+            die("recording");
+    }
+}
+
+static long env_long(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 10) : dflt;
+}
+
+int main(int argc, char **argv)
+{
+    long steps = 150, threads = env_long("REPRO_THREADS", 1), workers = env_long("REPRO_WORKERS", 0);
+    const char *trace = NULL; /* NULL: $REPRO_TRACE */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+            steps = strtol(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = strtol(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+            trace = argv[++i];
+        else {
+            fprintf(stderr, "usage: charlm [--steps N] [--threads N] [--trace PATH]\n");
+            return 2;
+        }
+    }
+    if (steps < 1 || threads < 1 || threads > 64 || workers < 0) {
+        fprintf(stderr, "charlm: steps >= 1, threads 1..64, workers >= 0\n");
+        return 2;
+    }
+    uint64_t seed = (uint64_t)strtoull(getenv("REPRO_SEED") ? getenv("REPRO_SEED") : "1234",
+                                       NULL, 10);
+    int unordered = getenv("CHARLM_UNORDERED") && !strcmp(getenv("CHARLM_UNORDERED"), "1");
+
+    static unsigned char corpus[CORPUS];
+    static params p, g, shard_grads[NSHARD];
+    double losses[NSHARD];
+    int starts[BATCH];
+    make_corpus(corpus, seed);
+    init_params(&p, seed);
+
+    char config[256];
+    snprintf(config, sizeof config,
+             "{\"model\": \"rnn\", \"vocab\": %d, \"embed\": %d, \"hidden\": %d, \"window\": %d, "
+             "\"batch\": %d, \"lr\": 0.5, \"unordered\": %s}",
+             V, D, H, T, BATCH, unordered ? "true" : "false");
+    repro_run_info info = {"charlm", seed, config};
+    repro_recorder_options o;
+    repro_recorder_options_init(&o);
+    o.threads = (int)threads;
+    o.workers = (int)workers;
+    o.total_steps = steps;
+    repro_recorder *r;
+    if (repro_recorder_open_ex(&r, trace, &info, &o))
+        die("opening the trace");
+
+    batch_job job = {corpus, &p, starts, shard_grads, losses};
+    for (long step = 1; step <= steps; step++) {
+        batch_starts(starts, seed, step - 1, workers > 0 ? (int)workers : 1);
+        double loss = batch_grad(&job, (int)threads, unordered, &g);
+        int64_t sshape[1] = {BATCH};
+        if (repro_recorder_tensor(r, "batch.starts", REPRO_I32, 1, sshape, starts))
+            die("recording");
+        record(r, "grad.", &g);
+        float *pf = (float *)&p, *gf = (float *)&g;
+        for (size_t k = 0; k < sizeof p / sizeof(float); k++)
+            pf[k] -= 0.5f * gf[k];
+        record(r, "param.", &p);
+        if (repro_recorder_step(r, step, loss))
+            die("ending the step");
+        if (step == 1 || step == steps)
+            fprintf(stderr, "charlm: step %ld loss %.4f\n", step, loss);
+    }
+    char chain[65];
+    if (repro_recorder_close(r, chain))
+        die("closing the trace");
+    printf("charlm: %ld steps, chain %s\n", steps, chain);
+    return 0;
+}

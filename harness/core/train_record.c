@@ -1,0 +1,635 @@
+/* The built-in workload's recording (see train_record.h for the pipeline,
+ * trace.h for what is recorded and in which order): every digest, chain and
+ * trace line comes from the public recorder (repro/repro.h). */
+#include "core/train_record.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "repro/repro.h"
+#include "util/error.h"
+#include "util/fault.h"
+#include "util/npy.h"
+#include "util/opnames.h"
+
+enum { PHASE_G = 0, PHASE_P = 1 };
+
+/* One recorded tensor. `data` is either live model memory (grads, params,
+ * optimizer state) or one of the two parity buffers (small copies). */
+typedef struct {
+    char name[64];
+    const char *dtype;
+    repro_dtype type;
+    int ndim;
+    long shape[4];
+    int64_t shape64[4];
+    size_t nbytes;
+    int phase;
+    const void *live;     /* live buffer, or NULL if copied */
+    void *copy[2];        /* parity copies (batch, logits, loss, rng) */
+} entry;
+
+typedef struct {
+    int phase;
+    long step;
+} job;
+
+/* Everything about one step that the hasher fills, by step parity. */
+typedef struct {
+    int epoch;
+    uint32_t loss_bits;
+    double loss_value;
+    int has_eval;             /* train.eval_every: this step's held-out eval */
+    double eval_loss, eval_accuracy;
+} step_slot;
+
+struct repro_train_recorder {
+    repro_trainer *t;
+    repro_train_recorder_opts o;
+    char dump_dir[1024];
+    repro_recorder *pub;     /* the public recorder: digests, chain, trace */
+    repro_fault fault;
+    FILE *tap;
+    int nentries;
+    entry *entries;
+    int rng_entry;           /* rng.state: hashed last (trace.h), copied in G */
+    step_slot slots[2];
+
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;      /* guards everything below */
+    pthread_cond_t cv;
+    job queue[4];
+    int qhead, qlen;
+    long g_done, p_done;     /* last step whose G / P job finished */
+    int stop;
+    int failed;              /* set by either thread, under mu */
+    int fail_code;
+    char fail_msg[1024];
+};
+
+/* ---- the tensor list ------------------------------------------------------ */
+
+static repro_dtype dtype_of(const char *name)
+{
+    repro_dtype d = REPRO_F32;
+    repro_dtype_from_name(&d, name);
+    return d;
+}
+
+static entry *add_entry(repro_train_recorder *r, const char *name, const char *dtype, int phase,
+                        const void *live, int ndim, const long *shape)
+{
+    entry *e = &r->entries[r->nentries++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->dtype = dtype;
+    e->type = dtype_of(dtype);
+    e->phase = phase;
+    e->ndim = ndim;
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        e->shape[i] = shape[i];
+        e->shape64[i] = shape[i];
+        n *= (size_t)shape[i];
+    }
+    e->nbytes = n * 4;
+    e->live = live;
+    return e;
+}
+
+static int add_copied(repro_train_recorder *r, const char *name, const char *dtype, int ndim,
+                      const long *shape)
+{
+    entry *e = add_entry(r, name, dtype, PHASE_G, NULL, ndim, shape);
+    for (int p = 0; p < 2; p++)
+        if (!(e->copy[p] = calloc(1, e->nbytes ? e->nbytes : 4)))
+            return -1;
+    return 0;
+}
+
+static void param_shape(const repro_param *p, long *shape)
+{
+    for (int d = 0; d < p->ndim; d++)
+        shape[d] = p->shape[d];
+}
+
+/* The batch, outputs and metrics: small, copied by parity (phase G). The
+ * input's per-sample shape is the dataset's (one grey channel of
+ * REPRO_IMG_ROWS x REPRO_IMG_COLS), the classes the model's outputs. */
+static int add_batch_entries(repro_train_recorder *r)
+{
+    const repro_model *m = &r->t->model;
+    const repro_layer *last = &m->layers[m->nlayers - 1];
+    long B = r->t->cfg.train_batch_size, classes = repro_model_out_features(m);
+    long sb[1] = {B}, sx[4] = {B, 1, REPRO_IMG_ROWS, REPRO_IMG_COLS}, sl[2] = {B, classes};
+    long scf[2] = {classes, last->in_c};
+    return add_copied(r, "batch.ids", "u32", 1, sb) || add_copied(r, "batch.x", "f32", 4, sx) ||
+                   add_copied(r, "batch.y", "i32", 1, sb) ||
+                   add_copied(r, "logits", "f32", 2, sl) || add_copied(r, "loss", "f32", 0, NULL) ||
+                   add_copied(r, "metrics.class_features", "f32", 2, scf)
+               ? -1
+               : 0;
+}
+
+static int build_entries(repro_train_recorder *r)
+{
+    repro_model *m = &r->t->model;
+    int cap = 11 + 4 * m->nparams; /* 7 small copies + 2 scaler (fp16) + 4 per param */
+    r->entries = calloc((size_t)cap, sizeof *r->entries);
+    if (!r->entries || add_batch_entries(r))
+        return -1;
+    char name[64];
+    long shape[4];
+    for (int i = m->nparams - 1; i >= 0; i--) { /* backward order: last layer first */
+        const repro_param *p = &m->params[i];
+        param_shape(p, shape);
+        snprintf(name, sizeof name, "grad.%s", p->name);
+        add_entry(r, name, "f32", PHASE_G, p->grad, p->ndim, shape);
+    }
+    /* fp16 only (so other traces keep their step digests): the loss
+     * scaler's state, after the grads and before the parameters. */
+    if (r->t->cfg.train_precision == REPRO_PRECISION_FP16 &&
+        (add_copied(r, "scaler.scale", "f32", 0, NULL) ||
+         add_copied(r, "scaler.skipped", "u32", 0, NULL)))
+        return -1;
+    long srng[1] = {8};
+    r->rng_entry = r->nentries;
+    if (add_copied(r, "rng.state", "u32", 1, srng))
+        return -1;
+    for (int i = 0; i < m->nparams; i++) {
+        const repro_param *p = &m->params[i];
+        param_shape(p, shape);
+        snprintf(name, sizeof name, "param.%s", p->name);
+        add_entry(r, name, "f32", PHASE_P, p->data, p->ndim, shape);
+    }
+    int adam = m->optimizer == REPRO_OPT_ADAMW;
+    for (int i = 0; i < m->nparams; i++) {
+        const repro_param *p = &m->params[i];
+        param_shape(p, shape);
+        snprintf(name, sizeof name, "%s.%s", adam ? "adamw.exp_avg" : "sgd.momentum", p->name);
+        add_entry(r, name, "f32", PHASE_P, p->state1, p->ndim, shape);
+        if (adam) {
+            snprintf(name, sizeof name, "adamw.exp_avg_sq.%s", p->name);
+            add_entry(r, name, "f32", PHASE_P, p->state2, p->ndim, shape);
+        }
+    }
+    return 0;
+}
+
+/* ---- hashing (the hasher thread) ------------------------------------------ */
+
+static int dump_step(const repro_train_recorder *r, long step)
+{
+    for (int i = 0; i < r->o.ndump; i++)
+        if (r->o.dump_steps[i] == step)
+            return 1;
+    return 0;
+}
+
+static int dump_tensor(const repro_train_recorder *r, long step, const char *name,
+                       const char *dtype, int ndim, const long *shape, const void *data,
+                       size_t nbytes)
+{
+    if (!dump_step(r, step))
+        return 0;
+    char dir[1200], path[1400];
+    snprintf(dir, sizeof dir, "%s/step-%06ld", r->dump_dir, step);
+    if (mkdir(r->dump_dir, 0777) != 0 && errno != EEXIST)
+        return repro_error_set_errno(REPRO_EIO, "%s: cannot create dump directory", r->dump_dir);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return repro_error_set_errno(REPRO_EIO, "%s: cannot create dump directory", dir);
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    return repro_npy_write(path, dtype, ndim, shape, data, nbytes);
+}
+
+/* One entry into the public recorder (and its dump). */
+static int record_entry(repro_train_recorder *r, const entry *e, long step)
+{
+    const void *data = e->live ? e->live : e->copy[step & 1];
+    if (dump_tensor(r, step, e->name, e->dtype, e->ndim, e->shape, data, e->nbytes))
+        return -1;
+    return repro_recorder_tensor(r->pub, e->name, e->type, e->ndim, e->shape64, data) ? -1 : 0;
+}
+
+/* Informational keys of step n's line (trace.h): step 1's algorithm
+ * choices (the lock --algo-lock replays; the training thread made them
+ * during step 1's forward) and a held-out eval. Not hashed. */
+static char *line_extra(repro_train_recorder *r, long step, step_slot *s)
+{
+    json_t *extra = json_object();
+    if (step == 1 && r->t->model.algo.nchoices > 0)
+        json_object_set_new(extra, "algorithms", repro_algo_choices_json(&r->t->model.algo));
+    if (s->has_eval) {
+        /* The exact double bits say more than the decimal. */
+        char bits[24];
+        uint64_t u;
+        memcpy(&u, &s->eval_loss, 8);
+        snprintf(bits, sizeof bits, "0x%016llx", (unsigned long long)u);
+        json_object_set_new(extra, "eval_loss",
+                            isfinite(s->eval_loss) ? json_real(s->eval_loss) : json_null());
+        json_object_set_new(extra, "eval_loss_bits", json_string(bits));
+        json_object_set_new(extra, "eval_accuracy", isfinite(s->eval_accuracy)
+                                                        ? json_real(s->eval_accuracy)
+                                                        : json_null());
+        s->has_eval = 0;
+    }
+    char *text = json_object_size(extra) ? json_dumps(extra, JSON_COMPACT) : NULL;
+    json_decref(extra);
+    return text;
+}
+
+/* G(n): the batch, outputs and gradients, in the step-digest order of
+ * trace.h. P(n): parameters and optimizer state, then rng.state (listed
+ * last), then the step ends: digest, chain, trace line. */
+static int run_job(repro_train_recorder *r, job j)
+{
+    for (int i = 0; i < r->nentries; i++) {
+        const entry *e = &r->entries[i];
+        if (e->phase == j.phase && i != r->rng_entry && record_entry(r, e, j.step))
+            return -1;
+    }
+    if (j.phase != PHASE_P)
+        return 0;
+    if (record_entry(r, &r->entries[r->rng_entry], j.step))
+        return -1;
+    step_slot *s = &r->slots[j.step & 1];
+    float loss;
+    memcpy(&loss, &s->loss_bits, 4);
+    char *extra = line_extra(r, j.step, s);
+    repro_step_info info = {j.step, s->epoch, s->loss_value, &loss, extra};
+    int rc = repro_recorder_step_ex(r->pub, &info) ? -1 : 0;
+    free(extra);
+    return rc;
+}
+
+static void fail_locked(repro_train_recorder *r, int code, const char *msg)
+{
+    if (r->failed)
+        return;
+    r->failed = 1;
+    r->fail_code = code;
+    snprintf(r->fail_msg, sizeof r->fail_msg, "%.1000s", msg);
+}
+
+static void *hasher_main(void *arg)
+{
+    repro_train_recorder *r = arg;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (!r->stop && r->qlen == 0)
+            pthread_cond_wait(&r->cv, &r->mu);
+        if (r->qlen == 0)
+            break; /* stop requested and nothing left */
+        job j = r->queue[r->qhead];
+        int skip = r->failed;
+        pthread_mutex_unlock(&r->mu);
+        int rc = skip ? 0 : run_job(r, j);
+        pthread_mutex_lock(&r->mu);
+        if (rc)
+            fail_locked(r, repro_error_code(), repro_error_message());
+        r->qhead = (r->qhead + 1) % 4;
+        r->qlen--;
+        if (j.phase == PHASE_G)
+            r->g_done = j.step;
+        else
+            r->p_done = j.step;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* ---- the training thread's side -------------------------------------------- */
+
+/* Every read and write of the failure state takes the mutex: the hasher
+ * sets it from its thread. */
+static void fail_now(repro_train_recorder *r, int code, const char *msg)
+{
+    pthread_mutex_lock(&r->mu);
+    fail_locked(r, code, msg);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static int check_failed(repro_train_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int failed = r->failed, code = r->fail_code;
+    char msg[sizeof r->fail_msg];
+    memcpy(msg, r->fail_msg, sizeof msg);
+    pthread_mutex_unlock(&r->mu);
+    return failed ? repro_error_set(code, "%s", msg) : 0;
+}
+
+static int wait_done(repro_train_recorder *r, int phase, long step)
+{
+    pthread_mutex_lock(&r->mu);
+    while ((phase == PHASE_G ? r->g_done : r->p_done) < step)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    return check_failed(r);
+}
+
+static void enqueue(repro_train_recorder *r, int phase, long step)
+{
+    pthread_mutex_lock(&r->mu);
+    r->queue[(r->qhead + r->qlen) % 4] = (job){phase, step};
+    r->qlen++;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* The quarantine tap (train_record.h): record or substitute this op output. */
+static void tap_op(repro_train_recorder *r, const char *name, float *data, size_t nbytes)
+{
+    if (!r->tap || !repro_op_matches(r->o.tap_op, name))
+        return;
+    char msg[1400];
+    if (r->o.tap_mode == REPRO_TAP_WRITE) {
+        if (fwrite(data, 1, nbytes, r->tap) != nbytes) {
+            snprintf(msg, sizeof msg, "%s: cannot write quarantine tap", r->o.tap_path);
+            fail_now(r, REPRO_EIO, msg);
+        }
+    } else if (fread(data, 1, nbytes, r->tap) != nbytes) {
+        snprintf(msg, sizeof msg,
+                 "%s: quarantine tap ended early at step %ld, %s (a run of another length or "
+                 "config?)",
+                 r->o.tap_path, r->t->step + 1, name);
+        fail_now(r, REPRO_EINVAL, msg);
+    }
+}
+
+/* An op output of step n, on the training thread. At level op it goes to
+ * the public recorder, which the hasher thread owns while it finishes step
+ * n-1: so wait for P(n-1) first (level op is for bisecting, where
+ * completeness matters more than speed; G(n) is queued only after the
+ * backward, when every op of step n has been recorded). */
+static void on_op(void *ctx, const char *name, float *data, int ndim, const long *shape)
+{
+    repro_train_recorder *r = ctx;
+    long step = r->t->step + 1;
+    size_t n = 4;
+    int64_t shape64[8];
+    for (int i = 0; i < ndim; i++) {
+        n *= (size_t)shape[i];
+        shape64[i] = shape[i];
+    }
+    tap_op(r, name, data, n);
+    if (r->o.level != REPRO_TRACE_OP || wait_done(r, PHASE_P, step - 1))
+        return; /* installed only for the tap, or already failed */
+    if (dump_tensor(r, step, name, "f32", ndim, shape, data, n) ||
+        repro_recorder_op(r->pub, name, REPRO_F32, ndim, shape64, data))
+        fail_now(r, repro_error_code(), repro_error_message());
+}
+
+int repro_train_recorder_before_backward(repro_train_recorder *r)
+{
+    return wait_done(r, PHASE_G, r->t->step); /* G(n-1) still reads the grads */
+}
+
+/* The small tensors of step n, copied into this step's parity buffers. */
+static const void *small_source(repro_train_recorder *r, const char *name, const float *loss,
+                                const uint32_t *rng, const uint32_t *skipped)
+{
+    repro_trainer *t = r->t;
+    const repro_batch *b = t->batch;
+    if (!strcmp(name, "batch.ids"))
+        return b->ids;
+    if (!strcmp(name, "batch.x"))
+        return b->x;
+    if (!strcmp(name, "batch.y"))
+        return b->y;
+    if (!strcmp(name, "logits"))
+        return t->model.act[t->model.nlayers];
+    if (!strcmp(name, "loss"))
+        return loss;
+    if (!strcmp(name, "metrics.class_features"))
+        return t->class_features;
+    if (!strcmp(name, "rng.state"))
+        return rng;
+    if (!strcmp(name, "scaler.scale"))
+        return &t->scaler.last_scale;
+    if (!strcmp(name, "scaler.skipped"))
+        return skipped;
+    return NULL;
+}
+
+int repro_train_recorder_after_backward(repro_train_recorder *r)
+{
+    repro_trainer *t = r->t;
+    long step = t->step + 1;
+    int par = (int)(step & 1);
+    step_slot *s = &r->slots[par];
+    float loss = (float)t->loss;
+    memcpy(&s->loss_bits, &loss, 4);
+    s->loss_value = t->loss;
+    s->epoch = t->batch->epoch;
+    uint32_t skipped = (uint32_t)t->scaler.last_skipped;
+    repro_loader_position pos;
+    repro_loader_get_position(t->loader, &pos);
+    uint32_t rng[8] = {(uint32_t)pos.gen_block, (uint32_t)(pos.gen_block >> 32),
+                       (uint32_t)pos.gen_used,  (uint32_t)pos.epoch,
+                       (uint32_t)pos.base_seed, (uint32_t)(pos.base_seed >> 32),
+                       (uint32_t)pos.index,     (uint32_t)(pos.index >> 32)};
+    for (int i = 0; i < r->nentries; i++) {
+        entry *e = &r->entries[i];
+        if (e->phase != PHASE_G)
+            continue;
+        const void *src = small_source(r, e->name, &loss, rng, &skipped);
+        if (src)
+            memcpy(e->copy[par], src, e->nbytes);
+        /* The negative control's one call (fault.h): before the hash, in the
+         * live buffer for gradients, so the optimizer uses the flipped value. */
+        repro_fault_apply(&r->fault, step, e->name, e->live ? (void *)e->live : e->copy[par],
+                          e->nbytes);
+    }
+    enqueue(r, PHASE_G, step);
+    return check_failed(r);
+}
+
+int repro_train_recorder_before_update(repro_train_recorder *r)
+{
+    return wait_done(r, PHASE_P, r->t->step); /* P(n-1) still reads the params */
+}
+
+int repro_train_recorder_after_update(repro_train_recorder *r)
+{
+    long step = r->t->step; /* the trainer has counted the step already */
+    step_slot *slot = &r->slots[step & 1];
+    slot->has_eval = r->t->eval_step == step && step > 0;
+    slot->eval_loss = r->t->eval_loss;
+    slot->eval_accuracy = r->t->eval_accuracy;
+    for (int i = 0; i < r->nentries; i++) {
+        entry *e = &r->entries[i];
+        if (e->phase == PHASE_P)
+            repro_fault_apply(&r->fault, step, e->name, (void *)e->live, e->nbytes);
+    }
+    enqueue(r, PHASE_P, step);
+    return check_failed(r);
+}
+
+/* ---- opening and closing ----------------------------------------------------- */
+
+/* The trainer's header keys on top of the public recorder's: its config
+ * with both digests, and where a resumed run resumed from. */
+static char *header_json(const repro_train_recorder *r, const repro_digest *start_chain)
+{
+    const repro_config *cfg = &r->t->cfg;
+    repro_digest all, numerics;
+    if (repro_config_digests(cfg, &all, &numerics))
+        return NULL;
+    char ahex[65], nhex[65];
+    repro_digest_hex(&all, ahex);
+    repro_digest_hex(&numerics, nhex);
+    json_t *h = json_object();
+    json_object_set_new(h, "config", repro_config_to_json(cfg));
+    json_object_set_new(h, "config_digest", json_string(ahex));
+    json_object_set_new(h, "numerics_digest", json_string(nhex));
+    if (r->o.start_step > 0 && r->o.resumed_from) {
+        char hex[65];
+        repro_digest_hex(start_chain, hex);
+        json_object_set_new(h, "resumed_from",
+                            json_pack("{s:s, s:I, s:s}", "path", r->o.resumed_from, "step",
+                                      (json_int_t)r->o.start_step, "chain", hex));
+    }
+    char *text = json_dumps(h, JSON_COMPACT);
+    json_decref(h);
+    if (!text)
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+    return text;
+}
+
+static int open_public(repro_train_recorder *r)
+{
+    const repro_config *cfg = &r->t->cfg;
+    repro_digest zero = {{0}};
+    const repro_digest *start = r->o.start_chain ? r->o.start_chain : &zero;
+    char *hjson = header_json(r, start);
+    if (!hjson)
+        return -1;
+    repro_run_info info = {cfg->name, cfg->train_seed, NULL};
+    repro_recorder_options ro;
+    repro_recorder_options_init(&ro);
+    ro.level = (repro_level)r->o.level;
+    ro.every = r->o.every;
+    ro.total_steps = r->o.total_steps;
+    ro.threads = cfg->train_threads;
+    ro.workers = cfg->data_num_workers;
+    ro.experiment_path = cfg->path;
+    ro.header_json = hjson;
+    ro.start_step = r->o.start_step;
+    ro.start_chain = start;
+    /* No trace path: digests only (the public recorder reads $REPRO_TRACE
+     * for NULL, which the built-in workload must not). */
+    int rc = repro_recorder_open_ex(&r->pub, r->o.trace_path ? r->o.trace_path : "", &info, &ro);
+    free(hjson);
+    return rc ? -1 : 0;
+}
+
+static int start(repro_train_recorder *r, const repro_train_recorder_opts *opts)
+{
+    repro_trainer *t = r->t;
+    if (build_entries(r))
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    snprintf(r->dump_dir, sizeof r->dump_dir, "%s", opts->dump_dir ? opts->dump_dir : "dump");
+    /* Resumed: the hasher's progress starts where the checkpoint left off
+     * (the waits compare with step numbers). */
+    r->g_done = r->p_done = opts->start_step;
+    if (open_public(r))
+        return -1;
+    if (pthread_create(&r->thread, NULL, hasher_main, r) != 0)
+        return repro_error_set(REPRO_EIO, "cannot start the hasher thread");
+    r->thread_started = 1;
+    if (opts->tap_mode && opts->tap_op && opts->tap_path) {
+        r->tap = fopen(opts->tap_path, opts->tap_mode == REPRO_TAP_WRITE ? "wb" : "rb");
+        if (!r->tap)
+            return repro_error_set_errno(REPRO_EINVAL, "%s: cannot open quarantine tap",
+                                         opts->tap_path);
+    }
+    if (opts->level == REPRO_TRACE_OP || r->tap) {
+        t->model.on_op = on_op;
+        t->model.on_op_ctx = r;
+    }
+    return 0;
+}
+
+int repro_train_recorder_new(repro_train_recorder **out, repro_trainer *t,
+                             const repro_train_recorder_opts *opts, const repro_fault *fault)
+{
+    *out = NULL;
+    repro_train_recorder *r = calloc(1, sizeof *r);
+    if (!r)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    r->t = t;
+    r->o = *opts;
+    if (r->o.every < 1)
+        r->o.every = 1;
+    if (fault)
+        r->fault = *fault;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    if (start(r, &r->o)) {
+        repro_train_recorder_free(r);
+        return -1;
+    }
+    t->rec = r;
+    *out = r;
+    return 0;
+}
+
+int repro_train_recorder_sync(repro_train_recorder *r)
+{
+    return wait_done(r, PHASE_P, r->t->step);
+}
+
+int repro_train_recorder_finish(repro_train_recorder *r, repro_digest *chain, void *trailer_extra)
+{
+    if (wait_done(r, PHASE_P, r->t->step))
+        return -1;
+    repro_recorder_chain(r->pub, chain);
+    char *text = trailer_extra ? json_dumps((json_t *)trailer_extra, JSON_COMPACT) : NULL;
+    repro_recorder *pub = r->pub;
+    r->pub = NULL;
+    int rc = repro_recorder_close_ex(pub, NULL, text) ? -1 : 0;
+    free(text);
+    return rc;
+}
+
+long repro_train_recorder_chain(const repro_train_recorder *r, repro_digest *chain)
+{
+    return (long)repro_recorder_chain(r->pub, chain);
+}
+
+void repro_train_recorder_free(repro_train_recorder *r)
+{
+    if (!r)
+        return;
+    if (r->thread_started) {
+        pthread_mutex_lock(&r->mu);
+        r->stop = 1;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->thread, NULL);
+    }
+    repro_recorder_abort(r->pub);
+    if (r->tap)
+        fclose(r->tap);
+    if (r->t && r->t->rec == r) {
+        r->t->rec = NULL;
+        r->t->model.on_op = NULL;
+    }
+    for (int i = 0; r->entries && i < r->nentries; i++)
+        for (int p = 0; p < 2; p++)
+            free(r->entries[i].copy[p]);
+    free(r->entries);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}

@@ -1,0 +1,475 @@
+/* The public recorder (repro/repro.h): named tensors in, step digests,
+ * chain digests and trace lines out. It knows no trainer: the built-in
+ * workload (core/train_record.c) records through these same calls, from its
+ * hasher thread, as any external program does from its training loop.
+ *
+ * Not thread-safe: one thread at a time may use a recorder (the built-in
+ * workload hands it between its training and hasher threads under a mutex).
+ * After any error the recorder is failed: every later call returns the
+ * same code, so a program that checks only close() still learns of it. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record/stats.h"
+#include "record/trace.h"
+#include "util/error.h"
+#include "util/version.h"
+
+/* One step's list (tensors, or ops), grown as the program records. */
+typedef struct {
+    repro_trace_tensor *v;
+    int n, cap;
+} tensor_list;
+
+struct repro_recorder {
+    repro_trace_writer *w;     /* NULL: digests only */
+    repro_recorder_options o;
+    tensor_list tensors, ops;
+    repro_digest chain;
+    int64_t step;              /* the last ended step */
+    int failed;                /* a REPRO_E* code once something failed */
+};
+
+void repro_recorder_options_init(repro_recorder_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->level = REPRO_LEVEL_TENSOR;
+    o->every = 1;
+    o->threads = 1;
+}
+
+static int fail(repro_recorder *r, int code, const char *fmt, const char *arg)
+{
+    repro_error_set(code, fmt, arg);
+    if (!r->failed)
+        r->failed = code;
+    return code;
+}
+
+/* The slot already says what failed (a lower layer set it): remember its
+ * code. */
+static int mark(repro_recorder *r)
+{
+    int code = repro_error_code();
+    if (!r->failed)
+        r->failed = code;
+    return code;
+}
+
+/* After a failure, repeat it: the slot may have been overwritten since. */
+static int check_alive(repro_recorder *r)
+{
+    if (!r)
+        return repro_error_set(REPRO_EINVAL, "recorder: NULL"), REPRO_EINVAL;
+    if (r->failed) {
+        repro_error_set(r->failed, "recorder: an earlier call failed (the trace is incomplete)");
+        return r->failed;
+    }
+    return 0;
+}
+
+/* ---- the header ---------------------------------------------------------- */
+
+static json_t *parse_object(const char *text, const char *what)
+{
+    json_error_t err;
+    json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    if (!o || !json_is_object(o)) {
+        json_decref(o);
+        repro_error_set(REPRO_EINVAL, "%s is not a JSON object: %s", what,
+                        o ? "another JSON value" : err.text);
+        return NULL;
+    }
+    return o;
+}
+
+/* A program's own config: its digests are SHA-256 of the canonical JSON
+ * (sorted keys, compact), so key order and spacing do not count. */
+static int add_config(json_t *h, const repro_run_info *info)
+{
+    json_t *config = info->config_json ? parse_object(info->config_json, "config_json")
+                                       : json_object();
+    if (!config)
+        return -1;
+    char *canon = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+    repro_digest d;
+    int rc = !canon ? repro_error_set(REPRO_ENOMEM, "out of memory")
+                    : repro_sha256(canon, strlen(canon), &d) ? -1 : 0;
+    free(canon);
+    if (rc) {
+        json_decref(config);
+        return -1;
+    }
+    char hex[65];
+    repro_digest_hex(&d, hex);
+    json_object_set_new(h, "config", config);
+    json_object_set_new(h, "config_digest", json_string(hex));
+    json_object_set_new(h, "numerics_digest", json_string(hex));
+    return 0;
+}
+
+static json_t *build_header(const repro_run_info *info, const repro_recorder_options *o)
+{
+    const char *exp = info->experiment && info->experiment[0] ? info->experiment : "unnamed";
+    json_t *h = repro_trace_header_new(exp, o->experiment_path ? o->experiment_path : exp,
+                                       info->seed, (int)o->level, o->every, o->threads,
+                                       o->workers);
+    if (!h)
+        return NULL;
+    if (add_config(h, info)) {
+        json_decref(h);
+        return NULL;
+    }
+    if (o->start_step > 0) {
+        char hex[65];
+        repro_digest zero = {{0}};
+        repro_digest_hex(o->start_chain ? o->start_chain : &zero, hex);
+        json_object_set_new(h, "resumed_from",
+                            json_pack("{s:s, s:I, s:s}", "path", "", "step",
+                                      (json_int_t)o->start_step, "chain", hex));
+    }
+    if (o->header_json) {
+        /* The caller's keys win: the built-in workload supplies its own
+         * config, digests and resume point this way. */
+        json_t *extra = parse_object(o->header_json, "header_json");
+        if (!extra) {
+            json_decref(h);
+            return NULL;
+        }
+        json_object_update(h, extra);
+        json_decref(extra);
+    }
+    return h;
+}
+
+static int validate_options(const repro_recorder_options *o)
+{
+    if ((int)o->level < REPRO_LEVEL_STEP || (int)o->level > REPRO_LEVEL_OP)
+        return repro_error_set(REPRO_EINVAL, "recorder: level %d is not step, tensor or op",
+                               (int)o->level);
+    if (o->every < 1)
+        return repro_error_set(REPRO_EINVAL, "recorder: every = %d (must be >= 1)", o->every);
+    if (o->start_step < 0 || o->start_step > REPRO_TRACE_MAX_STEP)
+        return repro_error_set(REPRO_EINVAL, "recorder: start_step %lld out of range",
+                               (long long)o->start_step);
+    if (o->threads < 0 || o->workers < 0)
+        return repro_error_set(REPRO_EINVAL, "recorder: negative threads or workers");
+    return 0;
+}
+
+int repro_recorder_open_ex(repro_recorder **out, const char *trace_path,
+                           const repro_run_info *info, const repro_recorder_options *opts)
+{
+    if (!out || !info)
+        return repro_error_set(REPRO_EINVAL, "recorder: NULL argument"), REPRO_EINVAL;
+    *out = NULL;
+    repro_recorder_options o;
+    if (opts)
+        o = *opts;
+    else
+        repro_recorder_options_init(&o);
+    if (validate_options(&o))
+        return repro_error_code();
+    if (!trace_path)
+        trace_path = getenv("REPRO_TRACE");
+    repro_recorder *r = calloc(1, sizeof *r);
+    if (!r)
+        return repro_error_set(REPRO_ENOMEM, "out of memory"), REPRO_ENOMEM;
+    r->o = o;
+    r->o.header_json = NULL; /* not kept: the caller's string may go away */
+    r->o.experiment_path = NULL;
+    r->step = o.start_step;
+    if (o.start_chain)
+        r->chain = *o.start_chain;
+    r->o.start_chain = NULL;
+    if (trace_path && trace_path[0]) {
+        json_t *h = build_header(info, &o);
+        int rc = h ? repro_trace_writer_open(&r->w, trace_path, h) : -1;
+        json_decref(h);
+        if (rc) {
+            free(r);
+            return repro_error_code();
+        }
+    }
+    *out = r;
+    return 0;
+}
+
+int repro_recorder_open(repro_recorder **out, const char *trace_path, const repro_run_info *info)
+{
+    return repro_recorder_open_ex(out, trace_path, info, NULL);
+}
+
+/* ---- tensors ------------------------------------------------------------- */
+
+static int detail_step(const repro_recorder *r, int64_t step)
+{
+    return r->o.level != REPRO_LEVEL_STEP &&
+           (step % r->o.every == 0 || step == r->o.total_steps);
+}
+
+static repro_trace_tensor *list_push(repro_recorder *r, tensor_list *l)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 32;
+        repro_trace_tensor *v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v) {
+            fail(r, REPRO_ENOMEM, "out of memory recording %s", "a tensor");
+            return NULL;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    repro_trace_tensor *t = &l->v[l->n++];
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+/* Name, dtype and shape into *t, checked; the byte count into *nbytes. */
+static int describe(repro_recorder *r, repro_trace_tensor *t, const char *name,
+                    repro_dtype dtype, int ndim, const int64_t *shape, uint64_t *nbytes)
+{
+    const char *dname = repro_dtype_name(dtype);
+    if (!name || !name[0] || strlen(name) >= sizeof t->name)
+        return fail(r, REPRO_EINVAL, "recorder: tensor name \"%.80s\" is empty or over 63 bytes",
+                    name ? name : "");
+    if (!dname)
+        return fail(r, REPRO_EINVAL, "recorder: %s: unknown dtype", name);
+    if (ndim < 0 || ndim > 8 || (ndim > 0 && !shape))
+        return fail(r, REPRO_EINVAL, "recorder: %s: ndim must be 0..8 with a shape", name);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    snprintf(t->dtype, sizeof t->dtype, "%s", dname);
+    t->ndim = ndim;
+    uint64_t n = repro_dtype_size(dtype);
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || (shape[i] > 0 && n > UINT64_MAX / 2 / (uint64_t)shape[i]))
+            return fail(r, REPRO_EINVAL, "recorder: %s: a dimension is negative or too large",
+                        name);
+        t->shape[i] = (long)shape[i];
+        n *= (uint64_t)shape[i];
+    }
+    *nbytes = n;
+    return 0;
+}
+
+static int hash_into(repro_recorder *r, tensor_list *l, const char *name, repro_dtype dtype,
+                     int ndim, const int64_t *shape, const void *data)
+{
+    int rc = check_alive(r);
+    if (rc)
+        return rc;
+    repro_trace_tensor *t = list_push(r, l);
+    uint64_t nbytes;
+    if (!t || describe(r, t, name, dtype, ndim, shape, &nbytes))
+        return r->failed;
+    if (nbytes > 0 && !data)
+        return fail(r, REPRO_EINVAL, "recorder: %s: NULL data", name);
+    repro_tensor_view v = {t->name, t->dtype, t->ndim, t->shape, data, (size_t)nbytes};
+    if (repro_tensor_digest(&v, &t->digest, NULL))
+        return mark(r);
+    if (detail_step(r, r->step + 1))
+        repro_tensor_stats_compute(t->dtype, data, (size_t)nbytes, &t->l2, &t->sum, &t->max_abs,
+                                   &t->nonfinite);
+    return 0;
+}
+
+int repro_recorder_tensor(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,
+                          const int64_t *shape, const void *host_data)
+{
+    return hash_into(r, r ? &r->tensors : NULL, name, dtype, ndim, shape, host_data);
+}
+
+int repro_recorder_op(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,
+                      const int64_t *shape, const void *host_data)
+{
+    int rc = check_alive(r);
+    if (rc || r->o.level != REPRO_LEVEL_OP)
+        return rc;
+    return hash_into(r, &r->ops, name, dtype, ndim, shape, host_data);
+}
+
+int repro_recorder_tensor_leaves(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,
+                                 const int64_t *shape, uint64_t nbytes,
+                                 const repro_digest *leaves, const repro_tensor_stats *stats)
+{
+    int rc = check_alive(r);
+    if (rc)
+        return rc;
+    repro_trace_tensor *t = list_push(r, &r->tensors);
+    uint64_t want;
+    if (!t || describe(r, t, name, dtype, ndim, shape, &want))
+        return r->failed;
+    if (want != nbytes)
+        return fail(r, REPRO_EINVAL, "recorder: %s: nbytes does not match dtype x shape", name);
+    if (nbytes > 0 && !leaves)
+        return fail(r, REPRO_EINVAL, "recorder: %s: NULL leaves", name);
+    repro_tensor_view v = {t->name, t->dtype, t->ndim, t->shape, NULL, (size_t)nbytes};
+    if (repro_tensor_digest_of_leaves(&v, leaves, &t->digest))
+        return mark(r);
+    if (stats) {
+        t->l2 = stats->l2;
+        t->sum = stats->sum;
+        t->max_abs = stats->max_abs;
+        t->nonfinite = (long)stats->nonfinite;
+    }
+    return 0;
+}
+
+/* ---- steps ----------------------------------------------------------------- */
+
+static json_t *step_extra(repro_recorder *r, const char *extra_json)
+{
+    if (!extra_json)
+        return NULL;
+    json_t *o = parse_object(extra_json, "extra_json");
+    if (!o)
+        mark(r);
+    return o;
+}
+
+int repro_recorder_step_ex(repro_recorder *r, const repro_step_info *info)
+{
+    int rc = check_alive(r);
+    if (rc)
+        return rc;
+    if (!info || info->step != r->step + 1) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%lld after step %lld (steps count up by one)",
+                 info ? (long long)info->step : -1LL, (long long)r->step);
+        return fail(r, REPRO_EINVAL, "recorder: step %s", msg);
+    }
+    repro_trace_step ts = {0};
+    ts.step = (long)info->step;
+    repro_digest *d = malloc(sizeof *d * (size_t)(r->tensors.n ? r->tensors.n : 1));
+    if (!d)
+        return fail(r, REPRO_ENOMEM, "out of memory ending step%s", "");
+    for (int i = 0; i < r->tensors.n; i++)
+        d[i] = r->tensors.v[i].digest;
+    int hrc = repro_sha256_digests(d, (size_t)r->tensors.n, &ts.step_digest);
+    free(d);
+    repro_digest pair[2] = {r->chain, ts.step_digest};
+    if (hrc || repro_sha256_digests(pair, 2, &r->chain))
+        return mark(r);
+    r->step = info->step;
+    ts.chain = r->chain;
+    ts.epoch = info->epoch < 0 ? 0 : info->epoch;
+    float loss = info->loss_f32 ? *info->loss_f32 : (float)info->loss;
+    memcpy(&ts.loss_bits, &loss, 4);
+    ts.loss_value = info->loss;
+    ts.ntensors = r->tensors.n;
+    ts.tensors = r->tensors.v;
+    ts.nops = r->ops.n;
+    ts.ops = r->ops.v;
+    json_t *extra = step_extra(r, info->extra_json);
+    if (info->extra_json && !extra)
+        return r->failed;
+    ts.extra = extra;
+    if (r->w && repro_trace_writer_step(r->w, &ts, detail_step(r, info->step)))
+        mark(r);
+    json_decref(extra);
+    r->tensors.n = 0;
+    r->ops.n = 0;
+    return r->failed;
+}
+
+int repro_recorder_step(repro_recorder *r, int64_t step, double loss)
+{
+    repro_step_info info = {step, 0, loss, NULL, NULL};
+    return repro_recorder_step_ex(r, &info);
+}
+
+int64_t repro_recorder_chain(const repro_recorder *r, repro_digest *chain)
+{
+    if (chain)
+        *chain = r->chain;
+    return r->step;
+}
+
+/* ---- closing --------------------------------------------------------------- */
+
+static void free_recorder(repro_recorder *r)
+{
+    free(r->tensors.v);
+    free(r->ops.v);
+    free(r);
+}
+
+int repro_recorder_close_ex(repro_recorder *r, char chain_hex[65], const char *trailer_json)
+{
+    int rc = check_alive(r);
+    if (!r)
+        return rc;
+    if (!rc && r->tensors.n > 0)
+        rc = fail(r, REPRO_EINVAL, "recorder: %s", "tensors recorded after the last step");
+    json_t *extra = NULL;
+    if (!rc && trailer_json && !(extra = parse_object(trailer_json, "trailer_json")))
+        rc = REPRO_EINVAL;
+    if (rc) {
+        repro_trace_writer_abort(r->w);
+    } else if (r->w && repro_trace_writer_close(r->w, (long)r->step, &r->chain, extra)) {
+        rc = repro_error_code();
+    }
+    json_decref(extra);
+    if (!rc && chain_hex)
+        repro_digest_hex(&r->chain, chain_hex);
+    free_recorder(r);
+    return rc;
+}
+
+int repro_recorder_close(repro_recorder *r, char chain_hex[65])
+{
+    return repro_recorder_close_ex(r, chain_hex, NULL);
+}
+
+void repro_recorder_abort(repro_recorder *r)
+{
+    if (!r)
+        return;
+    repro_trace_writer_abort(r->w);
+    free_recorder(r);
+}
+
+/* ---- dtypes and versions (repro.h) ----------------------------------------- */
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[] = {
+    [REPRO_F32] = {"f32", 4}, [REPRO_F64] = {"f64", 8},  [REPRO_F16] = {"f16", 2},
+    [REPRO_BF16] = {"bf16", 2}, [REPRO_I32] = {"i32", 4}, [REPRO_I64] = {"i64", 8},
+    [REPRO_U8] = {"u8", 1},   [REPRO_U32] = {"u32", 4},
+};
+#define NDTYPES ((int)(sizeof dtypes / sizeof *dtypes))
+
+size_t repro_dtype_size(repro_dtype dtype)
+{
+    return (int)dtype >= 0 && (int)dtype < NDTYPES ? dtypes[dtype].size : 0;
+}
+
+const char *repro_dtype_name(repro_dtype dtype)
+{
+    return (int)dtype >= 0 && (int)dtype < NDTYPES ? dtypes[dtype].name : NULL;
+}
+
+int repro_dtype_from_name(repro_dtype *out, const char *name)
+{
+    for (int i = 0; name && i < NDTYPES; i++)
+        if (!strcmp(dtypes[i].name, name)) {
+            *out = (repro_dtype)i;
+            return 0;
+        }
+    repro_error_set(REPRO_EINVAL, "unknown dtype \"%s\"", name ? name : "(null)");
+    return REPRO_EINVAL;
+}
+
+int repro_api_version(void)
+{
+    return REPRO_API_VERSION;
+}
+
+const char *repro_version_string(void)
+{
+    return REPRO_VERSION;
+}

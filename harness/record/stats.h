@@ -1,0 +1,15 @@
+/* The summary stats a trace line carries per tensor (L2 norm, sum, max |x|,
+ * non-finite count): computed in double, in a fixed order written in the
+ * code, over the finite elements. Informational (not hashed) but exact, so
+ * two runs of the same bits show the same stats. */
+#ifndef REPRO_RECORD_STATS_H
+#define REPRO_RECORD_STATS_H
+
+#include <stddef.h>
+
+/* dtype: a trace dtype name ("f32", "f64", "f16", "bf16", "i32", "i64",
+ * "u8", "u32"); an unknown dtype gives zeros. */
+void repro_tensor_stats_compute(const char *dtype, const void *data, size_t nbytes, double *l2,
+                                double *sum, double *max_abs, long *nonfinite);
+
+#endif

@@ -1,0 +1,265 @@
+/* The public API (include/repro/): what an external program sees. Only
+ * <repro/...> headers and Check are used here, as a user would. The
+ * recorder writes traces that the public reader (and `repro diff`) accept;
+ * identical programs compare identical; a changed byte is found at its
+ * step and tensor; errors are negative REPRO_E* codes with a message. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "repro/repro.h"
+#include "testutil.h"
+
+static void temp_trace(char *buf, size_t len)
+{
+    char dir[] = "/tmp/repro-api-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(buf, len, "%s/sub/trace.jsonl", dir); /* parents are created */
+}
+
+/* Three steps of a small program: weights (f32), a bias (f64), labels
+ * (i32), a mask (u8); `poke_step` > 0 flips one byte of the weights at that
+ * step. Returns the final chain in hex. */
+static void record_program(const char *path, int poke_step, char chain[65])
+{
+    repro_recorder *r;
+    repro_run_info info = {"tiny", 42, "{\"lr\": 0.1, \"hidden\": 8}"};
+    ck_assert_int_eq(repro_recorder_open(&r, path, &info), 0);
+    float w[6] = {0.5f, -1.0f, 2.0f, 0.25f, -0.0f, 3.0f};
+    double b[2] = {0.1, -0.2};
+    int32_t y[3] = {1, 0, 2};
+    uint8_t mask[5] = {1, 0, 1, 1, 0};
+    int64_t sw[2] = {2, 3}, sb[1] = {2}, sy[1] = {3}, sm[1] = {5};
+    for (int64_t step = 1; step <= 3; step++) {
+        for (int i = 0; i < 6; i++)
+            w[i] = w[i] * 0.5f + (float)step;
+        if (step == poke_step)
+            ((unsigned char *)w)[5] ^= 0x01;
+        ck_assert_int_eq(repro_recorder_tensor(r, "fc.weight", REPRO_F32, 2, sw, w), 0);
+        ck_assert_int_eq(repro_recorder_tensor(r, "fc.bias", REPRO_F64, 1, sb, b), 0);
+        ck_assert_int_eq(repro_recorder_tensor(r, "batch.y", REPRO_I32, 1, sy, y), 0);
+        ck_assert_int_eq(repro_recorder_tensor(r, "dropout.mask", REPRO_U8, 1, sm, mask), 0);
+        ck_assert_int_eq(repro_recorder_step(r, step, 1.0 / (double)step), 0);
+    }
+    ck_assert_int_eq(repro_recorder_close(r, chain), 0);
+}
+
+START_TEST(test_three_steps_compare_identical_then_changed)
+{
+    char a[256], b[256], c[256], ha[65], hb[65], hc[65];
+    temp_trace(a, sizeof a);
+    temp_trace(b, sizeof b);
+    temp_trace(c, sizeof c);
+    record_program(a, 0, ha);
+    record_program(b, 0, hb);
+    record_program(c, 2, hc);
+    ck_assert_str_eq(ha, hb);
+    ck_assert_str_ne(ha, hc);
+
+    repro_trace *ta, *tb, *tc;
+    ck_assert_int_eq(repro_trace_load(&ta, a), 0);
+    ck_assert_int_eq(repro_trace_load(&tb, b), 0);
+    ck_assert_int_eq(repro_trace_load(&tc, c), 0);
+    ck_assert_str_eq(repro_trace_experiment(ta), "tiny");
+    ck_assert_int_eq(repro_trace_step_count(ta), 3);
+    ck_assert_int_eq(repro_trace_last_step(ta), 3);
+    ck_assert(repro_trace_complete(ta));
+    repro_digest last;
+    char hex[65];
+    ck_assert_int_eq(repro_trace_chain_at(ta, 3, &last), 0);
+    repro_digest_hex(&last, hex);
+    ck_assert_str_eq(hex, ha);
+    ck_assert_int_eq(repro_trace_chain_at(ta, 4, &last), REPRO_ENOTFOUND);
+
+    repro_trace_diff d;
+    ck_assert_int_eq(repro_trace_compare(ta, tb, &d), 0);
+    ck_assert(d.identical);
+    ck_assert_int_eq(d.first_step, 0);
+    ck_assert_int_eq(repro_trace_compare(ta, tc, &d), 0);
+    ck_assert(!d.identical);
+    ck_assert_int_eq(d.first_step, 2);
+    ck_assert_str_eq(d.tensor, "fc.weight");
+    repro_trace_free(ta);
+    repro_trace_free(tb);
+    repro_trace_free(tc);
+
+    /* The CLI reads the same traces: identical, and the poke at step 2. */
+    char args[700], out[8192], err[4096];
+    snprintf(args, sizeof args, "diff '%s' '%s'", a, b);
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 0);
+    snprintf(args, sizeof args, "diff '%s' '%s'", a, c);
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 1);
+    ck_assert_msg(strstr(out, "step 2") && strstr(out, "fc.weight"), "diff said: %s", out);
+}
+END_TEST
+
+START_TEST(test_leaf_digests_equal_host_bytes)
+{
+    enum { N = 3000 }; /* three 4 KiB leaves, the last one short */
+    static float x[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)i * 0.5f;
+    int64_t shape[1] = {N};
+    size_t nleaves = repro_leaf_count(sizeof x);
+    ck_assert_int_eq(nleaves, 3);
+    repro_digest leaves[3];
+    for (size_t i = 0; i < nleaves; i++) {
+        size_t off = i * REPRO_LEAF_BYTES;
+        size_t n = sizeof x - off < REPRO_LEAF_BYTES ? sizeof x - off : REPRO_LEAF_BYTES;
+        ck_assert_int_eq(repro_sha256((const char *)x + off, n, &leaves[i]), 0);
+    }
+    repro_recorder *r1, *r2;
+    repro_run_info info = {"leaves", 1, NULL};
+    ck_assert_int_eq(repro_recorder_open(&r1, "", &info), 0); /* "": digests only */
+    ck_assert_int_eq(repro_recorder_open(&r2, "", &info), 0);
+    ck_assert_int_eq(repro_recorder_tensor(r1, "x", REPRO_F32, 1, shape, x), 0);
+    repro_tensor_stats st = {1.0, 2.0, 3.0, 0};
+    ck_assert_int_eq(
+        repro_recorder_tensor_leaves(r2, "x", REPRO_F32, 1, shape, sizeof x, leaves, &st), 0);
+    ck_assert_int_eq(repro_recorder_step(r1, 1, 0.0), 0);
+    ck_assert_int_eq(repro_recorder_step(r2, 1, 0.0), 0);
+    char h1[65], h2[65];
+    ck_assert_int_eq(repro_recorder_close(r1, h1), 0);
+    ck_assert_int_eq(repro_recorder_close(r2, h2), 0);
+    ck_assert_str_eq(h1, h2);
+    /* A wrong byte count is refused. */
+    ck_assert_int_eq(repro_recorder_open(&r1, "", &info), 0);
+    ck_assert_int_eq(repro_recorder_tensor_leaves(r1, "x", REPRO_F32, 1, shape, 12, leaves, NULL),
+                     REPRO_EINVAL);
+    repro_recorder_abort(r1);
+}
+END_TEST
+
+START_TEST(test_errors_are_codes_with_messages)
+{
+    repro_recorder *r;
+    repro_run_info info = {"errs", 7, NULL};
+    ck_assert_int_eq(repro_recorder_open(&r, "", &info), 0);
+    int64_t shape[1] = {2};
+    float x[2] = {1, 2};
+    ck_assert_int_eq(repro_recorder_tensor(r, "x", (repro_dtype)99, 1, shape, x), REPRO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(repro_error_last(), "dtype"));
+    ck_assert_int_eq(repro_error_last_code(), REPRO_EINVAL);
+    /* A failed recorder stays failed, and close reports it. */
+    ck_assert_int_eq(repro_recorder_tensor(r, "x", REPRO_F32, 1, shape, x), REPRO_EINVAL);
+    ck_assert_int_eq(repro_recorder_close(r, NULL), REPRO_EINVAL);
+
+    ck_assert_int_eq(repro_recorder_open(&r, "", &info), 0);
+    ck_assert_int_eq(repro_recorder_step(r, 2, 0.0), REPRO_EINVAL); /* steps count from 1 */
+    ck_assert_ptr_nonnull(strstr(repro_error_last(), "step 2"));
+    repro_recorder_abort(r);
+
+    ck_assert_int_eq(repro_recorder_open(&r, "/proc/no/such/dir/t.jsonl", &info), REPRO_EIO);
+    ck_assert_ptr_null(r);
+    repro_run_info bad = {"bad", 1, "[1, 2]"};
+    ck_assert_int_eq(repro_recorder_open(&r, "/tmp/repro-api-bad.jsonl", &bad), REPRO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(repro_error_last(), "config_json"));
+
+    repro_trace *t;
+    ck_assert_int_eq(repro_trace_load(&t, "/no/such/trace.jsonl"), REPRO_EINVAL);
+    ck_assert_ptr_null(t);
+    repro_dtype d;
+    ck_assert_int_eq(repro_dtype_from_name(&d, "bf16"), 0);
+    ck_assert_int_eq(d, REPRO_BF16);
+    ck_assert_int_eq(repro_dtype_size(REPRO_BF16), 2);
+    ck_assert_int_eq(repro_dtype_from_name(&d, "f8"), REPRO_EINVAL);
+    ck_assert_int_eq(repro_api_version(), REPRO_API_VERSION);
+}
+END_TEST
+
+START_TEST(test_trace_path_from_environment_and_levels)
+{
+    char path[256], hex[65];
+    temp_trace(path, sizeof path);
+    setenv("REPRO_TRACE", path, 1);
+    repro_recorder *r;
+    repro_run_info info = {"env", 3, NULL};
+    repro_recorder_options o;
+    repro_recorder_options_init(&o);
+    o.level = REPRO_LEVEL_OP;
+    ck_assert_int_eq(repro_recorder_open_ex(&r, NULL, &info, &o), 0);
+    unsetenv("REPRO_TRACE");
+    float x[3] = {1, 2, 3};
+    int64_t shape[1] = {3};
+    ck_assert_int_eq(repro_recorder_op(r, "fwd.fc", REPRO_F32, 1, shape, x), 0);
+    ck_assert_int_eq(repro_recorder_tensor(r, "x", REPRO_F32, 1, shape, x), 0);
+    ck_assert_int_eq(repro_recorder_step(r, 1, 0.5), 0);
+    ck_assert_int_eq(repro_recorder_close(r, hex), 0);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\"ops\""));
+    ck_assert_ptr_nonnull(strstr(buf, "fwd.fc"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"level\": \"op\"") ? buf : strstr(buf, "\"level\":\"op\""));
+
+    /* Op outputs never enter the step digest: the same run at level step
+     * has the same chain. */
+    repro_recorder_options_init(&o);
+    o.level = REPRO_LEVEL_STEP;
+    char hex2[65];
+    ck_assert_int_eq(repro_recorder_open_ex(&r, "", &info, &o), 0);
+    ck_assert_int_eq(repro_recorder_op(r, "fwd.fc", REPRO_F32, 1, shape, x), 0);
+    ck_assert_int_eq(repro_recorder_tensor(r, "x", REPRO_F32, 1, shape, x), 0);
+    ck_assert_int_eq(repro_recorder_step(r, 1, 0.5), 0);
+    ck_assert_int_eq(repro_recorder_close(r, hex2), 0);
+    ck_assert_str_eq(hex, hex2);
+}
+END_TEST
+
+START_TEST(test_seeds_and_generator)
+{
+    /* base_seed + worker_id, modulo 2^64, as PyTorch. */
+    ck_assert_uint_eq(repro_worker_seed(100, 3), 103);
+    ck_assert_uint_eq(repro_worker_seed(UINT64_MAX, 1), 0);
+    /* Distinct tuples, distinct seeds; a 64-bit index above 2^32 is not
+     * folded onto a small one. */
+    uint64_t s1 = repro_seed_derive(1, 100, 0, 0, 0, 5);
+    ck_assert_uint_ne(s1, repro_seed_derive(1, 100, 0, 0, 1, 5));
+    ck_assert_uint_ne(s1, repro_seed_derive(1, 100, 0, 1, 0, 5));
+    ck_assert_uint_ne(s1, repro_seed_derive(1, 100, 0, 0, 0, 5 + (1ULL << 32)));
+    ck_assert_uint_eq(s1, repro_seed_derive(1, 100, 0, 0, 0, 5));
+    /* randperm is a permutation and is the same for the same seed. */
+    enum { N = 257 };
+    uint32_t p[N], q[N], seen[N] = {0};
+    repro_generator g, h;
+    repro_generator_init(&g, 9);
+    repro_generator_init(&h, 9);
+    repro_generator_randperm(&g, N, p);
+    repro_generator_randperm(&h, N, q);
+    ck_assert_int_eq(memcmp(p, q, sizeof p), 0);
+    int moved = 0;
+    for (int i = 0; i < N; i++) {
+        ck_assert_uint_lt(p[i], N);
+        ck_assert_uint_eq(seen[p[i]]++, 0);
+        moved += p[i] != (uint32_t)i;
+    }
+    ck_assert_int_gt(moved, N / 2);
+    ck_assert_uint_eq(repro_generator_u32(&g), repro_generator_u32(&h));
+    float u = repro_generator_unit(&g);
+    ck_assert(u >= 0.0f && u < 1.0f);
+    /* Philox4x32-10 known answer (Random123 kat_vectors: zero key and counter). */
+    uint32_t ctr[4] = {0, 0, 0, 0}, out[4];
+    repro_philox4x32_10_block(ctr, 0, 0, out);
+    ck_assert_uint_eq(out[0], 0x6627e8d5u);
+    ck_assert_uint_eq(out[3], 0x9b00dbd8u);
+}
+END_TEST
+
+Suite *api_suite(void)
+{
+    Suite *s = suite_create("api");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_three_steps_compare_identical_then_changed);
+    tcase_add_test(tc, test_leaf_digests_equal_host_bytes);
+    tcase_add_test(tc, test_errors_are_codes_with_messages);
+    tcase_add_test(tc, test_trace_path_from_environment_and_levels);
+    tcase_add_test(tc, test_seeds_and_generator);
+    suite_add_tcase(s, tc);
+    return s;
+}
