@@ -250,6 +250,60 @@ START_TEST(test_seeds_and_generator)
 }
 END_TEST
 
+START_TEST(test_runner_protocol)
+{
+    static const char *const vars[] = {"REPRO_TRACE", "REPRO_SEED", "REPRO_THREADS",
+                                       "REPRO_WORKERS", "REPRO_DETERMINISTIC", "REPRO_BENCHMARK",
+                                       "REPRO_TRACE_LEVEL", "REPRO_RUN_INDEX", "REPRO_BATCH_SIZE",
+                                       "REPRO_SET_MODEL_HIDDEN"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        unsetenv(vars[i]);
+    repro_run_env e;
+    ck_assert_int_eq(repro_run_env_read(&e, 99), 0); /* outside repro: defaults */
+    ck_assert_int_eq(e.under_repro, 0);
+    ck_assert_uint_eq(e.seed, 99);
+    ck_assert_int_eq(e.threads, 1);
+    ck_assert_int_eq(e.deterministic, 1);
+    ck_assert_int_eq(e.level, REPRO_LEVEL_TENSOR);
+    setenv("REPRO_TRACE", "/tmp/t.jsonl", 1);
+    setenv("REPRO_SEED", "18446744073709551615", 1);
+    setenv("REPRO_THREADS", "3", 1);
+    setenv("REPRO_WORKERS", "2", 1);
+    setenv("REPRO_DETERMINISTIC", "warn", 1);
+    setenv("REPRO_BENCHMARK", "on", 1);
+    setenv("REPRO_TRACE_LEVEL", "op", 1);
+    setenv("REPRO_RUN_INDEX", "1", 1);
+    setenv("REPRO_SET_MODEL_HIDDEN", "128", 1);
+    ck_assert_int_eq(repro_run_env_read(&e, 99), 0);
+    ck_assert(e.under_repro);
+    ck_assert_str_eq(e.trace_path, "/tmp/t.jsonl");
+    ck_assert_uint_eq(e.seed, UINT64_MAX);
+    ck_assert_int_eq(e.threads, 3);
+    ck_assert_int_eq(e.workers, 2);
+    ck_assert_int_eq(e.deterministic, 2);
+    ck_assert_int_eq(e.benchmark, 1);
+    ck_assert_int_eq(e.level, REPRO_LEVEL_OP);
+    ck_assert_int_eq(e.run_index, 1);
+    ck_assert_str_eq(repro_run_env_setting("model.hidden"), "128");
+    ck_assert_ptr_null(repro_run_env_setting("model.depth"));
+    /* Malformed values stop the program, naming the variable. */
+    static const char *const bad[][2] = {{"REPRO_SEED", "0x1F"},      {"REPRO_SEED", "-1"},
+                                         {"REPRO_SEED", "18446744073709551616"},
+                                         {"REPRO_THREADS", "0"},      {"REPRO_THREADS", "2 "},
+                                         {"REPRO_TRACE_LEVEL", "all"}, {"REPRO_DETERMINISTIC", "1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char keep[64];
+        snprintf(keep, sizeof keep, "%s", getenv(bad[i][0]));
+        setenv(bad[i][0], bad[i][1], 1);
+        ck_assert_int_eq(repro_run_env_read(&e, 0), REPRO_EINVAL);
+        ck_assert_msg(strstr(repro_error_last(), bad[i][0]), "%s", repro_error_last());
+        setenv(bad[i][0], keep, 1);
+    }
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        unsetenv(vars[i]);
+}
+END_TEST
+
 Suite *api_suite(void)
 {
     Suite *s = suite_create("api");
@@ -260,6 +314,7 @@ Suite *api_suite(void)
     tcase_add_test(tc, test_errors_are_codes_with_messages);
     tcase_add_test(tc, test_trace_path_from_environment_and_levels);
     tcase_add_test(tc, test_seeds_and_generator);
+    tcase_add_test(tc, test_runner_protocol);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -24,8 +24,9 @@
  * it names is the gradient reduction.
  *
  * Usage: charlm [--steps N] [--threads N] [--trace PATH]
- * Environment (set by `repro check -- CMD`): REPRO_TRACE, REPRO_SEED,
- * REPRO_THREADS, REPRO_WORKERS. Only <repro/repro.h> is used. */
+ * Environment (set by `repro check -- CMD`, read with repro_run_env_read):
+ * REPRO_TRACE, REPRO_SEED, REPRO_THREADS, REPRO_WORKERS, REPRO_TRACE_LEVEL,
+ * REPRO_SET_UNORDERED (`--set unordered=1`). Only <repro/repro.h> is used. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -49,10 +50,11 @@ typedef struct {
     double *losses;    /* NSHARD loss sums */
 } batch_job;
 
+/* Exit 2 for a bad setting, 3 for anything else (repro's own codes). */
 static void die(const char *what)
 {
     fprintf(stderr, "charlm: %s: %s\n", what, repro_error_last());
-    exit(3);
+    exit(repro_error_last_code() == REPRO_EINVAL ? 2 : 3);
 }
 
 /* ---- data -------------------------------------------------------------- */
@@ -252,15 +254,14 @@ static void record(repro_recorder *r, const char *prefix, const params *p)
     }
 }
 
-static long env_long(const char *name, long dflt)
-{
-    const char *v = getenv(name);
-    return v && *v ? strtol(v, NULL, 10) : dflt;
-}
-
 int main(int argc, char **argv)
 {
-    long steps = 150, threads = env_long("REPRO_THREADS", 1), workers = env_long("REPRO_WORKERS", 0);
+    /* The runner protocol: seed, threads, workers, trace level from repro
+     * (defaults outside it). A malformed value stops the program. */
+    repro_run_env env;
+    if (repro_run_env_read(&env, 1234))
+        die("reading the REPRO_* environment");
+    long steps = 150, threads = env.threads, workers = env.workers;
     const char *trace = NULL; /* NULL: $REPRO_TRACE */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc)
@@ -278,9 +279,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "charlm: steps >= 1, threads 1..64, workers >= 0\n");
         return 2;
     }
-    uint64_t seed = (uint64_t)strtoull(getenv("REPRO_SEED") ? getenv("REPRO_SEED") : "1234",
-                                       NULL, 10);
-    int unordered = getenv("CHARLM_UNORDERED") && !strcmp(getenv("CHARLM_UNORDERED"), "1");
+    uint64_t seed = env.seed;
+    /* The negative control: from the environment or `--set unordered=1`. */
+    const char *un = repro_run_env_setting("unordered");
+    int unordered = (un && !strcmp(un, "1")) ||
+                    (getenv("CHARLM_UNORDERED") && !strcmp(getenv("CHARLM_UNORDERED"), "1"));
 
     static unsigned char corpus[CORPUS];
     static params p, g, shard_grads[NSHARD];
@@ -297,8 +300,8 @@ int main(int argc, char **argv)
     repro_run_info info = {"charlm", seed, config};
     repro_recorder_options o;
     repro_recorder_options_init(&o);
+    repro_recorder_options_from_env(&o, &env);
     o.threads = (int)threads;
-    o.workers = (int)workers;
     o.total_steps = steps;
     repro_recorder *r;
     if (repro_recorder_open_ex(&r, trace, &info, &o))

@@ -172,6 +172,45 @@ int repro_recorder_close_ex(repro_recorder *r, char chain_hex[65], const char *t
  * visibly incomplete prefix. NULL does nothing. */
 void repro_recorder_abort(repro_recorder *r);
 
+/* ---- the runner protocol ---------------------------------------------------
+ * `repro check -- CMD ARGS...` (and run, compare, bisect, bless) starts CMD
+ * as fresh processes with the controlled settings in the environment:
+ *
+ *   REPRO_TRACE        where to write the trace (the recorder's default)
+ *   REPRO_SEED         the global seed, decimal uint64
+ *   REPRO_THREADS      compute threads the program should use
+ *   REPRO_WORKERS      data-loader workers
+ *   REPRO_DETERMINISTIC  on | off | warn
+ *   REPRO_BENCHMARK    on | off (autotuned algorithm choice)
+ *   REPRO_TRACE_LEVEL  step | tensor | op
+ *   REPRO_RUN_INDEX    which run of a check this is (0, 1, ...)
+ *   REPRO_BATCH_SIZE   a batch size to use (batch-invariance checks)
+ *   REPRO_SET_<KEY>    each --set KEY=VALUE (KEY upper-cased, '.' -> '_')
+ *
+ * Outside repro, none is set and the defaults below apply. */
+typedef struct {
+    int under_repro;       /* 1 if REPRO_TRACE is set */
+    const char *trace_path; /* REPRO_TRACE, or NULL */
+    uint64_t seed;         /* default: the caller's */
+    int threads;           /* default 1 */
+    int workers;           /* default 0 */
+    int deterministic;     /* 1 on (default), 0 off, 2 warn */
+    int benchmark;         /* 0 off (default), 1 on */
+    repro_level level;     /* default REPRO_LEVEL_TENSOR */
+    int run_index;         /* default 0 */
+    int batch_size;        /* 0: not set */
+} repro_run_env;
+
+/* Reads the protocol's variables into *out (defaults for the unset ones;
+ * default_seed for REPRO_SEED). A malformed value is REPRO_EINVAL naming the
+ * variable: a program should stop rather than run on a guess. */
+int repro_run_env_read(repro_run_env *out, uint64_t default_seed);
+/* The value of --set KEY=VALUE as passed to this program (REPRO_SET_<KEY>,
+ * KEY case-insensitive, '.' and '-' read as '_'), or NULL. */
+const char *repro_run_env_setting(const char *key);
+/* Recorder options from the protocol: level, threads and workers. */
+void repro_recorder_options_from_env(repro_recorder_options *o, const repro_run_env *env);
+
 #ifdef __cplusplus
 }
 #endif
