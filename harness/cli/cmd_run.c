@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 #include "util/error.h"
 #include "util/fsutil.h"
-#include "kernels/cpu/philox.h"
+#include "kernels/philox.h"
 #include "util/progress.h"
 #include "core/memory.h"
 #include "record/record.h"

@@ -10,7 +10,7 @@
 #include "core/dataset.h"
 #include "kernels/cpu/atomic.h"
 #include "util/error.h"
-#include "kernels/cpu/philox.h"
+#include "kernels/philox.h"
 #include "kernels/cpu/precision.h"
 #include "util/seeds.h"
 
