@@ -139,11 +139,11 @@ void *repro_model_arena(const repro_model *m, repro_arena_kind k, size_t *bytes)
  * the error slot set (out of memory). */
 int repro_model_init_params(repro_model *m, uint64_t seed);
 
-/* Forward over `B` <= capacity samples of x (B x 1 x 28 x 28). `train`
- * enables dropout, whose stream for layer L at this step is
- * derive(seed, DROPOUT, step, 0, 0, L). Returns the logits (B x 10), or
- * NULL with the error slot set (an algorithm lock that does not fit). */
-/* x is host memory; the logits returned are backend memory. */
+/* Forward over `B` <= capacity samples of x (B x 1 x 28 x 28, host
+ * memory). `train` enables dropout, whose stream for layer L at this step
+ * is derive(seed, DROPOUT, step, 0, 0, L). Returns the logits (B x 10,
+ * backend memory), or NULL with the error slot set (an algorithm lock that
+ * does not fit, a backend failure while benchmarking). */
 const float *repro_model_forward(repro_model *m, const float *x, int B, int train, uint64_t seed,
                                  long step);
 
