@@ -99,7 +99,7 @@ install: $(BUILD)/repro $(BUILD)/librepro.a $(BUILD)/librepro.so $(BUILD)/repro.
 
 # The examples are built as a user builds them: against a staged install,
 # through pkg-config, seeing only <repro/...>.
-EXAMPLES = $(notdir $(wildcard examples/*))
+EXAMPLES = $(sort $(patsubst examples/%/,%,$(dir $(wildcard examples/*/*.c))))
 STAGE    = $(abspath $(BUILD))/stage
 examples: $(EXAMPLES:%=$(BUILD)/examples/%)
 

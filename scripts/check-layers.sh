@@ -6,11 +6,16 @@
 #   0 kernels         backend.h, cpu/, cuda/: nothing from harness/
 #   1 util  2 record  3 core  4 analysis  5 golden  6 verify  7 cli
 #
-# Also: only the git layer (harness/golden/git*.c) includes <git2.h>, and no
-# public header names an OpenSSL, jansson or libgit2 header.
+# Also: only the git layer (harness/golden/git*.c) includes <git2.h>, no
+# public header names an OpenSSL, jansson or libgit2 header, and harness/
+# reaches the kernels only through the backend-neutral headers at the top
+# of kernels/ (backend.h, variants.h, philox.h): never a backend's own
+# (kernels/cpu/*, kernels/cuda/*), so a backend can be swapped behind the
+# table without touching the harness. tests/ and bench/ may include them.
 #
 # Usage: check-layers.sh [ROOT]      exit 0 clean, 1 with one line per violation
-#        check-layers.sh --self-test plants a violation in a copy; must fail
+#        check-layers.sh --self-test plants violations in a copy; each must be
+#                                    reported (beside whatever the tree has)
 set -eu
 
 rank_of() { # path of a source file or include target -> rank, or "" if not ours
@@ -56,6 +61,10 @@ check_tree() {
             *) # a bare name: a sibling in the same folder
                continue ;;
             esac
+            case "$f:$target" in
+            harness/*:kernels/*/*)
+                echo "$f:$line: includes \"$target\", a backend's own header (harness/ uses kernels/backend.h and the neutral headers beside it)"; bad=1; continue ;;
+            esac
             t_rank=$(rank_of "$target")
             if [ -z "$t_rank" ]; then
                 echo "$f:$line: includes \"$target\", which is in no layer"; bad=1; continue
@@ -95,15 +104,29 @@ if [ "${1:-}" = "--self-test" ]; then
     scratch=$(mktemp -d)
     trap 'rm -f "$tmp_list"; rm -rf "$scratch"' EXIT
     (cd "$here" && tar cf - include kernels harness) | (cd "$scratch" && tar xf -)
-    check_tree "$scratch" >/dev/null || { echo "✗ layer check: the clean tree already fails"; exit 1; }
+    # Differential: the tree may already have violations of its own; each
+    # planted one must add exactly its line.
+    before=$(check_tree "$scratch" || true)
     k=$(cd "$scratch" && ls kernels/cpu/*.c | head -n 1)
     printf '#include "core/train.h"\n' >>"$scratch/$k"
+    printf '#include "kernels/cpu/ops.h"\n' >>"$scratch/harness/core/model.c"
+    printf '#include "kernels/cuda/ops.h"\n' >>"$scratch/harness/cli/main.c"
+    printf '#include "kernels/backend.h"\n#include "kernels/variants.h"\n' >>"$scratch/harness/util/error.c"
     if out=$(check_tree "$scratch"); then
-        echo "✗ layer check: a kernel including a harness header was not caught"; exit 1
+        echo "✗ layer check: planted violations were not caught"; exit 1
     fi
-    echo "$out" | grep -q "kernel code includes \"core/train.h\"" ||
-        { echo "✗ layer check: wrong message: $out"; exit 1; }
-    echo "✓ layer check catches a planted violation ($out)"
+    new=$(echo "$out" | grep -vxF "$before" || true)
+    for want in "$k:.*kernel code includes \"core/train.h\"" \
+                "harness/core/model.c:.*includes \"kernels/cpu/ops.h\", a backend's own header" \
+                "harness/cli/main.c:.*includes \"kernels/cuda/ops.h\", a backend's own header"; do
+        echo "$new" | grep -q "$want" ||
+            { echo "✗ layer check: not reported: $want (got: $new)"; exit 1; }
+    done
+    if [ "$(echo "$new" | wc -l)" -ne 3 ]; then
+        echo "✗ layer check: wrong report (the neutral kernels/ headers are allowed): $new"; exit 1
+    fi
+    echo "✓ layer check catches planted violations:"
+    echo "$new"
     exit 0
 fi
 

@@ -22,7 +22,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/philox.h"
 #include "testutil.h"
-#include "kernels/cpu/variants.h"
+#include "kernels/variants.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 

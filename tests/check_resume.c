@@ -272,7 +272,7 @@ START_TEST(test_eval_ignores_training_rng)
     for (int i = 0; i < 7; i++) {
         const repro_batch *bt;
         ck_assert_int_eq(repro_loader_next(a.loader, &bt), 0);
-        ck_assert_ptr_nonnull(repro_model_forward(&a.model, a.pool, bt->x, bt->size, 1, 99, i));
+        ck_assert_ptr_nonnull(repro_model_forward(&a.model, bt->x, bt->size, 1, 99, i));
     }
     repro_trainer_evaluate(&a, &l1, &a1);
     ck_assert(memcmp(&l0, &l1, sizeof l0) == 0);

@@ -24,7 +24,7 @@
 #include "util/error.h"
 #include "analysis/multirun.h"
 #include "util/opnames.h"
-#include "kernels/cpu/variants.h"
+#include "kernels/variants.h"
 
 #define MAX_CAND 16
 

@@ -1,4 +1,4 @@
-/* `repro kernels`: lists the kernel-variant registry (kernels/cpu/variants.c):
+/* `repro kernels`: lists the kernel-variant registry (kernels/variants.c):
  * every implementation of every op and whether it is deterministic, so a
  * user can see what `deterministic = on` refuses and why. */
 #include <jansson.h>
@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "util/error.h"
-#include "kernels/cpu/variants.h"
+#include "kernels/variants.h"
 
 const char repro_kernels_usage[] =
     "usage: repro kernels [--json]\n"

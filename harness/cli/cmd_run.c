@@ -13,7 +13,7 @@
 #include "util/error.h"
 #include "util/fault.h"
 #include "util/fsutil.h"
-#include "kernels/cpu/philox.h"
+#include "kernels/philox.h"
 #include "util/progress.h"
 #include "core/memory.h"
 #include "core/train_record.h"

@@ -74,9 +74,43 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int repro_algo_choose(repro_algo_policy *p, const char *site, repro_pool *pool,
+/* cudnnFind: runs each eligible algorithm on the real inputs, 3 times,
+ * and keeps the one with the fastest median into c. Returns 0, or -1 with
+ * the error slot set (the backend failed). */
+static int benchmark(repro_algo_choice *c, const repro_backend *be, void *ctx,
+                     const repro_conv_shape *s, const float *x, const float *w, const float *b,
+                     float *y, void *workspace)
+{
+    double best = -1;
+    for (int a = 0; a < REPRO_CONV_NALGOS; a++) {
+        if (!be->conv_algo_eligible(ctx, (repro_conv_algo)a, s))
+            continue;
+        double t[3];
+        for (int r = 0; r < 3; r++) {
+            /* a device backend's launch returns early: time to completion */
+            if (be->synchronize(ctx))
+                return repro_error_set(REPRO_EIO, "%s backend: %s", be->name,
+                                       be->last_error(ctx));
+            double t0 = repro_now();
+            be->conv2d_forward(ctx, (repro_conv_algo)a, s, x, w, b, y, workspace);
+            if (be->synchronize(ctx))
+                return repro_error_set(REPRO_EIO, "%s backend: %s", be->name,
+                                       be->last_error(ctx));
+            t[r] = (repro_now() - t0) * 1e6;
+        }
+        qsort(t, 3, sizeof *t, cmp_double);
+        c->time_us[a] = t[1];
+        if (best < 0 || t[1] < best) {
+            best = t[1];
+            c->algo = a;
+        }
+    }
+    return 0;
+}
+
+int repro_algo_choose(repro_algo_policy *p, const char *site, const repro_backend *be, void *ctx,
                       const repro_conv_shape *s, const float *x, const float *w, const float *b,
-                      float *y, float *workspace)
+                      float *y, void *workspace)
 {
     for (int i = 0; i < p->nchoices; i++)
         if (!strcmp(p->choices[i].site, site))
@@ -100,34 +134,20 @@ int repro_algo_choose(repro_algo_policy *p, const char *site, repro_pool *pool,
             return repro_error_set(REPRO_EINVAL, "%s: the algorithm lock has no choice for %s",
                                    p->lock_path, site);
         int a = repro_conv_algo_from_name(p->lock_algo[found]);
-        if (!repro_conv_algo_eligible((repro_conv_algo)a, s))
+        if (!be->conv_algo_eligible(ctx, (repro_conv_algo)a, s))
             return repro_error_set(REPRO_EINVAL,
                                    "%s: locked algorithm %s is not eligible for %s (%s)",
                                    p->lock_path, p->lock_algo[found], site, c->shape);
         c->algo = a;
         c->how = REPRO_CHOSEN_BY_LOCK;
     } else if (p->benchmark) {
-        /* cudnnFind: run each eligible algorithm on the real inputs. */
-        double best = -1;
-        for (int a = 0; a < REPRO_CONV_NALGOS; a++) {
-            if (!repro_conv_algo_eligible((repro_conv_algo)a, s))
-                continue;
-            double t[3];
-            for (int r = 0; r < 3; r++) {
-                double t0 = repro_now();
-                repro_conv2d_forward_algo(pool, (repro_conv_algo)a, s, x, w, b, y, workspace);
-                t[r] = (repro_now() - t0) * 1e6;
-            }
-            qsort(t, 3, sizeof *t, cmp_double);
-            c->time_us[a] = t[1];
-            if (best < 0 || t[1] < best) {
-                best = t[1];
-                c->algo = a;
-            }
-        }
+        if (benchmark(c, be, ctx, s, x, w, b, y, workspace))
+            return -1;
         c->how = REPRO_CHOSEN_BY_BENCHMARK;
     } else {
         c->algo = repro_algo_rule(s);
+        if (!be->conv_algo_eligible(ctx, (repro_conv_algo)c->algo, s))
+            c->algo = REPRO_CONV_DIRECT; /* a backend without the rule's pick */
         c->how = REPRO_CHOSEN_BY_RULE;
     }
     p->nchoices++;

@@ -16,8 +16,7 @@
 #ifndef REPRO_ALGO_SELECT_H
 #define REPRO_ALGO_SELECT_H
 
-#include "kernels/cpu/conv_algos.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/backend.h"
 
 #define REPRO_MAX_SITES 16
 
@@ -48,15 +47,18 @@ typedef struct {
  * the policy's lock. Returns 0 or -1 (error slot, exit 2 naming the file). */
 int repro_algo_policy_lock(repro_algo_policy *p, const char *trace_path);
 
-/* The algorithm for `site` with shape s: decided at its first call (see
- * above; benchmarking runs the forward on x, w, b into y), remembered after.
- * Returns the algorithm, or -1 with the error slot set (a lock without the
- * site, or naming an ineligible algorithm). */
-int repro_algo_choose(repro_algo_policy *p, const char *site, repro_pool *pool,
+/* The algorithm for `site` with shape s on backend be (context ctx):
+ * decided at its first call (see above; eligibility is the backend's;
+ * benchmarking runs the backend's forward on x, w, b into y, synchronizing
+ * around each timed run), remembered after. Returns the algorithm, or -1
+ * with the error slot set (a lock without the site, or naming an
+ * ineligible algorithm). */
+int repro_algo_choose(repro_algo_policy *p, const char *site, const repro_backend *be, void *ctx,
                       const repro_conv_shape *s, const float *x, const float *w, const float *b,
-                      float *y, float *workspace);
+                      float *y, void *workspace);
 
-/* The fixed rule (benchmark = off). */
+/* The fixed rule (benchmark = off). repro_algo_choose falls back to
+ * direct when the backend cannot run the rule's pick for the shape. */
 repro_conv_algo repro_algo_rule(const repro_conv_shape *s);
 
 /* The choices as a JSON array (jansson json_t *, new reference). */

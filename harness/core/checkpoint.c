@@ -141,6 +141,100 @@ static int write_atomic(const char *path, const void *data, size_t n)
     return 0;
 }
 
+/* META OPTM SCAL LOAD CHAN (checkpoint.h), chain as given. */
+static void put_fixed_sections(buf *b, const repro_trainer *t, const repro_digest *numerics,
+                               const char *ctext, size_t clen, const repro_checkpoint_info *ci)
+{
+    size_t s = begin_section(b, "META");
+    put_str(b, t->cfg.name, strlen(t->cfg.name));
+    put(b, numerics->b, sizeof numerics->b);
+    put_str(b, ctext, clen);
+    put_i64(b, t->step);
+    end_section(b, s);
+
+    s = begin_section(b, "OPTM");
+    put_u32(b, (uint32_t)t->cfg.train_optimizer);
+    put_f64(b, t->beta1_pow);
+    put_f64(b, t->beta2_pow);
+    end_section(b, s);
+
+    /* Updates applied (sgd's first step and adamw's bias correction count
+     * them: fp16 skips some) and the fp16 loss scaler's dynamic state. */
+    s = begin_section(b, "SCAL");
+    put_i64(b, t->updates);
+    put(b, &t->scaler.scale, 4);
+    put_i32(b, t->scaler.growth_tracker);
+    put_i32(b, t->scaler.last_skipped);
+    put(b, &t->scaler.last_scale, 4);
+    put_i64(b, t->scaler.skipped_total);
+    end_section(b, s);
+
+    repro_loader_position pos;
+    repro_loader_get_position(t->loader, &pos);
+    int n = repro_loader_dataset_size(t->loader);
+    s = begin_section(b, "LOAD");
+    put_u64(b, pos.gen_key);
+    put_u64(b, pos.gen_block);
+    put_i32(b, pos.gen_used);
+    put_i32(b, pos.epoch);
+    put_u64(b, pos.base_seed);
+    put_i64(b, pos.index);
+    put_i32(b, pos.next_in_epoch);
+    put_i32(b, t->cfg.data_num_workers);
+    put_i32(b, t->cfg.data_augment_seed);
+    put_u32(b, (uint32_t)n);
+    put(b, repro_loader_permutation(t->loader), sizeof(uint32_t) * (size_t)n);
+    end_section(b, s);
+
+    s = begin_section(b, "CHAN");
+    put_i64(b, ci->chain_steps);
+    put(b, ci->chain.b, sizeof ci->chain.b);
+    end_section(b, s);
+}
+
+/* The host bytes of arena k: the arena itself on a host-memory backend,
+ * else one download into *owned (freed by the caller). NULL: out of memory. */
+static const float *host_arena(const repro_model *m, repro_arena_kind k, float **owned)
+{
+    size_t bytes;
+    void *a = repro_model_arena(m, k, &bytes);
+    *owned = NULL;
+    if (m->be->host_memory)
+        return a;
+    if (!(*owned = malloc(bytes ? bytes : 1)))
+        return NULL;
+    if (bytes)
+        m->be->copy_d2h(m->be_ctx, *owned, a, bytes);
+    return *owned;
+}
+
+/* One PARM per parameter, from the parameter and optimizer arenas (one
+ * transfer each). Returns 0 or -1 (out of memory). */
+static int put_params(buf *b, const repro_model *m, int adam)
+{
+    float *own_p, *own_o;
+    const float *data = host_arena(m, REPRO_ARENA_PARAMS, &own_p);
+    const float *opt = host_arena(m, REPRO_ARENA_OPTIMIZER, &own_o);
+    int rc = data && opt ? 0 : -1;
+    for (int i = 0; rc == 0 && i < m->nparams; i++) {
+        const repro_param *p = &m->params[i];
+        size_t s = begin_section(b, "PARM");
+        put_str(b, p->name, strlen(p->name));
+        put_u32(b, (uint32_t)p->ndim);
+        for (int d = 0; d < p->ndim; d++)
+            put_u32(b, (uint32_t)p->shape[d]);
+        size_t bytes = sizeof(float) * (size_t)p->numel;
+        put(b, data + p->offset, bytes);
+        put(b, opt + p->offset, bytes);
+        if (adam)
+            put(b, opt + m->layout_floats + p->offset, bytes);
+        end_section(b, s);
+    }
+    free(own_p);
+    free(own_o);
+    return rc;
+}
+
 int repro_checkpoint_save(const repro_trainer *t, const char *path)
 {
     repro_checkpoint_info ci = {t->step, -1, {{0}}};
@@ -161,71 +255,11 @@ int repro_checkpoint_save(const repro_trainer *t, const char *path)
     buf b = {0};
     put(&b, MAGIC, 8);
     put_u32(&b, REPRO_CHECKPOINT_VERSION);
-
-    size_t s = begin_section(&b, "META");
-    put_str(&b, t->cfg.name, strlen(t->cfg.name));
-    put(&b, numerics.b, sizeof numerics.b);
-    put_str(&b, ctext, clen);
-    put_i64(&b, t->step);
-    end_section(&b, s);
+    put_fixed_sections(&b, t, &numerics, ctext, clen, &ci);
     free(ctext);
-
-    s = begin_section(&b, "OPTM");
-    put_u32(&b, (uint32_t)t->cfg.train_optimizer);
-    put_f64(&b, t->beta1_pow);
-    put_f64(&b, t->beta2_pow);
-    end_section(&b, s);
-
-    /* Updates applied (sgd's first step and adamw's bias correction count
-     * them: fp16 skips some) and the fp16 loss scaler's dynamic state. */
-    s = begin_section(&b, "SCAL");
-    put_i64(&b, t->updates);
-    put(&b, &t->scaler.scale, 4);
-    put_i32(&b, t->scaler.growth_tracker);
-    put_i32(&b, t->scaler.last_skipped);
-    put(&b, &t->scaler.last_scale, 4);
-    put_i64(&b, t->scaler.skipped_total);
-    end_section(&b, s);
-
-    repro_loader_position pos;
-    repro_loader_get_position(t->loader, &pos);
-    int n = repro_loader_dataset_size(t->loader);
-    s = begin_section(&b, "LOAD");
-    put_u64(&b, pos.gen_key);
-    put_u64(&b, pos.gen_block);
-    put_i32(&b, pos.gen_used);
-    put_i32(&b, pos.epoch);
-    put_u64(&b, pos.base_seed);
-    put_i64(&b, pos.index);
-    put_i32(&b, pos.next_in_epoch);
-    put_i32(&b, t->cfg.data_num_workers);
-    put_i32(&b, t->cfg.data_augment_seed);
-    put_u32(&b, (uint32_t)n);
-    put(&b, repro_loader_permutation(t->loader), sizeof(uint32_t) * (size_t)n);
-    end_section(&b, s);
-
-    s = begin_section(&b, "CHAN");
-    put_i64(&b, ci.chain_steps);
-    put(&b, ci.chain.b, sizeof ci.chain.b);
-    end_section(&b, s);
-
-    const repro_model *m = &t->model;
-    int adam = t->cfg.train_optimizer == REPRO_OPT_ADAMW;
-    for (int i = 0; i < m->nparams; i++) {
-        const repro_param *p = &m->params[i];
-        s = begin_section(&b, "PARM");
-        put_str(&b, p->name, strlen(p->name));
-        put_u32(&b, (uint32_t)p->ndim);
-        for (int d = 0; d < p->ndim; d++)
-            put_u32(&b, (uint32_t)p->shape[d]);
-        size_t bytes = sizeof(float) * (size_t)p->numel;
-        put(&b, p->data, bytes);
-        put(&b, p->state1, bytes);
-        if (adam)
-            put(&b, p->state2, bytes);
-        end_section(&b, s);
-    }
-    s = begin_section(&b, "END_");
+    if (put_params(&b, &t->model, t->cfg.train_optimizer == REPRO_OPT_ADAMW))
+        b.oom = 1;
+    size_t s = begin_section(&b, "END_");
     end_section(&b, s);
 
     repro_digest sum;
@@ -373,205 +407,282 @@ static void config_differences(const char *saved, size_t slen, const char *now, 
         snprintf(out + used, outlen - used, " and %d more", more);
 }
 
-/* One pass over the sections. apply = 0 validates everything against the
- * trainer; apply = 1 (only after a clean validation) restores. */
-static int walk(repro_trainer *t, const char *path, const unsigned char *data, size_t len,
-                int apply, repro_checkpoint_info *info)
+/* ---- parse and validate: every section into `parsed`, nothing applied ---- */
+
+/* What a checkpoint restores, read and validated against the trainer. */
+typedef struct {
+    repro_trainer *t;
+    const char *path;
+    long step;
+    double b1, b2;
+    long updates, skipped;
+    float scale, last_scale;
+    int tracker, last_skipped;
+    repro_loader_position pos;
+    const unsigned char *perm; /* n u32s inside the file buffer (unaligned) */
+    uint32_t n;
+    repro_checkpoint_info info;
+    const unsigned char *parm[REPRO_MAX_PARAMS]; /* each PARM's data, state1, state2 */
+    int nparam;
+} parsed;
+
+/* A section parser's verdict: 0 fine, -1 refused (error slot set), or
+ * MALFORMED (reported as a corrupted checkpoint). */
+enum { MALFORMED = 1 };
+
+static int meta_config_mismatch(parsed *s, const repro_digest *dig, const repro_digest *mine,
+                                const char *ctext, uint32_t clen)
+{
+    size_t nl = 0;
+    char *now = config_text(&s->t->cfg, &nl), keys[600] = "";
+    if (now)
+        config_differences(ctext, clen, now, keys, sizeof keys);
+    free(now);
+    char ha[65], hb[65];
+    repro_digest_hex(dig, ha);
+    repro_digest_hex(mine, hb);
+    ha[12] = hb[12] = '\0';
+    return repro_error_set(REPRO_EINVAL,
+                           "%s: checkpoint written under another config (numerics "
+                           "digest %s vs %s)%s%s: resume with the config it was "
+                           "saved under",
+                           s->path, ha, hb, keys[0] ? ": " : "", keys);
+}
+
+static int parse_meta(parsed *s, rd *r)
+{
+    const repro_config *cfg = &s->t->cfg;
+    uint32_t nlen, clen;
+    const char *name = get_str(r, &nlen);
+    repro_digest dig, mine, all;
+    get(r, dig.b, sizeof dig.b);
+    const char *ctext = get_str(r, &clen);
+    s->step = (long)get_i64(r);
+    if (r->bad)
+        return MALFORMED;
+    if (strlen(cfg->name) != nlen || memcmp(name, cfg->name, nlen) != 0)
+        return repro_error_set(REPRO_EINVAL, "%s: checkpoint of experiment '%.*s', not '%s'",
+                               s->path, (int)nlen, name, cfg->name);
+    if (repro_config_digests(cfg, &all, &mine))
+        return -1;
+    if (!repro_digest_eq(&dig, &mine))
+        return meta_config_mismatch(s, &dig, &mine, ctext, clen);
+    return s->step < 0 ? MALFORMED : 0;
+}
+
+static int parse_optm(parsed *s, rd *r)
+{
+    uint32_t opt = get_u32(r);
+    s->b1 = get_f64(r);
+    s->b2 = get_f64(r);
+    if (r->bad)
+        return MALFORMED;
+    if (opt != (uint32_t)s->t->cfg.train_optimizer)
+        return repro_error_set(REPRO_EINVAL, "%s: checkpoint of another optimizer", s->path);
+    return 0;
+}
+
+static int parse_scal(parsed *s, rd *r)
+{
+    s->updates = (long)get_i64(r);
+    get(r, &s->scale, 4);
+    s->tracker = get_i32(r);
+    s->last_skipped = get_i32(r);
+    get(r, &s->last_scale, 4);
+    s->skipped = (long)get_i64(r);
+    return r->bad || s->updates < 0 || s->updates > s->step || r->at != r->len ? MALFORMED : 0;
+}
+
+static int parse_load(parsed *s, rd *r)
+{
+    const repro_config *cfg = &s->t->cfg;
+    repro_loader_position *pos = &s->pos;
+    pos->gen_key = get_u64(r);
+    pos->gen_block = get_u64(r);
+    pos->gen_used = get_i32(r);
+    pos->epoch = get_i32(r);
+    pos->base_seed = get_u64(r);
+    pos->index = (long)get_i64(r);
+    pos->next_in_epoch = get_i32(r);
+    int workers = get_i32(r), aseed = get_i32(r);
+    s->n = get_u32(r);
+    if (r->bad || s->n != (uint32_t)repro_loader_dataset_size(s->t->loader) ||
+        (size_t)s->n * 4 != r->len - r->at)
+        return MALFORMED;
+    s->perm = r->p + r->at;
+    int augment = cfg->data_shift > 0 || cfg->data_flip || cfg->data_noise > 0;
+    /* The one bits-neutral key that is not neutral here: worker RNG
+     * positions are replayed per worker (loader.h). */
+    if (aseed != cfg->data_augment_seed ||
+        (augment && aseed == 1 && pos->next_in_epoch > 0 && workers != cfg->data_num_workers &&
+         !(workers <= 1 && cfg->data_num_workers <= 1)))
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: checkpoint saved with num_workers = %d mid-epoch under "
+                               "augment_seed = worker; this run has %d, which would "
+                               "change the augmentation streams: resume with %d",
+                               s->path, workers, cfg->data_num_workers, workers);
+    return pos->index != s->step && s->step >= 0 && pos->index < s->step ? MALFORMED : 0;
+}
+
+static int parse_chan(parsed *s, rd *r)
+{
+    long cs = (long)get_i64(r);
+    repro_digest c;
+    get(r, c.b, sizeof c.b);
+    if (r->bad || (cs != -1 && cs != s->step))
+        return MALFORMED;
+    s->info.step = s->step;
+    s->info.chain_steps = cs;
+    s->info.chain = c;
+    return 0;
+}
+
+static int parse_parm(parsed *s, rd *r)
+{
+    const repro_model *m = &s->t->model;
+    int adam = s->t->cfg.train_optimizer == REPRO_OPT_ADAMW;
+    if (s->nparam >= m->nparams)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: checkpoint has more parameters than this model (%d)", s->path,
+                               m->nparams);
+    const repro_param *p = &m->params[s->nparam];
+    uint32_t nl;
+    const char *name = get_str(r, &nl);
+    uint32_t ndim = get_u32(r);
+    int fits = !r->bad && nl == strlen(p->name) && !memcmp(name, p->name, nl) &&
+               ndim == (uint32_t)p->ndim;
+    for (uint32_t d = 0; fits && d < ndim; d++)
+        fits = get_u32(r) == (uint32_t)p->shape[d] && !r->bad;
+    size_t bytes = sizeof(float) * (size_t)p->numel;
+    if (!fits || r->len - r->at != bytes * (adam ? 3 : 2))
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: checkpoint parameter %d ('%.*s') does not match this "
+                               "model's %s",
+                               s->path, s->nparam, (int)nl, name, p->name);
+    s->parm[s->nparam++] = r->p + r->at;
+    return 0;
+}
+
+/* The sections: the fixed ones in their order, then PARM per parameter,
+ * then END_ (no parser). */
+enum { NFIXED = 5 };
+static const struct {
+    char tag[5];
+    int (*parse)(parsed *s, rd *r);
+} sections[] = {
+    {"META", parse_meta}, {"OPTM", parse_optm}, {"SCAL", parse_scal}, {"LOAD", parse_load},
+    {"CHAN", parse_chan}, {"PARM", parse_parm}, {"END_", NULL},
+};
+
+/* The next section's tag and payload. Returns 0, or -1 (error slot set). */
+static int next_section(rd *file, const char *path, char tag[5], rd *r)
+{
+    if (get(file, tag, 4))
+        return repro_error_set(REPRO_EINVAL, "%s: corrupted checkpoint (no END section)", path);
+    uint64_t slen = get_u64(file);
+    if (file->bad || slen > file->len - file->at)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: corrupted checkpoint (section %s runs past the end)", path,
+                               tag);
+    *r = (rd){file->p + file->at, (size_t)slen, 0, 0};
+    file->at += (size_t)slen;
+    return 0;
+}
+
+/* One pass over the sections of data[0..len) (the file without its
+ * SHA-256), parsing and validating each against s->t. */
+static int parse(parsed *s, const unsigned char *data, size_t len)
 {
     rd file = {data, len, 12, 0};
-    const repro_model *m = &t->model;
-    int adam = t->cfg.train_optimizer == REPRO_OPT_ADAMW;
-    int nparam = 0, ended = 0;
-    long step = 0;
-    double b1 = 1.0, b2 = 1.0;
-    const char *order = "META OPTM SCAL LOAD CHAN";
-    enum { NFIXED = 5 };
-    long updates = 0, skipped = 0;
-    float scale = 0, last_scale = 0;
-    int tracker = 0, last_skipped = 0;
-    int next_fixed = 0; /* index of the next fixed section expected */
-    while (!ended) {
+    int next_fixed = 0, ended = 0, rc = 0; /* next_fixed: the next fixed section expected */
+    while (!ended && rc == 0) {
         char tag[5] = {0};
-        if (get(&file, tag, 4))
-            return repro_error_set(REPRO_EINVAL, "%s: corrupted checkpoint (no END section)",
-                                   path);
-        uint64_t slen = get_u64(&file);
-        if (file.bad || slen > file.len - file.at)
+        rd r;
+        if (next_section(&file, s->path, tag, &r))
+            return -1;
+        if (next_fixed < NFIXED && strncmp(tag, sections[next_fixed].tag, 4) != 0)
             return repro_error_set(REPRO_EINVAL,
-                                   "%s: corrupted checkpoint (section %s runs past the end)", path,
+                                   "%s: corrupted checkpoint (section %s where %.4s belongs)",
+                                   s->path, tag, sections[next_fixed].tag);
+        int k = 0, nsec = (int)(sizeof sections / sizeof sections[0]);
+        while (k < nsec && strcmp(tag, sections[k].tag) != 0)
+            k++;
+        if (k == nsec)
+            return repro_error_set(REPRO_EINVAL, "%s: unknown checkpoint section '%s'", s->path,
                                    tag);
-        rd r = {data + file.at, (size_t)slen, 0, 0};
-        file.at += (size_t)slen;
-        if (next_fixed < NFIXED && strncmp(tag, order + 5 * next_fixed, 4) != 0)
-            return repro_error_set(REPRO_EINVAL,
-                                   "%s: corrupted checkpoint (section %s where %.4s belongs)", path,
-                                   tag, order + 5 * next_fixed);
-        if (!strcmp(tag, "META")) {
-            next_fixed++;
-            uint32_t nlen, clen;
-            const char *name = get_str(&r, &nlen);
-            repro_digest dig, mine, all;
-            get(&r, dig.b, sizeof dig.b);
-            const char *ctext = get_str(&r, &clen);
-            step = (long)get_i64(&r);
-            if (r.bad)
-                break;
-            if (strlen(t->cfg.name) != nlen || memcmp(name, t->cfg.name, nlen) != 0)
-                return repro_error_set(REPRO_EINVAL,
-                                       "%s: checkpoint of experiment '%.*s', not '%s'", path,
-                                       (int)nlen, name, t->cfg.name);
-            if (repro_config_digests(&t->cfg, &all, &mine))
-                return -1;
-            if (!repro_digest_eq(&dig, &mine)) {
-                size_t nl = 0;
-                char *now = config_text(&t->cfg, &nl), keys[600] = "";
-                if (now)
-                    config_differences(ctext, clen, now, keys, sizeof keys);
-                free(now);
-                char ha[65], hb[65];
-                repro_digest_hex(&dig, ha);
-                repro_digest_hex(&mine, hb);
-                ha[12] = hb[12] = '\0';
-                return repro_error_set(REPRO_EINVAL,
-                                       "%s: checkpoint written under another config (numerics "
-                                       "digest %s vs %s)%s%s: resume with the config it was "
-                                       "saved under",
-                                       path, ha, hb, keys[0] ? ": " : "", keys);
-            }
-            if (step < 0)
-                break;
-        } else if (!strcmp(tag, "OPTM")) {
-            next_fixed++;
-            uint32_t opt = get_u32(&r);
-            b1 = get_f64(&r);
-            b2 = get_f64(&r);
-            if (r.bad)
-                break;
-            if (opt != (uint32_t)t->cfg.train_optimizer)
-                return repro_error_set(REPRO_EINVAL, "%s: checkpoint of another optimizer",
-                                       path);
-        } else if (!strcmp(tag, "SCAL")) {
-            next_fixed++;
-            updates = (long)get_i64(&r);
-            get(&r, &scale, 4);
-            tracker = get_i32(&r);
-            last_skipped = get_i32(&r);
-            get(&r, &last_scale, 4);
-            skipped = (long)get_i64(&r);
-            if (r.bad || updates < 0 || updates > step || r.at != r.len)
-                break;
-        } else if (!strcmp(tag, "LOAD")) {
-            next_fixed++;
-            repro_loader_position pos;
-            pos.gen_key = get_u64(&r);
-            pos.gen_block = get_u64(&r);
-            pos.gen_used = get_i32(&r);
-            pos.epoch = get_i32(&r);
-            pos.base_seed = get_u64(&r);
-            pos.index = (long)get_i64(&r);
-            pos.next_in_epoch = get_i32(&r);
-            int workers = get_i32(&r), aseed = get_i32(&r);
-            uint32_t n = get_u32(&r);
-            if (r.bad || n != (uint32_t)repro_loader_dataset_size(t->loader) ||
-                (size_t)n * 4 != r.len - r.at)
-                break;
-            const uint32_t *perm = (const uint32_t *)(r.p + r.at);
-            int augment = t->cfg.data_shift > 0 || t->cfg.data_flip || t->cfg.data_noise > 0;
-            /* The one bits-neutral key that is not neutral here: worker RNG
-             * positions are replayed per worker (loader.h). */
-            if (aseed != t->cfg.data_augment_seed ||
-                (augment && aseed == 1 && pos.next_in_epoch > 0 &&
-                 workers != t->cfg.data_num_workers &&
-                 !(workers <= 1 && t->cfg.data_num_workers <= 1)))
-                return repro_error_set(REPRO_EINVAL,
-                                       "%s: checkpoint saved with num_workers = %d mid-epoch under "
-                                       "augment_seed = worker; this run has %d, which would "
-                                       "change the augmentation streams: resume with %d",
-                                       path, workers, t->cfg.data_num_workers, workers);
-            if (pos.index != step && step >= 0 && pos.index < step)
-                break;
-            if (apply) {
-                /* perm is inside the file buffer: copy to aligned storage. */
-                uint32_t *p = malloc(sizeof(uint32_t) * (n ? n : 1));
-                if (!p)
-                    return repro_error_set(REPRO_ENOMEM, "out of memory");
-                memcpy(p, perm, sizeof(uint32_t) * n);
-                int rc = repro_loader_restore(t->loader, &pos, p);
-                free(p);
-                if (rc) {
-                    char msg[512];
-                    snprintf(msg, sizeof msg, "%s", repro_error_message());
-                    return repro_error_set(REPRO_EINVAL, "%s: %s", path, msg);
-                }
-            }
-        } else if (!strcmp(tag, "CHAN")) {
-            next_fixed++;
-            long cs = (long)get_i64(&r);
-            repro_digest c;
-            get(&r, c.b, sizeof c.b);
-            if (r.bad || (cs != -1 && cs != step))
-                break;
-            if (info) {
-                info->step = step;
-                info->chain_steps = cs;
-                info->chain = c;
-            }
-        } else if (!strcmp(tag, "PARM")) {
-            if (nparam >= m->nparams)
-                return repro_error_set(REPRO_EINVAL,
-                                       "%s: checkpoint has more parameters than this model (%d)",
-                                       path, m->nparams);
-            const repro_param *p = &m->params[nparam];
-            uint32_t nl;
-            const char *name = get_str(&r, &nl);
-            uint32_t ndim = get_u32(&r);
-            int fits = !r.bad && nl == strlen(p->name) && !memcmp(name, p->name, nl) &&
-                       ndim == (uint32_t)p->ndim;
-            for (uint32_t d = 0; fits && d < ndim; d++)
-                fits = get_u32(&r) == (uint32_t)p->shape[d] && !r.bad;
-            size_t bytes = sizeof(float) * (size_t)p->numel;
-            if (!fits || r.len - r.at != bytes * (adam ? 3 : 2))
-                return repro_error_set(REPRO_EINVAL,
-                                       "%s: checkpoint parameter %d ('%.*s') does not match this "
-                                       "model's %s",
-                                       path, nparam, (int)nl, name, p->name);
-            if (apply) {
-                memcpy(p->data, r.p + r.at, bytes);
-                memcpy(p->state1, r.p + r.at + bytes, bytes);
-                if (adam)
-                    memcpy(p->state2, r.p + r.at + 2 * bytes, bytes);
-            }
-            nparam++;
-        } else if (!strcmp(tag, "END_")) {
-            ended = 1;
-        } else {
-            return repro_error_set(REPRO_EINVAL, "%s: unknown checkpoint section '%s'", path,
-                                   tag);
-        }
+        next_fixed += k < NFIXED;
+        ended = !sections[k].parse;
+        if (!ended && (rc = sections[k].parse(s, &r)) < 0)
+            return -1;
         if (r.bad)
-            break;
+            rc = MALFORMED;
     }
+    const repro_model *m = &s->t->model;
     if (!ended)
         return repro_error_set(REPRO_EINVAL, "%s: corrupted checkpoint (malformed section)",
-                               path);
-    if (next_fixed < NFIXED || nparam != m->nparams)
+                               s->path);
+    if (next_fixed < NFIXED || s->nparam != m->nparams)
         return repro_error_set(REPRO_EINVAL,
-                               "%s: checkpoint has %d of this model's %d parameters", path, nparam,
-                               m->nparams);
+                               "%s: checkpoint has %d of this model's %d parameters", s->path,
+                               s->nparam, m->nparams);
     if (file.at != len)
         return repro_error_set(REPRO_EINVAL, "%s: corrupted checkpoint (bytes after END)",
-                               path);
-    if (apply) {
-        t->step = step;
-        t->beta1_pow = b1;
-        t->beta2_pow = b2;
-        t->updates = updates;
-        t->scaler.scale = scale;
-        t->scaler.growth_tracker = tracker;
-        t->scaler.last_skipped = last_skipped;
-        t->scaler.last_scale = last_scale;
-        t->scaler.skipped_total = skipped;
+                               s->path);
+    return 0;
+}
+
+/* ---- apply: only after a clean parse ------------------------------------- */
+
+/* The loader first: the one step that can still fail (trainer unchanged). */
+static int apply_loader(const parsed *s)
+{
+    /* perm is inside the file buffer: copy to aligned storage. */
+    uint32_t *p = malloc(sizeof(uint32_t) * (s->n ? s->n : 1));
+    if (!p)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    memcpy(p, s->perm, sizeof(uint32_t) * s->n);
+    int rc = repro_loader_restore(s->t->loader, &s->pos, p);
+    free(p);
+    if (rc) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", repro_error_message());
+        return repro_error_set(REPRO_EINVAL, "%s: %s", s->path, msg);
     }
+    return 0;
+}
+
+/* Parameters and optimizer state, uploaded into the model's arenas. */
+static void apply_params(const parsed *s)
+{
+    const repro_model *m = &s->t->model;
+    int adam = s->t->cfg.train_optimizer == REPRO_OPT_ADAMW;
+    for (int i = 0; i < m->nparams; i++) {
+        const repro_param *p = &m->params[i];
+        size_t bytes = sizeof(float) * (size_t)p->numel;
+        m->be->copy_h2d(m->be_ctx, p->data, s->parm[i], bytes);
+        m->be->copy_h2d(m->be_ctx, p->state1, s->parm[i] + bytes, bytes);
+        if (adam)
+            m->be->copy_h2d(m->be_ctx, p->state2, s->parm[i] + 2 * bytes, bytes);
+    }
+}
+
+static int apply(const parsed *s, repro_checkpoint_info *info)
+{
+    repro_trainer *t = s->t;
+    if (apply_loader(s))
+        return -1;
+    if (info)
+        *info = s->info;
+    apply_params(s);
+    t->step = s->step;
+    t->beta1_pow = s->b1;
+    t->beta2_pow = s->b2;
+    t->updates = s->updates;
+    t->scaler.scale = s->scale;
+    t->scaler.growth_tracker = s->tracker;
+    t->scaler.last_skipped = s->last_skipped;
+    t->scaler.last_scale = s->last_scale;
+    t->scaler.skipped_total = s->skipped;
     return 0;
 }
 
@@ -608,8 +719,8 @@ int repro_checkpoint_load(repro_trainer *t, const char *path, repro_checkpoint_i
                         path);
         goto done;
     }
-    repro_checkpoint_info tmp = {0, -1, {{0}}};
-    if (walk(t, path, data, len - 32, 0, &tmp) || walk(t, path, data, len - 32, 1, info))
+    parsed ps = {.t = t, .path = path, .info = {0, -1, {{0}}}};
+    if (parse(&ps, data, len - 32) || apply(&ps, info))
         goto done;
     rc = 0;
 done:

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "util/error.h"
-#include "kernels/cpu/variants.h"
+#include "kernels/variants.h"
 
 typedef enum { T_INT, T_U64, T_REAL, T_BOOL, T_ENUM, T_STR, T_LIST } key_type;
 

@@ -14,7 +14,7 @@
 
 #include "util/error.h"
 #include "core/idx.h"
-#include "kernels/cpu/philox.h"
+#include "kernels/philox.h"
 #include "util/seeds.h"
 
 #define MAX_SYNTHETIC ((int)1 << 24)

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "core/dataset.h"
-#include "kernels/cpu/philox.h"
+#include "kernels/philox.h"
 
 typedef enum { REPRO_AUGMENT_SEED_SAMPLE = 0, REPRO_AUGMENT_SEED_WORKER = 1 } repro_augment_seed;
 

@@ -1,7 +1,6 @@
 /* Memory accounting by category (see memory.h for what is counted how). */
 #include "core/memory.h"
 
-#include "kernels/cpu/conv_algos.h"
 #include "core/dataset.h"
 
 static long out_numel(const repro_layer *l) { return (long)l->out_c * l->out_h * l->out_w; }
@@ -40,15 +39,8 @@ void repro_memory_account(const repro_model *m, int zero_grad, repro_memory *out
             out->activations += n * 4; /* int32 argmax */
         if (l->kind == REPRO_LAYER_DROPOUT)
             out->activations += n; /* uint8 mask */
-        if (l->kind == REPRO_LAYER_CONV) { /* the same rule as repro_model_init */
-            repro_conv_shape cs = {m->capacity, l->in_c, l->in_h, l->in_w, l->out_c, l->k, l->pad};
-            size_t ws = 1;
-            for (int a = 0; a < REPRO_CONV_NALGOS; a++)
-                if (repro_conv_algo_eligible((repro_conv_algo)a, &cs) &&
-                    repro_conv_workspace_floats((repro_conv_algo)a, &cs) > ws)
-                    ws = repro_conv_workspace_floats((repro_conv_algo)a, &cs);
-            out->workspace += ws * 4; /* fp32: algorithms accumulate in float */
-        }
+        if (l->kind == REPRO_LAYER_CONV) /* fp32: algorithms accumulate in float */
+            out->workspace += repro_model_conv_workspace(m, l);
     }
     out->peak = out->params + out->working_weights + out->grads + out->optimizer +
                 out->activations + out->activation_grads + out->workspace;

@@ -1,4 +1,5 @@
-/* Loss-gradient scaling for accumulation and fp16 (see mixed.h). */
+/* Loss-gradient scaling for accumulation and fp16 (see mixed.h), through
+ * the model's backend. */
 #include "core/mixed.h"
 
 #include <math.h>
@@ -17,27 +18,26 @@ int repro_scaler_init(repro_scaler *s, const repro_config *cfg)
     return repro_fault_overflow_from_env(&s->fault_step);
 }
 
-void repro_scale_loss_grad(const repro_scaler *s, int accumulation_steps, float *dlogits, long n)
+void repro_scale_loss_grad(const repro_scaler *s, repro_model *m, int accumulation_steps,
+                           float *dlogits, long n)
 {
     /* Division by k (not multiplication by a rounded 1/k): for k a power of
      * two both are exact, for k = 3 the division is the correctly rounded
      * mean PyTorch users write as loss / k. */
-    if (accumulation_steps > 1) {
-        float k = (float)accumulation_steps;
-        for (long i = 0; i < n; i++)
-            dlogits[i] = dlogits[i] / k;
-    }
+    if (accumulation_steps > 1)
+        m->be->div_scalar(m->be_ctx, dlogits, n, (float)accumulation_steps);
     if (s->enabled)
-        for (long i = 0; i < n; i++)
-            dlogits[i] = dlogits[i] * s->scale;
+        m->be->mul_scalar(m->be_ctx, dlogits, n, s->scale);
 }
 
 int repro_scaler_unscale(repro_scaler *s, repro_model *m, long step)
 {
     /* TEST-ONLY (fault.h): an injected overflow, as an fp16 backward
      * overflowing would leave it: one gradient element is +inf. */
-    if (s->fault_step && step == s->fault_step && m->nparams > 0)
-        m->params[0].grad[0] = INFINITY;
+    if (s->fault_step && step == s->fault_step && m->nparams > 0) {
+        float inf = INFINITY;
+        m->be->copy_h2d(m->be_ctx, m->params[0].grad, &inf, sizeof inf);
+    }
     s->last_scale = s->scale;
     s->last_skipped = 0;
     if (!s->enabled)
@@ -45,15 +45,10 @@ int repro_scaler_unscale(repro_scaler *s, repro_model *m, long step)
     /* GradScaler.unscale_: inv_scale = float(1 / double(scale)), grads *=
      * inv_scale, found_inf = any non-finite result. */
     float inv = (float)(1.0 / (double)s->scale);
-    int found = 0;
-    for (int i = 0; i < m->nparams; i++) {
-        repro_param *p = &m->params[i];
-        for (long j = 0; j < p->numel; j++) {
-            float g = p->grad[j] * inv;
-            p->grad[j] = g;
-            found |= !isfinite(g);
-        }
-    }
+    size_t bytes;
+    float *grads = repro_model_arena(m, REPRO_ARENA_GRADS, &bytes);
+    int found = bytes ? m->be->unscale_check(m->be_ctx, grads, (long)(bytes / sizeof(float)), inv)
+                      : 0;
     s->last_skipped = found;
     s->skipped_total += found;
     return found;

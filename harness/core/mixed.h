@@ -36,12 +36,15 @@ typedef struct {
  * error slot set (malformed REPRO_FAULT). */
 int repro_scaler_init(repro_scaler *s, const repro_config *cfg);
 
-/* Scales one micro-batch's loss gradient (n floats) as stated above. */
-void repro_scale_loss_grad(const repro_scaler *s, int accumulation_steps, float *dlogits, long n);
+/* Scales one micro-batch's loss gradient (n floats of m's backend memory)
+ * as stated above, through m's backend. */
+void repro_scale_loss_grad(const repro_scaler *s, repro_model *m, int accumulation_steps,
+                           float *dlogits, long n);
 
 /* After the last micro-batch's backward of step `step` (1-based): applies
- * the overflow fault, unscales (fp16) and checks for inf/NaN. Returns 1 if
- * the update must be skipped (fp16 only; other precisions never skip). */
+ * the overflow fault, unscales (fp16) and checks for inf/NaN, in one pass
+ * over the gradient arena (its padding is zero and stays zero). Returns 1
+ * if the update must be skipped (fp16 only; other precisions never skip). */
 int repro_scaler_unscale(repro_scaler *s, repro_model *m, long step);
 
 /* After the (possibly skipped) update: GradScaler.update(). */

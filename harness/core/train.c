@@ -1,12 +1,16 @@
-/* The training step loop (see train.h). */
+/* The training step loop (see train.h): every kernel through the model's
+ * backend table (kernels/backend.h). */
 #include "core/train.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/atomic.h"
+#include "kernels/backend.h"
 #include "util/error.h"
 #include "core/train_record.h"
+
+/* The backend every trainer runs on until a config key picks another. */
+#define TRAIN_BACKEND "cpu"
 
 static int load_data(repro_trainer *t)
 {
@@ -41,6 +45,21 @@ static int load_data(repro_trainer *t)
     return 0;
 }
 
+/* The step's own buffers, on the model's backend. */
+static int alloc_step_buffers(repro_trainer *t)
+{
+    const repro_model *m = &t->model;
+    size_t batch = (size_t)t->cfg.train_batch_size, nlog = batch * REPRO_CLASSES;
+    size_t width = (size_t)m->layers[m->nlayers - 1].in_c;
+    t->probs = m->be->alloc(m->be_ctx, nlog * sizeof(float));
+    t->dlogits = m->be->alloc(m->be_ctx, nlog * sizeof(float));
+    t->class_features = m->be->alloc(m->be_ctx, REPRO_CLASSES * width * sizeof(float));
+    t->labels = m->be->alloc(m->be_ctx, batch * sizeof(int32_t));
+    if (!t->probs || !t->dlogits || !t->class_features || !t->labels)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    return 0;
+}
+
 int repro_trainer_init(repro_trainer *t, const repro_config *cfg)
 {
     memset(t, 0, sizeof *t);
@@ -48,9 +67,6 @@ int repro_trainer_init(repro_trainer *t, const repro_config *cfg)
     const repro_config *c = &t->cfg;
     if (repro_config_validate(c))
         return -1;
-    if (repro_pool_new(&t->pool, c->train_threads))
-        return repro_error_set(REPRO_EIO, "cannot start %d kernel threads",
-                               c->train_threads);
     if (load_data(t))
         goto fail;
     if (c->train_batch_size > t->train_set.n) {
@@ -72,18 +88,9 @@ int repro_trainer_init(repro_trainer *t, const repro_config *cfg)
     };
     if (repro_loader_new(&t->loader, &t->train_set, &lc))
         goto fail;
-    if (repro_model_init(&t->model, c, c->train_batch_size))
+    if (repro_model_init(&t->model, c, c->train_batch_size, repro_backend_get(TRAIN_BACKEND)) ||
+        repro_model_init_params(&t->model, c->train_seed) || alloc_step_buffers(t))
         goto fail;
-    repro_model_init_params(&t->model, c->train_seed);
-    size_t nlog = (size_t)c->train_batch_size * REPRO_CLASSES;
-    t->probs = malloc(nlog * sizeof(float));
-    t->dlogits = malloc(nlog * sizeof(float));
-    const repro_layer *last = &t->model.layers[t->model.nlayers - 1];
-    t->class_features = malloc((size_t)REPRO_CLASSES * (size_t)last->in_c * sizeof(float));
-    if (!t->probs || !t->dlogits || !t->class_features) {
-        repro_error_set(REPRO_ENOMEM, "out of memory");
-        goto fail;
-    }
     t->beta1_pow = 1.0;
     t->beta2_pow = 1.0;
     if (repro_scaler_init(&t->scaler, c))
@@ -98,6 +105,7 @@ static void optimizer_step(repro_trainer *t)
 {
     const repro_config *c = &t->cfg;
     repro_model *m = &t->model;
+    const repro_backend *be = m->be;
     if (c->train_optimizer == REPRO_OPT_ADAMW) {
         t->beta1_pow *= c->train_beta1;
         t->beta2_pow *= c->train_beta2;
@@ -105,14 +113,14 @@ static void optimizer_step(repro_trainer *t)
     for (int i = 0; i < m->nparams; i++) {
         repro_param *p = &m->params[i];
         if (c->train_optimizer == REPRO_OPT_SGD)
-            repro_sgd_step(t->pool, p->data, p->grad, p->state1, p->numel, (float)c->train_lr,
-                           (float)c->train_momentum, (float)c->train_weight_decay,
-                           t->updates == 0);
+            be->sgd_step(m->be_ctx, p->data, p->grad, p->state1, p->numel, (float)c->train_lr,
+                         (float)c->train_momentum, (float)c->train_weight_decay,
+                         t->updates == 0);
         else
-            repro_adamw_step(t->pool, p->data, p->grad, p->state1, p->state2, p->numel,
-                             (float)c->train_lr, (float)c->train_beta1, (float)c->train_beta2,
-                             (float)c->train_eps, (float)c->train_weight_decay,
-                             1.0 - t->beta1_pow, 1.0 - t->beta2_pow);
+            be->adamw_step(m->be_ctx, p->data, p->grad, p->state1, p->state2, p->numel,
+                           (float)c->train_lr, (float)c->train_beta1, (float)c->train_beta2,
+                           (float)c->train_eps, (float)c->train_weight_decay,
+                           1.0 - t->beta1_pow, 1.0 - t->beta2_pow);
     }
 }
 
@@ -126,13 +134,11 @@ static void class_features(repro_trainer *t, const repro_batch *b)
     repro_model *m = &t->model;
     const repro_layer *last = &m->layers[m->nlayers - 1];
     int width = last->in_c;
-    memset(t->class_features, 0, (size_t)REPRO_CLASSES * (size_t)width * sizeof(float));
+    m->be->zero(m->be_ctx, t->class_features,
+                (size_t)REPRO_CLASSES * (size_t)width * sizeof(float));
     const float *src = m->act[m->nlayers - 1];
-    if (t->cfg.variant_index_add)
-        repro_index_add_atomic(t->pool, t->class_features, REPRO_CLASSES, b->y, src, b->size,
-                               width);
-    else
-        repro_index_add(t->pool, t->class_features, REPRO_CLASSES, b->y, src, b->size, width);
+    m->be->index_add(m->be_ctx, t->cfg.variant_index_add, t->class_features, REPRO_CLASSES,
+                     t->labels, src, b->size, width);
     long shape[2] = {REPRO_CLASSES, width};
     repro_model_report_op(m, "fwd.class_features", t->class_features, 2, shape);
 }
@@ -148,8 +154,44 @@ static void zero_grad(repro_trainer *t)
 {
     if (t->cfg.train_zero_grad != REPRO_ZERO_GRAD_ZERO)
         return;
-    for (int i = 0; i < t->model.nparams; i++)
-        memset(t->model.params[i].grad, 0, (size_t)t->model.params[i].numel * sizeof(float));
+    size_t bytes; /* the whole gradient arena: one call */
+    void *grads = repro_model_arena(&t->model, REPRO_ARENA_GRADS, &bytes);
+    if (bytes)
+        t->model.be->zero(t->model.be_ctx, grads, bytes);
+}
+
+/* One micro-batch: forward, loss, class features, loss gradient (scaled),
+ * backward (accumulating unless it is the first). Returns the mean loss in
+ * *l; 0, or -1 with the error slot set. */
+static int micro_batch(repro_trainer *t, int j, double *l)
+{
+    repro_model *m = &t->model;
+    int k = t->cfg.train_accumulation_steps;
+    const repro_batch *b;
+    if (repro_loader_next(t->loader, &b))
+        return -1;
+    t->batch = b;
+    m->be->copy_h2d(m->be_ctx, t->labels, b->y, (size_t)b->size * sizeof(int32_t));
+    /* dropout stream: one per micro-batch (= the step when k = 1) */
+    const float *logits =
+        repro_model_forward(m, b->x, b->size, 1, t->cfg.train_seed, t->step * k + j);
+    if (!logits)
+        return -1;
+    *l = m->be->softmax_xent_forward(m->be_ctx, logits, t->labels, t->probs, b->size,
+                                     REPRO_CLASSES);
+    class_features(t, b);
+    m->be->softmax_xent_backward(m->be_ctx, t->probs, t->labels, t->dlogits, b->size,
+                                 REPRO_CLASSES);
+    repro_scale_loss_grad(&t->scaler, m, k, t->dlogits, (long)b->size * REPRO_CLASSES);
+    if (j == 0) {
+        /* The recorder's hooks (train_record.h): wait only where a buffer it
+         * may still be hashing is about to be overwritten. */
+        if (t->rec && repro_train_recorder_before_backward(t->rec))
+            return -1;
+        zero_grad(t);
+    }
+    repro_model_backward_acc(m, t->dlogits, b->size, j > 0);
+    return 0;
 }
 
 int repro_trainer_step(repro_trainer *t)
@@ -157,29 +199,11 @@ int repro_trainer_step(repro_trainer *t)
     int k = t->cfg.train_accumulation_steps;
     double loss_sum = 0;
     for (int j = 0; j < k; j++) {
-        const repro_batch *b;
-        if (repro_loader_next(t->loader, &b))
+        double l;
+        if (micro_batch(t, j, &l))
             return -1;
-        t->batch = b;
-        /* dropout stream: one per micro-batch (= the step when k = 1) */
-        const float *logits = repro_model_forward(&t->model, t->pool, b->x, b->size, 1,
-                                                  t->cfg.train_seed, t->step * k + j);
-        if (!logits)
-            return -1;
-        double l = repro_softmax_xent_forward(logits, b->y, t->probs, b->size, REPRO_CLASSES);
         /* the step's loss: the mean over micro-batches, summed in order in double */
         loss_sum = j == 0 ? l : loss_sum + l;
-        class_features(t, b);
-        repro_softmax_xent_backward(t->probs, b->y, t->dlogits, b->size, REPRO_CLASSES);
-        repro_scale_loss_grad(&t->scaler, k, t->dlogits, (long)b->size * REPRO_CLASSES);
-        if (j == 0) {
-            /* The recorder's hooks (record.h): wait only where a buffer it
-             * may still be hashing is about to be overwritten. */
-            if (t->rec && repro_train_recorder_before_backward(t->rec))
-                return -1;
-            zero_grad(t);
-        }
-        repro_model_backward_acc(&t->model, t->pool, t->dlogits, b->size, j > 0);
     }
     t->loss = k == 1 ? loss_sum : loss_sum / k;
     int skip = repro_scaler_unscale(&t->scaler, &t->model, t->step + 1);
@@ -190,6 +214,9 @@ int repro_trainer_step(repro_trainer *t)
         t->updates++;
     }
     repro_scaler_update(&t->scaler);
+    if (t->model.be->synchronize(t->model.be_ctx)) /* a device fault surfaces here */
+        return repro_error_set(REPRO_EIO, "%s backend: %s", t->model.be->name,
+                               t->model.be->last_error(t->model.be_ctx));
     t->step++;
     /* Eval before the recorder's P job, which writes this step's line (and
      * the eval into it); it reads the parameters only. */
@@ -202,13 +229,67 @@ int repro_trainer_step(repro_trainer *t)
     return 0;
 }
 
+/* Eval buffers: host x, y and logits; backend labels and probs. */
+typedef struct {
+    float *x, *logits, *probs;
+    int32_t *y, *labels;
+} eval_bufs;
+
+static void eval_free(repro_model *m, eval_bufs *e)
+{
+    free(e->x);
+    free(e->y);
+    free(e->logits);
+    m->be->free(m->be_ctx, e->probs);
+    m->be->free(m->be_ctx, e->labels);
+}
+
+static int eval_alloc(repro_model *m, eval_bufs *e)
+{
+    size_t cap = (size_t)m->capacity;
+    e->x = malloc(cap * REPRO_IMG_PIXELS * sizeof(float));
+    e->y = malloc(cap * sizeof(int32_t));
+    e->logits = malloc(cap * REPRO_CLASSES * sizeof(float));
+    e->probs = m->be->alloc(m->be_ctx, cap * REPRO_CLASSES * sizeof(float));
+    e->labels = m->be->alloc(m->be_ctx, cap * sizeof(int32_t));
+    return e->x && e->y && e->logits && e->probs && e->labels ? 0 : -1;
+}
+
+/* One eval batch of B samples from `start`: adds its loss sum (mean * B)
+ * to *total and its correct predictions to *correct. -1: forward failed. */
+static int eval_batch(repro_trainer *t, eval_bufs *e, int start, int B, double *total,
+                      long *correct)
+{
+    repro_model *m = &t->model;
+    const repro_dataset *ds = &t->test_set;
+    for (long i = 0; i < (long)B * REPRO_IMG_PIXELS; i++)
+        e->x[i] = (float)ds->images[(size_t)start * REPRO_IMG_PIXELS + (size_t)i] / 255.0f;
+    for (int i = 0; i < B; i++)
+        e->y[i] = ds->labels[start + i];
+    const float *logits = repro_model_forward(m, e->x, B, 0, 0, 0);
+    if (!logits)
+        return -1;
+    m->be->copy_h2d(m->be_ctx, e->labels, e->y, (size_t)B * sizeof(int32_t));
+    /* mean over this batch, weighted back to a sum: fixed order over batches */
+    *total += m->be->softmax_xent_forward(m->be_ctx, logits, e->labels, e->probs, B,
+                                          REPRO_CLASSES) * B;
+    m->be->copy_d2h(m->be_ctx, e->logits, logits, (size_t)B * REPRO_CLASSES * sizeof(float));
+    for (int i = 0; i < B; i++) {
+        const float *z = e->logits + (size_t)i * REPRO_CLASSES;
+        int best = 0;
+        for (int j = 1; j < REPRO_CLASSES; j++)
+            if (z[j] > z[best])
+                best = j;
+        *correct += best == e->y[i];
+    }
+    return 0;
+}
+
 void repro_trainer_evaluate(repro_trainer *t, double *loss, double *accuracy)
 {
     const repro_dataset *ds = &t->test_set;
     int cap = t->model.capacity;
-    float *x = malloc((size_t)cap * REPRO_IMG_PIXELS * sizeof(float));
-    int32_t *y = malloc((size_t)cap * sizeof(int32_t));
-    float *probs = malloc((size_t)cap * REPRO_CLASSES * sizeof(float));
+    eval_bufs e = {0};
     double total = 0;
     long correct = 0;
     /* Eval mode and no_grad: no dropout (train = 0), no backward after it,
@@ -216,50 +297,34 @@ void repro_trainer_evaluate(repro_trainer *t, double *loss, double *accuracy)
      * eval outputs are not training ops. */
     void (*on_op)(void *, const char *, float *, int, const long *) = t->model.on_op;
     t->model.on_op = NULL;
-    if (!x || !y || !probs || ds->n == 0) {
-        *loss = *accuracy = 0.0 / 0.0;
+    *loss = *accuracy = 0.0 / 0.0;
+    if (eval_alloc(&t->model, &e) || ds->n == 0)
         goto done;
-    }
     for (int start = 0; start < ds->n; start += cap) {
         int B = ds->n - start < cap ? ds->n - start : cap;
-        for (long i = 0; i < (long)B * REPRO_IMG_PIXELS; i++)
-            x[i] = (float)ds->images[(size_t)start * REPRO_IMG_PIXELS + (size_t)i] / 255.0f;
-        for (int i = 0; i < B; i++)
-            y[i] = ds->labels[start + i];
-        const float *logits = repro_model_forward(&t->model, t->pool, x, B, 0, 0, 0);
-        if (!logits) {
-            *loss = *accuracy = 0.0 / 0.0;
+        if (eval_batch(t, &e, start, B, &total, &correct))
             goto done;
-        }
-        /* mean over this batch, weighted back to a sum: fixed order over batches */
-        total += repro_softmax_xent_forward(logits, y, probs, B, REPRO_CLASSES) * B;
-        for (int i = 0; i < B; i++) {
-            int best = 0;
-            for (int j = 1; j < REPRO_CLASSES; j++)
-                if (logits[i * REPRO_CLASSES + j] > logits[i * REPRO_CLASSES + best])
-                    best = j;
-            correct += best == y[i];
-        }
     }
     *loss = total / ds->n;
     *accuracy = (double)correct / ds->n;
 done:
     t->model.on_op = on_op;
-    free(x);
-    free(y);
-    free(probs);
+    eval_free(&t->model, &e);
 }
 
 void repro_trainer_release(repro_trainer *t)
 {
     repro_train_recorder_free(t->rec); /* first: its hasher thread reads the model */
     repro_loader_free(t->loader);
-    repro_model_release(&t->model);
+    repro_model *m = &t->model;
+    if (m->be) { /* the step buffers, before the model's backend context goes */
+        m->be->free(m->be_ctx, t->probs);
+        m->be->free(m->be_ctx, t->dlogits);
+        m->be->free(m->be_ctx, t->class_features);
+        m->be->free(m->be_ctx, t->labels);
+    }
+    repro_model_release(m);
     repro_dataset_release(&t->train_set);
     repro_dataset_release(&t->test_set);
-    repro_pool_free(t->pool);
-    free(t->probs);
-    free(t->dlogits);
-    free(t->class_features);
     memset(t, 0, sizeof *t);
 }

@@ -14,16 +14,17 @@ typedef struct repro_train_recorder repro_train_recorder;
 
 typedef struct repro_trainer_s {
     repro_config cfg;
-    repro_pool *pool;
     repro_dataset train_set, test_set;
     repro_loader *loader;
     repro_model model;
     long step;              /* optimizer steps done */
     const repro_batch *batch; /* the last step's batch */
     double loss;            /* the last step's mean loss (double accumulation) */
+    /* Backend memory (the model's backend; host pointers on the CPU): */
     float *probs, *dlogits; /* batch x classes */
     float *class_features;  /* classes x features: penultimate activations summed per
                                label (index-add; a trace metric) */
+    int32_t *labels;        /* batch: the batch's labels, uploaded for the kernels */
     double beta1_pow, beta2_pow; /* adamw: beta^t kept by multiplication */
     repro_train_recorder *rec; /* per-step hashing (train_record.h), or NULL */
     /* Accumulation and mixed precision (mixed.h). A checkpoint must carry
@@ -38,7 +39,8 @@ typedef struct repro_trainer_s {
 } repro_trainer;
 
 /* Validates the config, loads or generates the data, builds and initializes
- * the model. Returns 0, or -1 with the error slot set. */
+ * the model on its backend (today always "cpu": the config key that picks
+ * another comes with it). Returns 0, or -1 with the error slot set. */
 int repro_trainer_init(repro_trainer *t, const repro_config *cfg);
 /* One optimizer step: accumulation_steps micro-batches (next batch,
  * forward, loss, backward accumulating), then the update (skipped when the

@@ -15,7 +15,7 @@
 #include "build_info.h"
 #include "util/error.h"
 #include "record/hash.h"
-#include "kernels/cpu/philox.h"
+#include "kernels/philox.h"
 #include "util/seeds.h"
 #include "record/trace.h"
 #include "util/version.h"

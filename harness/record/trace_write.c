@@ -10,7 +10,7 @@
 #include "build_info.h"
 #include "record/env.h"
 #include "util/error.h"
-#include "kernels/cpu/philox.h"
+#include "kernels/philox.h"
 #include "util/seeds.h"
 #include "record/trace.h"
 #include "util/version.h"

@@ -1,7 +1,7 @@
 /* The versioned seed-derivation function (see seeds.h). */
 #include "util/seeds.h"
 
-#include "kernels/cpu/philox.h"
+#include "kernels/philox.h"
 
 /* Indices at or above 2^32 put their high bits above the purpose (< 2^16),
  * so every index below 2^32 keeps the v1 numbers. */

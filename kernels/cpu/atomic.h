@@ -2,7 +2,7 @@
  * atomicAdd reductions (cuDNN's nondeterministic backward-filter algorithms,
  * PyTorch's index_add_ / scatter_add_ on CUDA). They exist so that repro can
  * demonstrate, detect and bisect the nondeterminism a user opts into with
- * `deterministic = off`; kernels/cpu/variants.c names each one.
+ * `deterministic = off`; kernels/variants.c names each one.
  *
  * Why they are NONdeterministic: each chunk (pool.h) computes a partial sum
  * and adds it into the shared output with an atomic read-modify-write, in the

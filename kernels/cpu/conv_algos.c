@@ -1,5 +1,5 @@
 /* The convolution forward algorithms of conv_algos.h (im2col with a blocked
- * reduction, Winograd F(2x2, 3x3)) and the name/eligibility/workspace table
+ * reduction, Winograd F(2x2, 3x3)) and the eligibility/workspace rules
  * that benchmark-mode selection works from. direct is conv2d.c's kernel.
  *
  * Determinism argument, shared by both: a chunk is one sample (all K output
@@ -18,22 +18,7 @@
 static inline long lmax(long a, long b) { return a > b ? a : b; }
 static inline long lmin(long a, long b) { return a < b ? a : b; }
 
-/* ---- names, eligibility, workspace ------------------------------------ */
-
-static const char *const algo_names[REPRO_CONV_NALGOS] = {"direct", "im2col", "winograd"};
-
-const char *repro_conv_algo_name(repro_conv_algo a)
-{
-    return (int)a >= 0 && a < REPRO_CONV_NALGOS ? algo_names[a] : "?";
-}
-
-int repro_conv_algo_from_name(const char *name)
-{
-    for (int a = 0; name && a < REPRO_CONV_NALGOS; a++)
-        if (strcmp(name, algo_names[a]) == 0)
-            return a;
-    return -1;
-}
+/* ---- eligibility, workspace (the names are every backend's: backend.c) -- */
 
 int repro_conv_algo_eligible(repro_conv_algo a, const repro_conv_shape *s)
 {

@@ -22,17 +22,8 @@
 
 #include "ops.h"
 
-typedef enum {
-    REPRO_CONV_DIRECT = 0,
-    REPRO_CONV_IM2COL = 1,
-    REPRO_CONV_WINOGRAD = 2,
-    REPRO_CONV_NALGOS
-} repro_conv_algo;
-
-/* "direct", "im2col", "winograd"; "?" for anything else. */
-const char *repro_conv_algo_name(repro_conv_algo a);
-/* The algorithm with that name, or -1. */
-int repro_conv_algo_from_name(const char *name);
+/* repro_conv_algo (the ids) and repro_conv_algo_name / _from_name are
+ * shared by every backend: kernels/backend.h (included by ops.h). */
 
 /* 1 when the algorithm handles the shape: direct and im2col always,
  * winograd only for R == 3 (stride is always 1 here; any padding). */

@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "kernels/backend.h"
 #include "pool.h"
 
 /* ---- math (mathx.c) ---------------------------------------------------- */
@@ -54,14 +55,7 @@ void repro_linear_backward_bias(repro_pool *pool, const float *dy, float *db, in
                                 int accumulate);
 
 /* ---- conv2d, stride 1, zero padding (conv2d.c) ------------------------- */
-typedef struct {
-    int B, C, H, W; /* input: B x C x H x W */
-    int K, R;       /* K filters of C x R x R */
-    int pad;        /* zero padding on each side */
-} repro_conv_shape;
-
-static inline int repro_conv_oh(const repro_conv_shape *s) { return s->H + 2 * s->pad - s->R + 1; }
-static inline int repro_conv_ow(const repro_conv_shape *s) { return s->W + 2 * s->pad - s->R + 1; }
+/* repro_conv_shape and repro_conv_oh/ow are every backend's: backend.h. */
 
 /* y[b][k][oy][ox] = bias[k] + sum over (c, ry, rx) in lexicographic order of
  * w[k][c][ry][rx] * x[b][c][oy+ry-pad][ox+rx-pad]. b may be NULL. */

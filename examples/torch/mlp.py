@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""The built-in MLP's architecture (784-256-128-10, ReLU, dropout 0.1, SGD
+lr 0.05 momentum 0.9, batch 64) trained in stock PyTorch, recording every
+step through repro's Python client -- so `repro check -- python3 THIS`
+certifies it like repro's own experiments.
+
+Settings come from the runner protocol (REPRO_SEED, REPRO_THREADS,
+REPRO_WORKERS, REPRO_BATCH_SIZE; --set steps=N, --set recommended=0|1):
+  recommended=1 (default) follows PyTorch's reproducibility notes: seed
+  everything, deterministic algorithms, a seeded DataLoader generator and
+  worker_init_fn;
+  torch.set_num_threads(REPRO_THREADS) always, so `--threads 1,2` asks
+  whether the thread count changes the bits.
+
+The data are synthetic (10 class prototypes plus noise, from the seed), so
+nothing is downloaded.
+"""
+import os
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "..", "python"))
+
+import torch  # noqa: E402
+import repro  # noqa: E402
+
+env = repro.RunEnv.read(default_seed=1234)
+steps = int(repro.RunEnv.setting("steps", "100"))
+recommended = repro.RunEnv.setting("recommended", "1") == "1"
+batch = env.batch_size or 64
+torch.set_num_threads(env.threads)
+if recommended:
+    repro.seed_everything(env.seed)
+else:
+    torch.manual_seed(env.seed)
+
+
+def synthetic(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    protos = torch.rand(10, 784, generator=g)
+    y = torch.randint(0, 10, (n,), generator=g)
+    x = protos[y] + 0.5 * torch.randn(n, 784, generator=g)
+    return torch.utils.data.TensorDataset(x, y)
+
+
+data = synthetic(8192, env.seed)
+loader = torch.utils.data.DataLoader(
+    data, batch_size=batch, shuffle=True, num_workers=env.workers, drop_last=True,
+    generator=repro.data_generator(env.seed) if recommended else None,
+    worker_init_fn=repro.worker_init_fn if recommended else None)
+model = torch.nn.Sequential(
+    torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Dropout(0.1),
+    torch.nn.Linear(256, 128), torch.nn.ReLU(), torch.nn.Dropout(0.1),
+    torch.nn.Linear(128, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+config = {"model": "mlp 784-256-128-10", "dropout": 0.1, "lr": 0.05, "momentum": 0.9,
+          "batch": batch, "recommended": recommended, "torch": torch.__version__}
+
+step = 0
+with repro.Recorder("torch-mlp", env.seed, config=config, total_steps=steps) as rec:
+    while step < steps:
+        for x, y in loader:
+            step += 1
+            opt.zero_grad(set_to_none=True)
+            logits = model(x)
+            loss = torch.nn.functional.cross_entropy(logits, y)
+            loss.backward()
+            rec.tensor("batch.x", x)
+            rec.tensor("batch.y", y)
+            rec.tensor("logits", logits)
+            opt.step()
+            repro.record_model(rec, model, loss)
+            rec.step(step, float(loss))
+            if step == steps:
+                break
+    chain = rec.close()
+print("torch-mlp: %d steps, loss %.4f, threads %d, chain %s" % (steps, float(loss), env.threads,
+                                                               chain))

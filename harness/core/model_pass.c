@@ -1,0 +1,254 @@
+/* The forward and backward passes of the layer list (see model.h), every
+ * kernel through the model's backend table, and the op observer's reports
+ * of each kernel output. */
+#include "core/model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dataset.h"
+#include "kernels/backend.h"
+#include "util/seeds.h"
+
+/* The config's precision ids are the backend's rounding formats. */
+_Static_assert((int)REPRO_PRECISION_BF16 == (int)REPRO_ROUND_BF16 &&
+                   (int)REPRO_PRECISION_FP16 == (int)REPRO_ROUND_FP16,
+               "precision ids must match backend.h's rounding formats");
+
+static long layer_out_numel(const repro_layer *l)
+{
+    return (long)l->out_c * l->out_h * l->out_w;
+}
+
+static long layer_in_numel(const repro_layer *l)
+{
+    return (long)l->in_c * l->in_h * l->in_w;
+}
+
+static repro_conv_shape conv_shape(const repro_layer *l, int B)
+{
+    repro_conv_shape s = {B, l->in_c, l->in_h, l->in_w, l->out_c, l->k, l->pad};
+    return s;
+}
+
+/* Reduced precision: x is stored in it (no-op under fp32). */
+static void round_to_precision(repro_model *m, float *x, long n)
+{
+    if (m->precision != REPRO_PRECISION_FP32)
+        m->be->round_to(m->be_ctx, x, n, m->precision);
+}
+
+/* Reports one kernel output to the op observer, if any. Per-sample shape
+ * (c, h, w) becomes (B, c, h, w), or (B, c) for 1 x 1 maps. */
+void repro_model_report_op(repro_model *m, const char *name, float *data, int ndim,
+                           const long *shape)
+{
+    if (m->on_op)
+        m->on_op(m->on_op_ctx, name, data, ndim, shape);
+}
+
+static void report_op(repro_model *m, const char *phase, const char *layer, const char *what,
+                      float *data, int B, int c, int h, int w)
+{
+    if (!m->on_op)
+        return;
+    char name[64];
+    snprintf(name, sizeof name, "%s.%s%s%s", phase, layer, what[0] ? "." : "", what);
+    long shape[4] = {B, c, h, w};
+    m->on_op(m->on_op_ctx, name, data, h == 1 && w == 1 ? 2 : 4, shape);
+}
+
+static void report_param_grads(repro_model *m, const repro_layer *l)
+{
+    if (!m->on_op)
+        return;
+    for (int j = 0; j < 2; j++) {
+        const repro_param *p = &m->params[l->param + j];
+        char name[64];
+        long shape[4];
+        for (int i = 0; i < p->ndim; i++)
+            shape[i] = p->shape[i];
+        snprintf(name, sizeof name, "bwd.%s.%s", l->name, j ? "db" : "dw");
+        m->on_op(m->on_op_ctx, name, p->grad, p->ndim, shape);
+    }
+}
+
+/* The weights the kernels compute with: the cast working copy under
+ * bf16/fp16, the fp32 master otherwise. */
+static const float *weights(const repro_param *p)
+{
+    return p->work ? p->work : p->data;
+}
+
+/* The input batch on the backend: x itself for a host-memory backend under
+ * fp32, else uploaded into xin (and, under bf16/fp16, autocast: the batch
+ * and the weights are cast, into xin and the working copies; the fp32
+ * masters stay). */
+static void stage_inputs(repro_model *m, const float *x, int B)
+{
+    const repro_backend *be = m->be;
+    int lp = m->precision != REPRO_PRECISION_FP32;
+    m->act[0] = (float *)x;
+    if (be->host_memory && !lp)
+        return;
+    size_t nx = (size_t)B * REPRO_IMG_PIXELS;
+    be->copy_h2d(m->be_ctx, m->xin, x, nx * sizeof(float));
+    m->act[0] = m->xin;
+    if (!lp)
+        return;
+    round_to_precision(m, m->xin, (long)nx);
+    for (int j = 0; j < m->nparams; j++) {
+        repro_param *p = &m->params[j];
+        be->copy_d2d(m->be_ctx, p->work, p->data, (size_t)p->numel * sizeof(float));
+        round_to_precision(m, p->work, p->numel);
+    }
+}
+
+/* One layer forward; -1 (error slot set) when no conv algorithm fits. */
+static int layer_forward(repro_model *m, repro_layer *l, const float *in, float *out, int B,
+                         int train, uint64_t seed, long step)
+{
+    const repro_backend *be = m->be;
+    void *ctx = m->be_ctx;
+    long n = (long)B * layer_out_numel(l);
+    const repro_param *w = l->param >= 0 ? &m->params[l->param] : NULL;
+    switch (l->kind) {
+    case REPRO_LAYER_LINEAR:
+        be->linear_forward(ctx, in, weights(w), weights(w + 1), out, B, l->in_c, l->out_c,
+                           m->scratch);
+        break;
+    case REPRO_LAYER_CONV: {
+        repro_conv_shape s = conv_shape(l, B);
+        char site[48];
+        snprintf(site, sizeof site, "%s.fwd", l->name);
+        int a = repro_algo_choose(&m->algo, site, be, ctx, &s, in, weights(w), weights(w + 1),
+                                  out, l->workspace);
+        if (a < 0)
+            return -1;
+        be->conv2d_forward(ctx, (repro_conv_algo)a, &s, in, weights(w), weights(w + 1), out,
+                           l->workspace);
+        break;
+    }
+    case REPRO_LAYER_RELU:
+        be->relu_forward(ctx, in, out, n);
+        break;
+    case REPRO_LAYER_MAXPOOL:
+        be->maxpool2d_forward(ctx, B, l->in_c, l->in_h, l->in_w, l->k, in, out, l->argmax);
+        break;
+    case REPRO_LAYER_DROPOUT:
+        if (train) {
+            uint64_t key = repro_seed_derive(seed, REPRO_PURPOSE_DROPOUT, (uint32_t)step, 0, 0,
+                                             (uint32_t)l->index);
+            be->dropout_forward(ctx, in, out, l->mask, n, l->p, key);
+        } else {
+            be->copy_d2d(ctx, out, in, (size_t)n * sizeof(float)); /* eval: identity */
+        }
+        break;
+    }
+    return 0;
+}
+
+const float *repro_model_forward(repro_model *m, const float *x, int B, int train, uint64_t seed,
+                                 long step)
+{
+    stage_inputs(m, x, B);
+    for (int i = 0; i < m->nlayers; i++) {
+        repro_layer *l = &m->layers[i];
+        float *out = m->act[i + 1];
+        if (layer_forward(m, l, m->act[i], out, B, train, seed, step))
+            return NULL;
+        /* reduced precision: every op's output is stored in it */
+        round_to_precision(m, out, (long)B * layer_out_numel(l));
+        report_op(m, "fwd", l->name, "", out, B, l->out_c, l->out_h, l->out_w);
+    }
+    return m->act[m->nlayers];
+}
+
+void repro_model_backward(repro_model *m, const float *dlogits, int B)
+{
+    repro_model_backward_acc(m, dlogits, B, 0);
+}
+
+/* bf16/fp16, after a layer's parameter-gradient kernels wrote dw, db
+ * (either the grads themselves or gscratch): round them to the precision
+ * and, when accumulating, add them to the fp32 grads in float. */
+static void finish_param_grads(repro_model *m, repro_param *w, float *dw, float *db,
+                               int accumulate)
+{
+    round_to_precision(m, dw, w->numel);
+    round_to_precision(m, db, w[1].numel);
+    if (!accumulate)
+        return;
+    m->be->add(m->be_ctx, w->grad, dw, w->numel);
+    m->be->add(m->be_ctx, w[1].grad, db, w[1].numel);
+}
+
+/* One layer backward: parameter gradients (if any), then din (if not
+ * NULL: there is no gradient for the input batch). */
+static void layer_backward(repro_model *m, repro_layer *l, int i, float *din, int B,
+                           int accumulate)
+{
+    const repro_backend *be = m->be;
+    void *ctx = m->be_ctx;
+    const float *in = m->act[i], *dout = m->dact[i + 1];
+    int lp = m->precision != REPRO_PRECISION_FP32;
+    /* fp32 accumulates inside the kernels; bf16/fp16 compute each batch's
+     * gradient on its own (kernels overwrite) and add it after rounding. */
+    int kacc = lp ? 0 : accumulate;
+    repro_param *w = l->param >= 0 ? &m->params[l->param] : NULL;
+    float *dw = w ? (lp && accumulate ? m->gscratch : w->grad) : NULL;
+    float *db = w ? (lp && accumulate ? m->gscratch + w->numel : w[1].grad) : NULL;
+    long n_in = (long)B * layer_in_numel(l);
+    switch (l->kind) {
+    case REPRO_LAYER_LINEAR:
+        be->linear_backward_weight(ctx, m->var_linear_bwd_weight, dout, in, dw, B, l->in_c,
+                                   l->out_c, kacc);
+        be->linear_backward_bias(ctx, m->var_linear_bwd_bias, dout, db, B, l->out_c, kacc);
+        if (lp)
+            finish_param_grads(m, w, dw, db, accumulate);
+        if (din)
+            be->linear_backward_data(ctx, dout, weights(w), din, B, l->in_c, l->out_c);
+        break;
+    case REPRO_LAYER_CONV: {
+        repro_conv_shape s = conv_shape(l, B);
+        be->conv2d_backward_filter(ctx, m->var_conv2d_bwd_filter, &s, dout, in, dw, db, kacc);
+        if (lp)
+            finish_param_grads(m, w, dw, db, accumulate);
+        if (din)
+            be->conv2d_backward_data(ctx, &s, dout, weights(w), din);
+        break;
+    }
+    case REPRO_LAYER_RELU:
+        if (din)
+            be->relu_backward(ctx, m->act[i + 1], dout, din, n_in);
+        break;
+    case REPRO_LAYER_MAXPOOL:
+        if (din)
+            be->maxpool2d_backward(ctx, B, l->in_c, l->in_h, l->in_w, l->k, l->argmax, dout,
+                                   din);
+        break;
+    case REPRO_LAYER_DROPOUT:
+        if (din)
+            be->dropout_backward(ctx, dout, l->mask, din, n_in, l->p);
+        break;
+    }
+}
+
+void repro_model_backward_acc(repro_model *m, const float *dlogits, int B, int accumulate)
+{
+    long nlog = (long)B * layer_out_numel(&m->layers[m->nlayers - 1]);
+    m->be->copy_d2d(m->be_ctx, m->dact[m->nlayers], dlogits, (size_t)nlog * sizeof(float));
+    /* the gradient arriving at the reduced-precision logits is in that precision */
+    round_to_precision(m, m->dact[m->nlayers], nlog);
+    for (int i = m->nlayers - 1; i >= 0; i--) {
+        repro_layer *l = &m->layers[i];
+        float *din = i > 0 ? m->dact[i] : NULL; /* no gradient for the input batch */
+        layer_backward(m, l, i, din, B, accumulate);
+        if (din) /* reduced precision: dx is stored in it */
+            round_to_precision(m, din, (long)B * layer_in_numel(l));
+        if (l->param >= 0)
+            report_param_grads(m, l);
+        if (din)
+            report_op(m, "bwd", l->name, "dx", din, B, l->in_c, l->in_h, l->in_w);
+    }
+}

@@ -1,0 +1,311 @@
+/* The CPU backend: backend.h's table over the CPU kernels (ops.h, atomic.h,
+ * conv_algos.h, precision.h, elementwise.h). The context is the kernels'
+ * thread pool; memory is host memory, so the copies are memcpy and
+ * synchronize has nothing to wait for. Every entry is a thin adapter: the
+ * numerics are the kernels' own, unchanged. */
+#include "kernels/backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic.h"
+#include "conv_algos.h"
+#include "elementwise.h"
+#include "ops.h"
+#include "pool.h"
+#include "precision.h"
+
+typedef struct {
+    repro_pool *pool;
+} cpu_ctx;
+
+static repro_pool *pool_of(void *ctx)
+{
+    return ((cpu_ctx *)ctx)->pool;
+}
+
+/* ---- context and memory ---------------------------------------------------- */
+
+static int cpu_create(void **ctx, const repro_backend_options *o, char *why, size_t why_len)
+{
+    int threads = o ? o->threads : 1;
+    cpu_ctx *c = calloc(1, sizeof *c);
+    if (!c || threads < 1 || repro_pool_new(&c->pool, threads)) {
+        free(c);
+        snprintf(why, why_len, "cannot start %d kernel threads", threads);
+        return -1;
+    }
+    *ctx = c;
+    return 0;
+}
+
+static void cpu_destroy(void *ctx)
+{
+    if (!ctx)
+        return;
+    repro_pool_free(pool_of(ctx));
+    free(ctx);
+}
+
+static int cpu_synchronize(void *ctx)
+{
+    (void)ctx; /* every kernel has returned when its call returns */
+    return 0;
+}
+
+static const char *cpu_last_error(void *ctx)
+{
+    (void)ctx;
+    return "";
+}
+
+static void *cpu_alloc(void *ctx, size_t bytes)
+{
+    (void)ctx;
+    void *p = NULL;
+    return posix_memalign(&p, 64, bytes ? bytes : 1) == 0 ? p : NULL;
+}
+
+static void cpu_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static void cpu_copy(void *ctx, void *dst, const void *src, size_t bytes)
+{
+    (void)ctx;
+    if (bytes)
+        memcpy(dst, src, bytes);
+}
+
+static void cpu_zero(void *ctx, void *p, size_t bytes)
+{
+    (void)ctx;
+    if (bytes)
+        memset(p, 0, bytes);
+}
+
+/* ---- linear ------------------------------------------------------------------ */
+
+static size_t cpu_linear_workspace_bytes(void *ctx, int B, int in, int out)
+{
+    (void)ctx;
+    (void)B;
+    return (size_t)in * (size_t)out * sizeof(float); /* w transposed */
+}
+
+static void cpu_linear_forward(void *ctx, const float *x, const float *w, const float *b,
+                               float *y, int B, int in, int out, void *workspace)
+{
+    repro_linear_forward(pool_of(ctx), x, w, b, y, B, in, out, workspace);
+}
+
+static void cpu_linear_backward_data(void *ctx, const float *dy, const float *w, float *dx,
+                                     int B, int in, int out)
+{
+    repro_linear_backward_data(pool_of(ctx), dy, w, dx, B, in, out);
+}
+
+static void cpu_linear_backward_weight(void *ctx, int variant, const float *dy, const float *x,
+                                       float *dw, int B, int in, int out, int accumulate)
+{
+    if (variant != REPRO_VARIANT_ORDERED)
+        repro_linear_backward_weight_atomic(pool_of(ctx), dy, x, dw, B, in, out, accumulate);
+    else
+        repro_linear_backward_weight(pool_of(ctx), dy, x, dw, B, in, out, accumulate);
+}
+
+static void cpu_linear_backward_bias(void *ctx, int variant, const float *dy, float *db, int B,
+                                     int out, int accumulate)
+{
+    if (variant != REPRO_VARIANT_ORDERED)
+        repro_linear_backward_bias_atomic(pool_of(ctx), dy, db, B, out, accumulate);
+    else
+        repro_linear_backward_bias(pool_of(ctx), dy, db, B, out, accumulate);
+}
+
+/* ---- conv2d ------------------------------------------------------------------ */
+
+static int cpu_conv_algo_eligible(void *ctx, repro_conv_algo a, const repro_conv_shape *s)
+{
+    (void)ctx;
+    return repro_conv_algo_eligible(a, s);
+}
+
+static size_t cpu_conv_workspace_bytes(void *ctx, repro_conv_algo a, const repro_conv_shape *s)
+{
+    (void)ctx;
+    return repro_conv_workspace_floats(a, s) * sizeof(float);
+}
+
+static void cpu_conv2d_forward(void *ctx, repro_conv_algo a, const repro_conv_shape *s,
+                               const float *x, const float *w, const float *b, float *y,
+                               void *workspace)
+{
+    repro_conv2d_forward_algo(pool_of(ctx), a, s, x, w, b, y, workspace);
+}
+
+static void cpu_conv2d_backward_data(void *ctx, const repro_conv_shape *s, const float *dy,
+                                     const float *w, float *dx)
+{
+    repro_conv2d_backward_data(pool_of(ctx), s, dy, w, dx);
+}
+
+static void cpu_conv2d_backward_filter(void *ctx, int variant, const repro_conv_shape *s,
+                                       const float *dy, const float *x, float *dw, float *db,
+                                       int accumulate)
+{
+    if (variant != REPRO_VARIANT_ORDERED)
+        repro_conv2d_backward_filter_atomic(pool_of(ctx), s, dy, x, dw, db, accumulate);
+    else
+        repro_conv2d_backward_filter(pool_of(ctx), s, dy, x, dw, db, accumulate);
+}
+
+/* ---- elementwise layers --------------------------------------------------------- */
+
+static void cpu_relu_forward(void *ctx, const float *x, float *y, long n)
+{
+    repro_relu_forward(pool_of(ctx), x, y, n);
+}
+
+static void cpu_relu_backward(void *ctx, const float *y, const float *dy, float *dx, long n)
+{
+    repro_relu_backward(pool_of(ctx), y, dy, dx, n);
+}
+
+static void cpu_maxpool2d_forward(void *ctx, int B, int C, int H, int W, int k, const float *x,
+                                  float *y, int32_t *argmax)
+{
+    repro_maxpool2d_forward(pool_of(ctx), B, C, H, W, k, x, y, argmax);
+}
+
+static void cpu_maxpool2d_backward(void *ctx, int B, int C, int H, int W, int k,
+                                   const int32_t *argmax, const float *dy, float *dx)
+{
+    repro_maxpool2d_backward(pool_of(ctx), B, C, H, W, k, argmax, dy, dx);
+}
+
+static void cpu_dropout_forward(void *ctx, const float *x, float *y, uint8_t *mask, long n,
+                                float p, uint64_t key)
+{
+    repro_dropout_forward(pool_of(ctx), x, y, mask, n, p, key);
+}
+
+static void cpu_dropout_backward(void *ctx, const float *dy, const uint8_t *mask, float *dx,
+                                 long n, float p)
+{
+    repro_dropout_backward(pool_of(ctx), dy, mask, dx, n, p);
+}
+
+/* ---- loss, optimizers, scatter ------------------------------------------------- */
+
+static double cpu_softmax_xent_forward(void *ctx, const float *logits, const int32_t *labels,
+                                       float *probs, int B, int C)
+{
+    (void)ctx;
+    return repro_softmax_xent_forward(logits, labels, probs, B, C);
+}
+
+static void cpu_softmax_xent_backward(void *ctx, const float *probs, const int32_t *labels,
+                                      float *dlogits, int B, int C)
+{
+    (void)ctx;
+    repro_softmax_xent_backward(probs, labels, dlogits, B, C);
+}
+
+static void cpu_sgd_step(void *ctx, float *p, const float *g, float *buf, long n, float lr,
+                         float momentum, float wd, int first_step)
+{
+    repro_sgd_step(pool_of(ctx), p, g, buf, n, lr, momentum, wd, first_step);
+}
+
+static void cpu_adamw_step(void *ctx, float *p, const float *g, float *m, float *v, long n,
+                           float lr, float beta1, float beta2, float eps, float wd, double bc1,
+                           double bc2)
+{
+    repro_adamw_step(pool_of(ctx), p, g, m, v, n, lr, beta1, beta2, eps, wd, bc1, bc2);
+}
+
+static void cpu_index_add(void *ctx, int variant, float *out, int nrows, const int32_t *index,
+                          const float *src, long n, int width)
+{
+    if (variant != REPRO_VARIANT_ORDERED)
+        repro_index_add_atomic(pool_of(ctx), out, nrows, index, src, n, width);
+    else
+        repro_index_add(pool_of(ctx), out, nrows, index, src, n, width);
+}
+
+/* ---- mixed precision ------------------------------------------------------------ */
+
+static void cpu_round_to(void *ctx, float *x, long n, int format)
+{
+    (void)ctx; /* precision.h's ids are REPRO_ROUND_BF16 = 1, _FP16 = 2 */
+    repro_round_buffer(x, n, format);
+}
+
+static void cpu_div_scalar(void *ctx, float *x, long n, float d)
+{
+    (void)ctx;
+    repro_div_scalar(x, n, d);
+}
+
+static void cpu_mul_scalar(void *ctx, float *x, long n, float s)
+{
+    (void)ctx;
+    repro_mul_scalar(x, n, s);
+}
+
+static void cpu_add(void *ctx, float *y, const float *x, long n)
+{
+    (void)ctx;
+    repro_add_into(y, x, n);
+}
+
+static int cpu_unscale_check(void *ctx, float *g, long n, float inv)
+{
+    (void)ctx;
+    return repro_unscale_check(g, n, inv);
+}
+
+const repro_backend repro_backend_cpu = {
+    .name = "cpu",
+    .host_memory = 1,
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .synchronize = cpu_synchronize,
+    .last_error = cpu_last_error,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy_h2d = cpu_copy,
+    .copy_d2h = cpu_copy,
+    .copy_d2d = cpu_copy,
+    .zero = cpu_zero,
+    .linear_workspace_bytes = cpu_linear_workspace_bytes,
+    .linear_forward = cpu_linear_forward,
+    .linear_backward_data = cpu_linear_backward_data,
+    .linear_backward_weight = cpu_linear_backward_weight,
+    .linear_backward_bias = cpu_linear_backward_bias,
+    .conv_algo_eligible = cpu_conv_algo_eligible,
+    .conv_workspace_bytes = cpu_conv_workspace_bytes,
+    .conv2d_forward = cpu_conv2d_forward,
+    .conv2d_backward_data = cpu_conv2d_backward_data,
+    .conv2d_backward_filter = cpu_conv2d_backward_filter,
+    .relu_forward = cpu_relu_forward,
+    .relu_backward = cpu_relu_backward,
+    .maxpool2d_forward = cpu_maxpool2d_forward,
+    .maxpool2d_backward = cpu_maxpool2d_backward,
+    .dropout_forward = cpu_dropout_forward,
+    .dropout_backward = cpu_dropout_backward,
+    .softmax_xent_forward = cpu_softmax_xent_forward,
+    .softmax_xent_backward = cpu_softmax_xent_backward,
+    .sgd_step = cpu_sgd_step,
+    .adamw_step = cpu_adamw_step,
+    .index_add = cpu_index_add,
+    .round_to = cpu_round_to,
+    .div_scalar = cpu_div_scalar,
+    .mul_scalar = cpu_mul_scalar,
+    .add = cpu_add,
+    .unscale_check = cpu_unscale_check,
+};

@@ -1,0 +1,33 @@
+/* The elementwise step kernels (see elementwise.h). */
+#include "elementwise.h"
+
+#include <math.h>
+
+void repro_div_scalar(float *x, long n, float d)
+{
+    for (long i = 0; i < n; i++)
+        x[i] = x[i] / d;
+}
+
+void repro_mul_scalar(float *x, long n, float s)
+{
+    for (long i = 0; i < n; i++)
+        x[i] = x[i] * s;
+}
+
+void repro_add_into(float *y, const float *x, long n)
+{
+    for (long i = 0; i < n; i++)
+        y[i] = y[i] + x[i];
+}
+
+int repro_unscale_check(float *g, long n, float inv)
+{
+    int found = 0;
+    for (long i = 0; i < n; i++) {
+        float v = g[i] * inv;
+        g[i] = v;
+        found |= !isfinite(v);
+    }
+    return found;
+}

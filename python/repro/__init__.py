@@ -1,0 +1,318 @@
+"""repro's Python client: record tensors from PyTorch or NumPy into a repro trace.
+
+A ctypes binding over librepro.so -- no compiled extension, no dependency
+beyond the standard library (NumPy and PyTorch are used when present). The
+digests are computed by the same C code that repro's own workload and C
+programs use, so a trace written here compares bit for bit with any other.
+
+    import repro
+    env = repro.RunEnv.read(default_seed=1234)   # REPRO_SEED, REPRO_THREADS, ...
+    repro.seed_everything(env.seed)
+    with repro.Recorder("mlp", env.seed, config={"lr": 0.1}) as rec:
+        for step in range(1, steps + 1):
+            loss = train_step()
+            repro.record_model(rec, model, loss)   # params, grads, loss
+            rec.step(step, float(loss))
+
+The library is found through $REPRO_LIB, then next to this package
+(../../build/librepro.so in a source tree), then the system's loader path.
+"""
+
+import ctypes
+import ctypes.util
+import json
+import os
+import random
+
+__all__ = ["Recorder", "RunEnv", "ReproError", "tensor_digest", "record_model",
+           "seed_everything", "worker_init_fn", "data_generator", "LEVEL_STEP",
+           "LEVEL_TENSOR", "LEVEL_OP"]
+
+LEVEL_STEP, LEVEL_TENSOR, LEVEL_OP = 0, 1, 2
+_DTYPES = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i32": 4, "i64": 5, "u8": 6, "u32": 7}
+
+
+class ReproError(RuntimeError):
+    """A librepro call failed: .code is the negative REPRO_E* code."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def _find_library():
+    cands = []
+    if os.environ.get("REPRO_LIB"):
+        cands.append(os.environ["REPRO_LIB"])
+    here = os.path.dirname(os.path.abspath(__file__))
+    cands.append(os.path.join(here, "..", "..", "build", "librepro.so"))
+    found = ctypes.util.find_library("repro")
+    if found:
+        cands.append(found)
+    errors = []
+    for c in cands:
+        if os.path.exists(c) or os.path.sep not in c:
+            try:
+                return ctypes.CDLL(c)
+            except OSError as e:
+                errors.append(str(e))
+    raise ReproError(-6, "librepro.so not found or not loadable (%s): set REPRO_LIB, or build "
+                     "repro (make)" % "; ".join(errors or ["no candidate"]))
+
+
+_lib = _find_library()
+_i64p = ctypes.POINTER(ctypes.c_int64)
+
+
+class _RunInfo(ctypes.Structure):
+    _fields_ = [("experiment", ctypes.c_char_p), ("seed", ctypes.c_uint64),
+                ("config_json", ctypes.c_char_p)]
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("level", ctypes.c_int), ("every", ctypes.c_int), ("total_steps", ctypes.c_int64),
+                ("threads", ctypes.c_int), ("workers", ctypes.c_int),
+                ("experiment_path", ctypes.c_char_p), ("header_json", ctypes.c_char_p),
+                ("start_step", ctypes.c_int64), ("start_chain", ctypes.c_void_p)]
+
+
+class _RunEnv(ctypes.Structure):
+    _fields_ = [("under_repro", ctypes.c_int), ("trace_path", ctypes.c_char_p),
+                ("seed", ctypes.c_uint64), ("threads", ctypes.c_int), ("workers", ctypes.c_int),
+                ("deterministic", ctypes.c_int), ("benchmark", ctypes.c_int),
+                ("level", ctypes.c_int), ("run_index", ctypes.c_int), ("batch_size", ctypes.c_int)]
+
+
+class _Digest(ctypes.Structure):
+    _fields_ = [("b", ctypes.c_uint8 * 32)]
+
+
+def _sig(name, res, *args):
+    f = getattr(_lib, name)
+    f.restype = res
+    f.argtypes = list(args)
+    return f
+
+
+_err_last = _sig("repro_error_last", ctypes.c_char_p)
+_api_version = _sig("repro_api_version", ctypes.c_int)
+_opts_init = _sig("repro_recorder_options_init", None, ctypes.POINTER(_Options))
+_open_ex = _sig("repro_recorder_open_ex", ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                ctypes.c_char_p, ctypes.POINTER(_RunInfo), ctypes.POINTER(_Options))
+_tensor = _sig("repro_recorder_tensor", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+               ctypes.c_int, ctypes.c_int, _i64p, ctypes.c_void_p)
+_op = _sig("repro_recorder_op", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
+           ctypes.c_int, _i64p, ctypes.c_void_p)
+_step = _sig("repro_recorder_step", ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
+             ctypes.c_double)
+_close_ex = _sig("repro_recorder_close_ex", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                 ctypes.c_char_p)
+_abort = _sig("repro_recorder_abort", None, ctypes.c_void_p)
+_env_read = _sig("repro_run_env_read", ctypes.c_int, ctypes.POINTER(_RunEnv), ctypes.c_uint64)
+_digest_bytes = _sig("repro_tensor_digest_bytes", ctypes.c_int, ctypes.POINTER(_Digest),
+                     ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, _i64p, ctypes.c_void_p,
+                     ctypes.c_uint64)
+_digest_hex = _sig("repro_digest_hex", None, ctypes.POINTER(_Digest), ctypes.c_char_p)
+_worker_seed = _sig("repro_worker_seed", ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int)
+
+if _api_version() != 1:
+    raise ReproError(-6, "librepro API version %d; this client speaks 1" % _api_version())
+
+
+def _check(rc):
+    if rc != 0:
+        raise ReproError(rc, (_err_last() or b"").decode("utf-8", "replace"))
+
+
+def _as_buffer(x):
+    """(dtype name, shape tuple, contiguous bytes owner, address) of a NumPy
+    array or a CPU torch tensor. Anything else is refused: the digest is of
+    exact bytes, so nothing is converted behind the caller's back."""
+    mod = type(x).__module__
+    if mod.startswith("torch"):
+        import torch
+        t = x.detach()
+        if t.device.type != "cpu":
+            raise ReproError(-2, "record a CPU tensor (call .cpu() once per step, not per op)")
+        names = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
+                 torch.bfloat16: "bf16", torch.int32: "i32", torch.int64: "i64",
+                 torch.uint8: "u8"}
+        if t.dtype not in names:
+            raise ReproError(-2, "dtype %s has no trace dtype" % t.dtype)
+        t = t.contiguous()
+        return names[t.dtype], tuple(t.shape), t, t.data_ptr()
+    import numpy as np
+    a = np.ascontiguousarray(x)
+    names = {"float32": "f32", "float64": "f64", "float16": "f16", "int32": "i32",
+             "int64": "i64", "uint8": "u8", "uint32": "u32"}
+    if str(a.dtype) not in names:
+        raise ReproError(-2, "dtype %s has no trace dtype" % a.dtype)
+    if not a.dtype.isnative:
+        raise ReproError(-2, "non-native byte order")
+    return names[str(a.dtype)], tuple(a.shape), a, a.ctypes.data
+
+
+def _shape(shape):
+    arr = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+    return arr
+
+
+def tensor_digest(name, x):
+    """The tensor digest (hex) of x's bytes under `name`: the same as the C
+    library's repro_tensor_digest_bytes."""
+    dtype, shape, owner, addr = _as_buffer(x)
+    nbytes = owner.numel() * owner.element_size() if hasattr(owner, "numel") else owner.nbytes
+    d = _Digest()
+    _check(_digest_bytes(ctypes.byref(d), name.encode(), dtype.encode(), len(shape),
+                         _shape(shape), ctypes.c_void_p(addr), nbytes))
+    out = ctypes.create_string_buffer(65)
+    _digest_hex(ctypes.byref(d), out)
+    return out.value.decode()
+
+
+class RunEnv:
+    """The runner protocol's settings (REPRO_SEED, REPRO_THREADS, ...):
+    defaults outside repro; a malformed value raises ReproError."""
+
+    @staticmethod
+    def read(default_seed=0):
+        e = _RunEnv()
+        _check(_env_read(ctypes.byref(e), default_seed))
+        r = RunEnv()
+        r.under_repro = bool(e.under_repro)
+        r.trace_path = e.trace_path.decode() if e.trace_path else None
+        r.seed, r.threads, r.workers = e.seed, e.threads, e.workers
+        r.deterministic = {0: "off", 1: "on", 2: "warn"}[e.deterministic]
+        r.benchmark = bool(e.benchmark)
+        r.level, r.run_index, r.batch_size = e.level, e.run_index, e.batch_size
+        return r
+
+    @staticmethod
+    def setting(key, default=None):
+        """The value of `repro ... --set KEY=VALUE` (REPRO_SET_<KEY>)."""
+        var = "REPRO_SET_" + key.upper().replace(".", "_").replace("-", "_")
+        return os.environ.get(var, default)
+
+
+class Recorder:
+    """One trace. trace_path None: $REPRO_TRACE (nothing written if unset)."""
+
+    def __init__(self, experiment, seed, config=None, trace_path=None, level=None, every=1,
+                 total_steps=0, threads=None, workers=None):
+        env = RunEnv.read(seed)
+        o = _Options()
+        _opts_init(ctypes.byref(o))
+        o.level = env.level if level is None else level
+        o.every = every
+        o.total_steps = total_steps
+        o.threads = env.threads if threads is None else threads
+        o.workers = env.workers if workers is None else workers
+        cfg = json.dumps(config, sort_keys=True).encode() if config is not None else None
+        self._info = _RunInfo(experiment.encode(), seed, cfg)
+        self._r = ctypes.c_void_p()
+        path = trace_path.encode() if trace_path is not None else None
+        _check(_open_ex(ctypes.byref(self._r), path, ctypes.byref(self._info), ctypes.byref(o)))
+
+    def tensor(self, name, x):
+        dtype, shape, owner, addr = _as_buffer(x)
+        _check(_tensor(self._r, name.encode(), _DTYPES[dtype], len(shape), _shape(shape),
+                       ctypes.c_void_p(addr)))
+        del owner  # kept alive through the call above
+
+    def op(self, name, x):
+        dtype, shape, owner, addr = _as_buffer(x)
+        _check(_op(self._r, name.encode(), _DTYPES[dtype], len(shape), _shape(shape),
+                   ctypes.c_void_p(addr)))
+        del owner
+
+    def step(self, step, loss=0.0):
+        _check(_step(self._r, step, float(loss)))
+
+    def close(self, trailer=None):
+        """Writes the trailer; returns the final chain digest (hex)."""
+        if not self._r:
+            return None
+        out = ctypes.create_string_buffer(65)
+        extra = json.dumps(trailer).encode() if trailer is not None else None
+        r, self._r = self._r, ctypes.c_void_p()
+        _check(_close_ex(r, out, extra))
+        return out.value.decode()
+
+    def abort(self):
+        if self._r:
+            _abort(self._r)
+            self._r = ctypes.c_void_p()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()  # the trace stays a visibly incomplete prefix
+        return False
+
+
+def record_model(rec, model, loss=None, grads=True):
+    """Records a torch module's parameters (param.<name>), then their
+    gradients (grad.<name>; a None gradient is skipped, as PyTorch leaves
+    unused parameters), then the loss, in named_parameters() order."""
+    named = list(model.named_parameters())
+    if grads:
+        for name, p in named:
+            if p.grad is not None:
+                rec.tensor("grad." + name, p.grad)
+    for name, p in named:
+        rec.tensor("param." + name, p)
+    if loss is not None:
+        rec.tensor("loss", loss.detach().reshape(()) if hasattr(loss, "detach") else loss)
+
+
+def seed_everything(seed, deterministic=True):
+    """Seeds Python, NumPy and torch (CPU and every CUDA device) from one
+    seed, and asks torch for deterministic algorithms, as PyTorch's
+    reproducibility notes recommend. PYTHONHASHSEED must be set before the
+    interpreter starts (repro sets it for programs it runs)."""
+    random.seed(seed)
+    try:
+        import numpy as np
+        np.random.seed(seed % 2**32)
+    except ImportError:
+        pass
+    try:
+        import torch
+        torch.manual_seed(seed)
+        if deterministic:
+            torch.use_deterministic_algorithms(True)
+            torch.backends.cudnn.benchmark = False
+            torch.backends.cudnn.deterministic = True
+    except ImportError:
+        pass
+
+
+def worker_init_fn(worker_id):
+    """DataLoader worker_init_fn: seeds NumPy and random in each worker from
+    torch.initial_seed() (= base_seed + worker_id), which the DataLoader
+    does not do for them."""
+    import torch
+    seed = torch.initial_seed() % 2**32
+    random.seed(seed)
+    try:
+        import numpy as np
+        np.random.seed(seed)
+    except ImportError:
+        pass
+
+
+def data_generator(seed):
+    """A torch.Generator for the DataLoader's shuffle, seeded from `seed`."""
+    import torch
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return g
+
+
+def worker_seed(base_seed, worker_id):
+    """base_seed + worker_id (mod 2^64): the C library's repro_worker_seed."""
+    return _worker_seed(base_seed, worker_id)
