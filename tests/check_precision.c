@@ -379,11 +379,9 @@ START_TEST(test_injected_overflow_skips_exactly_that_step)
 {
     const char *s[] = {"precision=fp16", "steps=8"};
     setup_cfg("experiments/mlp.ini", s, 2);
-    setenv("REPRO_FAULT", "overflow:step=5", 1);
     repro_trainer t;
-    int rc = repro_trainer_init(&t, &cfg);
-    unsetenv("REPRO_FAULT");
-    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
+    t.scaler.fault_step = 5; /* what `repro run` sets from REPRO_FAULT=overflow:step=5 */
     float init = t.scaler.scale;
     long n = repro_model_param_count(&t.model);
     for (long step = 1; step <= 8; step++) {
@@ -492,10 +490,13 @@ END_TEST
 
 /* ---- memory accounting ---------------------------------------------------------- */
 
-/* mlp 784-256-128-10, batch 64, dropout 0.1: 235146 parameters; per sample
+/* mlp 784-256-128-10, batch 64, dropout 0.1: its parameters, weights and
+ * biases layer by layer (235146), derived from the architecture; per sample
  * the kept activations are 784 (input) + 3*256 + 3*128 + 10 = 1946
  * elements, dropout masks (256 + 128) bytes; input gradients of every layer
  * 3*256 + 3*128 + 10 = 1162 elements. */
+#define MLP_PARAMS (784u * 256 + 256 + 256u * 128 + 128 + 128u * 10 + 10)
+
 START_TEST(test_memory_mlp_sizes)
 {
     const char *s[] = {"steps=1"};
@@ -504,9 +505,9 @@ START_TEST(test_memory_mlp_sizes)
     ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
     repro_memory m;
     repro_memory_account(&t.model, REPRO_ZERO_GRAD_ZERO, &m);
-    ck_assert_uint_eq(m.params, 235146u * 4);
-    ck_assert_uint_eq(m.grads, 235146u * 4);
-    ck_assert_uint_eq(m.optimizer, 235146u * 4); /* sgd momentum */
+    ck_assert_uint_eq(m.params, MLP_PARAMS * 4);
+    ck_assert_uint_eq(m.grads, MLP_PARAMS * 4);
+    ck_assert_uint_eq(m.optimizer, MLP_PARAMS * 4); /* sgd momentum */
     ck_assert_uint_eq(m.working_weights, 0);
     ck_assert_uint_eq(m.activations, 64u * 1946 * 4 + 64u * 384);
     ck_assert_uint_eq(m.activation_grads, 64u * 1162 * 4);
@@ -520,12 +521,12 @@ START_TEST(test_memory_mlp_sizes)
     setup_cfg("experiments/mlp.ini", s16, 4);
     ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
     repro_memory_account(&t.model, cfg.train_zero_grad, &m);
-    ck_assert_uint_eq(m.params, 235146u * 4);
-    ck_assert_uint_eq(m.optimizer, 235146u * 8); /* two moments */
-    ck_assert_uint_eq(m.working_weights, 235146u * 2);
+    ck_assert_uint_eq(m.params, MLP_PARAMS * 4);
+    ck_assert_uint_eq(m.optimizer, MLP_PARAMS * 8); /* two moments */
+    ck_assert_uint_eq(m.working_weights, MLP_PARAMS * 2);
     ck_assert_uint_eq(m.activations, 64u * 1946 * 2 + 64u * 384); /* half, masks unchanged */
     ck_assert_uint_eq(m.activation_grads, 64u * 1162 * 2);
-    ck_assert_uint_eq(m.grads_released, 235146u * 4);
+    ck_assert_uint_eq(m.grads_released, MLP_PARAMS * 4);
     repro_trainer_release(&t);
 }
 END_TEST

@@ -282,7 +282,7 @@ static int resume(run_ctx *c)
 static int start_recorder(run_ctx *c)
 {
     repro_fault fault;
-    if (repro_fault_from_env(&fault))
+    if (repro_fault_from_env(&fault) || repro_fault_overflow_from_env(&c->t.scaler.fault_step))
         return -1;
     repro_train_recorder_opts ro = {
         .trace_path = c->o.no_trace ? NULL : c->trace_path,

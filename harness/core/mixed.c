@@ -4,7 +4,6 @@
 
 #include <math.h>
 
-#include "util/fault.h"
 
 int repro_scaler_init(repro_scaler *s, const repro_config *cfg)
 {
@@ -15,7 +14,9 @@ int repro_scaler_init(repro_scaler *s, const repro_config *cfg)
     s->growth_factor = (float)cfg->train_growth_factor;
     s->backoff_factor = (float)cfg->train_backoff_factor;
     s->growth_interval = cfg->train_growth_interval;
-    return repro_fault_overflow_from_env(&s->fault_step);
+    /* fault_step stays 0: the test-only overflow fault is read by the CLI
+     * (util/fault.h) and set on the scaler there, never from here. */
+    return 0;
 }
 
 void repro_scale_loss_grad(const repro_scaler *s, repro_model *m, int accumulation_steps,
