@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include "analysis/elemdiff.h"
+#include "util/child.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/junit.h"
 #include "util/progress.h"
-#include "util/run_self.h"
 
 int repro_config_apply_run_options(repro_config *cfg, char *const *pass, int npass)
 {
@@ -87,6 +87,7 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
     snprintf(out, sizeof out, "%s/stdout.txt", dir);
     snprintf(err, sizeof err, "%s/stderr.txt", dir);
     snprintf(env, sizeof env, "REPRO_CHECK_RUN=%d", idx);
+    const char *const env_set[] = {env, NULL};
     if (repro_mkdirs(dir))
         return -1;
     char *argv[REPRO_MULTIRUN_MAX_PASS + 16];
@@ -128,7 +129,7 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
         pargv[pn] = NULL;
         if (repro_mkdirs(pre))
             return -1;
-        int prc = repro_spawn_self(pargv, env, pout, perr);
+        int prc = repro_child_run_self(pargv, env_set, pout, perr);
         if (prc < 0)
             return -1;
         if (prc != 0) {
@@ -154,7 +155,7 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
         argv[n++] = dump;
     }
     argv[n] = NULL;
-    int rc = repro_spawn_self(argv, env, out, err);
+    int rc = repro_child_run_self(argv, env_set, out, err);
     if (rc < 0)
         return -1;
     if (rc != 0) {

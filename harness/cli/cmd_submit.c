@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "util/error.h"
 #include "golden/git.h"
-#include "util/run_self.h"
+#include "util/child.h"
 #include "verify/sign.h"
 #include "record/trace.h"
 #include "util/version.h"
@@ -155,7 +155,7 @@ int repro_cmd_submit(int argc, char **argv)
         args[n++] = pass[i];
     args[n++] = "--print-config";
     args[n] = NULL;
-    int st = repro_spawn_self(args, NULL, p_cfg, p_err);
+    int st = repro_child_run_self(args, NULL, p_cfg, p_err);
     if (st < 0)
         goto cleanup;
     if (st != 0) {
@@ -186,7 +186,7 @@ int repro_cmd_submit(int argc, char **argv)
     args[n++] = p_trace;
     args[n++] = "-q";
     args[n] = NULL;
-    st = repro_spawn_self(args, NULL, p_out, p_err);
+    st = repro_child_run_self(args, NULL, p_out, p_err);
     if (st < 0)
         goto cleanup;
     if (st != 0) {

@@ -9,7 +9,6 @@
 #include <git2.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +18,11 @@
 
 #include "analysis/compare.h"
 #include "record/env.h"
+#include "util/child.h"
 #include "util/error.h"
 #include "golden/golden.h"
 #include "util/progress.h"
 #include "record/trace.h"
-
-extern char **environ;
 
 typedef struct {
     const repro_bisect_opts *o;
@@ -169,78 +167,46 @@ static int check_interrupted(void)
  * settings would leak into the user's build command); GIT_DIR and friends
  * (set in git hooks and `git bisect run`, they would point the build and
  * `repro run` at the user's checkout instead of the worktree). */
-static const char *const scrubbed[] = {"MAKEFLAGS=",   "MFLAGS=",       "MAKELEVEL=",
-                                       "MAKEOVERRIDES=", "GIT_DIR=",    "GIT_WORK_TREE=",
-                                       "GIT_INDEX_FILE=", "GIT_COMMON_DIR=", NULL};
-
-static char **child_env(void)
-{
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = calloc(n + 1, sizeof *env);
-    if (!env)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        int drop = 0;
-        for (int s = 0; scrubbed[s] && !drop; s++)
-            drop = !strncmp(environ[i], scrubbed[s], strlen(scrubbed[s]));
-        if (!drop)
-            env[k++] = environ[i];
-    }
-    return env;
-}
+static const char *const scrubbed[] = {"MAKEFLAGS",      "MFLAGS",       "MAKELEVEL",
+                                       "MAKEOVERRIDES",  "GIT_DIR",      "GIT_WORK_TREE",
+                                       "GIT_INDEX_FILE", "GIT_COMMON_DIR", NULL};
 
 /* Runs `path argv...` in `cwd` with stdin from /dev/null and stdout and
- * stderr appended to `log`, and waits. *status: the exit status, 128+signal,
- * or 127 when it could not be started (as a shell says for a missing
- * command). Returns -1 only when interrupted or out of memory. */
+ * stderr appended to `log`, and waits. It leads its own process group
+ * (child.h), so that an interruption reaches everything it started (make's
+ * compilers too), and not a stray grandchild left writing into a worktree
+ * that is being removed: an interruption is forwarded to that group.
+ * *status: the exit status, 128+signal, or 127 when it could not be
+ * started (as a shell says for a missing command). Returns -1 only when
+ * interrupted or when waiting fails. */
 static int spawn_logged(const char *cwd, const char *path, char *const argv[], const char *log,
                         int *status)
 {
-    char **env = child_env();
-    if (!env)
-        return repro_error_set(REPRO_ENOMEM, "out of memory");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addchdir_np(&fa, cwd);
-    /* Its own process group, so that an interruption reaches everything it
-     * started (make's compilers too), and not a stray grandchild left
-     * writing into a worktree that is being removed. */
-    posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&at, 0);
-    pid_t pid;
-    int rc = posix_spawn(&pid, path, &fa, &at, argv, env);
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
-    free(env);
-    if (rc != 0) {
+    repro_child c = {0};
+    c.path = path;
+    c.argv = argv;
+    c.cwd = cwd;
+    c.env_unset = scrubbed;
+    c.out_path = log;
+    c.append = 1;
+    c.err_to_out = 1;
+    c.interrupt = &interrupted;
+    repro_child_status st;
+    if (repro_child_start(&c)) {
         FILE *f = fopen(log, "a");
         if (f) {
-            fprintf(f, "repro bisect: cannot start %s: %s\n", path, strerror(rc));
+            fprintf(f, "repro bisect: %s\n", repro_error_message());
             fclose(f);
         }
+        repro_error_clear();
         *status = 127;
         return check_interrupted();
     }
-    int st, forwarded = 0;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR) {
-            *status = 127;
-            return repro_error_set_errno(REPRO_EIO, "waiting for %s", path);
-        }
-        if (interrupted && !forwarded) {
-            kill(-pid, interrupted);
-            forwarded = 1;
-        }
+    if (repro_child_wait(&c, &st)) {
+        *status = 127;
+        return -1;
     }
-    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    *status = repro_child_status_code(&st);
     return check_interrupted();
 }
 
