@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "record/hash.h"
@@ -405,6 +406,25 @@ START_TEST(test_other_environment_class_uses_the_policy)
 }
 END_TEST
 
+/* `repro submit`: a failing child run's exit status says whose fault it
+ * was — 2 the experiment's, 3 the environment's (it was reported as 2: the
+ * exit code was stored as an error code); a seed is decimal ("010" is 10). */
+START_TEST(test_submit_child_failures_and_seeds)
+{
+    setup();
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/b10 --seed 010", dir, dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "seed 10, 6 steps"));
+    char p[600];
+    snprintf(p, sizeof p, "%s/b3", dir);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/b3/trace.jsonl", dir); /* the run cannot write its trace */
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/b3", dir, dir), 3);
+    ck_assert_ptr_nonnull(strstr(err, "failed (exit 3)"));
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/b4 --set nosuch=1", dir, dir), 2);
+}
+END_TEST
+
 /* The library under `repro verify` (verify/verify.h): a verdict is a
  * result, not an error; only a host-side failure is -1. */
 START_TEST(test_library_returns_verdicts)
@@ -488,6 +508,7 @@ Suite *verify_suite(void)
     tcase_add_test(tc, test_over_step_limit_is_refused_before_training);
     tcase_add_test(tc, test_other_environment_class_uses_the_policy);
     tcase_add_test(tc, test_library_returns_verdicts);
+    tcase_add_test(tc, test_submit_child_failures_and_seeds);
     tcase_add_test(tc, test_policy_and_counts_are_strict);
     suite_add_tcase(s, tc);
     return s;

@@ -31,6 +31,14 @@ static const struct {
 };
 #define NPASS_OPTIONS (sizeof pass_options / sizeof pass_options[0])
 
+int repro_run_pass_takes(const char *name)
+{
+    for (size_t i = 0; i < NPASS_OPTIONS; i++)
+        if (!strcmp(pass_options[i].flag + 2, name))
+            return 1;
+    return 0;
+}
+
 int repro_run_pass_add(repro_run_pass *p, const char *cmd, const char *name, const char *value)
 {
     size_t i = 0;
@@ -123,14 +131,60 @@ int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *lis
     return 0;
 }
 
-int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dump_step)
+/* `repro run ARGV...` as a fresh process, output to DIR/stdout.txt and
+ * DIR/stderr.txt; a failure shows what the child said (its exit code says
+ * what kind of failure). 0, the child's exit status, or -1. */
+static int run_child(char *const argv[], int idx, const char *dir, const char *what)
 {
-    char trace[1200], out[1200], err[1200], dump[32], steps[32], env[64];
-    snprintf(trace, sizeof trace, "%s/trace.jsonl", dir);
+    char out[1400], err[1400], env[64];
     snprintf(out, sizeof out, "%s/stdout.txt", dir);
     snprintf(err, sizeof err, "%s/stderr.txt", dir);
     snprintf(env, sizeof env, "REPRO_CHECK_RUN=%d", idx);
     const char *const env_set[] = {env, NULL};
+    if (repro_mkdirs(dir))
+        return -1;
+    int rc = repro_child_run_self(argv, env_set, out, err);
+    if (rc <= 0)
+        return rc;
+    FILE *f = fopen(err, "r");
+    char line[1024];
+    fprintf(stderr, "repro: %s failed (exit %d):\n", what, rc);
+    while (f && fgets(line, sizeof line, f))
+        fprintf(stderr, "  %s", line);
+    if (f)
+        fclose(f);
+    return rc;
+}
+
+/* The first process of a resumed run: argv[0..n) with its trace in
+ * DIR/pre/ (not compared), training to resume_at and checkpointing there
+ * into DIR. 0, the child's exit status, or -1. */
+static int train_to_checkpoint(char *const argv[], int n, const char *trace, int idx,
+                               const repro_run_plan *p, const char *dir)
+{
+    char pre[1300], ptrace[1400], kstr[32], what[128];
+    char *pargv[REPRO_MULTIRUN_MAX_PASS + 16];
+    snprintf(pre, sizeof pre, "%s/pre", dir);
+    snprintf(ptrace, sizeof ptrace, "%s/trace.jsonl", pre);
+    snprintf(kstr, sizeof kstr, "%ld", p->resume_at);
+    snprintf(what, sizeof what, "%s (training to step %ld)", p->label, p->resume_at);
+    int pn = 0;
+    for (int i = 0; i < n; i++)
+        pargv[pn++] = argv[i] == trace ? ptrace : argv[i];
+    pargv[pn++] = "--steps";
+    pargv[pn++] = kstr;
+    pargv[pn++] = "--checkpoint-every";
+    pargv[pn++] = kstr;
+    pargv[pn++] = "--checkpoint-dir";
+    pargv[pn++] = (char *)dir;
+    pargv[pn] = NULL;
+    return run_child(pargv, idx, pre, what);
+}
+
+int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dump_step)
+{
+    char trace[1200], dump[32], steps[32], ckpt[1300];
+    snprintf(trace, sizeof trace, "%s/trace.jsonl", dir);
     if (repro_mkdirs(dir))
         return -1;
     char *argv[REPRO_MULTIRUN_MAX_PASS + 16];
@@ -147,45 +201,11 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
         argv[n++] = (char *)p->extra[0];
         argv[n++] = (char *)p->extra[1];
     }
-    char ckpt[1300];
-    if (p->resume_at > 0) {
-        /* First process: train to resume_at and checkpoint there (its
-         * trace, in pre/, is not compared); then this run resumes from it. */
-        char pre[1300], kstr[32];
-        snprintf(pre, sizeof pre, "%s/pre", dir);
-        snprintf(kstr, sizeof kstr, "%ld", p->resume_at);
+    if (p->resume_at > 0) { /* this run resumes from the first process's checkpoint */
+        int rc = train_to_checkpoint(argv, n, trace, idx, p, dir);
+        if (rc)
+            return rc;
         snprintf(ckpt, sizeof ckpt, "%s/ckpt-%ld.bin", dir, p->resume_at);
-        char *pargv[REPRO_MULTIRUN_MAX_PASS + 16];
-        char ptrace[1400], pout[1400], perr[1400];
-        snprintf(ptrace, sizeof ptrace, "%s/trace.jsonl", pre);
-        snprintf(pout, sizeof pout, "%s/stdout.txt", pre);
-        snprintf(perr, sizeof perr, "%s/stderr.txt", pre);
-        int pn = 0;
-        for (int i = 0; i < n; i++)
-            pargv[pn++] = argv[i] == trace ? ptrace : argv[i];
-        pargv[pn++] = "--steps";
-        pargv[pn++] = kstr;
-        pargv[pn++] = "--checkpoint-every";
-        pargv[pn++] = kstr;
-        pargv[pn++] = "--checkpoint-dir";
-        pargv[pn++] = (char *)dir;
-        pargv[pn] = NULL;
-        if (repro_mkdirs(pre))
-            return -1;
-        int prc = repro_child_run_self(pargv, env_set, pout, perr);
-        if (prc < 0)
-            return -1;
-        if (prc != 0) {
-            FILE *f = fopen(perr, "r");
-            char line[1024];
-            fprintf(stderr, "repro: %s (training to step %ld) failed (exit %d):\n", p->label,
-                    p->resume_at, prc);
-            while (f && fgets(line, sizeof line, f))
-                fprintf(stderr, "  %s", line);
-            if (f)
-                fclose(f);
-            return prc;
-        }
         argv[n++] = "--resume";
         argv[n++] = ckpt;
     }
@@ -198,21 +218,7 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
         argv[n++] = dump;
     }
     argv[n] = NULL;
-    int rc = repro_child_run_self(argv, env_set, out, err);
-    if (rc < 0)
-        return -1;
-    if (rc != 0) {
-        /* Show what the child said; its exit code says what kind of failure. */
-        FILE *f = fopen(err, "r");
-        char line[1024];
-        fprintf(stderr, "repro: %s failed (exit %d):\n", p->label, rc);
-        while (f && fgets(line, sizeof line, f))
-            fprintf(stderr, "  %s", line);
-        if (f)
-            fclose(f);
-        return rc;
-    }
-    return 0;
+    return run_child(argv, idx, dir, p->label);
 }
 
 /* Re-runs run 1 and run idx to the divergent step with dumps, and compares

@@ -60,6 +60,8 @@ typedef struct {
  * command for messages ("check"). Returns 1 when it is a pass-through
  * option (checked and kept), 0 when it is not one, -1 (error slot). */
 int repro_run_pass_add(repro_run_pass *p, const char *cmd, const char *name, const char *value);
+/* 1 when `name` (without dashes) is a pass-through option, else 0. */
+int repro_run_pass_takes(const char *name);
 
 /* Applies pass-through options (pairs as collected above) to cfg,
  * validating each as the config would. */

@@ -62,9 +62,14 @@ typedef struct {
     const char *junit;
     int require_golden, no_golden;
     int overridden; /* --set or --seed: the committed config's golden may not apply */
+    const char *exp;
+    const char *threads, *workers; /* lists of counts, one run each */
+    long resume_at;
+    repro_run_pass pass;            /* --steps, --seed, --set for every run */
 } check_opts;
 
-static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts *o)
+/* 0, 1 for --help (printed), or -1 (error slot). */
+static int parse_check_args(int argc, char **argv, check_opts *o)
 {
     static const struct option opts[] = {
         {"runs", required_argument, 0, 'r'},    {"threads", required_argument, 0, 't'},
@@ -75,9 +80,6 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
         {"resume-at", required_argument, 0, 'A'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
-    const char *threads = NULL, *workers = NULL;
-    long resume_at = 0;
-    repro_run_pass pass = {0};
     o->runs = 2;
     optind = 1;
     opterr = 0;
@@ -88,12 +90,12 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
             if (repro_parse_count_int("check: --runs", optarg, 1, 32, &o->runs))
                 return -1;
             break;
-        case 't': threads = optarg; break;
+        case 't': o->threads = optarg; break;
         case 'A':
-            if (repro_parse_count("check: --resume-at", optarg, 1, LONG_MAX, &resume_at))
+            if (repro_parse_count("check: --resume-at", optarg, 1, LONG_MAX, &o->resume_at))
                 return -1;
             break;
-        case 'w': workers = optarg; break;
+        case 'w': o->workers = optarg; break;
         case 'j': o->json = 1; break;
         case 'J': o->junit = optarg; break;
         case 'G': o->require_golden = 1; break;
@@ -101,7 +103,7 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
         case 's':
         case 'S':
         case 'k':
-            if (repro_run_pass_add(&pass, "check", opts[li].name, optarg) < 0)
+            if (repro_run_pass_add(&o->pass, "check", opts[li].name, optarg) < 0)
                 return -1;
             break;
         case 'h':
@@ -121,20 +123,23 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
     if (optind + 1 < argc)
         return repro_error_set(REPRO_EINVAL, "check: more than one experiment ('%s', '%s')",
                                argv[optind], argv[optind + 1]);
-    const char *exp = argv[optind];
+    o->exp = argv[optind];
+    o->overridden = o->pass.overridden;
+    return 0;
+}
 
-    o->overridden = pass.overridden;
-    /* Validate the experiment and overrides here, so errors name the file. */
+/* The runs: N with the experiment's own settings, one per thread and
+ * worker count, one resumed. The experiment and the overrides are
+ * validated here, so errors name the file. 0 or -1 (error slot). */
+static int plan_runs(repro_multirun *m, const check_opts *o)
+{
     repro_config cfg;
-    if (repro_config_load(&cfg, exp))
+    if (repro_config_load(&cfg, o->exp) ||
+        repro_config_apply_run_options(&cfg, o->pass.argv, o->pass.n) ||
+        repro_config_validate(&cfg))
         return -1;
-    if (repro_config_apply_run_options(&cfg, pass.argv, pass.n))
-        return -1;
-    if (repro_config_validate(&cfg))
-        return -1;
-
-    repro_multirun_init(m, exp, cfg.name, "check");
-    repro_multirun_add_pass(m, &pass);
+    repro_multirun_init(m, o->exp, cfg.name, "check");
+    repro_multirun_add_pass(m, &o->pass);
     m->quiet = o->json;
     for (int i = 0; i < o->runs; i++) {
         char label[32];
@@ -142,10 +147,13 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
         if (repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL))
             return -1;
     }
-    if (threads && repro_multirun_add_list(m, "--threads", threads, "thread count", "threads"))
+    if (o->threads &&
+        repro_multirun_add_list(m, "--threads", o->threads, "thread count", "threads"))
         return -1;
-    if (workers && repro_multirun_add_list(m, "--workers", workers, "worker count", "workers"))
+    if (o->workers &&
+        repro_multirun_add_list(m, "--workers", o->workers, "worker count", "workers"))
         return -1;
+    long resume_at = o->resume_at;
     if (resume_at) {
         if (resume_at >= cfg.train_steps)
             return repro_error_set(REPRO_EINVAL,
@@ -227,10 +235,10 @@ int repro_cmd_check(int argc, char **argv)
         return repro_report_error();
     }
     check_opts o = {0};
-    int rc = parse_check_args(argc, argv, m, &o);
+    int rc = parse_check_args(argc, argv, &o);
     if (rc == 1)
         rc = repro_finish_stdout(0); /* --help */
-    else if (rc)
+    else if (rc || plan_runs(m, &o))
         rc = repro_report_error();
     else if ((rc = repro_multirun_execute(m)) != 0)
         rc = rc < 0 ? repro_report_error() : rc; /* a child's exit status */
