@@ -270,6 +270,35 @@ START_TEST(test_interrupt_is_forwarded_to_the_group)
 }
 END_TEST
 
+/* A parent with stdin, stdout and stderr closed opens the child's files on
+ * fds 0..2 themselves: they must still reach the child (not be closed at
+ * exec by their close-on-exec flag). */
+START_TEST(test_parent_without_standard_fds)
+{
+    mk_tmp();
+    char out[128];
+    snprintf(out, sizeof out, "%s/out", tmpdir);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(0);
+        close(1);
+        close(2);
+        char *argv[] = {"/bin/sh", "-c", "echo out; echo err >&2", NULL};
+        repro_child c = {0};
+        c.argv = argv;
+        c.out_path = out;
+        c.err_to_out = 1;
+        repro_child_status st;
+        _exit(repro_child_run(&c, &st) == 0 && repro_child_status_code(&st) == 0 ? 0 : 1);
+    }
+    int wst;
+    ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+    ck_assert(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+    ck_assert_str_eq(slurp(out, NULL), "out\nerr\n");
+}
+END_TEST
+
 Suite *child_suite(void)
 {
     Suite *s = suite_create("child");
@@ -283,6 +312,7 @@ Suite *child_suite(void)
     tcase_add_test(tc, test_file_size_limit);
     tcase_add_test(tc, test_missing_program_is_a_start_error);
     tcase_add_test(tc, test_interrupt_is_forwarded_to_the_group);
+    tcase_add_test(tc, test_parent_without_standard_fds);
     suite_add_tcase(s, tc);
     return s;
 }

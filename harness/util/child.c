@@ -158,6 +158,16 @@ static void set_limit(int resource, uint64_t v, int *ok)
     *ok = setrlimit(resource, &rl) == 0;
 }
 
+/* dup2, except that a file that already is the target (a parent with fd
+ * 0..2 closed opens ours there) only loses its close-on-exec flag: dup2 of
+ * an fd onto itself would leave the flag set, and exec would close it. */
+static int redirect(int from, int to)
+{
+    if (from == to)
+        return fcntl(to, F_SETFD, 0) < 0 ? -1 : 0;
+    return dup2(from, to) < 0 ? -1 : 0;
+}
+
 _Noreturn static void fail_child(int pipe_fd, int stage)
 {
     exec_failure f = {stage, errno};
@@ -177,7 +187,7 @@ _Noreturn static void child_exec(const repro_child *c, const char *prog, char **
 #else
     (void)parent;
 #endif
-    if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0)
+    if (redirect(fds[0], 0) || redirect(fds[1], 1) || redirect(fds[2], 2))
         fail_child(pipe_fd, STAGE_FILES);
     if (c->cwd && chdir(c->cwd) != 0)
         fail_child(pipe_fd, STAGE_CWD);
