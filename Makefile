@@ -208,7 +208,8 @@ $(BUILD)/librepro.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/librepro.so: $(LIB_OBJ)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,librepro.so.$(REPRO_SOVERSION) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,librepro.so.$(REPRO_SOVERSION) -Wl,--no-undefined \
+	    -o $@ $^ $(LDLIBS)
 
 $(BUILD)/repro: $(CLI_OBJ) $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -105,6 +105,51 @@ START_TEST(test_print_config)
 }
 END_TEST
 
+/* Every count option of every command is read one way (util/numparse.h):
+ * decimal digits in range, or exit 2 naming the flag and the value. Before,
+ * `--runs 4294967298` was taken as 2 ((int) of a long) and `--seed 0x1F` as
+ * 31, `--seed 010` as 8 (strtoull base 0). */
+START_TEST(test_counts_and_seeds_are_strict)
+{
+    static const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"check experiments/mlp.ini --runs 4294967298",
+         "check: --runs 4294967298: expected a decimal count in 1..32"},
+        {"check experiments/mlp.ini --runs 0x2", "check: --runs 0x2: expected a decimal count"},
+        {"check experiments/mlp.ini --resume-at -3", "check: --resume-at -3: expected"},
+        {"check experiments/mlp.ini --steps +5", "check: --steps +5: expected a decimal count"},
+        {"check experiments/mlp.ini --seed 0x1F", "check: --seed 0x1F: expected a decimal seed"},
+        {"check experiments/mlp.ini --threads 1,4294967298", "'4294967298' is not a count"},
+        {"check experiments/mlp.ini --workers 0x1", "'0x1' is not a count"},
+        {"compare experiments/mlp.ini --vary lr=0.1,0.2 --runs 4294967298",
+         "compare: --runs 4294967298: expected a decimal count in 1..16"},
+        {"compare experiments/mlp.ini --vary lr=0.1 --seed 010x", "compare: --seed 010x"},
+        {"bless experiments/mlp.ini --every 0x10", "bless: --every 0x10: expected"},
+        {"bless experiments/mlp.ini --runs 4294967297", "bless: --runs 4294967297: expected"},
+        {"bisect experiments/mlp.ini --repeat 4294967298",
+         "bisect: --repeat 4294967298: expected a decimal count in 2..32"},
+        {"bisect experiments/mlp.ini --steps 1e3", "bisect: --steps 1e3: expected"},
+        {"bisect --commits HEAD~1..HEAD experiments/mlp.ini --repeat 4294967297",
+         "bisect: --repeat 4294967297: expected a decimal count in 1..64"},
+        {"log experiments/mlp.ini -n 4294967296x", "log: -n 4294967296x: expected"},
+        {"submit experiments/mlp.ini -o /nonexistent/b --seed 0x1F", "submit: --seed 0x1F"},
+        {"submit experiments/mlp.ini -o /nonexistent/b --threads -1", "submit: --threads -1"},
+        {"run experiments/mlp.ini --seed 0x1F", "'0x1F' is not an unsigned 64-bit decimal"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = tu_run_repro(bad[i].args, out, sizeof out, err, sizeof err);
+        ck_assert_msg(rc == 2, "%s: exit %d\n%s", bad[i].args, rc, err);
+        ck_assert_msg(strstr(err, bad[i].msg) != NULL, "%s: %s", bad[i].args, err);
+    }
+    /* Leading zeros are decimal: 010 is ten, in a command and in a child run. */
+    ck_assert_int_eq(tu_run_repro("run experiments/mlp.ini --print-config --seed 010", out,
+                                  sizeof out, err, sizeof err),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "[train]\nseed = 10\n"));
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -116,6 +161,7 @@ Suite *cli_suite(void)
     tcase_add_test(tc, test_bad_idx_exits_2);
     tcase_add_test(tc, test_run_prints_summary_and_is_reproducible);
     tcase_add_test(tc, test_print_config);
+    tcase_add_test(tc, test_counts_and_seeds_are_strict);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "analysis/compare.h"
+#include "analysis/elemdiff.h"
+#include "util/ulp.h"
 #include "util/error.h"
 #include "testutil.h"
 #include "record/trace.h"
@@ -359,6 +361,41 @@ START_TEST(test_json_report)
 }
 END_TEST
 
+/* Element diffs use the one ULP rule (util/ulp.h): +0 against -0 differs
+ * bitwise but is 0 ulps apart (it was 1 here and 0 in verify); a NaN
+ * against anything else is "not comparable", in the text and the JSON. */
+START_TEST(test_element_diff_ulp_rule)
+{
+    const uint32_t a[] = {0x00000000u, 0x3f800000u, 0x40000000u};
+    const uint32_t b[] = {0x80000000u, 0x3f800000u, 0x40000000u};
+    repro_element_diff e;
+    repro_element_diff_compute(a, b, sizeof a, 1, "param.x", &e);
+    ck_assert_int_eq(e.count, 1); /* the zeros differ bitwise */
+    ck_assert_uint_eq(e.max_ulp, 0); /* and are the same number */
+    const uint32_t c[] = {0x00000000u, 0x3f800001u, 0x7fc00000u};
+    repro_element_diff_compute(a, c, sizeof a, 1, "param.x", &e);
+    ck_assert_int_eq(e.count, 2);
+    ck_assert(e.max_ulp == REPRO_ULP_NAN);
+    ck_assert(e.max_abs == ldexp(1.0, -23)); /* the NaN pair has no |a-b| */
+
+    compare_pair(40, 3, 0, 1);
+    dv.element = e;
+    dv.element.first = 1;
+    dv.element.last = 2;
+    char *t = report(0);
+    has(t, "param.x: elements 1..2 of 3 differ (leaves 0..0), 2 elements, max |a-b| 1.19e-07, "
+           "ULP distance not comparable (a NaN differs)");
+    free(t);
+    t = report(1);
+    json_t *j = json_loads(t, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert(json_is_null(json_object_get(json_object_get(j, "element"), "max_ulp")));
+    json_decref(j);
+    free(t);
+    release_all();
+}
+END_TEST
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -549,6 +586,7 @@ Suite *compare_suite(void)
     tcase_add_test(tc, test_text_report);
     tcase_add_test(tc, test_json_report);
     tcase_add_test(tc, test_plot);
+    tcase_add_test(tc, test_element_diff_ulp_rule);
     suite_add_tcase(s, tc);
     tc = tcase_create("cli");
     tcase_add_test(tc, test_cli_exit_codes);

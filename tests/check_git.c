@@ -667,6 +667,65 @@ START_TEST(test_linked_worktree)
 }
 END_TEST
 
+/* What commit bisection asks of the git layer (git_bisect.c): the
+ * first-parent range GOOD..BAD oldest first, refused when it is empty or
+ * reversed; the paths a commit changed within prefixes; a temporary
+ * worktree that checks commits out and leaves no branch behind. */
+START_TEST(test_bisect_helpers)
+{
+    make_history();
+    repro_git *g = open_ok(repo);
+    char(*r)[41] = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(repro_git_first_parent_range(g, ids[1], ids[4], &r, &n), 0);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(r[0], ids[2]);
+    ck_assert_str_eq(r[1], ids[3]);
+    ck_assert_str_eq(r[2], ids[4]);
+    free(r);
+    ck_assert_int_eq(repro_git_first_parent_range(g, ids[3], ids[3], &r, &n), -1);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(repro_error_message(), "same commit"));
+    ck_assert_int_eq(repro_git_first_parent_range(g, ids[4], ids[1], &r, &n), -1);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(repro_error_message(), "is not an ancestor of BAD"));
+
+    char **paths = NULL;
+    size_t np = 0;
+    const char *num[] = {"kernels", "harness"};
+    ck_assert_int_eq(repro_git_diff_paths(g, ids[2], ids[3], num, 2, &paths, &np), 0);
+    ck_assert_uint_eq(np, 2);
+    ck_assert_str_eq(paths[0], "harness/a.c");
+    ck_assert_str_eq(paths[1], "kernels/cpu/conv2d.c");
+    repro_git_paths_free(paths, np);
+    ck_assert_int_eq(repro_git_diff_paths(g, ids[1], ids[2], num, 2, &paths, &np), 0);
+    ck_assert_uint_eq(np, 0); /* docs only */
+    repro_git_paths_free(paths, np);
+
+    char wt[PATH_MAX], file[PATH_MAX + 32], out[256];
+    snprintf(wt, sizeof wt, "%s/bisect-wt", root);
+    repro_git_worktree *w = NULL;
+    ck_assert_msg(repro_git_worktree_add(g, "repro-test-wt", wt, ids[1], &w) == 0, "%s",
+                  repro_error_message());
+    snprintf(file, sizeof file, "%s/kernels/cpu/conv2d.c", wt);
+    capture(out, sizeof out, "cat '%s'", file);
+    ck_assert_str_eq(out, "v1");
+    ck_assert_int_eq(repro_git_worktree_checkout(w, ids[3]), 0);
+    capture(out, sizeof out, "cat '%s'", file);
+    ck_assert_str_eq(out, "v2");
+    capture(out, sizeof out, "git -C '%s' rev-parse HEAD", wt);
+    ck_assert_str_eq(out, ids[3]);
+    capture(out, sizeof out, "git -C '%s' branch --list 'repro-test-wt' | wc -l", repo);
+    ck_assert_str_eq(out, "0"); /* no branch left behind */
+    ck_assert_int_eq(repro_git_worktree_remove(w), 0);
+    ck_assert_int_ne(access(wt, F_OK), 0);
+    capture(out, sizeof out, "git -C '%s' worktree list | wc -l", repo);
+    ck_assert_str_eq(out, "1");
+    ck_assert_int_eq(repro_git_worktree_remove(NULL), 0);
+    repro_git_free(g);
+}
+END_TEST
+
 START_TEST(test_path_history)
 {
     make_history();
@@ -750,6 +809,7 @@ Suite *git_suite(void)
     tcase_add_test(tc, test_shallow_clone);
     tcase_add_test(tc, test_linked_worktree);
     tcase_add_test(tc, test_path_history);
+    tcase_add_test(tc, test_bisect_helpers);
     tcase_add_test(tc, test_read_blob_errors);
     suite_add_tcase(s, tc);
     return s;

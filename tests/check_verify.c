@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "record/hash.h"
 #include "testutil.h"
+#include "util/error.h"
+#include "verify/verify.h"
 
 static char out[1 << 16], err[1 << 16];
 static char dir[256]; /* this test's temp dir: tiny.ini, keys, bundles */
@@ -403,6 +406,96 @@ START_TEST(test_other_environment_class_uses_the_policy)
 }
 END_TEST
 
+/* `repro submit`: a failing child run's exit status says whose fault it
+ * was — 2 the experiment's, 3 the environment's (it was reported as 2: the
+ * exit code was stored as an error code); a seed is decimal ("010" is 10). */
+START_TEST(test_submit_child_failures_and_seeds)
+{
+    setup();
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/b10 --seed 010", dir, dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "seed 10, 6 steps"));
+    char p[600];
+    snprintf(p, sizeof p, "%s/b3", dir);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/b3/trace.jsonl", dir); /* the run cannot write its trace */
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/b3", dir, dir), 3);
+    ck_assert_ptr_nonnull(strstr(err, "failed (exit 3)"));
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/b4 --set nosuch=1", dir, dir), 2);
+}
+END_TEST
+
+/* The library under `repro verify` (verify/verify.h): a verdict is a
+ * result, not an error; only a host-side failure is -1. */
+START_TEST(test_library_returns_verdicts)
+{
+    setup();
+    char b[600];
+    snprintf(b, sizeof b, "%s/b", dir);
+    const char *bin = getenv("REPRO_BIN");
+    repro_verify_opts o;
+    repro_verify_opts_init(&o);
+    ck_assert_str_eq(o.policy.text, "rtol:1e-4");
+    o.bundle_dir = b;
+    o.repro_bin = bin ? bin : "./build/repro";
+    repro_verify_result r;
+    ck_assert_msg(repro_verify(&o, &r) == 0, "%s", repro_error_message());
+    ck_assert_int_eq(r.verdict, REPRO_VERDICT_REPRODUCED);
+    ck_assert(r.ran && r.bundle_ok && r.have_host_chain);
+    ck_assert_str_eq(r.comparison, "bitwise");
+    ck_assert(repro_digest_eq(&r.host_chain, &r.bundle.chain));
+    json_t *doc = repro_verify_receipt(&o, &r);
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "verdict")), "reproduced");
+    json_decref(doc);
+    repro_verify_result_release(&r);
+
+    o.max_steps = 5; /* refused before training: a verdict, not an error */
+    ck_assert_int_eq(repro_verify(&o, &r), 0);
+    ck_assert_int_eq(r.verdict, REPRO_VERDICT_EXCEEDED);
+    ck_assert(!r.ran);
+    repro_verify_result_release(&r);
+
+    o.bundle_dir = "/nonexistent-bundle";
+    ck_assert_int_eq(repro_verify(&o, &r), 0);
+    ck_assert_int_eq(r.verdict, REPRO_VERDICT_INVALID);
+    ck_assert(!r.bundle_ok);
+    char text[96];
+    repro_verify_verdict_text(&r, text, sizeof text);
+    ck_assert_str_eq(text, "invalid submission");
+    repro_verify_result_release(&r);
+
+    /* Resource limits reach the re-run: in 8 MiB of address space repro
+     * cannot even start, a failure of the host (-1, EIO), not a verdict. */
+    o.bundle_dir = b;
+    o.max_steps = 100000;
+    o.limits.as_bytes = 8u << 20;
+    ck_assert_int_eq(repro_verify(&o, &r), -1);
+    ck_assert_int_eq(repro_error_code(), REPRO_EIO);
+    ck_assert_ptr_nonnull(strstr(repro_error_message(), "the re-run failed on this host"));
+    repro_verify_result_release(&r);
+}
+END_TEST
+
+START_TEST(test_policy_and_counts_are_strict)
+{
+    repro_verify_policy p;
+    ck_assert_int_eq(repro_verify_policy_parse("ulp:10", &p), 0);
+    ck_assert_int_eq(p.kind, REPRO_POLICY_ULP);
+    ck_assert_int_eq(p.ulp, 10);
+    ck_assert_int_eq(repro_verify_policy_parse("ulp:010", &p), 0);
+    ck_assert_int_eq(p.ulp, 10);
+    ck_assert_int_eq(repro_verify_policy_parse("ulp:0x10", &p), -1);
+    ck_assert_int_eq(repro_verify_policy_parse("ulp:+5", &p), -1);
+    ck_assert_int_eq(repro_verify_policy_parse("ulp:-1", &p), -1);
+    ck_assert_int_eq(repro_verify_policy_parse("ulp:2147483648", &p), -1);
+    ck_assert_int_eq(repro_verify_policy_parse("rtol:1e-4", &p), 0);
+    ck_assert_int_eq(p.kind, REPRO_POLICY_RTOL);
+    ck_assert_int_eq(repro("verify /nonexistent --max-steps 0x10"), 2);
+    ck_assert_ptr_nonnull(strstr(err, "verify: --max-steps 0x10: expected a decimal count"));
+    ck_assert_int_eq(repro("verify /nonexistent --max-steps -5"), 2);
+}
+END_TEST
+
 Suite *verify_suite(void)
 {
     Suite *s = suite_create("verify");
@@ -414,6 +507,9 @@ Suite *verify_suite(void)
     tcase_add_test(tc, test_edited_or_forged_receipt_fails);
     tcase_add_test(tc, test_over_step_limit_is_refused_before_training);
     tcase_add_test(tc, test_other_environment_class_uses_the_policy);
+    tcase_add_test(tc, test_library_returns_verdicts);
+    tcase_add_test(tc, test_submit_child_failures_and_seeds);
+    tcase_add_test(tc, test_policy_and_counts_are_strict);
     suite_add_tcase(s, tc);
     return s;
 }

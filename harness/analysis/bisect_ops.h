@@ -1,10 +1,65 @@
-/* Op-level bisect (`repro bisect EXP`, without --commits): locates the first
- * divergent op and the kernel variant(s) responsible. cmd_bisect.c hands it
- * every invocation that has no --commits option. */
+/* Op-level bisect, the engine under `repro bisect EXP` (without --commits):
+ * where does a run stop reproducing, and which kernel variant is responsible?
+ *  (a) locate: two runs at trace level op; the first differing op output at
+ *      the first divergent step, with its step, phase, layer, op and the
+ *      variant that produced it;
+ *  (b) culprits: the nondeterministic variants in use are replaced by their
+ *      deterministic defaults in subsets (delta debugging, Zeller's ddmin),
+ *      each subset tested by K fresh runs; a minimal failing set is found,
+ *      removed, and the search repeated until the rest reproduces, so
+ *      several independent culprits are all named;
+ *  (c) quarantine OP substitutes the reference run's output of OP in the
+ *      other run at every step (record.h taps), so the comparison goes on
+ *      past a known-nondeterministic op and finds what else differs.
+ * A library: results in a struct, errors in the error slot; cli/cmd_bisect.c
+ * parses the options and prints. Runs live under runs/<experiment>/. */
 #ifndef REPRO_BISECT_OPS_H
 #define REPRO_BISECT_OPS_H
 
-/* argv[0] is "bisect", as for any command; returns an exit code. */
-int repro_bisect_ops_main(int argc, char **argv);
+#include "analysis/multirun.h"
+#include "core/config.h"
+
+#define REPRO_BISECT_OPS_MAX_CAND 16
+
+typedef struct {
+    const char *exp;
+    repro_run_pass pass;    /* --steps, --seed, --set for every run */
+    int repeat;             /* fresh runs per culprit test (2..32) */
+    const char *quarantine; /* a variant op or op output name, or NULL */
+    int quiet;              /* no progress on stderr */
+} repro_bisect_ops_opts;
+
+typedef struct {
+    repro_config cfg;       /* the experiment with the options applied */
+    int cand[REPRO_BISECT_OPS_MAX_CAND]; /* nondeterministic variant keys in use */
+    int ncand;              /* (minus the quarantined one) */
+    long runs;              /* fresh runs spent */
+    /* (a) */
+    int diverged;
+    long steps;             /* the reference run's steps */
+    long first_step;
+    char name[64];          /* the first differing op output, or tensor */
+    int no_op_differs;      /* no op output differs there: name is a tensor */
+    char phase[32], layer[32];
+    char op[64];            /* the variant op that produced it, or "" */
+    char variant[64];       /* its variant in this config, or "" */
+    int has_info;           /* the registry knows it: deterministic is valid */
+    int deterministic;
+    /* (b) */
+    long test_steps;        /* steps per culprit test */
+    int culprits[REPRO_BISECT_OPS_MAX_CAND];
+    int nculprits;
+} repro_bisect_ops_result;
+
+/* Loads and validates the experiment with the options; finds the
+ * candidates. 0 or -1 (error slot). */
+int repro_bisect_ops_prepare(const repro_bisect_ops_opts *o, repro_bisect_ops_result *r);
+/* (a). 0 with r->diverged and the first op filled; a child's failing exit
+ * status (2 or 3, as multirun.h returns it); or -1 (error slot). */
+int repro_bisect_ops_locate(const repro_bisect_ops_opts *o, repro_bisect_ops_result *r);
+/* (b), after a divergence, with at least one candidate. 0 with the
+ * culprits (none: no candidate differs on its own within test_steps x
+ * repeat runs), or -1 (error slot). */
+int repro_bisect_ops_culprits(const repro_bisect_ops_opts *o, repro_bisect_ops_result *r);
 
 #endif

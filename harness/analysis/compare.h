@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "record/trace.h"
+#include "util/ulp.h"
 
 typedef struct {
     char name[64];
@@ -33,7 +34,8 @@ typedef struct {
     long first, last;         /* element range of the differences */
     long first_leaf, last_leaf; /* the same in 4 KiB tree-hash leaves */
     double max_abs;           /* max |a - b| over differing finite pairs */
-    uint64_t max_ulp;         /* max ULP distance (float32) */
+    uint64_t max_ulp;         /* max ULP distance (float32, util/ulp.h); REPRO_ULP_NAN
+                                 when a NaN met anything but the same NaN */
 } repro_element_diff;
 
 typedef struct {

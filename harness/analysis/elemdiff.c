@@ -9,19 +9,7 @@
 #include "util/error.h"
 #include "record/hash.h"
 #include "util/npy.h"
-
-static int64_t ordered(uint32_t bits)
-{
-    /* Negative floats map below zero, mirrored, so adjacent floats are
-     * adjacent integers: +0 -> 0, -0 -> -1, the smallest negative -> -2. */
-    return (bits & 0x80000000u) ? -(int64_t)(bits & 0x7fffffffu) - 1 : (int64_t)bits;
-}
-
-uint64_t repro_ulp_distance(uint32_t a, uint32_t b)
-{
-    int64_t d = ordered(a) - ordered(b);
-    return (uint64_t)(d < 0 ? -d : d);
-}
+#include "util/ulp.h"
 
 void repro_element_diff_compute(const void *a, const void *b, size_t nbytes, int is_float,
                                 const char *tensor, repro_element_diff *out)
@@ -50,7 +38,7 @@ void repro_element_diff_compute(const void *a, const void *b, size_t nbytes, int
             if (d > out->max_abs)
                 out->max_abs = d;
         }
-        uint64_t u = repro_ulp_distance(ua[i], ub[i]);
+        uint64_t u = repro_ulp_distance_f32(ua[i], ub[i]);
         if (u > out->max_ulp)
             out->max_ulp = u;
     }

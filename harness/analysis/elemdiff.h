@@ -1,6 +1,7 @@
 /* Element-level difference of two dumps of the same tensor: how many
  * elements differ bitwise, where (element range and tree-hash leaves), by
- * how much (max |a-b| and max ULP distance, float32). */
+ * how much (max |a-b| and max ULP distance, float32, as util/ulp.h
+ * defines it). */
 #ifndef REPRO_ELEMDIFF_H
 #define REPRO_ELEMDIFF_H
 
@@ -8,10 +9,6 @@
 #include <stdint.h>
 
 #include "analysis/compare.h"
-
-/* ULP distance of two float32 bit patterns on the ordered integer line
- * (so -0 and +0 are 1 apart, and the distance crosses zero correctly). */
-uint64_t repro_ulp_distance(uint32_t a, uint32_t b);
 
 /* Compares two equally long arrays of 4-byte elements; `is_float` enables
  * max_abs and ULPs. Fills out (valid = 1). */

@@ -2,6 +2,8 @@
 #include "analysis/multirun.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,20 +11,69 @@
 #include <unistd.h>
 
 #include "analysis/elemdiff.h"
+#include "util/child.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/junit.h"
+#include "util/numparse.h"
 #include "util/progress.h"
-#include "util/run_self.h"
+
+/* The pass-through options: the flag, the config key it sets (NULL for
+ * --set, whose value is KEY=VALUE), and how its value is checked. */
+enum { PASS_COUNT1, PASS_COUNT0, PASS_SEED, PASS_FREE };
+static const struct {
+    const char *flag, *key;
+    int check;
+} pass_options[] = {
+    {"--steps", "train.steps", PASS_COUNT1},     {"--seed", "train.seed", PASS_SEED},
+    {"--threads", "train.threads", PASS_COUNT0}, {"--workers", "data.num_workers", PASS_COUNT0},
+    {"--set", NULL, PASS_FREE},
+};
+#define NPASS_OPTIONS (sizeof pass_options / sizeof pass_options[0])
+
+int repro_run_pass_takes(const char *name)
+{
+    for (size_t i = 0; i < NPASS_OPTIONS; i++)
+        if (!strcmp(pass_options[i].flag + 2, name))
+            return 1;
+    return 0;
+}
+
+int repro_run_pass_add(repro_run_pass *p, const char *cmd, const char *name, const char *value)
+{
+    size_t i = 0;
+    while (i < NPASS_OPTIONS && strcmp(pass_options[i].flag + 2, name))
+        i++;
+    if (i == NPASS_OPTIONS)
+        return 0;
+    char what[96];
+    snprintf(what, sizeof what, "%s: %s", cmd, pass_options[i].flag);
+    long count;
+    uint64_t seed;
+    int check = pass_options[i].check;
+    if (check == PASS_COUNT1 || check == PASS_COUNT0) {
+        if (repro_parse_count(what, value, check == PASS_COUNT1, INT_MAX, &count))
+            return -1;
+    } else if (check == PASS_SEED && repro_parse_seed(what, value, &seed)) {
+        return -1;
+    }
+    if (p->n + 2 > REPRO_RUN_PASS_MAX)
+        return repro_error_set(REPRO_EINVAL, "%s: too many options", cmd);
+    p->argv[p->n++] = (char *)pass_options[i].flag;
+    p->argv[p->n++] = (char *)value;
+    p->overridden |= check == PASS_SEED || check == PASS_FREE;
+    return 1;
+}
 
 int repro_config_apply_run_options(repro_config *cfg, char *const *pass, int npass)
 {
     for (int i = 0; i + 1 < npass; i += 2) {
         char set[REPRO_CONFIG_PATH_MAX + 64];
-        const char *p = pass[i];
-        snprintf(set, sizeof set, "%s%s", !strcmp(p, "--steps") ? "train.steps="
-                                          : !strcmp(p, "--seed") ? "train.seed=" : "",
-                 pass[i + 1]);
+        const char *key = NULL;
+        for (size_t k = 0; k < NPASS_OPTIONS; k++)
+            if (!strcmp(pass[i], pass_options[k].flag))
+                key = pass_options[k].key;
+        snprintf(set, sizeof set, "%s%s%s", key ? key : "", key ? "=" : "", pass[i + 1]);
         if (repro_config_set(cfg, set))
             return -1;
     }
@@ -39,6 +90,12 @@ void repro_multirun_init(repro_multirun *m, const char *exp, const char *name, c
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     snprintf(m->root, sizeof m->root, "runs/%s/%s-%s-%ld", name, kind, stamp, (long)getpid());
+}
+
+void repro_multirun_add_pass(repro_multirun *m, const repro_run_pass *p)
+{
+    for (int i = 0; i < p->n && m->npass < REPRO_MULTIRUN_MAX_PASS; i++)
+        m->pass[m->npass++] = p->argv[i];
 }
 
 int repro_multirun_add(repro_multirun *m, const char *label, const char *scope, const char *flag,
@@ -60,33 +117,74 @@ int repro_multirun_add(repro_multirun *m, const char *label, const char *scope, 
 int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *list,
                             const char *scope, const char *what)
 {
-    char buf[256];
-    if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
-        return repro_error_set(REPRO_EINVAL, "%s list too long", flag);
-    char *save = NULL;
-    int n = 0;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), n++) {
-        char *end;
-        long v = strtol(tok, &end, 10);
-        if (*end || end == tok || v < 0 || v > 256)
-            return repro_error_set(REPRO_EINVAL, "%s %s: '%s' is not a count", flag, list, tok);
-        char label[64];
-        snprintf(label, sizeof label, "%s=%ld", what, v);
-        if (repro_multirun_add(m, label, scope, flag, tok))
+    long v[REPRO_MULTIRUN_MAX];
+    int n;
+    if (repro_parse_count_list(flag, list, 0, 256, v, REPRO_MULTIRUN_MAX, &n))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        char label[64], value[24];
+        snprintf(label, sizeof label, "%s=%ld", what, v[i]);
+        snprintf(value, sizeof value, "%ld", v[i]); /* as read: "03" runs as 3 */
+        if (repro_multirun_add(m, label, scope, flag, value))
             return -1;
     }
-    if (n == 0)
-        return repro_error_set(REPRO_EINVAL, "%s needs a list like 1,2,3", flag);
     return 0;
+}
+
+/* `repro run ARGV...` as a fresh process, output to DIR/stdout.txt and
+ * DIR/stderr.txt; a failure shows what the child said (its exit code says
+ * what kind of failure). 0, the child's exit status, or -1. */
+static int run_child(char *const argv[], int idx, const char *dir, const char *what)
+{
+    char out[1400], err[1400], env[64];
+    snprintf(out, sizeof out, "%s/stdout.txt", dir);
+    snprintf(err, sizeof err, "%s/stderr.txt", dir);
+    snprintf(env, sizeof env, "REPRO_CHECK_RUN=%d", idx);
+    const char *const env_set[] = {env, NULL};
+    if (repro_mkdirs(dir))
+        return -1;
+    int rc = repro_child_run_self(argv, env_set, out, err);
+    if (rc <= 0)
+        return rc;
+    FILE *f = fopen(err, "r");
+    char line[1024];
+    fprintf(stderr, "repro: %s failed (exit %d):\n", what, rc);
+    while (f && fgets(line, sizeof line, f))
+        fprintf(stderr, "  %s", line);
+    if (f)
+        fclose(f);
+    return rc;
+}
+
+/* The first process of a resumed run: argv[0..n) with its trace in
+ * DIR/pre/ (not compared), training to resume_at and checkpointing there
+ * into DIR. 0, the child's exit status, or -1. */
+static int train_to_checkpoint(char *const argv[], int n, const char *trace, int idx,
+                               const repro_run_plan *p, const char *dir)
+{
+    char pre[1300], ptrace[1400], kstr[32], what[128];
+    char *pargv[REPRO_MULTIRUN_MAX_PASS + 16];
+    snprintf(pre, sizeof pre, "%s/pre", dir);
+    snprintf(ptrace, sizeof ptrace, "%s/trace.jsonl", pre);
+    snprintf(kstr, sizeof kstr, "%ld", p->resume_at);
+    snprintf(what, sizeof what, "%s (training to step %ld)", p->label, p->resume_at);
+    int pn = 0;
+    for (int i = 0; i < n; i++)
+        pargv[pn++] = argv[i] == trace ? ptrace : argv[i];
+    pargv[pn++] = "--steps";
+    pargv[pn++] = kstr;
+    pargv[pn++] = "--checkpoint-every";
+    pargv[pn++] = kstr;
+    pargv[pn++] = "--checkpoint-dir";
+    pargv[pn++] = (char *)dir;
+    pargv[pn] = NULL;
+    return run_child(pargv, idx, pre, what);
 }
 
 int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dump_step)
 {
-    char trace[1200], out[1200], err[1200], dump[32], steps[32], env[64];
+    char trace[1200], dump[32], steps[32], ckpt[1300];
     snprintf(trace, sizeof trace, "%s/trace.jsonl", dir);
-    snprintf(out, sizeof out, "%s/stdout.txt", dir);
-    snprintf(err, sizeof err, "%s/stderr.txt", dir);
-    snprintf(env, sizeof env, "REPRO_CHECK_RUN=%d", idx);
     if (repro_mkdirs(dir))
         return -1;
     char *argv[REPRO_MULTIRUN_MAX_PASS + 16];
@@ -103,45 +201,11 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
         argv[n++] = (char *)p->extra[0];
         argv[n++] = (char *)p->extra[1];
     }
-    char ckpt[1300];
-    if (p->resume_at > 0) {
-        /* First process: train to resume_at and checkpoint there (its
-         * trace, in pre/, is not compared); then this run resumes from it. */
-        char pre[1300], kstr[32];
-        snprintf(pre, sizeof pre, "%s/pre", dir);
-        snprintf(kstr, sizeof kstr, "%ld", p->resume_at);
+    if (p->resume_at > 0) { /* this run resumes from the first process's checkpoint */
+        int rc = train_to_checkpoint(argv, n, trace, idx, p, dir);
+        if (rc)
+            return rc;
         snprintf(ckpt, sizeof ckpt, "%s/ckpt-%ld.bin", dir, p->resume_at);
-        char *pargv[REPRO_MULTIRUN_MAX_PASS + 16];
-        char ptrace[1400], pout[1400], perr[1400];
-        snprintf(ptrace, sizeof ptrace, "%s/trace.jsonl", pre);
-        snprintf(pout, sizeof pout, "%s/stdout.txt", pre);
-        snprintf(perr, sizeof perr, "%s/stderr.txt", pre);
-        int pn = 0;
-        for (int i = 0; i < n; i++)
-            pargv[pn++] = argv[i] == trace ? ptrace : argv[i];
-        pargv[pn++] = "--steps";
-        pargv[pn++] = kstr;
-        pargv[pn++] = "--checkpoint-every";
-        pargv[pn++] = kstr;
-        pargv[pn++] = "--checkpoint-dir";
-        pargv[pn++] = (char *)dir;
-        pargv[pn] = NULL;
-        if (repro_mkdirs(pre))
-            return -1;
-        int prc = repro_spawn_self(pargv, env, pout, perr);
-        if (prc < 0)
-            return -1;
-        if (prc != 0) {
-            FILE *f = fopen(perr, "r");
-            char line[1024];
-            fprintf(stderr, "repro: %s (training to step %ld) failed (exit %d):\n", p->label,
-                    p->resume_at, prc);
-            while (f && fgets(line, sizeof line, f))
-                fprintf(stderr, "  %s", line);
-            if (f)
-                fclose(f);
-            return prc;
-        }
         argv[n++] = "--resume";
         argv[n++] = ckpt;
     }
@@ -154,21 +218,7 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
         argv[n++] = dump;
     }
     argv[n] = NULL;
-    int rc = repro_spawn_self(argv, env, out, err);
-    if (rc < 0)
-        return -1;
-    if (rc != 0) {
-        /* Show what the child said; its exit code says what kind of failure. */
-        FILE *f = fopen(err, "r");
-        char line[1024];
-        fprintf(stderr, "repro: %s failed (exit %d):\n", p->label, rc);
-        while (f && fgets(line, sizeof line, f))
-            fprintf(stderr, "  %s", line);
-        if (f)
-            fclose(f);
-        return rc;
-    }
-    return 0;
+    return run_child(argv, idx, dir, p->label);
 }
 
 /* Re-runs run 1 and run idx to the divergent step with dumps, and compares
@@ -298,30 +348,38 @@ json_t *repro_multirun_json(const repro_multirun *m)
     return doc;
 }
 
+/* The JUnit cases' texts, owned here for the call (not static: two
+ * reports in one process must not share them). */
+typedef struct {
+    repro_junit_case cases[REPRO_MULTIRUN_MAX];
+    char names[REPRO_MULTIRUN_MAX][320], msgs[REPRO_MULTIRUN_MAX][200];
+    char *details[REPRO_MULTIRUN_MAX];
+} junit_texts;
+
 int repro_multirun_junit(const repro_multirun *m, const char *path)
 {
-    static repro_junit_case cases[REPRO_MULTIRUN_MAX];
-    static char names[REPRO_MULTIRUN_MAX][320], msgs[REPRO_MULTIRUN_MAX][200];
-    char *details[REPRO_MULTIRUN_MAX] = {0};
+    junit_texts *t = calloc(1, sizeof *t);
+    if (!t)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
     for (int i = 1; i < m->nplan; i++) {
-        repro_junit_case *jc = &cases[i - 1];
-        snprintf(names[i], sizeof names[i], "%s: %s vs %s (%s)", m->traces[0].experiment,
+        repro_junit_case *jc = &t->cases[i - 1];
+        snprintf(t->names[i], sizeof t->names[i], "%s: %s vs %s (%s)", m->traces[0].experiment,
                  m->plan[0].label, m->plan[i].label, m->plan[i].scope);
-        jc->name = names[i];
+        jc->name = t->names[i];
         jc->failed = !m->divs[i].identical;
         jc->seconds = m->plan[i].seconds;
-        msgs[i][0] = '\0';
         if (jc->failed) {
-            snprintf(msgs[i], sizeof msgs[i], "diverged at step %ld (%s)", m->divs[i].first_step,
-                     m->plan[i].scope);
-            details[i] = repro_divergence_text(&m->traces[0], &m->traces[i], &m->divs[i]);
+            snprintf(t->msgs[i], sizeof t->msgs[i], "diverged at step %ld (%s)",
+                     m->divs[i].first_step, m->plan[i].scope);
+            t->details[i] = repro_divergence_text(&m->traces[0], &m->traces[i], &m->divs[i]);
         }
-        jc->message = msgs[i];
-        jc->details = details[i];
+        jc->message = t->msgs[i];
+        jc->details = t->details[i];
     }
-    int rc = repro_junit_write(path, "repro check", cases, m->nplan - 1);
+    int rc = repro_junit_write(path, "repro check", t->cases, m->nplan - 1);
     for (int i = 0; i < REPRO_MULTIRUN_MAX; i++)
-        free(details[i]);
+        free(t->details[i]);
+    free(t);
     return rc;
 }
 

@@ -42,13 +42,36 @@ typedef struct {
     int failed;               /* runs that differ from run 1 */
 } repro_multirun;
 
-/* Applies the pass-through `repro run` options (--steps N, --seed S,
- * --set K=V pairs, as collected for m->pass) to cfg, validating each. */
+/* The `repro run` options a command forwards to every run it starts
+ * (check, compare, bisect, submit): --steps N, --seed S, --set K=V, and
+ * --threads T, --workers W for a command that takes them as single values.
+ * Counts and seeds are checked as they are collected (util/numparse.h:
+ * decimal only), so a bad one is refused by the command it was given to,
+ * naming that command and the flag. The strings are borrowed (argv). */
+#define REPRO_RUN_PASS_MAX 64 /* leaves multirun room for its own options */
+
+typedef struct {
+    char *argv[REPRO_RUN_PASS_MAX];
+    int n;
+    int overridden; /* --seed or --set: not the committed config's run */
+} repro_run_pass;
+
+/* `name` is the long option without its dashes ("steps"), `cmd` the
+ * command for messages ("check"). Returns 1 when it is a pass-through
+ * option (checked and kept), 0 when it is not one, -1 (error slot). */
+int repro_run_pass_add(repro_run_pass *p, const char *cmd, const char *name, const char *value);
+/* 1 when `name` (without dashes) is a pass-through option, else 0. */
+int repro_run_pass_takes(const char *name);
+
+/* Applies pass-through options (pairs as collected above) to cfg,
+ * validating each as the config would. */
 int repro_config_apply_run_options(repro_config *cfg, char *const *pass, int npass);
 
 /* Sets up m for experiment `exp` (already validated by the caller), with
  * its working directory under runs/<name>/<kind>-<stamp>-<pid>. */
 void repro_multirun_init(repro_multirun *m, const char *exp, const char *name, const char *kind);
+/* Gives every run the pass-through options (after any already there). */
+void repro_multirun_add_pass(repro_multirun *m, const repro_run_pass *p);
 /* Adds a run. flag/value may be NULL. */
 int repro_multirun_add(repro_multirun *m, const char *label, const char *scope, const char *flag,
                        const char *value);

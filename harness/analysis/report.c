@@ -8,6 +8,7 @@
 
 #include "analysis/compare.h"
 #include "util/error.h"
+#include "util/ulp.h"
 
 /* Text reports list at most this many op outputs; JSON has them all. */
 #define MAX_TEXT_OPS 20
@@ -166,6 +167,12 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
                     "does not repeat, the mark of nondeterminism (not of a config or code "
                     "difference)\n",
                     e->tensor, d->first_step);
+        else if (e->valid && e->max_ulp == REPRO_ULP_NAN)
+            fprintf(out,
+                    "  %s: elements %ld..%ld of %ld differ (leaves %ld..%ld), %ld elements, "
+                    "max |a-b| %.3g, ULP distance not comparable (a NaN differs)\n",
+                    e->tensor, e->first, e->last, e->numel, e->first_leaf, e->last_leaf, e->count,
+                    e->max_abs);
         else if (e->valid)
             fprintf(out,
                     "  %s: elements %ld..%ld of %ld differ (leaves %ld..%ld), %ld elements, "
@@ -289,7 +296,9 @@ int repro_report_json(FILE *out, const repro_trace *a, const repro_trace *b,
         json_object_set_new(o, "first_leaf", json_integer(e->first_leaf));
         json_object_set_new(o, "last_leaf", json_integer(e->last_leaf));
         json_object_set_new(o, "max_abs", real_or_null(e->max_abs));
-        json_object_set_new(o, "max_ulp", json_integer((json_int_t)e->max_ulp));
+        json_object_set_new(o, "max_ulp", e->max_ulp == REPRO_ULP_NAN
+                                              ? json_null() /* not comparable: a NaN */
+                                              : json_integer((json_int_t)e->max_ulp));
         json_object_set_new(r, "element", o);
     } else {
         json_object_set_new(r, "element", json_null());

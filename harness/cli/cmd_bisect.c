@@ -1,7 +1,8 @@
-/* `repro bisect`: one command, two searches. With --commits GOOD..BAD it
- * finds the first commit where the experiment stops reproducing (here: the
- * options, the report); without it, the op-level bisect (bisect_ops.c) gets
- * the whole command line. */
+/* `repro bisect`: one command, two searches, both engines in the library.
+ * With --commits GOOD..BAD it finds the first commit where the experiment
+ * stops reproducing (golden/bisect_commits.c); without it, the first
+ * divergent op and the culprit variants (analysis/bisect_ops.c). Here: the
+ * options, the reports and the exit codes of both. */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -12,6 +13,8 @@
 #include "analysis/bisect_ops.h"
 #include "cli/cli.h"
 #include "util/error.h"
+#include "util/numparse.h"
+#include "util/opnames.h"
 
 const char repro_bisect_usage[] =
     "usage: repro bisect --commits GOOD..BAD EXP [--build CMD] [--repeat K] [--json] [-q]\n"
@@ -69,8 +72,6 @@ static int parse_args(int argc, char **argv, bisect_cli *o)
         {"quiet", no_argument, 0, 'q'},         {0, 0, 0, 0},
     };
     int c;
-    char *end;
-    long k;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":q", opts, NULL)) != -1) {
@@ -82,11 +83,8 @@ static int parse_args(int argc, char **argv, bisect_cli *o)
             o->b.build = optarg;
             break;
         case 'r':
-            k = strtol(optarg, &end, 10);
-            if (*end || end == optarg || k < 1 || k > 64)
-                return repro_error_set(REPRO_EINVAL, "bisect: --repeat %s: expected 1..64",
-                                       optarg);
-            o->b.repeat = (int)k;
+            if (repro_parse_count_int("bisect: --repeat", optarg, 1, 64, &o->b.repeat))
+                return -1;
             break;
         case 'j': o->json = 1; break;
         case 'q': o->b.quiet = 1; break;
@@ -106,6 +104,178 @@ static int parse_args(int argc, char **argv, bisect_cli *o)
     return 0;
 }
 
+/* ---- op level --------------------------------------------------------------- */
+
+typedef struct {
+    repro_bisect_ops_opts b;
+    int json;
+} bisect_ops_cli;
+
+/* 0, 1 for --help (printed), or -1 (error slot). */
+static int parse_ops_args(int argc, char **argv, bisect_ops_cli *o)
+{
+    static const struct option opts[] = {
+        {"repeat", required_argument, 0, 'r'}, {"steps", required_argument, 0, 's'},
+        {"seed", required_argument, 0, 'S'},   {"set", required_argument, 0, 'k'},
+        {"quarantine", required_argument, 0, 'q'}, {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+    };
+    o->b.repeat = 3;
+    optind = 1;
+    opterr = 0;
+    int c, li = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
+        switch (c) {
+        case 'r':
+            if (repro_parse_count_int("bisect: --repeat", optarg, 2, 32, &o->b.repeat))
+                return -1;
+            break;
+        case 's':
+        case 'S':
+        case 'k':
+            if (repro_run_pass_add(&o->b.pass, "bisect", opts[li].name, optarg) < 0)
+                return -1;
+            break;
+        case 'q': o->b.quarantine = optarg; break;
+        case 'j': o->json = 1; break;
+        case 'h': fputs(repro_bisect_usage, stdout); return 1;
+        case ':':
+            return repro_error_set(REPRO_EINVAL, "bisect: option '%s' needs a value",
+                                   argv[optind - 1]);
+        default:
+            return repro_error_set(REPRO_EINVAL,
+                                   "bisect: unknown option '%s' (see `repro help bisect`)",
+                                   argv[optind - 1]);
+        }
+    }
+    if (optind + 1 != argc)
+        return repro_error_set(REPRO_EINVAL, "bisect: expected one experiment file");
+    o->b.exp = argv[optind];
+    o->b.quiet = o->json;
+    return 0;
+}
+
+/* The first divergent op, in words and in doc. */
+static void report_first(const bisect_ops_cli *o, const repro_bisect_ops_result *r, json_t *doc)
+{
+    json_t *fo = json_pack("{s:I, s:s, s:s, s:s}", "step", (json_int_t)r->first_step, "name",
+                           r->name, "phase", r->phase[0] ? r->phase : "?", "layer", r->layer);
+    if (r->op[0])
+        json_object_set_new(fo, "op", json_string(r->op));
+    if (r->variant[0])
+        json_object_set_new(fo, "variant", json_string(r->variant));
+    if (r->has_info)
+        json_object_set_new(fo, "deterministic", json_boolean(r->deterministic));
+    json_object_set_new(doc, "diverged", json_true());
+    json_object_set_new(doc, "first_divergent_op", fo);
+    if (o->json)
+        return;
+    printf("first divergence: step %ld, %s, layer %s, %s (op %s, variant %s%s)\n", r->first_step,
+           !strcmp(r->phase, "fwd") ? "forward" : !strcmp(r->phase, "bwd") ? "backward" : "-",
+           r->layer[0] ? r->layer : "-", r->name, r->op[0] ? r->op : "?",
+           r->variant[0] ? r->variant : "?",
+           r->has_info ? (r->deterministic ? ", deterministic" : ", NONdeterministic") : "");
+    if (r->no_op_differs)
+        printf("  (no op output differs there: the first differing tensor is shown)\n");
+}
+
+/* The culprits, in words and in doc. */
+static void report_culprits(const bisect_ops_cli *o, const repro_bisect_ops_result *r,
+                            json_t *cul)
+{
+    for (int i = 0; i < r->nculprits; i++) {
+        char v[64];
+        repro_config_variant_name(&r->cfg, r->culprits[i], v, sizeof v);
+        json_array_append_new(cul, json_pack("{s:s, s:s}", "op",
+                                             repro_config_key_name(r->culprits[i]), "variant", v));
+    }
+    if (o->json)
+        return;
+    if (r->nculprits == 0)
+        printf("culprits: none of the %d nondeterministic variants in use makes the runs differ "
+               "on its own within %ld steps x %d runs\n",
+               r->ncand, r->test_steps, o->b.repeat);
+    else
+        printf("culprit%s (minimal: with %s deterministic the runs reproduce):\n",
+               r->nculprits == 1 ? "" : "s", r->nculprits == 1 ? "it" : "them");
+    for (int i = 0; i < r->nculprits; i++) {
+        char v[64];
+        repro_config_variant_name(&r->cfg, r->culprits[i], v, sizeof v);
+        printf("  variant.%s = %s\n", repro_config_key_name(r->culprits[i]), v);
+    }
+}
+
+/* (b) after a divergence: the culprit search and its report. The exit code
+ * (1: the runs diverged; an error's code if the search failed). */
+static int culprits(const bisect_ops_cli *o, repro_bisect_ops_result *r, json_t *doc)
+{
+    int exit_code = REPRO_EXIT_MISMATCH;
+    json_t *cul = json_array();
+    if (r->ncand == 0) {
+        if (!o->json)
+            printf("no nondeterministic kernel variant is in use%s: the divergence comes from "
+                   "elsewhere (data, environment, a fault)\n",
+                   o->b.quarantine ? " besides the quarantined one" : "");
+    } else if (repro_bisect_ops_culprits(&o->b, r)) {
+        exit_code = repro_report_error();
+    } else {
+        report_culprits(o, r, cul);
+    }
+    json_object_set_new(doc, "culprits", cul);
+    json_object_set_new(doc, "candidates", json_integer(r->ncand));
+    return exit_code;
+}
+
+/* (a) and, after a divergence, (b); the report; the exit code. */
+static int bisect_ops(const bisect_ops_cli *o, repro_bisect_ops_result *r)
+{
+    int rc = repro_bisect_ops_locate(&o->b, r);
+    if (rc)
+        return rc < 0 ? repro_report_error() : rc; /* a child's exit status */
+    json_t *doc = json_object();
+    json_object_set_new(doc, "experiment", json_string(r->cfg.name));
+    if (o->b.quarantine)
+        json_object_set_new(doc, "quarantine", json_string(o->b.quarantine));
+    int exit_code = 0;
+    if (!r->diverged) {
+        json_object_set_new(doc, "diverged", json_false());
+        if (!o->json)
+            printf("no divergence: two runs agree bit for bit over %ld steps%s\n", r->steps,
+                   o->b.quarantine ? " (with the quarantined op substituted)" : "");
+    } else {
+        report_first(o, r, doc);
+        exit_code = culprits(o, r, doc);
+    }
+    json_object_set_new(doc, "runs", json_integer(r->runs));
+    if (o->json) {
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+    } else {
+        printf("%ld fresh runs (traces under runs/%s/)\n", r->runs, r->cfg.name);
+    }
+    json_decref(doc);
+    return repro_finish_stdout(exit_code);
+}
+
+static int cmd_bisect_ops(int argc, char **argv)
+{
+    bisect_ops_cli o;
+    memset(&o, 0, sizeof o);
+    repro_bisect_ops_result *r = calloc(1, sizeof *r);
+    int rc = r ? parse_ops_args(argc, argv, &o)
+               : repro_error_set(REPRO_ENOMEM, "out of memory");
+    if (rc == 1)
+        rc = repro_finish_stdout(0);
+    else if (rc || repro_bisect_ops_prepare(&o.b, r))
+        rc = repro_report_error();
+    else
+        rc = bisect_ops(&o, r);
+    free(r);
+    return rc;
+}
+
+/* ---- the command ----------------------------------------------------------------- */
+
 int repro_cmd_bisect(int argc, char **argv)
 {
     /* --commits selects the commit search; anything else is the op level's.
@@ -115,7 +285,7 @@ int repro_cmd_bisect(int argc, char **argv)
         return repro_finish_stdout(0);
     }
     if (!has_option(argc, argv, "--commits"))
-        return repro_bisect_ops_main(argc, argv);
+        return cmd_bisect_ops(argc, argv);
     bisect_cli o;
     memset(&o, 0, sizeof o);
     o.b.repeat = 2;

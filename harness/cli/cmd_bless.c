@@ -2,6 +2,7 @@
  * every run is identical, installs the trace as the golden record for this
  * environment class, tied to the commit it was blessed at. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "golden/git.h"
 #include "golden/golden.h"
 #include "analysis/multirun.h"
+#include "util/numparse.h"
 
 const char repro_bless_usage[] =
     "usage: repro bless EXP [--runs N] [--every K] [--allow-dirty]\n"
@@ -34,178 +36,234 @@ const char repro_bless_usage[] =
     "Exit: 0 blessed, 1 runs differ (refused, with the check report), 2 dirty tree\n"
     "or bad experiment, 3 environment (not a git repository, lock held).\n";
 
+/* One bless: its options and what it holds, owned by repro_cmd_bless. */
+typedef struct {
+    const char *exp;
+    int runs, every, allow_dirty;
+    repro_config cfg;
+    repro_git *g;
+    repro_git_commit head;
+    repro_git_dirty *dirty;
+    char *exp_rel;
+    repro_env env;
+    repro_multirun *m;
+    char every_set[64]; /* "trace.every=K", passed to every run */
+} bless_ctx;
+
 static json_t *commit_json(const repro_git_commit *c)
 {
     return json_pack("{s:s, s:s, s:s, s:s}", "id", c->id, "short", c->short_id, "summary",
                      c->summary, "time", c->time_iso);
 }
 
-int repro_cmd_bless(int argc, char **argv)
+/* 0, 1 for --help (printed), or -1 (error slot). */
+static int parse_args(int argc, char **argv, bless_ctx *b)
 {
     static const struct option opts[] = {
         {"runs", required_argument, 0, 'r'}, {"every", required_argument, 0, 'e'},
         {"allow-dirty", no_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    int runs = 2, every = 10, allow_dirty = 0, c;
+    b->runs = 2;
+    b->every = 10;
     optind = 1;
     opterr = 0;
+    int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        char *end;
         switch (c) {
         case 'r':
-            runs = (int)strtol(optarg, &end, 10);
-            if (*end || runs < 1 || runs > 32) {
-                repro_error_set(REPRO_EINVAL, "bless: --runs %s: expected 1..32", optarg);
-                return repro_report_error();
-            }
+            if (repro_parse_count_int("bless: --runs", optarg, 1, 32, &b->runs))
+                return -1;
             break;
         case 'e':
-            every = (int)strtol(optarg, &end, 10);
-            if (*end || every < 1) {
-                repro_error_set(REPRO_EINVAL, "bless: --every %s: expected K >= 1", optarg);
-                return repro_report_error();
-            }
+            if (repro_parse_count_int("bless: --every", optarg, 1, INT_MAX, &b->every))
+                return -1;
             break;
-        case 'd': allow_dirty = 1; break;
-        case 'h': fputs(repro_bless_usage, stdout); return repro_finish_stdout(0);
+        case 'd': b->allow_dirty = 1; break;
+        case 'h': fputs(repro_bless_usage, stdout); return 1;
         case ':':
-            repro_error_set(REPRO_EINVAL, "bless: option '%s' needs a value", argv[optind - 1]);
-            return repro_report_error();
+            return repro_error_set(REPRO_EINVAL, "bless: option '%s' needs a value",
+                                   argv[optind - 1]);
         default:
-            repro_error_set(REPRO_EINVAL, "bless: unknown option '%s' (see `repro help bless`)",
-                            argv[optind - 1]);
-            return repro_report_error();
+            return repro_error_set(REPRO_EINVAL,
+                                   "bless: unknown option '%s' (see `repro help bless`)",
+                                   argv[optind - 1]);
         }
     }
-    if (optind + 1 != argc) {
-        repro_error_set(REPRO_EINVAL, "bless: expected one experiment file");
-        return repro_report_error();
-    }
-    const char *exp = argv[optind];
-    static repro_config cfg;
-    if (repro_config_load(&cfg, exp) || repro_config_validate(&cfg))
-        return repro_report_error();
+    if (optind + 1 != argc)
+        return repro_error_set(REPRO_EINVAL, "bless: expected one experiment file");
+    b->exp = argv[optind];
+    return repro_config_load(&b->cfg, b->exp) || repro_config_validate(&b->cfg) ? -1 : 0;
+}
 
-    repro_git *g = NULL;
-    repro_git_commit head = {0};
-    repro_git_dirty *dirty = NULL;
-    char *exp_rel = NULL;
-    json_t *golden = NULL;
-    static repro_multirun m;
-    int mr_used = 0, rc = 0;
-    repro_env env;
-    if (repro_git_open(&g, NULL) || repro_git_head(g, &head) || repro_git_relpath(g, exp, &exp_rel) ||
-        repro_git_dirty_list(g, NULL, 0, &dirty) || repro_env_get(&env)) {
-        rc = repro_report_error();
-        goto done;
-    }
-    /* Goldens are outputs, not inputs: blessing one experiment after another
-     * must not count the first one's new golden as a dirty tree. */
+/* The repository, HEAD, the experiment's path in it, the dirty files (minus
+ * goldens: they are outputs, not inputs, so blessing one experiment after
+ * another must not count the first one's new golden as a dirty tree), and
+ * the environment. 0 or -1 (error slot). */
+static int read_state(bless_ctx *b)
+{
+    if (repro_git_open(&b->g, NULL) || repro_git_head(b->g, &b->head) ||
+        repro_git_relpath(b->g, b->exp, &b->exp_rel) ||
+        repro_git_dirty_list(b->g, NULL, 0, &b->dirty) || repro_env_get(&b->env))
+        return -1;
+    repro_git_dirty *d = b->dirty;
     size_t kept = 0;
-    for (size_t i = 0; i < dirty->n; i++) {
-        if (!strncmp(dirty->entries[i].path, "golden/", 7)) {
-            free(dirty->entries[i].path);
-            free(dirty->entries[i].old_path);
+    for (size_t i = 0; i < d->n; i++) {
+        if (!strncmp(d->entries[i].path, "golden/", 7)) {
+            free(d->entries[i].path);
+            free(d->entries[i].old_path);
             continue;
         }
-        dirty->entries[kept++] = dirty->entries[i];
+        d->entries[kept++] = d->entries[i];
     }
-    dirty->n = kept;
-    if (dirty->n > 0 && !allow_dirty) {
-        fprintf(stderr, "repro: bless: the work tree has uncommitted changes; a golden must name "
-                        "the commit it belongs to:\n");
-        for (size_t i = 0; i < dirty->n && i < 20; i++)
-            fprintf(stderr, "  %c %s\n", dirty->entries[i].status, dirty->entries[i].path);
-        if (dirty->n > 20)
-            fprintf(stderr, "  ... and %zu more\n", dirty->n - 20);
-        fprintf(stderr, "repro: commit them, or bless anyway with --allow-dirty (recorded)\n");
-        rc = REPRO_EXIT_USAGE;
-        goto done;
-    }
+    d->n = kept;
+    return 0;
+}
 
-    /* The runs must agree before anything is written. */
-    repro_multirun_init(&m, exp, cfg.name, "bless");
-    mr_used = 1;
-    static char every_set[64];
-    snprintf(every_set, sizeof every_set, "trace.every=%d", every);
-    m.pass[m.npass++] = "--set";
-    m.pass[m.npass++] = every_set;
-    for (int i = 0; i < runs; i++) {
+/* A dirty tree without --allow-dirty: says what is dirty, exit 2. */
+static int refuse_dirty(const bless_ctx *b)
+{
+    const repro_git_dirty *d = b->dirty;
+    fprintf(stderr, "repro: bless: the work tree has uncommitted changes; a golden must name "
+                    "the commit it belongs to:\n");
+    for (size_t i = 0; i < d->n && i < 20; i++)
+        fprintf(stderr, "  %c %s\n", d->entries[i].status, d->entries[i].path);
+    if (d->n > 20)
+        fprintf(stderr, "  ... and %zu more\n", d->n - 20);
+    fprintf(stderr, "repro: commit them, or bless anyway with --allow-dirty (recorded)\n");
+    return REPRO_EXIT_USAGE;
+}
+
+/* The runs, which must agree before anything is written: 0 when they do,
+ * else the exit code (1 with the report when they differ). */
+static int run_all(bless_ctx *b)
+{
+    if (!(b->m = calloc(1, sizeof *b->m))) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        return repro_report_error();
+    }
+    repro_multirun *m = b->m;
+    repro_multirun_init(m, b->exp, b->cfg.name, "bless");
+    snprintf(b->every_set, sizeof b->every_set, "trace.every=%d", b->every);
+    m->pass[m->npass++] = "--set";
+    m->pass[m->npass++] = b->every_set;
+    for (int i = 0; i < b->runs; i++) {
         char label[32];
         snprintf(label, sizeof label, "run %d", i + 1);
-        repro_multirun_add(&m, label, "fresh-process run to run", NULL, NULL);
+        repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL);
     }
-    rc = repro_multirun_execute(&m);
-    if (rc) {
-        rc = rc < 0 ? repro_report_error() : rc;
-        goto done;
-    }
-    if (m.failed) {
-        repro_multirun_print(&m, stdout);
-        printf("bless refused: %d of %d runs differ from run 1, so there is no one trajectory to "
-               "bless (traces in %s)\n",
-               m.failed, m.nplan - 1, m.root);
-        rc = REPRO_EXIT_MISMATCH;
-        goto done;
-    }
+    int rc = repro_multirun_execute(m);
+    if (rc)
+        return rc < 0 ? repro_report_error() : rc;
+    if (!m->failed)
+        return 0;
+    repro_multirun_print(m, stdout);
+    printf("bless refused: %d of %d runs differ from run 1, so there is no one trajectory to "
+           "bless (traces in %s)\n",
+           m->failed, m->nplan - 1, m->root);
+    return REPRO_EXIT_MISMATCH;
+}
 
-    /* The golden's provenance. */
+/* The tree ids of the numerics paths and the experiment at HEAD. */
+static json_t *numerics_trees(const bless_ctx *b)
+{
     json_t *trees = json_object();
     const char *paths[8];
     int np = 0;
     for (int i = 0; i < repro_numerics_npaths; i++)
         paths[np++] = repro_numerics_paths[i];
-    paths[np++] = exp_rel;
+    paths[np++] = b->exp_rel;
     for (int i = 0; i < np; i++) {
         char id[41];
-        if (repro_git_tree_id(g, NULL, paths[i], id)) {
+        if (repro_git_tree_id(b->g, NULL, paths[i], id)) {
             json_decref(trees);
-            rc = repro_report_error();
-            goto done;
+            return NULL;
         }
         json_object_set_new(trees, paths[i], json_string(id));
     }
+    return trees;
+}
+
+/* The golden's provenance header; NULL with the error slot set. */
+static json_t *provenance(const bless_ctx *b)
+{
+    json_t *trees = numerics_trees(b);
+    if (!trees)
+        return NULL;
     json_t *dirty_files = json_array();
-    for (size_t i = 0; i < dirty->n; i++)
-        json_array_append_new(dirty_files, json_string(dirty->entries[i].path));
+    for (size_t i = 0; i < b->dirty->n; i++)
+        json_array_append_new(dirty_files, json_string(b->dirty->entries[i].path));
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    golden = json_object();
-    json_object_set_new(golden, "commit", commit_json(&head));
-    json_object_set_new(golden, "dirty", json_boolean(dirty->n > 0));
+    json_t *golden = json_object();
+    json_object_set_new(golden, "commit", commit_json(&b->head));
+    json_object_set_new(golden, "dirty", json_boolean(b->dirty->n > 0));
     json_object_set_new(golden, "dirty_files", dirty_files);
-    json_object_set_new(golden, "allow_dirty", json_boolean(allow_dirty));
+    json_object_set_new(golden, "allow_dirty", json_boolean(b->allow_dirty));
     json_object_set_new(golden, "numerics_trees", trees);
-    json_object_set_new(golden, "experiment_file", json_string(exp_rel));
-    json_object_set_new(golden, "runs", json_integer(runs));
-    json_object_set_new(golden, "env_class", json_string(env.class_id));
+    json_object_set_new(golden, "experiment_file", json_string(b->exp_rel));
+    json_object_set_new(golden, "runs", json_integer(b->runs));
+    json_object_set_new(golden, "env_class", json_string(b->env.class_id));
     json_object_set_new(golden, "blessed_at", json_string(stamp));
-    json_object_set_new(golden, "shallow", json_boolean(repro_git_is_shallow(g)));
+    json_object_set_new(golden, "shallow", json_boolean(repro_git_is_shallow(b->g)));
+    return golden;
+}
 
-    char dest[1400], shown[1400];
-    repro_golden_path(repro_git_workdir(g), cfg.name, env.class_id, dest, sizeof dest);
-    repro_golden_path("", cfg.name, env.class_id, shown, sizeof shown);
-    if (repro_golden_install(m.traces[0].path, dest, golden, 10)) {
-        rc = repro_report_error();
-        goto done;
-    }
-    char chain[65];
-    repro_digest_hex(&m.traces[0].trailer_chain, chain);
-    printf("blessed %s: %d identical runs of %ld steps at %s%s (%s), chain %s\n", shown, runs,
-           m.traces[0].trailer_steps, head.short_id, dirty->n ? " + uncommitted changes" : "",
-           head.summary, chain);
-    printf("commit it so that `repro check %s` compares with it\n", exp);
-done:
+/* Installs run 1's trace as the golden and says so: 0 or an exit code. */
+static int install(const bless_ctx *b)
+{
+    const repro_trace *t = &b->m->traces[0];
+    json_t *golden = provenance(b);
+    if (!golden)
+        return repro_report_error();
+    char dest[1400], shown[1400], chain[65];
+    repro_golden_path(repro_git_workdir(b->g), b->cfg.name, b->env.class_id, dest, sizeof dest);
+    repro_golden_path("", b->cfg.name, b->env.class_id, shown, sizeof shown);
+    int rc = repro_golden_install(t->path, dest, golden, 10);
     json_decref(golden);
-    if (mr_used)
-        repro_multirun_release(&m);
-    free(exp_rel);
-    repro_git_dirty_free(dirty);
-    repro_git_commit_release(&head);
-    repro_git_free(g);
+    if (rc)
+        return repro_report_error();
+    repro_digest_hex(&t->trailer_chain, chain);
+    printf("blessed %s: %d identical runs of %ld steps at %s%s (%s), chain %s\n", shown, b->runs,
+           t->trailer_steps, b->head.short_id, b->dirty->n ? " + uncommitted changes" : "",
+           b->head.summary, chain);
+    printf("commit it so that `repro check %s` compares with it\n", b->exp);
+    return 0;
+}
+
+static void release(bless_ctx *b)
+{
+    if (b->m)
+        repro_multirun_release(b->m);
+    free(b->m);
+    free(b->exp_rel);
+    repro_git_dirty_free(b->dirty);
+    repro_git_commit_release(&b->head);
+    repro_git_free(b->g);
+    free(b);
+}
+
+int repro_cmd_bless(int argc, char **argv)
+{
+    bless_ctx *b = calloc(1, sizeof *b);
+    if (!b) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        return repro_report_error();
+    }
+    int rc = parse_args(argc, argv, b);
+    if (rc) {
+        free(b);
+        return rc == 1 ? repro_finish_stdout(0) : repro_report_error();
+    }
+    if (read_state(b))
+        rc = repro_report_error();
+    else if (b->dirty->n > 0 && !b->allow_dirty)
+        rc = refuse_dirty(b);
+    else if ((rc = run_all(b)) == 0)
+        rc = install(b);
+    release(b);
     return repro_finish_stdout(rc);
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "util/error.h"
 #include "golden/check_golden.h"
 #include "analysis/multirun.h"
+#include "util/numparse.h"
 #include "record/trace.h"
 
 const char repro_check_usage[] =
@@ -60,9 +62,14 @@ typedef struct {
     const char *junit;
     int require_golden, no_golden;
     int overridden; /* --set or --seed: the committed config's golden may not apply */
+    const char *exp;
+    const char *threads, *workers; /* lists of counts, one run each */
+    long resume_at;
+    repro_run_pass pass;            /* --steps, --seed, --set for every run */
 } check_opts;
 
-static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts *o)
+/* 0, 1 for --help (printed), or -1 (error slot). */
+static int parse_check_args(int argc, char **argv, check_opts *o)
 {
     static const struct option opts[] = {
         {"runs", required_argument, 0, 'r'},    {"threads", required_argument, 0, 't'},
@@ -73,34 +80,22 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
         {"resume-at", required_argument, 0, 'A'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
-    const char *threads = NULL, *workers = NULL;
-    long resume_at = 0;
-    char *pass[REPRO_MULTIRUN_MAX_PASS];
-    int npass = 0;
     o->runs = 2;
     optind = 1;
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    int c, li = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
         switch (c) {
-        case 'r': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 1 || v > 32)
-                return repro_error_set(REPRO_EINVAL, "check: --runs %s: expected 1..32", optarg);
-            o->runs = (int)v;
+        case 'r':
+            if (repro_parse_count_int("check: --runs", optarg, 1, 32, &o->runs))
+                return -1;
             break;
-        }
-        case 't': threads = optarg; break;
-        case 'A': {
-            char *end;
-            resume_at = strtol(optarg, &end, 10);
-            if (end == optarg || *end || resume_at < 1)
-                return repro_error_set(REPRO_EINVAL,
-                                       "check: --resume-at %s: expected a step >= 1", optarg);
+        case 't': o->threads = optarg; break;
+        case 'A':
+            if (repro_parse_count("check: --resume-at", optarg, 1, LONG_MAX, &o->resume_at))
+                return -1;
             break;
-        }
-        case 'w': workers = optarg; break;
+        case 'w': o->workers = optarg; break;
         case 'j': o->json = 1; break;
         case 'J': o->junit = optarg; break;
         case 'G': o->require_golden = 1; break;
@@ -108,11 +103,8 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
         case 's':
         case 'S':
         case 'k':
-            if (npass + 2 > REPRO_MULTIRUN_MAX_PASS)
-                return repro_error_set(REPRO_EINVAL, "check: too many options");
-            pass[npass++] = c == 's' ? "--steps" : c == 'S' ? "--seed" : "--set";
-            pass[npass++] = optarg;
-            o->overridden |= c != 's';
+            if (repro_run_pass_add(&o->pass, "check", opts[li].name, optarg) < 0)
+                return -1;
             break;
         case 'h':
             fputs(repro_check_usage, stdout);
@@ -131,20 +123,23 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
     if (optind + 1 < argc)
         return repro_error_set(REPRO_EINVAL, "check: more than one experiment ('%s', '%s')",
                                argv[optind], argv[optind + 1]);
-    const char *exp = argv[optind];
+    o->exp = argv[optind];
+    o->overridden = o->pass.overridden;
+    return 0;
+}
 
-    /* Validate the experiment and overrides here, so errors name the file. */
-    static repro_config cfg;
-    if (repro_config_load(&cfg, exp))
+/* The runs: N with the experiment's own settings, one per thread and
+ * worker count, one resumed. The experiment and the overrides are
+ * validated here, so errors name the file. 0 or -1 (error slot). */
+static int plan_runs(repro_multirun *m, const check_opts *o)
+{
+    repro_config cfg;
+    if (repro_config_load(&cfg, o->exp) ||
+        repro_config_apply_run_options(&cfg, o->pass.argv, o->pass.n) ||
+        repro_config_validate(&cfg))
         return -1;
-    if (repro_config_apply_run_options(&cfg, pass, npass))
-        return -1;
-    if (repro_config_validate(&cfg))
-        return -1;
-
-    repro_multirun_init(m, exp, cfg.name, "check");
-    memcpy(m->pass, pass, sizeof(char *) * (size_t)npass);
-    m->npass = npass;
+    repro_multirun_init(m, o->exp, cfg.name, "check");
+    repro_multirun_add_pass(m, &o->pass);
     m->quiet = o->json;
     for (int i = 0; i < o->runs; i++) {
         char label[32];
@@ -152,10 +147,13 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
         if (repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL))
             return -1;
     }
-    if (threads && repro_multirun_add_list(m, "--threads", threads, "thread count", "threads"))
+    if (o->threads &&
+        repro_multirun_add_list(m, "--threads", o->threads, "thread count", "threads"))
         return -1;
-    if (workers && repro_multirun_add_list(m, "--workers", workers, "worker count", "workers"))
+    if (o->workers &&
+        repro_multirun_add_list(m, "--workers", o->workers, "worker count", "workers"))
         return -1;
+    long resume_at = o->resume_at;
     if (resume_at) {
         if (resume_at >= cfg.train_steps)
             return repro_error_set(REPRO_EINVAL,
@@ -174,33 +172,21 @@ static int parse_check_args(int argc, char **argv, repro_multirun *m, check_opts
     return 0;
 }
 
-int repro_cmd_check(int argc, char **argv)
+/* The verdict of the runs and the golden, as text or JSON; the exit code. */
+static int report(repro_multirun *m, const check_opts *o)
 {
-    static repro_multirun m;
-    check_opts o = {0};
-    int rc = parse_check_args(argc, argv, &m, &o);
-    if (rc == 1)
-        return repro_finish_stdout(0);
-    if (rc)
-        return repro_report_error();
-    rc = repro_multirun_execute(&m);
-    if (rc) {
-        int code = rc < 0 ? repro_report_error() : rc;
-        repro_multirun_release(&m);
-        return code;
-    }
     char chain[65];
-    repro_digest_hex(&m.traces[0].trailer_chain, chain);
-    int exit_code = m.failed ? REPRO_EXIT_MISMATCH : 0;
+    repro_digest_hex(&m->traces[0].trailer_chain, chain);
+    int exit_code = m->failed ? REPRO_EXIT_MISMATCH : 0;
     /* The golden of this environment class, compared with run 1. */
     char *gtext = NULL;
     size_t glen = 0;
-    FILE *gout = o.json ? NULL : open_memstream(&gtext, &glen);
-    json_t *gjson = o.json ? json_object() : NULL;
+    FILE *gout = o->json ? NULL : open_memstream(&gtext, &glen);
+    json_t *gjson = o->json ? json_object() : NULL;
     int grc = 0;
-    if (!o.no_golden) {
-        grc = repro_check_golden(&m.traces[0], m.traces[0].experiment, o.overridden,
-                                 o.require_golden, gout, gjson);
+    if (!o->no_golden) {
+        grc = repro_check_golden(&m->traces[0], m->traces[0].experiment, o->overridden,
+                                 o->require_golden, gout, gjson);
         if (grc < 0 || grc >= REPRO_EXIT_USAGE)
             grc = repro_report_error();
     }
@@ -210,34 +196,55 @@ int repro_cmd_check(int argc, char **argv)
         exit_code = REPRO_EXIT_MISMATCH;
     else if (grc)
         exit_code = grc;
-    if (o.json) {
-        json_t *doc = repro_multirun_json(&m);
-        json_object_set_new(doc, "experiment", json_string(m.traces[0].experiment));
+    if (o->json) {
+        json_t *doc = repro_multirun_json(m);
+        json_object_set_new(doc, "experiment", json_string(m->traces[0].experiment));
         json_object_set_new(doc, "reproducible", json_boolean(exit_code == 0));
-        json_object_set_new(doc, "runs_identical", json_boolean(m.failed == 0));
+        json_object_set_new(doc, "runs_identical", json_boolean(m->failed == 0));
         json_object_set_new(doc, "chain", json_string(chain));
-        json_object_set_new(doc, "directory", json_string(m.root));
-        json_object_set_new(doc, "golden", o.no_golden ? json_null() : gjson);
-        if (o.no_golden)
+        json_object_set_new(doc, "directory", json_string(m->root));
+        json_object_set_new(doc, "golden", o->no_golden ? json_null() : gjson);
+        if (o->no_golden)
             json_decref(gjson);
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(doc);
     } else {
-        repro_multirun_print(&m, stdout);
+        repro_multirun_print(m, stdout);
         if (gtext)
             fputs(gtext, stdout);
-        if (m.failed == 0)
+        if (m->failed == 0)
             printf("%s: %d run%s identical over %ld steps, chain %s\n",
-                   exit_code ? "NOT reproducible (golden)" : "reproducible", m.nplan,
-                   m.nplan == 1 ? "" : "s", m.traces[0].trailer_steps, chain);
+                   exit_code ? "NOT reproducible (golden)" : "reproducible", m->nplan,
+                   m->nplan == 1 ? "" : "s", m->traces[0].trailer_steps, chain);
         else
-            printf("NOT reproducible: %d of %d runs differ from %s (traces in %s)\n", m.failed,
-                   m.nplan - 1, m.plan[0].label, m.root);
+            printf("NOT reproducible: %d of %d runs differ from %s (traces in %s)\n", m->failed,
+                   m->nplan - 1, m->plan[0].label, m->root);
     }
     free(gtext);
-    if (o.junit && repro_multirun_junit(&m, o.junit))
+    if (o->junit && repro_multirun_junit(m, o->junit))
         exit_code = repro_report_error();
-    repro_multirun_release(&m);
     return repro_finish_stdout(exit_code);
+}
+
+int repro_cmd_check(int argc, char **argv)
+{
+    repro_multirun *m = calloc(1, sizeof *m);
+    if (!m) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        return repro_report_error();
+    }
+    check_opts o = {0};
+    int rc = parse_check_args(argc, argv, &o);
+    if (rc == 1)
+        rc = repro_finish_stdout(0); /* --help */
+    else if (rc || plan_runs(m, &o))
+        rc = repro_report_error();
+    else if ((rc = repro_multirun_execute(m)) != 0)
+        rc = rc < 0 ? repro_report_error() : rc; /* a child's exit status */
+    else
+        rc = report(m, &o);
+    repro_multirun_release(m);
+    free(m);
+    return rc;
 }

@@ -17,6 +17,7 @@
 #include "analysis/elemdiff.h"
 #include "util/error.h"
 #include "analysis/multirun.h"
+#include "util/numparse.h"
 
 const char repro_compare_usage[] =
     "usage: repro compare EXP --vary KEY=V1,V2[,...] [options]\n"
@@ -59,6 +60,20 @@ typedef struct {
     uint64_t max_ulp;        /* params at the end vs value 0 */
     double end_rel_l2;
 } value_result;
+
+/* One comparison: its options, the values and their runs; owned by
+ * repro_cmd_compare (heap: each value's multirun is large). */
+typedef struct {
+    const char *exp, *vary, *plot;
+    int runs, json;
+    repro_run_pass pass;
+    repro_config cfg;    /* the experiment with the pass-through options */
+    char key[128];       /* the varied key, as given */
+    int k;               /* its index in the key table */
+    value_result v[MAX_VALUES];
+    int nv;
+    char laststep[32];   /* --dump of the last step, for ULP distances */
+} compare_ctx;
 
 /* The first trace line that has `key`, parsed (new reference), or NULL. */
 static json_t *line_with(const char *path, const char *key, int last)
@@ -132,60 +147,78 @@ static const char *algo_summary(json_t *algos, char *buf, size_t len)
     return buf;
 }
 
+/* ---- the plot ---------------------------------------------------------- */
+
+typedef struct {
+    double W, H, L, R, T, B, lo, hi;
+    long maxstep;
+} plot_frame;
+
+static double plot_y(const plot_frame *p, double rel)
+{
+    const double floor_v = 1e-12;
+    double e = log10(rel > floor_v ? rel : floor_v);
+    return p->H - p->B - (e - p->lo) / (p->hi - p->lo) * (p->H - p->B - p->T);
+}
+
+/* Title, axes, decades and labels. */
+static void plot_axes(FILE *f, const plot_frame *p, const char *title, const char *first)
+{
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+               "width=\"%g\" height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n",
+            p->W, p->H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(f, "<text x=\"%g\" y=\"22\" font-size=\"15\">", p->L);
+    for (const char *c = title; *c; c++)
+        fputs(*c == '<' ? "&lt;" : *c == '&' ? "&amp;" : (char[]){*c, 0}, f);
+    fprintf(f, "</text>\n");
+    fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", p->L,
+            p->H - p->B, p->W - p->R, p->H - p->B);
+    fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", p->L, p->T,
+            p->L, p->H - p->B);
+    for (double e = p->lo; e <= p->hi; e += 2) {
+        double y = p->H - p->B - (e - p->lo) / (p->hi - p->lo) * (p->H - p->B - p->T);
+        fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%s1e%g</text>\n", p->L - 6, y + 4,
+                e == p->lo ? "0 / " : "", e);
+        fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"#ddd\"/>\n", p->L, y,
+                p->W - p->R, y);
+    }
+    fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step (1..%ld)</text>\n",
+            (p->L + p->W - p->R) / 2, p->H - 15, p->maxstep);
+    fprintf(f, "<text x=\"15\" y=\"%g\" transform=\"rotate(-90 15 %g)\" text-anchor=\"middle\">"
+               "relative L2 difference of parameters vs %s (log)</text>\n",
+            (p->T + p->H - p->B) / 2, (p->T + p->H - p->B) / 2, first);
+}
+
 /* One SVG line chart: rel_l2 vs value 0 over the steps, one series each. */
-static int plot_multi(const char *path, const char *title, value_result *v, int n)
+static int plot_multi(const char *path, const char *title, const value_result *v, int n)
 {
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                          "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"};
     FILE *f = fopen(path, "w");
     if (!f)
         return repro_error_set_errno(REPRO_EIO, "%s: cannot create", path);
-    const double W = 760, H = 420, L = 70, R = 20, T = 40, B = 50, floor_v = 1e-12;
-    long maxstep = 1;
+    plot_frame p = {760, 420, 70, 20, 40, 50, log10(1e-12), 0, 1};
     double top = 1e-6;
     for (int i = 0; i < n; i++)
         for (long k = 0; v[i].have_div && k < v[i].div.ncurve; k++) {
-            if (v[i].div.curve[k].step > maxstep)
-                maxstep = v[i].div.curve[k].step;
+            if (v[i].div.curve[k].step > p.maxstep)
+                p.maxstep = v[i].div.curve[k].step;
             if (v[i].div.curve[k].rel_l2 > top)
                 top = v[i].div.curve[k].rel_l2;
         }
-    double lo = log10(floor_v), hi = ceil(log10(top));
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
-               "width=\"%g\" height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n",
-            W, H);
-    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    fprintf(f, "<text x=\"%g\" y=\"22\" font-size=\"15\">", L);
-    for (const char *p = title; *p; p++)
-        fputs(*p == '<' ? "&lt;" : *p == '&' ? "&amp;" : (char[]){*p, 0}, f);
-    fprintf(f, "</text>\n");
-    fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", L, H - B,
-            W - R, H - B);
-    fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", L, T, L, H - B);
-    for (double e = lo; e <= hi; e += 2) {
-        double y = H - B - (e - lo) / (hi - lo) * (H - B - T);
-        fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%s1e%g</text>\n", L - 6, y + 4,
-                e == lo ? "0 / " : "", e);
-        fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"#ddd\"/>\n", L, y,
-                W - R, y);
-    }
-    fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step (1..%ld)</text>\n",
-            (L + W - R) / 2, H - 15, maxstep);
-    fprintf(f, "<text x=\"15\" y=\"%g\" transform=\"rotate(-90 15 %g)\" text-anchor=\"middle\">"
-               "relative L2 difference of parameters vs %s (log)</text>\n",
-            (T + H - B) / 2, (T + H - B) / 2, v[0].value);
+    p.hi = ceil(log10(top));
+    plot_axes(f, &p, title, v[0].value);
     for (int i = 0; i < n; i++) {
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
                 colors[i % 8]);
         for (long k = 0; v[i].have_div && k < v[i].div.ncurve; k++) {
-            double r = v[i].div.curve[k].rel_l2;
-            double e = log10(r > floor_v ? r : floor_v);
-            double x = L + (double)(v[i].div.curve[k].step - 1) / (double)(maxstep > 1 ? maxstep - 1 : 1) * (W - L - R);
-            double y = H - B - (e - lo) / (hi - lo) * (H - B - T);
-            fprintf(f, "%.1f,%.1f ", x, y);
+            double x = p.L + (double)(v[i].div.curve[k].step - 1) /
+                                 (double)(p.maxstep > 1 ? p.maxstep - 1 : 1) * (p.W - p.L - p.R);
+            fprintf(f, "%.1f,%.1f ", x, plot_y(&p, v[i].div.curve[k].rel_l2));
         }
-        fprintf(f, "\"/>\n<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", W - R - 150,
-                T + 16.0 * (i + 1), colors[i % 8], v[i].value);
+        fprintf(f, "\"/>\n<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", p.W - p.R - 150,
+                p.T + 16.0 * (i + 1), colors[i % 8], v[i].value);
     }
     fprintf(f, "</svg>\n");
     if (fclose(f) != 0)
@@ -193,7 +226,10 @@ static int plot_multi(const char *path, const char *title, value_result *v, int 
     return 0;
 }
 
-int repro_cmd_compare(int argc, char **argv)
+/* ---- options and values ------------------------------------------------- */
+
+/* 0, 1 for --help (printed), or -1 (error slot). */
+static int parse_args(int argc, char **argv, compare_ctx *x)
 {
     static const struct option opts[] = {
         {"vary", required_argument, 0, 'v'},  {"runs", required_argument, 0, 'r'},
@@ -202,248 +238,300 @@ int repro_cmd_compare(int argc, char **argv)
         {"set", required_argument, 0, 'k'},   {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *vary = NULL, *plot = NULL;
-    int runs = 2, json = 0, c;
-    char *pass[REPRO_MULTIRUN_MAX_PASS];
-    int npass = 0;
+    int c, li = 0;
+    x->runs = 2;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        char *end;
+    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
         switch (c) {
-        case 'v': vary = optarg; break;
+        case 'v': x->vary = optarg; break;
         case 'r':
-            runs = (int)strtol(optarg, &end, 10);
-            if (*end || runs < 1 || runs > 16) {
-                repro_error_set(REPRO_EINVAL, "compare: --runs %s: expected 1..16", optarg);
-                return repro_report_error();
-            }
+            if (repro_parse_count_int("compare: --runs", optarg, 1, 16, &x->runs))
+                return -1;
             break;
-        case 'j': json = 1; break;
-        case 'p': plot = optarg; break;
+        case 'j': x->json = 1; break;
+        case 'p': x->plot = optarg; break;
         case 's':
         case 'S':
         case 'k':
-            if (npass + 2 > REPRO_MULTIRUN_MAX_PASS - 8) {
-                repro_error_set(REPRO_EINVAL, "compare: too many options");
-                return repro_report_error();
-            }
-            pass[npass++] = c == 's' ? "--steps" : c == 'S' ? "--seed" : "--set";
-            pass[npass++] = optarg;
+            if (repro_run_pass_add(&x->pass, "compare", opts[li].name, optarg) < 0)
+                return -1;
             break;
-        case 'h': fputs(repro_compare_usage, stdout); return repro_finish_stdout(0);
+        case 'h': fputs(repro_compare_usage, stdout); return 1;
         default:
-            repro_error_set(REPRO_EINVAL, "compare: bad option '%s' (see `repro help compare`)",
-                            argv[optind - 1]);
-            return repro_report_error();
+            return repro_error_set(REPRO_EINVAL,
+                                   "compare: bad option '%s' (see `repro help compare`)",
+                                   argv[optind - 1]);
         }
     }
-    if (optind + 1 != argc || !vary) {
-        repro_error_set(REPRO_EINVAL, "compare: expected EXP and --vary KEY=V1,V2");
-        return repro_report_error();
+    if (optind + 1 != argc || !x->vary)
+        return repro_error_set(REPRO_EINVAL, "compare: expected EXP and --vary KEY=V1,V2");
+    x->exp = argv[optind];
+    if (repro_config_load(&x->cfg, x->exp) ||
+        repro_config_apply_run_options(&x->cfg, x->pass.argv, x->pass.n))
+        return -1;
+    snprintf(x->laststep, sizeof x->laststep, "%d", x->cfg.train_steps);
+    return 0;
+}
+
+/* One value "V[+KEY2=W...]" (tok is modified): its --set and companions,
+ * validated on a copy of the config like the file. */
+static int parse_value(compare_ctx *x, char *tok)
+{
+    if (x->nv == MAX_VALUES)
+        return repro_error_set(REPRO_EINVAL, "compare: at most %d values", MAX_VALUES);
+    value_result *v = &x->v[x->nv];
+    snprintf(v->value, sizeof v->value, "%s", tok);
+    char *plus = strchr(tok, '+');
+    if (plus)
+        *plus = '\0';
+    snprintf(v->set, sizeof v->set, "%s.%s=%s", repro_config_key_section(x->k),
+             repro_config_key_name(x->k), tok);
+    repro_config probe = x->cfg;
+    if (repro_config_set(&probe, v->set))
+        return -1;
+    for (char *a = plus ? plus + 1 : NULL; a && *a;) {
+        char *next = strchr(a, '+');
+        if (next)
+            *next = '\0';
+        if (v->nalso == 4)
+            return repro_error_set(REPRO_EINVAL, "compare: at most 4 +KEY=V per value");
+        snprintf(v->also[v->nalso], sizeof v->also[0], "%s", a);
+        if (repro_config_set(&probe, v->also[v->nalso++]))
+            return -1;
+        a = next ? next + 1 : NULL;
     }
-    const char *exp = argv[optind];
-    static repro_config cfg;
-    if (repro_config_load(&cfg, exp))
-        return repro_report_error();
-    if (repro_config_apply_run_options(&cfg, pass, npass))
-        return repro_report_error();
-    /* The key and every value, validated like the file. */
-    const char *eq = strchr(vary, '=');
-    char key[128];
-    if (!eq || eq == vary || !eq[1] || (size_t)(eq - vary) >= sizeof key) {
-        repro_error_set(REPRO_EINVAL, "compare: --vary %s: expected KEY=V1,V2", vary);
-        return repro_report_error();
-    }
-    snprintf(key, sizeof key, "%.*s", (int)(eq - vary), vary);
-    int k = repro_config_find_key(key);
-    if (k < 0) {
-        repro_error_set(REPRO_EINVAL, "compare: --vary: %s key '%s' (see `repro help config`)",
-                        k == -2 ? "ambiguous" : "unknown", key);
-        return repro_report_error();
-    }
-    static value_result v[MAX_VALUES];
-    int nv = 0;
+    if (repro_config_validate(&probe))
+        return -1;
+    x->nv++;
+    return 0;
+}
+
+/* --vary KEY=V1,V2,...: the key and every value. */
+static int parse_vary(compare_ctx *x)
+{
+    const char *eq = strchr(x->vary, '=');
+    if (!eq || eq == x->vary || !eq[1] || (size_t)(eq - x->vary) >= sizeof x->key)
+        return repro_error_set(REPRO_EINVAL, "compare: --vary %s: expected KEY=V1,V2", x->vary);
+    snprintf(x->key, sizeof x->key, "%.*s", (int)(eq - x->vary), x->vary);
+    x->k = repro_config_find_key(x->key);
+    if (x->k < 0)
+        return repro_error_set(REPRO_EINVAL, "compare: --vary: %s key '%s' (see `repro help config`)",
+                               x->k == -2 ? "ambiguous" : "unknown", x->key);
     char list[512];
     snprintf(list, sizeof list, "%s", eq + 1);
     char *save = NULL;
-    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (nv == MAX_VALUES) {
-            repro_error_set(REPRO_EINVAL, "compare: at most %d values", MAX_VALUES);
-            return repro_report_error();
-        }
-        memset(&v[nv], 0, sizeof v[nv]);
-        snprintf(v[nv].value, sizeof v[nv].value, "%s", tok);
-        char *plus = strchr(tok, '+');
-        if (plus)
-            *plus = '\0';
-        snprintf(v[nv].set, sizeof v[nv].set, "%s.%s=%s", repro_config_key_section(k),
-                 repro_config_key_name(k), tok);
-        static repro_config probe;
-        probe = cfg;
-        if (repro_config_set(&probe, v[nv].set))
-            return repro_report_error();
-        for (char *a = plus ? plus + 1 : NULL; a && *a;) {
-            char *next = strchr(a, '+');
-            if (next)
-                *next = '\0';
-            if (v[nv].nalso == 4) {
-                repro_error_set(REPRO_EINVAL, "compare: at most 4 +KEY=V per value");
-                return repro_report_error();
-            }
-            snprintf(v[nv].also[v[nv].nalso], sizeof v[nv].also[0], "%s", a);
-            if (repro_config_set(&probe, v[nv].also[v[nv].nalso++]))
-                return repro_report_error();
-            a = next ? next + 1 : NULL;
-        }
-        if (repro_config_validate(&probe))
-            return repro_report_error();
-        nv++;
-    }
-    char laststep[32];
-    snprintf(laststep, sizeof laststep, "%d", cfg.train_steps);
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (parse_value(x, tok))
+            return -1;
+    return 0;
+}
 
-    /* The runs, value by value. */
-    int rc = 0;
-    for (int i = 0; i < nv; i++) {
-        repro_multirun *m = &v[i].m;
-        repro_multirun_init(m, exp, cfg.name, "compare");
-        memcpy(m->pass, pass, sizeof(char *) * (size_t)npass);
-        m->npass = npass;
+/* ---- the runs ----------------------------------------------------------------- */
+
+/* Value i's runs: every pass-through option, its --set and companions, and
+ * a dump of the last step. 0, a child's exit status, or -1 (error slot). */
+static int run_value(compare_ctx *x, int i)
+{
+    value_result *v = &x->v[i];
+    repro_multirun *m = &v->m;
+    repro_multirun_init(m, x->exp, x->cfg.name, "compare");
+    repro_multirun_add_pass(m, &x->pass);
+    m->pass[m->npass++] = "--set";
+    m->pass[m->npass++] = v->set;
+    for (int a = 0; a < v->nalso; a++) {
         m->pass[m->npass++] = "--set";
-        m->pass[m->npass++] = v[i].set;
-        for (int a = 0; a < v[i].nalso; a++) {
-            m->pass[m->npass++] = "--set";
-            m->pass[m->npass++] = v[i].also[a];
-        }
-        m->pass[m->npass++] = "--dump"; /* the end state, for ULP distances */
-        m->pass[m->npass++] = laststep;
-        m->no_element_detail = 1;
-        m->quiet = 1;
-        snprintf(m->root + strlen(m->root), sizeof m->root - strlen(m->root), "-%d", i + 1);
-        for (int r = 0; r < runs; r++) {
-            char label[96];
-            snprintf(label, sizeof label, "%.30s=%.20s run %d", key, v[i].value, r + 1);
-            repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL);
-        }
-        if (!json)
-            fprintf(stderr, "compare: %s=%s: %d run%s ...\n", key, v[i].value, runs,
-                    runs == 1 ? "" : "s");
-        rc = repro_multirun_execute(m);
-        if (rc) {
-            rc = rc < 0 ? repro_report_error() : rc;
-            goto done;
-        }
-        v[i].identical = m->failed == 0;
-        double ms[16];
-        for (int r = 0; r < m->nplan; r++) {
-            json_t *tr = line_with(m->traces[r].path, "train_seconds", 1);
-            double sec = json_real_value(json_object_get(tr, "train_seconds"));
-            ms[r] = 1000.0 * sec / (m->traces[r].nsteps ? m->traces[r].nsteps : 1);
-            if (r == 0)
-                v[i].accuracy = json_real_value(json_object_get(tr, "eval_accuracy"));
-            json_decref(tr);
-            json_t *al = line_with(m->traces[r].path, "algorithms", 0);
-            json_t *arr = json_object_get(al, "algorithms");
-            if (r == 0)
-                v[i].algos = arr ? json_incref(arr) : NULL;
-            else if (arr && v[i].algos && !json_equal(arr, v[i].algos))
-                v[i].algos_changed = 1; /* refined below: times always differ */
-            json_decref(al);
-        }
-        /* algorithm choices differ only in "algo"; times always differ */
-        if (v[i].algos_changed) {
-            v[i].algos_changed = 0;
-            for (int r = 1; r < m->nplan; r++) {
-                json_t *al = line_with(m->traces[r].path, "algorithms", 0);
-                json_t *arr = json_object_get(al, "algorithms");
-                for (size_t s = 0; s < json_array_size(arr); s++)
-                    if (strcmp(json_string_value(json_object_get(json_array_get(arr, s), "algo")),
-                               json_string_value(json_object_get(
-                                   json_array_get(v[i].algos, s), "algo"))))
-                        v[i].algos_changed = 1;
-                json_decref(al);
-            }
-        }
-        qsort(ms, (size_t)m->nplan, sizeof *ms, cmp_double);
-        v[i].step_ms = ms[m->nplan / 2];
-        const repro_trace_step *last = repro_trace_find_step(&m->traces[0], m->traces[0].nsteps);
-        v[i].final_loss = last ? last->loss_value : NAN;
-        if (repro_compare_variants(&v[0].m.traces[0], &m->traces[0], &v[i].div)) {
-            rc = repro_report_error();
-            goto done;
-        }
-        v[i].have_div = 1;
-        v[i].end_rel_l2 = v[i].div.ncurve ? v[i].div.curve[v[i].div.ncurve - 1].rel_l2 : 0;
-        v[i].max_ulp = params_max_ulp(&v[0].m.traces[0], &m->traces[0], m->traces[0].nsteps);
+        m->pass[m->npass++] = v->also[a];
     }
+    m->pass[m->npass++] = "--dump"; /* the end state, for ULP distances */
+    m->pass[m->npass++] = x->laststep;
+    m->no_element_detail = 1;
+    m->quiet = 1;
+    snprintf(m->root + strlen(m->root), sizeof m->root - strlen(m->root), "-%d", i + 1);
+    for (int r = 0; r < x->runs; r++) {
+        char label[96];
+        snprintf(label, sizeof label, "%.30s=%.20s run %d", x->key, v->value, r + 1);
+        repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL);
+    }
+    if (!x->json)
+        fprintf(stderr, "compare: %s=%s: %d run%s ...\n", x->key, v->value, x->runs,
+                x->runs == 1 ? "" : "s");
+    return repro_multirun_execute(m);
+}
 
-    /* The report. */
-    if (json) {
-        json_t *doc = json_object(), *arr = json_array();
-        json_object_set_new(doc, "experiment", json_string(cfg.name));
-        json_object_set_new(doc, "key", json_string(key));
-        json_object_set_new(doc, "runs_per_value", json_integer(runs));
-        for (int i = 0; i < nv; i++) {
-            json_t *o = json_pack("{s:s, s:b, s:f, s:f, s:f, s:b, s:f, s:I}", "value", v[i].value,
-                                  "identical", v[i].identical, "median_step_ms", v[i].step_ms,
-                                  "final_loss", v[i].final_loss, "accuracy", v[i].accuracy,
-                                  "algorithms_changed_between_runs", v[i].algos_changed,
-                                  "final_rel_l2_vs_first", v[i].end_rel_l2,
-                                  "max_ulp_vs_first", (json_int_t)v[i].max_ulp);
-            json_object_set_new(o, "first_divergent_step_vs_first",
-                                v[i].div.first_step ? json_integer(v[i].div.first_step)
-                                                    : json_null());
-            json_object_set_new(o, "bitwise_equal_to_first", json_boolean(v[i].div.identical));
-            json_object_set_new(o, "algorithms", v[i].algos ? json_incref(v[i].algos) : json_null());
-            json_array_append_new(arr, o);
-        }
-        json_object_set_new(doc, "values", arr);
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
-        json_decref(doc);
-    } else {
-        printf("repro compare %s --vary %s (%d run%s per value, %ld steps)\n", cfg.name, vary,
-               runs, runs == 1 ? "" : "s", v[0].m.traces[0].nsteps);
-        int w = (int)strlen(key);
-        for (int i = 0; i < nv; i++)
-            if ((int)strlen(v[i].value) > w)
-                w = (int)strlen(v[i].value);
-        printf("%-*s %-10s %9s %11s %9s %12s %11s %9s  %s\n", w, key, "identical", "step ms",
-               "final loss", "accuracy", "vs first", "rel L2 end", "max ULP",
-               "conv algorithms per call site");
-        for (int i = 0; i < nv; i++) {
-            char algos[200], vs[32];
-            if (i == 0)
-                snprintf(vs, sizeof vs, "-");
-            else if (v[i].div.identical)
-                snprintf(vs, sizeof vs, "same bits");
-            else if (v[i].div.first_step)
-                snprintf(vs, sizeof vs, "step %ld", v[i].div.first_step);
-            else
-                snprintf(vs, sizeof vs, "prefix");
-            printf("%-*s %-10s %9.2f %11.6f %8.2f%% %12s %11.3g %9llu  %s%s\n", w, v[i].value,
-                   v[i].identical ? "yes" : "NO", v[i].step_ms, v[i].final_loss,
-                   100 * v[i].accuracy, vs, v[i].end_rel_l2, (unsigned long long)v[i].max_ulp,
-                   algo_summary(v[i].algos, algos, sizeof algos),
-                   v[i].algos_changed ? " (changed between runs)" : "");
-        }
-        printf("identical: all %d runs of the value agree bit for bit; vs first: where the value's "
-               "run 1 departs from %s=%s's\n",
-               runs, key, v[0].value);
+/* The conv algorithm choices of run r (a new reference to the array, or NULL). */
+static json_t *algos_of(const repro_multirun *m, int r)
+{
+    json_t *al = line_with(m->traces[r].path, "algorithms", 0);
+    json_t *arr = json_object_get(al, "algorithms");
+    if (arr)
+        json_incref(arr);
+    json_decref(al);
+    return arr;
+}
+
+/* Did any run pick another algorithm than run 1 somewhere? (Only "algo"
+ * counts: the measured times always differ.) */
+static int algos_changed(const value_result *v)
+{
+    int changed = 0;
+    for (int r = 1; r < v->m.nplan && v->algos; r++) {
+        json_t *arr = algos_of(&v->m, r);
+        for (size_t s = 0; s < json_array_size(arr); s++)
+            if (strcmp(json_string_value(json_object_get(json_array_get(arr, s), "algo")),
+                       json_string_value(json_object_get(json_array_get(v->algos, s), "algo"))))
+                changed = 1;
+        json_decref(arr);
     }
-    if (plot) {
+    return changed;
+}
+
+/* Value i's numbers: median step time, held-out accuracy, algorithms,
+ * final loss, and its distance from value 0. 0 or -1 (error slot). */
+static int measure_value(compare_ctx *x, int i)
+{
+    value_result *v = &x->v[i];
+    const repro_multirun *m = &v->m;
+    double ms[16];
+    v->identical = m->failed == 0;
+    for (int r = 0; r < m->nplan; r++) {
+        json_t *tr = line_with(m->traces[r].path, "train_seconds", 1);
+        double sec = json_real_value(json_object_get(tr, "train_seconds"));
+        ms[r] = 1000.0 * sec / (m->traces[r].nsteps ? m->traces[r].nsteps : 1);
+        if (r == 0)
+            v->accuracy = json_real_value(json_object_get(tr, "eval_accuracy"));
+        json_decref(tr);
+    }
+    v->algos = algos_of(m, 0);
+    v->algos_changed = algos_changed(v);
+    qsort(ms, (size_t)m->nplan, sizeof *ms, cmp_double);
+    v->step_ms = ms[m->nplan / 2];
+    const repro_trace *t0 = &x->v[0].m.traces[0], *t = &m->traces[0];
+    const repro_trace_step *last = repro_trace_find_step(t, t->nsteps);
+    v->final_loss = last ? last->loss_value : NAN;
+    if (repro_compare_variants(t0, t, &v->div))
+        return -1;
+    v->have_div = 1;
+    v->end_rel_l2 = v->div.ncurve ? v->div.curve[v->div.ncurve - 1].rel_l2 : 0;
+    v->max_ulp = params_max_ulp(t0, t, t->nsteps);
+    return 0;
+}
+
+/* ---- the report ---------------------------------------------------------------- */
+
+static void report_json(const compare_ctx *x)
+{
+    json_t *doc = json_object(), *arr = json_array();
+    json_object_set_new(doc, "experiment", json_string(x->cfg.name));
+    json_object_set_new(doc, "key", json_string(x->key));
+    json_object_set_new(doc, "runs_per_value", json_integer(x->runs));
+    for (int i = 0; i < x->nv; i++) {
+        const value_result *v = &x->v[i];
+        json_t *o = json_pack("{s:s, s:b, s:f, s:f, s:f, s:b, s:f}", "value", v->value,
+                              "identical", v->identical, "median_step_ms", v->step_ms,
+                              "final_loss", v->final_loss, "accuracy", v->accuracy,
+                              "algorithms_changed_between_runs", v->algos_changed,
+                              "final_rel_l2_vs_first", v->end_rel_l2);
+        json_object_set_new(o, "max_ulp_vs_first",
+                            v->max_ulp == REPRO_ULP_NAN ? json_null() /* not comparable: NaN */
+                                                        : json_integer((json_int_t)v->max_ulp));
+        json_object_set_new(o, "first_divergent_step_vs_first",
+                            v->div.first_step ? json_integer(v->div.first_step) : json_null());
+        json_object_set_new(o, "bitwise_equal_to_first", json_boolean(v->div.identical));
+        json_object_set_new(o, "algorithms", v->algos ? json_incref(v->algos) : json_null());
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(doc, "values", arr);
+    json_dumpf(doc, stdout, JSON_INDENT(2));
+    fputc('\n', stdout);
+    json_decref(doc);
+}
+
+/* One row of the text table. */
+static void report_row(const value_result *v, int first, int w)
+{
+    char algos[200], vs[32], ulp[24];
+    if (first)
+        snprintf(vs, sizeof vs, "-");
+    else if (v->div.identical)
+        snprintf(vs, sizeof vs, "same bits");
+    else if (v->div.first_step)
+        snprintf(vs, sizeof vs, "step %ld", v->div.first_step);
+    else
+        snprintf(vs, sizeof vs, "prefix");
+    if (v->max_ulp == REPRO_ULP_NAN)
+        snprintf(ulp, sizeof ulp, "NaN");
+    else
+        snprintf(ulp, sizeof ulp, "%llu", (unsigned long long)v->max_ulp);
+    printf("%-*s %-10s %9.2f %11.6f %8.2f%% %12s %11.3g %9s  %s%s\n", w, v->value,
+           v->identical ? "yes" : "NO", v->step_ms, v->final_loss, 100 * v->accuracy, vs,
+           v->end_rel_l2, ulp, algo_summary(v->algos, algos, sizeof algos),
+           v->algos_changed ? " (changed between runs)" : "");
+}
+
+static void report_text(const compare_ctx *x)
+{
+    printf("repro compare %s --vary %s (%d run%s per value, %ld steps)\n", x->cfg.name, x->vary,
+           x->runs, x->runs == 1 ? "" : "s", x->v[0].m.traces[0].nsteps);
+    int w = (int)strlen(x->key);
+    for (int i = 0; i < x->nv; i++)
+        if ((int)strlen(x->v[i].value) > w)
+            w = (int)strlen(x->v[i].value);
+    printf("%-*s %-10s %9s %11s %9s %12s %11s %9s  %s\n", w, x->key, "identical", "step ms",
+           "final loss", "accuracy", "vs first", "rel L2 end", "max ULP",
+           "conv algorithms per call site");
+    for (int i = 0; i < x->nv; i++)
+        report_row(&x->v[i], i == 0, w);
+    printf("identical: all %d runs of the value agree bit for bit; vs first: where the value's "
+           "run 1 departs from %s=%s's\n",
+           x->runs, x->key, x->v[0].value);
+}
+
+/* Runs and measures every value, then reports: the exit code. */
+static int compare(compare_ctx *x)
+{
+    for (int i = 0; i < x->nv; i++) {
+        int rc = run_value(x, i);
+        if (rc)
+            return rc < 0 ? repro_report_error() : rc;
+        if (measure_value(x, i))
+            return repro_report_error();
+    }
+    if (x->json)
+        report_json(x);
+    else
+        report_text(x);
+    if (x->plot) {
         char title[300];
-        snprintf(title, sizeof title, "repro compare %s --vary %s", cfg.name, vary);
-        if (plot_multi(plot, title, v, nv))
-            rc = repro_report_error();
+        snprintf(title, sizeof title, "repro compare %s --vary %s", x->cfg.name, x->vary);
+        if (plot_multi(x->plot, title, x->v, x->nv))
+            return repro_report_error();
     }
-done:
-    for (int i = 0; i < nv; i++) {
-        if (v[i].have_div)
-            repro_divergence_release(&v[i].div);
-        json_decref(v[i].algos);
-        repro_multirun_release(&v[i].m);
+    return 0;
+}
+
+int repro_cmd_compare(int argc, char **argv)
+{
+    compare_ctx *x = calloc(1, sizeof *x);
+    if (!x) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        return repro_report_error();
     }
-    return repro_finish_stdout(rc);
+    int rc = parse_args(argc, argv, x);
+    if (rc == 0 && parse_vary(x))
+        rc = -1;
+    if (rc == 1)
+        rc = repro_finish_stdout(0);
+    else if (rc)
+        rc = repro_report_error();
+    else
+        rc = repro_finish_stdout(compare(x));
+    for (int i = 0; i < x->nv; i++) {
+        if (x->v[i].have_div)
+            repro_divergence_release(&x->v[i].div);
+        json_decref(x->v[i].algos);
+        repro_multirun_release(&x->v[i].m);
+    }
+    free(x);
+    return rc;
 }

@@ -3,6 +3,7 @@
  * each class's golden had there: where the numerics changed. */
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "util/error.h"
 #include "golden/git.h"
 #include "golden/golden.h"
+#include "util/numparse.h"
 
 const char repro_log_usage[] =
     "usage: repro log EXP [--json] [-n N]\n"
@@ -53,15 +55,11 @@ int repro_cmd_log(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
-        char *end;
         switch (c) {
         case 'j': json = 1; break;
         case 'n':
-            max = strtol(optarg, &end, 10);
-            if (*end || max < 1) {
-                repro_error_set(REPRO_EINVAL, "log: -n %s: expected N >= 1", optarg);
+            if (repro_parse_count("log: -n", optarg, 1, LONG_MAX, &max))
                 return repro_report_error();
-            }
             break;
         case 'h': fputs(repro_log_usage, stdout); return repro_finish_stdout(0);
         default:

@@ -1,6 +1,8 @@
 /* `repro submit EXP -o DIR`: runs the experiment once in a fresh process
  * and packs the run into a submission bundle (bundle.h) for a host to
- * check with `repro verify`. */
+ * check with `repro verify`: parse the options, (1) the effective config
+ * from `repro run --print-config`, (2) the run itself, (3) the manifest,
+ * checked as verify would check it, then written (signed with --key). */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -15,7 +17,8 @@
 #include "core/config.h"
 #include "util/error.h"
 #include "golden/git.h"
-#include "util/run_self.h"
+#include "analysis/multirun.h"
+#include "util/child.h"
 #include "verify/sign.h"
 #include "record/trace.h"
 #include "util/version.h"
@@ -41,13 +44,21 @@ const char repro_submit_usage[] =
     "\n"
     "Exit: 0 ok, 2 bad experiment or option, 3 environment.\n";
 
-#define MAX_PASS 128
+typedef struct {
+    const char *exp, *dir, *keypath;
+    int quiet;
+    repro_run_pass pass; /* --steps, --seed, --threads, --workers, --set */
+} submit_opts;
 
-static int takes_value(const char *a)
-{
-    return !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--threads") ||
-           !strcmp(a, "--workers") || !strcmp(a, "--set");
-}
+/* One submission's files and what it holds; owned by repro_cmd_submit. */
+typedef struct {
+    const submit_opts *o;
+    char p_manifest[1200], p_cfg[1200], p_out[1200], p_err[1200], p_trace[1200];
+    EVP_PKEY *key;
+    repro_trace tr;
+    char *cfg_text;
+    json_t *doc;
+} submit_ctx;
 
 /* The text of a small file (a child's output), malloc'd; "" if unreadable. */
 static char *slurp(const char *path)
@@ -74,188 +85,184 @@ static void commit_id(char *out, size_t len)
     repro_error_clear(); /* outside a checkout the commit is just unknown */
 }
 
-int repro_cmd_submit(int argc, char **argv)
+/* 0, 1 for --help (printed), or -1 (error slot). */
+static int parse_args(int argc, char **argv, submit_opts *o)
 {
-    const char *exp = NULL, *dir = NULL, *keypath = NULL;
-    char *pass[MAX_PASS];
-    int npass = 0, quiet = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(repro_submit_usage, stdout);
-            return repro_finish_stdout(0);
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--key") ||
-                   takes_value(a)) {
-            if (i + 1 >= argc) {
-                repro_error_set(REPRO_EINVAL, "submit: option '%s' needs a value", a);
-                return repro_report_error();
-            }
-            const char *v = argv[++i];
-            if (a[1] == 'o' || !strcmp(a, "--output"))
-                dir = v;
-            else if (!strcmp(a, "--key"))
-                keypath = v;
-            else if (npass + 2 <= MAX_PASS - 8) {
-                pass[npass++] = (char *)a;
-                pass[npass++] = (char *)v;
-            } else {
-                repro_error_set(REPRO_EINVAL, "submit: too many options");
-                return repro_report_error();
-            }
+            return 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            quiet = 1;
+            o->quiet = 1;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--key") ||
+                   (!strncmp(a, "--", 2) && repro_run_pass_takes(a + 2))) {
+            if (i + 1 >= argc)
+                return repro_error_set(REPRO_EINVAL, "submit: option '%s' needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--key"))
+                o->keypath = v;
+            else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+                o->dir = v;
+            else if (repro_run_pass_add(&o->pass, "submit", a + 2, v) < 0)
+                return -1;
         } else if (a[0] == '-' && a[1]) {
-            repro_error_set(REPRO_EINVAL, "submit: unknown option '%s' (see `repro help submit`)",
-                            a);
-            return repro_report_error();
-        } else if (exp) {
-            repro_error_set(REPRO_EINVAL, "submit: more than one experiment ('%s', '%s')", exp,
-                            a);
-            return repro_report_error();
+            return repro_error_set(REPRO_EINVAL,
+                                   "submit: unknown option '%s' (see `repro help submit`)", a);
+        } else if (o->exp) {
+            return repro_error_set(REPRO_EINVAL, "submit: more than one experiment ('%s', '%s')",
+                                   o->exp, a);
         } else {
-            exp = a;
+            o->exp = a;
         }
     }
-    if (!exp || !dir) {
-        repro_error_set(REPRO_EINVAL, "submit: need EXP and -o DIR (see `repro help submit`)");
-        return repro_report_error();
-    }
+    if (!o->exp || !o->dir)
+        return repro_error_set(REPRO_EINVAL, "submit: need EXP and -o DIR (see `repro help submit`)");
+    return 0;
+}
 
-    EVP_PKEY *key = NULL;
-    repro_trace tr;
-    memset(&tr, 0, sizeof tr);
-    json_t *doc = NULL;
-    char *cfg_text = NULL;
-    int rc = -1;
-    char p_manifest[1200], p_cfg[1200], p_out[1200], p_err[1200], p_trace[1200];
-    snprintf(p_manifest, sizeof p_manifest, "%s/%s", dir, REPRO_BUNDLE_MANIFEST);
-    snprintf(p_cfg, sizeof p_cfg, "%s/.submit-config.ini", dir);
-    snprintf(p_out, sizeof p_out, "%s/.submit-run.out", dir);
-    snprintf(p_err, sizeof p_err, "%s/.submit-run.err", dir);
-    snprintf(p_trace, sizeof p_trace, "%s/trace.jsonl", dir);
-
-    if (keypath && repro_sign_load_private(&key, keypath))
-        goto cleanup;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        repro_error_set_errno(REPRO_EINVAL, "submit: cannot create %s", dir);
-        goto cleanup;
-    }
-    if (access(p_manifest, F_OK) == 0) {
-        repro_error_set(REPRO_EINVAL, "submit: %s already holds a bundle", dir);
-        goto cleanup;
-    }
-
-    /* 1. The effective config, as `repro run --print-config` dumps it: the
-     *    manifest carries it inline, so the host needs no file of ours. */
-    char *args[MAX_PASS + 8];
+/* `repro run EXP <pass-through> <tail...>` with stdout to out_path. A
+ * failing run's stderr is shown; its exit status says whose fault it was
+ * (2: the experiment or an option, else the environment). */
+static int run_child(submit_ctx *s, char *const tail[], const char *out_path)
+{
+    const submit_opts *o = s->o;
+    char *args[REPRO_RUN_PASS_MAX + 16];
     int n = 0;
     args[n++] = "run";
-    args[n++] = (char *)exp;
-    for (int i = 0; i < npass; i++)
-        args[n++] = pass[i];
-    args[n++] = "--print-config";
+    args[n++] = (char *)o->exp;
+    for (int i = 0; i < o->pass.n; i++)
+        args[n++] = o->pass.argv[i];
+    for (int i = 0; tail[i]; i++)
+        args[n++] = tail[i];
     args[n] = NULL;
-    int st = repro_spawn_self(args, NULL, p_cfg, p_err);
-    if (st < 0)
-        goto cleanup;
-    if (st != 0) {
-        char *e = slurp(p_err);
-        fputs(e, stderr);
-        free(e);
-        repro_error_set(st == 2 ? REPRO_EXIT_USAGE : REPRO_EXIT_ENV,
-                        "submit: `repro run %s` failed (exit %d)", exp, st);
-        goto cleanup;
-    }
-    static repro_config cfg;
-    if (repro_config_load(&cfg, p_cfg))
-        goto cleanup;
-    if (cfg.data_dataset != REPRO_DATASET_SYNTHETIC) {
-        repro_error_set(REPRO_EINVAL,
-                        "submit: %s: data.dataset = idx reads local files a host does not have; "
-                        "only synthetic-data experiments can be submitted",
-                        exp);
-        goto cleanup;
-    }
-    cfg_text = slurp(p_cfg);
+    int st = repro_child_run_self(args, NULL, out_path, s->p_err);
+    if (st <= 0)
+        return st;
+    char *e = slurp(s->p_err);
+    fputs(e, stderr);
+    free(e);
+    return repro_error_set(st == 2 ? REPRO_EINVAL : REPRO_EIO,
+                           "submit: `repro run %s` failed (exit %d)", o->exp, st);
+}
 
-    /* 2. The run itself, in a fresh process, its trace inside the bundle. */
-    n = 2;
-    for (int i = 0; i < npass; i++)
-        args[n++] = pass[i];
-    args[n++] = "-o";
-    args[n++] = p_trace;
-    args[n++] = "-q";
-    args[n] = NULL;
-    st = repro_spawn_self(args, NULL, p_out, p_err);
-    if (st < 0)
-        goto cleanup;
-    if (st != 0) {
-        char *e = slurp(p_err);
-        fputs(e, stderr);
-        free(e);
-        repro_error_set(st == 2 ? REPRO_EXIT_USAGE : REPRO_EXIT_ENV,
-                        "submit: `repro run %s` failed (exit %d)", exp, st);
-        goto cleanup;
-    }
-    if (repro_trace_read(&tr, p_trace))
-        goto cleanup;
-    if (!tr.has_trailer) {
-        repro_error_set(REPRO_EIO, "submit: %s: the run left no trailer", p_trace);
-        goto cleanup;
-    }
+/* The bundle directory, which must not hold a bundle yet, and the key. */
+static int prepare(submit_ctx *s)
+{
+    const submit_opts *o = s->o;
+    if (o->keypath && repro_sign_load_private(&s->key, o->keypath))
+        return -1;
+    if (mkdir(o->dir, 0755) != 0 && errno != EEXIST)
+        return repro_error_set_errno(REPRO_EINVAL, "submit: cannot create %s", o->dir);
+    if (access(s->p_manifest, F_OK) == 0)
+        return repro_error_set(REPRO_EINVAL, "submit: %s already holds a bundle", o->dir);
+    return 0;
+}
 
+/* 1. The effective config, as `repro run --print-config` dumps it: the
+ *    manifest carries it inline, so the host needs no file of ours. */
+static int effective_config(submit_ctx *s)
+{
+    char *tail[] = {"--print-config", NULL};
+    if (run_child(s, tail, s->p_cfg))
+        return -1;
+    repro_config cfg;
+    if (repro_config_load(&cfg, s->p_cfg))
+        return -1;
+    if (cfg.data_dataset != REPRO_DATASET_SYNTHETIC)
+        return repro_error_set(REPRO_EINVAL,
+                               "submit: %s: data.dataset = idx reads local files a host does not "
+                               "have; only synthetic-data experiments can be submitted",
+                               s->o->exp);
+    s->cfg_text = slurp(s->p_cfg);
+    return 0;
+}
+
+/* 2. The run itself, in a fresh process, its trace inside the bundle. */
+static int run_once(submit_ctx *s)
+{
+    char *tail[] = {"-o", s->p_trace, "-q", NULL};
+    if (run_child(s, tail, s->p_out) || repro_trace_read(&s->tr, s->p_trace))
+        return -1;
+    if (!s->tr.has_trailer)
+        return repro_error_set(REPRO_EIO, "submit: %s: the run left no trailer", s->p_trace);
+    return 0;
+}
+
+/* 3. The manifest, refused here if verify would refuse it, then written. */
+static int write_manifest(submit_ctx *s)
+{
+    const repro_trace *tr = &s->tr;
     char chain[65], commit[65], created[32];
-    repro_digest_hex(&tr.trailer_chain, chain);
+    repro_digest_hex(&tr->trailer_chain, chain);
     commit_id(commit, sizeof commit);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_t *env = json_object_get((json_t *)tr.header_json, "env");
-    doc = json_pack("{s:i, s:s, s:s, s:s, s:I, s:s, s:s, s:O, s:s, s:s, s:s, s:s}",
-                    "repro_bundle", REPRO_BUNDLE_VERSION, "experiment", tr.experiment, "config",
-                    cfg_text, "seed", tr.seed, "steps", (json_int_t)tr.trailer_steps, "trace",
-                    "trace.jsonl", "chain", chain, "env", env ? env : json_object(), "env_class",
-                    tr.env_class, "commit", commit, "repro_version", REPRO_VERSION, "created",
-                    created);
-    if (!doc) {
-        repro_error_set(REPRO_EIO, "submit: cannot build the manifest");
-        goto cleanup;
-    }
-    /* What verify would refuse, submit refuses: check our own manifest. */
-    char *text = json_dumps(doc, JSON_COMPACT);
+    json_t *env = json_object_get((json_t *)tr->header_json, "env");
+    s->doc = json_pack("{s:i, s:s, s:s, s:s, s:I, s:s, s:s, s:O, s:s, s:s, s:s, s:s}",
+                       "repro_bundle", REPRO_BUNDLE_VERSION, "experiment", tr->experiment,
+                       "config", s->cfg_text, "seed", tr->seed, "steps",
+                       (json_int_t)tr->trailer_steps, "trace", "trace.jsonl", "chain", chain,
+                       "env", env ? env : json_object(), "env_class", tr->env_class, "commit",
+                       commit, "repro_version", REPRO_VERSION, "created", created);
+    if (!s->doc)
+        return repro_error_set(REPRO_EIO, "submit: cannot build the manifest");
+    char *text = json_dumps(s->doc, JSON_COMPACT);
     repro_bundle check;
     memset(&check, 0, sizeof check);
-    int bad = !text || repro_bundle_parse(&check, text, strlen(text), p_manifest);
+    int bad = !text || repro_bundle_parse(&check, text, strlen(text), s->p_manifest);
     repro_bundle_release(&check);
     free(text);
-    if (bad) {
-        repro_error_set(REPRO_EINVAL, "submit: %s", repro_error_message());
-        goto cleanup;
-    }
-    if (repro_bundle_write_manifest(dir, doc, key))
-        goto cleanup;
-    if (!quiet) {
-        printf("bundle %s: %s, seed %s, %ld steps, environment class %s\n", dir, tr.experiment,
-               tr.seed, tr.trailer_steps, tr.env_class);
-        json_t *sig = json_object_get(doc, "signature");
-        if (sig)
-            printf("  signed, submitter key id %.16s\n",
-                   json_string_value(json_object_get(sig, "key_id")));
-        else
-            printf("  not signed (use --key to sign)\n");
-        printf("chain %s\n", chain);
-    }
-    rc = 0;
-cleanup:
-    unlink(p_cfg);
-    unlink(p_out);
-    unlink(p_err);
-    EVP_PKEY_free(key);
-    json_decref(doc);
-    free(cfg_text);
-    repro_trace_release(&tr);
+    if (bad)
+        return repro_error_set(REPRO_EINVAL, "submit: %s", repro_error_message());
+    return repro_bundle_write_manifest(s->o->dir, s->doc, s->key);
+}
+
+static void print_summary(const submit_ctx *s)
+{
+    char chain[65];
+    repro_digest_hex(&s->tr.trailer_chain, chain);
+    printf("bundle %s: %s, seed %s, %ld steps, environment class %s\n", s->o->dir,
+           s->tr.experiment, s->tr.seed, s->tr.trailer_steps, s->tr.env_class);
+    json_t *sig = json_object_get(s->doc, "signature");
+    if (sig)
+        printf("  signed, submitter key id %.16s\n",
+               json_string_value(json_object_get(sig, "key_id")));
+    else
+        printf("  not signed (use --key to sign)\n");
+    printf("chain %s\n", chain);
+}
+
+int repro_cmd_submit(int argc, char **argv)
+{
+    submit_opts o;
+    memset(&o, 0, sizeof o);
+    int rc = parse_args(argc, argv, &o);
     if (rc)
+        return rc == 1 ? repro_finish_stdout(0) : repro_report_error();
+    submit_ctx *s = calloc(1, sizeof *s);
+    if (!s) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
         return repro_report_error();
-    return repro_finish_stdout(0);
+    }
+    s->o = &o;
+    snprintf(s->p_manifest, sizeof s->p_manifest, "%s/%s", o.dir, REPRO_BUNDLE_MANIFEST);
+    snprintf(s->p_cfg, sizeof s->p_cfg, "%s/.submit-config.ini", o.dir);
+    snprintf(s->p_out, sizeof s->p_out, "%s/.submit-run.out", o.dir);
+    snprintf(s->p_err, sizeof s->p_err, "%s/.submit-run.err", o.dir);
+    snprintf(s->p_trace, sizeof s->p_trace, "%s/trace.jsonl", o.dir);
+    rc = prepare(s) || effective_config(s) || run_once(s) || write_manifest(s) ? -1 : 0;
+    if (rc == 0 && !o.quiet)
+        print_summary(s);
+    unlink(s->p_cfg);
+    unlink(s->p_out);
+    unlink(s->p_err);
+    EVP_PKEY_free(s->key);
+    json_decref(s->doc);
+    free(s->cfg_text);
+    repro_trace_release(&s->tr);
+    free(s);
+    return rc ? repro_report_error() : repro_finish_stdout(0);
 }

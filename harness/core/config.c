@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/numparse.h"
 #include "kernels/variants.h"
 
 typedef enum { T_INT, T_U64, T_REAL, T_BOOL, T_ENUM, T_STR, T_LIST } key_type;
@@ -217,18 +218,19 @@ static int set_value(repro_config *cfg, int k, const char *value, char *err, siz
         return 0;
     }
     case T_U64: {
-        char *end;
-        errno = 0;
         if (value[0] == '-' || !isdigit((unsigned char)value[0])) {
             snprintf(err, errlen, "%s: '%s' is not an unsigned integer", ki->name, value);
             return -1;
         }
-        unsigned long long x = strtoull(value, &end, 0);
-        if (errno || *end) {
-            snprintf(err, errlen, "%s: '%s' is not an unsigned 64-bit integer", ki->name, value);
+        /* Decimal only (util/numparse.h): base 0 would read "010" as 8 and
+         * take "0x1F", and a seed must mean the same wherever it is given. */
+        uint64_t x;
+        if (repro_parse_decimal_u64(value, &x)) {
+            snprintf(err, errlen, "%s: '%s' is not an unsigned 64-bit decimal integer", ki->name,
+                     value);
             return -1;
         }
-        *(uint64_t *)field = (uint64_t)x;
+        *(uint64_t *)field = x;
         return 0;
     }
     case T_REAL: {

@@ -6,10 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <git2.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,21 +17,17 @@
 
 #include "analysis/compare.h"
 #include "record/env.h"
+#include "util/child.h"
 #include "util/error.h"
 #include "golden/golden.h"
 #include "util/progress.h"
 #include "record/trace.h"
 
-extern char **environ;
-
 typedef struct {
     const repro_bisect_opts *o;
     repro_bisect_result *r;
     repro_git *g;             /* the user's repository, through the git layer */
-    git_repository *repo;     /* the same, raw: revwalk and worktree need libgit2 itself */
-    git_repository *wt;       /* the temporary linked worktree, opened as a repository */
-    git_worktree *worktree;
-    git_reference *branch;    /* the worktree's branch, until its HEAD is detached */
+    repro_git_worktree *wt;   /* the temporary linked worktree */
     char tmp[PATH_MAX];       /* mkdtemp root: the worktree and the probes' files */
     char wt_path[PATH_MAX + 8];
     char wt_name[64];
@@ -42,7 +36,6 @@ typedef struct {
     int has_ref;
     const char *ref_label;    /* "GOOD's golden" / "GOOD's run" */
     int probes;               /* probes decided so far */
-    char bad_short[8];        /* for messages before the candidates exist */
 } bisect_ctx;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -59,6 +52,14 @@ static void progress(const bisect_ctx *c, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+/* The git layer's message, prefixed "bisect: " (the code kept). */
+static int bisect_error(void)
+{
+    char why[1024]; /* the slot's own text cannot be formatted into the slot */
+    snprintf(why, sizeof why, "%s", repro_error_message());
+    return repro_error_set(repro_error_code(), "bisect: %s", why);
 }
 
 static void set_verdict(repro_bisect_cand *cd, int verdict, long step, const char *fmt, ...)
@@ -169,78 +170,46 @@ static int check_interrupted(void)
  * settings would leak into the user's build command); GIT_DIR and friends
  * (set in git hooks and `git bisect run`, they would point the build and
  * `repro run` at the user's checkout instead of the worktree). */
-static const char *const scrubbed[] = {"MAKEFLAGS=",   "MFLAGS=",       "MAKELEVEL=",
-                                       "MAKEOVERRIDES=", "GIT_DIR=",    "GIT_WORK_TREE=",
-                                       "GIT_INDEX_FILE=", "GIT_COMMON_DIR=", NULL};
-
-static char **child_env(void)
-{
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = calloc(n + 1, sizeof *env);
-    if (!env)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        int drop = 0;
-        for (int s = 0; scrubbed[s] && !drop; s++)
-            drop = !strncmp(environ[i], scrubbed[s], strlen(scrubbed[s]));
-        if (!drop)
-            env[k++] = environ[i];
-    }
-    return env;
-}
+static const char *const scrubbed[] = {"MAKEFLAGS",      "MFLAGS",       "MAKELEVEL",
+                                       "MAKEOVERRIDES",  "GIT_DIR",      "GIT_WORK_TREE",
+                                       "GIT_INDEX_FILE", "GIT_COMMON_DIR", NULL};
 
 /* Runs `path argv...` in `cwd` with stdin from /dev/null and stdout and
- * stderr appended to `log`, and waits. *status: the exit status, 128+signal,
- * or 127 when it could not be started (as a shell says for a missing
- * command). Returns -1 only when interrupted or out of memory. */
+ * stderr appended to `log`, and waits. It leads its own process group
+ * (child.h), so that an interruption reaches everything it started (make's
+ * compilers too), and not a stray grandchild left writing into a worktree
+ * that is being removed: an interruption is forwarded to that group.
+ * *status: the exit status, 128+signal, or 127 when it could not be
+ * started (as a shell says for a missing command). Returns -1 only when
+ * interrupted or when waiting fails. */
 static int spawn_logged(const char *cwd, const char *path, char *const argv[], const char *log,
                         int *status)
 {
-    char **env = child_env();
-    if (!env)
-        return repro_error_set(REPRO_ENOMEM, "out of memory");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addchdir_np(&fa, cwd);
-    /* Its own process group, so that an interruption reaches everything it
-     * started (make's compilers too), and not a stray grandchild left
-     * writing into a worktree that is being removed. */
-    posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&at, 0);
-    pid_t pid;
-    int rc = posix_spawn(&pid, path, &fa, &at, argv, env);
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
-    free(env);
-    if (rc != 0) {
+    repro_child c = {0};
+    c.path = path;
+    c.argv = argv;
+    c.cwd = cwd;
+    c.env_unset = scrubbed;
+    c.out_path = log;
+    c.append = 1;
+    c.err_to_out = 1;
+    c.interrupt = &interrupted;
+    repro_child_status st;
+    if (repro_child_start(&c)) {
         FILE *f = fopen(log, "a");
         if (f) {
-            fprintf(f, "repro bisect: cannot start %s: %s\n", path, strerror(rc));
+            fprintf(f, "repro bisect: %s\n", repro_error_message());
             fclose(f);
         }
+        repro_error_clear();
         *status = 127;
         return check_interrupted();
     }
-    int st, forwarded = 0;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR) {
-            *status = 127;
-            return repro_error_set_errno(REPRO_EIO, "waiting for %s", path);
-        }
-        if (interrupted && !forwarded) {
-            kill(-pid, interrupted);
-            forwarded = 1;
-        }
+    if (repro_child_wait(&c, &st)) {
+        *status = 127;
+        return -1;
     }
-    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    *status = repro_child_status_code(&st);
     return check_interrupted();
 }
 
@@ -265,97 +234,13 @@ int repro_bisect_parse_range(const char *arg, char **good, char **bad)
     return 0;
 }
 
-static int first_parent_is(git_repository *repo, const git_oid *child, const git_oid *parent)
+/* Fills r->cand (oldest first): BAD's first-parent chain after GOOD. */
+static int list_candidates(bisect_ctx *c, const char *good, const char *bad)
 {
-    git_commit *c = NULL;
-    if (git_commit_lookup(&c, repo, child) < 0)
-        return 0;
-    const git_oid *p = git_commit_parentcount(c) ? git_commit_parent_id(c, 0) : NULL;
-    int ok = p && git_oid_equal(p, parent);
-    git_commit_free(c);
-    return ok;
-}
-
-static int hide_good(const git_oid *id, void *payload)
-{
-    return git_oid_equal(id, payload);
-}
-
-/* The commits after GOOD up to BAD on BAD's first-parent chain, newest
- * first, into *ids: a first-parent revwalk from BAD with GOOD hidden. GOOD
- * is hidden by a callback, not git_revwalk_hide(): libgit2 1.5.1 parses the
- * ancestors of a hidden commit to mark them, and fails when GOOD is the
- * boundary of a shallow clone (its parent is missing); the callback stops
- * the walk at GOOD itself. The walk alone cannot tell "GOOD is on the
- * chain" from "GOOD shares history with it" (a merge brought it in, or it
- * is on another branch), so the chain is checked link by link down to
- * GOOD. */
-static int walk_first_parent(bisect_ctx *c, const git_oid *good, const git_oid *bad, git_oid **ids,
-                             size_t *n)
-{
-    const char *gs = c->r->good.commit.short_id, *bs = c->bad_short;
-    git_revwalk *w = NULL;
-    size_t cap = 0, k = 0;
-    git_oid *v = NULL, id;
-    if (git_oid_equal(good, bad))
-        return repro_error_set(REPRO_EINVAL,
-                               "bisect: GOOD and BAD are the same commit (%s): nothing "
-                               "between them to bisect",
-                               gs);
-    int rc = git_revwalk_new(&w, c->repo);
-    if (rc == 0)
-        rc = git_revwalk_simplify_first_parent(w);
-    if (rc == 0)
-        rc = git_revwalk_push(w, bad);
-    if (rc == 0)
-        rc = git_revwalk_add_hide_cb(w, hide_good, (void *)good);
-    if (rc < 0) {
-        git_revwalk_free(w);
-        return repro_git_fail(REPRO_EIO, "bisect: cannot walk the history");
-    }
-    while ((rc = git_revwalk_next(&id, w)) == 0) {
-        if (k == cap) {
-            cap = cap ? 2 * cap : 64;
-            git_oid *nv = realloc(v, cap * sizeof *v);
-            if (!nv) {
-                free(v);
-                git_revwalk_free(w);
-                return repro_error_set(REPRO_ENOMEM, "out of memory");
-            }
-            v = nv;
-        }
-        v[k++] = id;
-    }
-    git_revwalk_free(w);
-    if (rc != GIT_ITEROVER) {
-        free(v);
-        return repro_git_fail(REPRO_EINVAL,
-                        "bisect: GOOD %s is not an ancestor of BAD on its first-parent chain "
-                        "(history ends before it: a shallow clone?)",
-                        gs);
-    }
-    int linked = k > 0;
-    for (size_t i = 0; i < k && linked; i++)
-        linked = first_parent_is(c->repo, &v[i], i + 1 < k ? &v[i + 1] : good);
-    if (!linked) {
-        free(v);
-        return repro_error_set(REPRO_EINVAL,
-                               "bisect: GOOD %s is not an ancestor of BAD %s on BAD's "
-                               "first-parent chain (git log --first-parent BAD must reach GOOD)",
-                               gs, bs);
-    }
-    *ids = v;
-    *n = k;
-    return 0;
-}
-
-/* Fills r->cand (oldest first) from the walk. */
-static int list_candidates(bisect_ctx *c, const git_oid *good, const git_oid *bad)
-{
-    git_oid *ids = NULL;
+    char(*ids)[41] = NULL;
     size_t n = 0;
-    if (walk_first_parent(c, good, bad, &ids, &n))
-        return -1;
+    if (repro_git_first_parent_range(c->g, good, bad, &ids, &n))
+        return bisect_error();
     c->r->cand = calloc(n, sizeof *c->r->cand);
     c->r->steps = calloc(n + 1, sizeof *c->r->steps);
     if (!c->r->cand || !c->r->steps) {
@@ -363,9 +248,7 @@ static int list_candidates(bisect_ctx *c, const git_oid *good, const git_oid *ba
         return repro_error_set(REPRO_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < n; i++) {
-        char hex[GIT_OID_HEXSZ + 1];
-        git_oid_tostr(hex, sizeof hex, &ids[n - 1 - i]);
-        if (repro_git_lookup(c->g, hex, &c->r->cand[i].commit)) {
+        if (repro_git_lookup(c->g, ids[i], &c->r->cand[i].commit)) {
             free(ids);
             return -1;
         }
@@ -413,95 +296,35 @@ static int load_golden(bisect_ctx *c)
 
 /* ---- the worktree --------------------------------------------------------- */
 
-/* A linked worktree (libgit2's git_worktree_add) in a fresh temporary
- * directory, so probes never touch the user's checkout. libgit2 needs a
- * branch for it (it makes one named after the worktree when given none),
- * so one is made at `at`, and deleted as soon as the worktree's HEAD is
- * detached: no branch is left behind. Deleted as a reference, not with
- * git_branch_delete(): that also removes the branch's config section (it
- * has none) through a regex match that leaks in libgit2 1.5.1 with pcre2. */
-static int worktree_create(bisect_ctx *c, const git_oid *at)
+/* A linked worktree (git.h) in a fresh temporary directory, so probes
+ * never touch the user's checkout. */
+static int worktree_create(bisect_ctx *c, const char *at)
 {
     snprintf(c->wt_path, sizeof c->wt_path, "%s/wt", c->tmp);
     snprintf(c->wt_name, sizeof c->wt_name, "repro-bisect-%ld", (long)getpid());
-    git_commit *commit = NULL;
-    if (git_commit_lookup(&commit, c->repo, at) < 0)
-        return repro_git_fail(REPRO_EIO, "bisect: cannot read commit %s", c->r->good.commit.id);
-    int rc = git_branch_create(&c->branch, c->repo, c->wt_name, commit, 0);
-    git_commit_free(commit);
-    if (rc < 0)
-        return repro_git_fail(REPRO_EIO, "bisect: cannot create the branch %s for the worktree",
-                        c->wt_name);
-    git_worktree_add_options wo;
-    git_worktree_add_options_init(&wo, GIT_WORKTREE_ADD_OPTIONS_VERSION);
-    wo.ref = c->branch;
-    if (git_worktree_add(&c->worktree, c->repo, c->wt_name, c->wt_path, &wo) < 0)
-        return repro_git_fail(REPRO_EIO, "bisect: cannot add a worktree at %s", c->wt_path);
-    if (git_repository_open(&c->wt, c->wt_path) < 0 ||
-        git_repository_set_head_detached(c->wt, at) < 0)
-        return repro_git_fail(REPRO_EIO, "bisect: cannot open the worktree at %s", c->wt_path);
-    if (git_reference_delete(c->branch) < 0)
-        return repro_git_fail(REPRO_EIO, "bisect: cannot delete the temporary branch %s",
-                        c->wt_name);
-    git_reference_free(c->branch);
-    c->branch = NULL;
+    if (repro_git_worktree_add(c->g, c->wt_name, c->wt_path, at, &c->wt))
+        return bisect_error();
     return 0;
 }
 
-/* Removes the worktree (git_worktree_prune with its working tree), the
- * temporary branch if it is still there, and the temporary directory. Safe
- * to call at any point of a failed setup. */
+/* Removes the worktree and the temporary directory. Safe to call at any
+ * point of a failed setup. */
 static void worktree_remove(bisect_ctx *c)
 {
-    git_repository_free(c->wt);
+    if (repro_git_worktree_remove(c->wt))
+        fprintf(stderr, "repro: bisect: %s (git worktree prune removes it)\n",
+                repro_error_message());
     c->wt = NULL;
-    if (!c->worktree && c->repo && c->wt_name[0] &&
-        git_worktree_lookup(&c->worktree, c->repo, c->wt_name) < 0)
-        c->worktree = NULL; /* never made: nothing to prune */
-    if (c->worktree) {
-        git_worktree_prune_options po;
-        git_worktree_prune_options_init(&po, GIT_WORKTREE_PRUNE_OPTIONS_VERSION);
-        po.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_LOCKED |
-                   GIT_WORKTREE_PRUNE_WORKING_TREE;
-        if (git_worktree_prune(c->worktree, &po) < 0) {
-            const git_error *e = git_error_last();
-            fprintf(stderr, "repro: bisect: cannot prune the worktree %s%s%s (git worktree prune "
-                            "removes it)\n",
-                    c->wt_name, e && e->message ? ": " : "", e && e->message ? e->message : "");
-        }
-        git_worktree_free(c->worktree);
-        c->worktree = NULL;
-    }
-    if (c->branch) {
-        git_reference_delete(c->branch);
-        git_reference_free(c->branch);
-        c->branch = NULL;
-    }
     if (c->tmp[0])
         remove_tree(c->tmp);
 }
 
-/* Checks commit `hex` out into the worktree and detaches HEAD there. Only
- * files that differ from what the worktree holds are written, so unchanged
- * sources keep their timestamps and `make` recompiles only what this commit
- * changed: every probe after the first is an incremental build, which is
- * what makes a bisect fast. FORCE rather than SAFE because nothing in the
- * worktree is anyone's work; untracked files (the build outputs) are kept,
- * which is the point. */
+/* Checks commit `hex` out into the worktree: only what differs is written,
+ * so every probe after the first is an incremental build, which is what
+ * makes a bisect fast. */
 static int checkout(bisect_ctx *c, const char *hex)
 {
-    git_oid id;
-    git_commit *commit = NULL;
-    if (git_oid_fromstr(&id, hex) < 0 || git_commit_lookup(&commit, c->wt, &id) < 0)
-        return repro_git_fail(REPRO_EIO, "bisect: cannot read commit %s", hex);
-    git_checkout_options co;
-    git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
-    co.checkout_strategy = GIT_CHECKOUT_FORCE;
-    int rc = git_checkout_tree(c->wt, (const git_object *)commit, &co);
-    git_commit_free(commit);
-    if (rc < 0 || git_repository_set_head_detached(c->wt, &id) < 0)
-        return repro_git_fail(REPRO_EIO, "bisect: cannot check %.7s out into the worktree", hex);
-    return 0;
+    return repro_git_worktree_checkout(c->wt, hex) ? bisect_error() : 0;
 }
 
 /* ---- one probe ------------------------------------------------------------- */
@@ -818,77 +641,24 @@ static int probe_bad(bisect_ctx *c)
 
 /* ---- what the first bad commit changed -------------------------------- */
 
-/* Adds `path` to r->paths unless it is there already. */
-static int add_path(repro_bisect_result *r, const char *path, size_t cap)
-{
-    for (size_t i = 0; i < r->npaths; i++)
-        if (!strcmp(r->paths[i], path))
-            return 0;
-    if (r->npaths == cap || !(r->paths[r->npaths] = strdup(path)))
-        return repro_error_set(REPRO_ENOMEM, "out of memory");
-    r->npaths++;
-    return 0;
-}
-
-static int cmp_path(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int tree_of(git_repository *repo, const char *hex, git_tree **out)
-{
-    git_oid id;
-    git_commit *c = NULL;
-    int rc = git_oid_fromstr(&id, hex) < 0 || git_commit_lookup(&c, repo, &id) < 0 ||
-             git_commit_tree(out, c) < 0;
-    git_commit_free(c);
-    return rc ? repro_git_fail(REPRO_EIO, "bisect: cannot read the tree of %.7s", hex) : 0;
-}
-
 /* The numerics paths (and the experiment file) the first bad commit changed
- * against its first parent: a tree-to-tree diff limited to those prefixes
- * (literal paths, a directory taking everything under it). This is what
- * repro_git_changes_since(parent) reports for a HEAD at the first bad
- * commit, asked directly: the user's HEAD is theirs, and the git layer
- * opened on the worktree misses a shallow clone's boundary (libgit2 1.5.1
- * looks for `shallow` in the worktree's own git dir), where both trees
+ * against its first parent: a tree-to-tree diff limited to those prefixes.
+ * This is what repro_git_changes_since(parent) reports for a HEAD at the
+ * first bad commit, asked directly: the user's HEAD is theirs, and the git
+ * layer opened on the worktree misses a shallow clone's boundary (libgit2
+ * 1.5.1 looks for `shallow` in the worktree's own git dir), where both trees
  * compared here are always present. */
 static int touched_paths(bisect_ctx *c)
 {
     repro_bisect_result *r = c->r;
     const char *child = r->cand[r->first_bad].commit.id;
     const char *parent = r->first_bad ? r->cand[r->first_bad - 1].commit.id : r->good.commit.id;
-    char *prefixes[16];
+    const char *prefixes[16];
     size_t np = 0;
     for (int i = 0; i < repro_numerics_npaths && np < 15; i++)
-        prefixes[np++] = (char *)repro_numerics_paths[i];
+        prefixes[np++] = repro_numerics_paths[i];
     prefixes[np++] = r->exp_rel;
-    git_tree *a = NULL, *b = NULL;
-    git_diff *diff = NULL;
-    git_diff_options dopt;
-    git_diff_options_init(&dopt, GIT_DIFF_OPTIONS_VERSION);
-    dopt.flags |= GIT_DIFF_DISABLE_PATHSPEC_MATCH;
-    dopt.pathspec.strings = prefixes;
-    dopt.pathspec.count = np;
-    int rc = tree_of(c->repo, parent, &a) || tree_of(c->repo, child, &b) ? -1 : 0;
-    if (rc == 0 && git_diff_tree_to_tree(&diff, c->repo, a, b, &dopt) < 0)
-        rc = repro_git_fail(REPRO_EIO, "bisect: cannot diff %.7s against its parent", child);
-    size_t n = rc ? 0 : git_diff_num_deltas(diff);
-    if (n && !(r->paths = calloc(2 * n, sizeof *r->paths)))
-        rc = repro_error_set(REPRO_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        const git_diff_delta *d = git_diff_get_delta(diff, i);
-        if (d->old_file.path)
-            rc = add_path(r, d->old_file.path, 2 * n);
-        if (rc == 0 && d->new_file.path)
-            rc = add_path(r, d->new_file.path, 2 * n);
-    }
-    if (r->npaths)
-        qsort(r->paths, r->npaths, sizeof *r->paths, cmp_path);
-    git_diff_free(diff);
-    git_tree_free(a);
-    git_tree_free(b);
-    return rc;
+    return repro_git_diff_paths(c->g, parent, child, prefixes, np, &r->paths, &r->npaths);
 }
 
 /* ---- setup and the whole run ----------------------------------------------- */
@@ -921,7 +691,7 @@ static int exp_missing(bisect_ctx *c, const repro_git_commit *at, const char *wh
 
 /* Everything before the first build: range, repository, experiment,
  * candidates, reference, worktree. */
-static int setup(bisect_ctx *c, git_oid *good, git_oid *bad)
+static int setup(bisect_ctx *c)
 {
     repro_bisect_result *r = c->r;
     char *good_rev = NULL, *bad_rev = NULL;
@@ -933,15 +703,9 @@ static int setup(bisect_ctx *c, git_oid *good, git_oid *bad)
         repro_git_lookup(c->g, bad_rev, &badc))
         goto done;
     exp_stem(r->exp_rel, r->exp_name, sizeof r->exp_name);
-    snprintf(c->bad_short, sizeof c->bad_short, "%s", badc.short_id);
     if (exp_missing(c, &badc, "BAD") || exp_missing(c, &r->good.commit, "GOOD"))
         goto done;
-    if (git_repository_open(&c->repo, repro_git_workdir(c->g)) < 0) {
-        repro_git_fail(REPRO_EIO, "bisect: cannot open %s", repro_git_workdir(c->g));
-        goto done;
-    }
-    if (git_oid_fromstr(good, r->good.commit.id) < 0 || git_oid_fromstr(bad, badc.id) < 0 ||
-        list_candidates(c, good, bad))
+    if (list_candidates(c, r->good.commit.id, badc.id))
         goto done;
     repro_env env;
     if (repro_env_get(&env))
@@ -960,7 +724,7 @@ static int setup(bisect_ctx *c, git_oid *good, git_oid *bad)
     progress(c, "%zu commit%s after GOOD %s up to BAD %s; reference: %s", r->ncand,
              r->ncand == 1 ? "" : "s", r->good.commit.short_id, badc.short_id,
              c->has_ref ? r->reference : "GOOD's own run (no golden for this class)");
-    rc = worktree_create(c, bad);
+    rc = worktree_create(c, badc.id);
 done:
     repro_git_commit_release(&badc);
     free(good_rev);
@@ -998,15 +762,13 @@ int repro_bisect_commits(const repro_bisect_opts *o, repro_bisect_result *r)
     double t0 = repro_now();
     signal_state sigs;
     signals_catch(&sigs);
-    git_oid good, bad;
-    int rc = setup(&c, &good, &bad);
+    int rc = setup(&c);
     if (rc == 0)
         rc = bisect(&c);
     if (rc >= 0)
         r->outcome = rc;
     worktree_remove(&c);
     repro_trace_release(&c.ref); /* (safe when never filled) */
-    git_repository_free(c.repo);
     repro_git_free(c.g);
     signals_restore(&sigs);
     r->seconds = repro_now() - t0;

@@ -169,9 +169,50 @@ int repro_git_path_history(repro_git *g, const char *prefix, size_t max,
                            repro_git_history **out);
 void repro_git_history_free(repro_git_history *h);
 
+/* ---- what commit bisection needs (git_bisect.c) ----------------------- */
+
+/* The commits after `good` up to `bad` on bad's first-parent chain, oldest
+ * first (*ids: malloc'd, 40-hex each; *n their count, >= 1): a
+ * first-parent walk from bad that stops at good, then checked link by link
+ * down to good. good and bad are full commit ids. Fails with exit 2 when
+ * they are the same commit or good is not on bad's first-parent chain
+ * (history ends before it, as in a shallow clone, or a merge brought it
+ * in), exit 3 for libgit2 failures. */
+int repro_git_first_parent_range(repro_git *g, const char *good, const char *bad,
+                                 char (**ids)[41], size_t *n);
+
+/* A temporary linked worktree (git worktree add), for building commits
+ * without touching the user's checkout. */
+typedef struct repro_git_worktree repro_git_worktree;
+
+/* Adds the worktree `name` at `path` (which must not exist yet) with HEAD
+ * detached at commit `at`; no branch is left behind. On failure whatever
+ * was made is removed again and *out is NULL (exit 3). */
+int repro_git_worktree_add(repro_git *g, const char *name, const char *path, const char *at,
+                           repro_git_worktree **out);
+/* Checks commit `id` out into the worktree and detaches HEAD there. Only
+ * files that differ from what the worktree holds are written (untracked
+ * files, such as build outputs, are kept), so unchanged sources keep their
+ * timestamps and an incremental build rebuilds only what changed. */
+int repro_git_worktree_checkout(repro_git_worktree *w, const char *id);
+/* Prunes the worktree together with its working tree and frees w (NULL:
+ * nothing). -1 (error slot) when it could not be pruned (`git worktree
+ * prune` then removes it); w is freed either way. */
+int repro_git_worktree_remove(repro_git_worktree *w);
+
+/* The paths that differ between the trees of commits `from` and `to`,
+ * limited to the prefixes taken literally (a directory takes everything
+ * under it): old and new names of every change, sorted, each once
+ * (*paths: malloc'd strings in a malloc'd array; release with
+ * repro_git_paths_free). Both commits must be present (exit 3 if not). */
+int repro_git_diff_paths(repro_git *g, const char *from, const char *to,
+                         const char *const *prefixes, size_t nprefixes, char ***paths,
+                         size_t *npaths);
+void repro_git_paths_free(char **paths, size_t n);
+
 /* Sets the error slot to "WHAT: <libgit2's last message>" (libgit2 1.5.1
  * may leave none: git_error_last() can return NULL) and returns -1: for
- * callers of libgit2 outside this module (bisect_commits.c). */
+ * the git layer's other files (git_bisect.c). */
 int repro_git_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* "libgit2 1.5.1", for environment fingerprints and `repro env`. */

@@ -1,0 +1,387 @@
+/* Child processes: start, wait, kill, and how they ended (see child.h).
+ *
+ * Why fork + exec and not posix_spawn: a child must die with its parent,
+ * and on Linux that takes prctl(PR_SET_PDEATHSIG) in the child between
+ * fork and exec, which posix_spawn has no attribute for (nor for
+ * setrlimit). Everything the child does after fork is async-signal-safe
+ * (setpgid, prctl, getppid, dup2, chdir, setrlimit, execve, write, _exit):
+ * the argument vector, the environment and the files are all prepared in
+ * the parent, so a fork from a process that has other threads (the kernel
+ * pool) is safe. An exec failure comes back over a close-on-exec pipe, so
+ * "no such program" is an error of start, not an exit status. */
+#include "util/child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "util/error.h"
+#include "util/progress.h"
+
+extern char **environ;
+
+int repro_child_self_path(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0 || (size_t)n >= len - 1)
+        return repro_error_set_errno(REPRO_EIO, "cannot find the repro executable");
+    buf[n] = '\0';
+    return 0;
+}
+
+/* ---- preparing (in the parent) ------------------------------------------ */
+
+/* The program file: c->path, or argv[0] as is when it has a '/', else the
+ * first executable argv[0] in $PATH (what execvp would run). */
+static int resolve_program(const repro_child *c, char *out, size_t len)
+{
+    const char *name = c->path ? c->path : c->argv[0];
+    if (!name || !name[0])
+        return repro_error_set(REPRO_EINVAL, "cannot start a child: no program named");
+    if (strchr(name, '/')) {
+        snprintf(out, len, "%s", name);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !path[0])
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, ":");
+        if ((size_t)snprintf(out, len, "%.*s/%s", (int)n, n ? p : ".", name) < len &&
+            access(out, X_OK) == 0)
+            return 0;
+        p += n + (p[n] == ':');
+    }
+    errno = ENOENT;
+    return repro_error_set_errno(REPRO_EIO, "cannot start %s (searched PATH)", name);
+}
+
+/* Does "K=V" name one of the variables in list (entries "K" or "K=V")? */
+static int env_listed(const char *kv, const char *const *list)
+{
+    size_t k = strcspn(kv, "=");
+    for (int i = 0; list && list[i]; i++) {
+        size_t n = strcspn(list[i], "=");
+        if (n == k && !strncmp(kv, list[i], k))
+            return 1;
+    }
+    return 0;
+}
+
+/* Our environment without env_unset and without what env_set replaces, then
+ * env_set. The strings are borrowed; the array is malloc'd. */
+static char **child_env(const repro_child *c)
+{
+    size_t n = 0, nset = 0;
+    while (environ[n])
+        n++;
+    while (c->env_set && c->env_set[nset])
+        nset++;
+    char **env = calloc(n + nset + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!env_listed(environ[i], c->env_unset) && !env_listed(environ[i], c->env_set))
+            env[k++] = environ[i];
+    for (size_t i = 0; i < nset; i++)
+        env[k++] = (char *)c->env_set[i];
+    return env;
+}
+
+static int open_output(const char *path, int append)
+{
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
+    int fd = open(path ? path : "/dev/null", path ? flags : O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0)
+        repro_error_set_errno(REPRO_EIO, "cannot open %s for a child's output", path);
+    return fd;
+}
+
+/* The files: fds[0..2] for the child's stdin, stdout, stderr (all
+ * close-on-exec here; dup2 in the child clears that on 0..2). */
+static int open_files(const repro_child *c, int fds[3])
+{
+    fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fds[0] < 0)
+        return repro_error_set_errno(REPRO_EIO, "cannot open /dev/null");
+    if ((fds[1] = open_output(c->out_path, c->append)) < 0) {
+        close(fds[0]);
+        return -1;
+    }
+    fds[2] = c->err_to_out ? fds[1] : open_output(c->err_path, c->append);
+    if (fds[2] < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    return 0;
+}
+
+static void close_files(int fds[3])
+{
+    if (fds[2] != fds[1])
+        close(fds[2]);
+    close(fds[1]);
+    close(fds[0]);
+}
+
+/* ---- in the child, between fork and exec -------------------------------- */
+
+enum { STAGE_PARENT_GONE = 1, STAGE_FILES, STAGE_CWD, STAGE_LIMITS, STAGE_EXEC };
+
+typedef struct {
+    int stage;
+    int err;
+} exec_failure;
+
+static void set_limit(int resource, uint64_t v, int *ok)
+{
+    if (!v || !*ok)
+        return;
+    struct rlimit rl = {(rlim_t)v, (rlim_t)v};
+    struct rlimit cur;
+    /* Never try to raise a hard limit (that fails unprivileged): clamp. */
+    if (getrlimit(resource, &cur) == 0 && cur.rlim_max != RLIM_INFINITY && rl.rlim_max > cur.rlim_max)
+        rl.rlim_cur = rl.rlim_max = cur.rlim_max;
+    *ok = setrlimit(resource, &rl) == 0;
+}
+
+/* dup2, except that a file that already is the target (a parent with fd
+ * 0..2 closed opens ours there) only loses its close-on-exec flag: dup2 of
+ * an fd onto itself would leave the flag set, and exec would close it. */
+static int redirect(int from, int to)
+{
+    if (from == to)
+        return fcntl(to, F_SETFD, 0) < 0 ? -1 : 0;
+    return dup2(from, to) < 0 ? -1 : 0;
+}
+
+_Noreturn static void fail_child(int pipe_fd, int stage)
+{
+    exec_failure f = {stage, errno};
+    ssize_t w = write(pipe_fd, &f, sizeof f);
+    (void)w;
+    _exit(127);
+}
+
+_Noreturn static void child_exec(const repro_child *c, const char *prog, char **env, const int fds[3],
+                       pid_t parent, int pipe_fd)
+{
+    setpgid(0, 0);
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) /* it died before the prctl: nobody to outlive */
+        fail_child(pipe_fd, STAGE_PARENT_GONE);
+#else
+    (void)parent;
+#endif
+    if (redirect(fds[0], 0) || redirect(fds[1], 1) || redirect(fds[2], 2))
+        fail_child(pipe_fd, STAGE_FILES);
+    if (c->cwd && chdir(c->cwd) != 0)
+        fail_child(pipe_fd, STAGE_CWD);
+    int ok = 1;
+    set_limit(RLIMIT_AS, c->limits.as_bytes, &ok);
+    set_limit(RLIMIT_CPU, c->limits.cpu_seconds, &ok);
+    set_limit(RLIMIT_FSIZE, c->limits.fsize_bytes, &ok);
+    if (!ok)
+        fail_child(pipe_fd, STAGE_LIMITS);
+    execve(prog, c->argv, env);
+    fail_child(pipe_fd, STAGE_EXEC);
+}
+
+/* ---- start, wait, kill ---------------------------------------------------- */
+
+/* After fork: did the exec happen? Reads the failure pipe (EOF: exec'd). */
+static int exec_outcome(repro_child *c, const char *prog, int rd)
+{
+    exec_failure f;
+    ssize_t n;
+    while ((n = read(rd, &f, sizeof f)) < 0 && errno == EINTR)
+        ;
+    close(rd);
+    if (n != (ssize_t)sizeof f)
+        return 0;
+    while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    c->pid = 0;
+    static const char *const what[] = {"", "its parent is gone", "cannot redirect its output",
+                                       "cannot enter the directory", "cannot set its limits",
+                                       ""};
+    errno = f.err;
+    if (f.stage == STAGE_CWD)
+        return repro_error_set_errno(REPRO_EIO, "cannot start %s in %s", prog, c->cwd);
+    if (f.stage == STAGE_EXEC || f.stage < 1 || f.stage > STAGE_EXEC)
+        return repro_error_set_errno(REPRO_EIO, "cannot start %s", prog);
+    return repro_error_set_errno(REPRO_EIO, "cannot start %s: %s", prog, what[f.stage]);
+}
+
+int repro_child_start(repro_child *c)
+{
+    char prog[PATH_MAX];
+    int fds[3] = {-1, -1, -1}, pfd[2];
+    c->pid = 0;
+    if (!c->argv || !c->argv[0])
+        return repro_error_set(REPRO_EINVAL, "cannot start a child: empty argument vector");
+    if (resolve_program(c, prog, sizeof prog))
+        return -1;
+    char **env = child_env(c);
+    if (!env)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    if (open_files(c, fds)) {
+        free(env);
+        return -1;
+    }
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        close_files(fds);
+        free(env);
+        return repro_error_set_errno(REPRO_EIO, "cannot start %s: pipe", prog);
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        child_exec(c, prog, env, fds, parent, pfd[1]);
+    }
+    int saved = errno;
+    close(pfd[1]);
+    close_files(fds);
+    free(env);
+    if (pid < 0) {
+        close(pfd[0]);
+        errno = saved;
+        return repro_error_set_errno(REPRO_EIO, "cannot start %s: fork", prog);
+    }
+    setpgid(pid, pid); /* also here: no window where a kill(-pid) misses it */
+    c->pid = pid;
+    c->deadline = c->timeout_s > 0 ? repro_now() + c->timeout_s : 0;
+    return exec_outcome(c, prog, pfd[0]);
+}
+
+int repro_child_kill(const repro_child *c, int sig)
+{
+    if (c->pid <= 0) {
+        errno = ESRCH;
+        return -1;
+    }
+    return kill(-c->pid, sig);
+}
+
+static void decode(int wst, repro_child_status *st)
+{
+    if (WIFEXITED(wst)) {
+        st->how = REPRO_CHILD_EXITED;
+        st->code = WEXITSTATUS(wst);
+    } else {
+        st->how = REPRO_CHILD_SIGNALED;
+        st->code = WIFSIGNALED(wst) ? WTERMSIG(wst) : 0;
+    }
+}
+
+/* Forwards a pending interruption to the child's group, once. */
+static void forward_interrupt(const repro_child *c, int *forwarded)
+{
+    if (c->interrupt && *c->interrupt && !*forwarded) {
+        repro_child_kill(c, (int)*c->interrupt);
+        *forwarded = 1;
+    }
+}
+
+int repro_child_wait(repro_child *c, repro_child_status *st)
+{
+    int wst, forwarded = 0;
+    /* With a deadline or an interruption to watch, poll (1 ms, growing to
+     * 10 ms: nothing against any run): a blocking waitpid would miss a
+     * signal that lands just before it. Otherwise, block. */
+    int poll = c->deadline > 0 || c->interrupt;
+    long nap_ns = 1000000;
+    for (;;) {
+        forward_interrupt(c, &forwarded);
+        pid_t w = waitpid(c->pid, &wst, poll ? WNOHANG : 0);
+        if (w == c->pid)
+            break;
+        if (w < 0 && errno != EINTR) {
+            int e = errno;
+            repro_child_kill(c, SIGKILL);
+            errno = e;
+            return repro_error_set_errno(REPRO_EIO, "waiting for child %ld", (long)c->pid);
+        }
+        if (c->deadline && repro_now() >= c->deadline) {
+            repro_child_kill(c, SIGKILL);
+            while (waitpid(c->pid, &wst, 0) < 0 && errno == EINTR)
+                ;
+            st->how = REPRO_CHILD_TIMED_OUT;
+            st->code = SIGKILL;
+            c->pid = 0;
+            return 0;
+        }
+        if (w == 0) {
+            struct timespec ts = {0, nap_ns};
+            nanosleep(&ts, NULL);
+            nap_ns = nap_ns < 10000000 ? nap_ns * 2 : nap_ns;
+        }
+    }
+    decode(wst, st);
+    c->pid = 0;
+    return 0;
+}
+
+int repro_child_run(repro_child *c, repro_child_status *st)
+{
+    if (repro_child_start(c))
+        return -1;
+    return repro_child_wait(c, st);
+}
+
+int repro_child_status_code(const repro_child_status *st)
+{
+    return st->how == REPRO_CHILD_EXITED ? st->code : 128 + st->code;
+}
+
+const char *repro_child_status_text(const repro_child_status *st, const repro_child *c,
+                                    char *buf, size_t len)
+{
+    if (st->how == REPRO_CHILD_EXITED)
+        snprintf(buf, len, "exited %d", st->code);
+    else if (st->how == REPRO_CHILD_TIMED_OUT)
+        snprintf(buf, len, "timed out after %g s", c ? c->timeout_s : 0.0);
+    else
+        snprintf(buf, len, "killed by signal %d (%s)", st->code, strsignal(st->code));
+    return buf;
+}
+
+int repro_child_run_self(char *const args[], const char *const *env_set, const char *out_path,
+                         const char *err_path)
+{
+    char self[PATH_MAX];
+    if (repro_child_self_path(self, sizeof self))
+        return -1;
+    size_t n = 0;
+    while (args[n])
+        n++;
+    char **argv = calloc(n + 2, sizeof *argv);
+    if (!argv)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    argv[0] = self;
+    memcpy(argv + 1, args, n * sizeof *argv);
+    repro_child c = {0};
+    c.argv = argv;
+    c.env_set = env_set;
+    c.out_path = out_path;
+    c.err_path = err_path;
+    repro_child_status st;
+    int rc = repro_child_run(&c, &st);
+    free(argv);
+    return rc ? -1 : repro_child_status_code(&st);
+}

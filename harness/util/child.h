@@ -1,0 +1,106 @@
+/* Child processes, as git's run-command does them: one description of the
+ * child (an argument vector — never a shell —, working directory, extra and
+ * removed environment variables, where its output goes, resource limits, a
+ * time limit), then start / wait / kill, and one decoding of how it ended.
+ * Every child repro starts (`repro run` re-runs, `repro verify`'s re-run,
+ * bisect's builds and runs) goes through here, so they all behave alike:
+ *
+ * - stdin is /dev/null; stdout and stderr go to files (mode 0644), created
+ *   or truncated (or appended to, with `append`); stderr may share stdout's
+ *   file (`err_to_out`), as a build log wants.
+ * - each child leads its own process group, so a timeout or an interruption
+ *   kills everything it started (make's compilers, a shell's children).
+ * - children die with their parent: on Linux the child asks the kernel for
+ *   SIGKILL when its parent goes (PR_SET_PDEATHSIG), so a `repro check`
+ *   killed with -9 leaves no `repro run` training on. The signal follows
+ *   the parent *thread* that started the child: start children from a
+ *   thread that outlives them (every caller uses the main thread).
+ * - the argument vector has no length limit but memory.
+ *
+ * Errors: -1 with the error slot set (error.h): REPRO_EIO when the child
+ * cannot be started (the message names the program and the reason, e.g.
+ * "cannot start /x/repro: No such file or directory") or waited for,
+ * REPRO_ENOMEM when out of memory. */
+#ifndef REPRO_CHILD_H
+#define REPRO_CHILD_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Limits applied in the child before it runs (setrlimit, soft = hard);
+ * 0 leaves a limit as inherited. */
+typedef struct {
+    uint64_t as_bytes;     /* RLIMIT_AS: address space */
+    uint64_t cpu_seconds;  /* RLIMIT_CPU: the kernel sends SIGKILL past it */
+    uint64_t fsize_bytes;  /* RLIMIT_FSIZE: a larger write gets SIGXFSZ */
+} repro_child_limits;
+
+typedef struct {
+    /* --- what to run (set by the caller; memset the struct to 0 first) */
+    const char *path;         /* the program file; NULL: argv[0], searched in
+                                 PATH when it has no '/' (as execvp does) */
+    char *const *argv;        /* NULL-terminated; argv[0] is the program's name */
+    const char *cwd;          /* NULL: ours */
+    const char *const *env_set;   /* NULL-terminated "K=V": added, replacing any K */
+    const char *const *env_unset; /* NULL-terminated names "K": removed */
+    const char *out_path;     /* stdout; NULL: /dev/null */
+    const char *err_path;     /* stderr; NULL: /dev/null (ignored with err_to_out) */
+    int append;               /* open the files O_APPEND instead of truncating */
+    int err_to_out;           /* stderr to the same file as stdout */
+    repro_child_limits limits;
+    double timeout_s;         /* > 0: wait kills the group after this long */
+    /* When not NULL and it becomes non-zero (a SIGINT/SIGTERM handler sets
+     * it), wait sends that signal to the child's group, once, and goes on
+     * waiting for it. */
+    volatile sig_atomic_t *interrupt;
+    /* --- state (set by start) */
+    pid_t pid;                /* also the process group id; 0 when not running */
+    double deadline;          /* monotonic seconds; 0: none */
+} repro_child;
+
+/* How a child ended. */
+typedef enum {
+    REPRO_CHILD_EXITED,    /* code: its exit status 0..255 */
+    REPRO_CHILD_SIGNALED,  /* code: the signal that killed it */
+    REPRO_CHILD_TIMED_OUT  /* killed by wait at timeout_s (code: SIGKILL) */
+} repro_child_how;
+
+typedef struct {
+    repro_child_how how;
+    int code;
+} repro_child_status;
+
+/* Starts the child. 0 with c->pid set, or -1 (nothing left running). An
+ * exec failure (no such program, not executable) is reported here, not as
+ * an exit status. */
+int repro_child_start(repro_child *c);
+/* Waits for a started child (killing its group at the deadline) and reaps
+ * it: 0 with *st filled, or -1 if waitpid fails. c->pid is 0 afterwards. */
+int repro_child_wait(repro_child *c, repro_child_status *st);
+/* Start and wait. */
+int repro_child_run(repro_child *c, repro_child_status *st);
+/* Sends sig to the child's whole process group. 0 or -1 (errno kept). */
+int repro_child_kill(const repro_child *c, int sig);
+
+/* The status as one shell-style number: the exit status, or 128 + signal
+ * (a timeout reads as 128 + SIGKILL). */
+int repro_child_status_code(const repro_child_status *st);
+/* "exited 3", "killed by signal 9 (Killed)", "timed out after 2.5 s". */
+const char *repro_child_status_text(const repro_child_status *st, const repro_child *c,
+                                    char *buf, size_t len);
+
+/* The running executable's path (/proc/self/exe), for re-running repro
+ * itself: 0 or -1 (REPRO_EIO). */
+int repro_child_self_path(char *buf, size_t len);
+
+/* Runs repro itself as a fresh process, `repro args...` (args[0] is the
+ * subcommand, NULL-terminated), with env_set added (may be NULL) and
+ * stdout and stderr to the given files; waits. Returns the status as
+ * repro_child_status_code gives it, or -1 (error slot) if it could not
+ * start. */
+int repro_child_run_self(char *const args[], const char *const *env_set, const char *out_path,
+                         const char *err_path);
+
+#endif

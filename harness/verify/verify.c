@@ -1,0 +1,561 @@
+/* Verification of a submission bundle: plan, re-run, judge (see verify.h). */
+#include "verify/verify.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/compare.h"
+#include "core/config.h"
+#include "record/trace.h"
+#include "util/error.h"
+#include "util/numparse.h"
+#include "util/progress.h"
+#include "util/ulp.h"
+#include "util/version.h"
+#include "verify/receipt.h"
+
+/* `repro run` exits 2 for a usage or input error: for the re-run, that is
+ * the submission's fault (a config this repro refuses), not the host's. */
+#define RUN_EXIT_INPUT 2
+
+static const char *const verdict_names[] = {"reproduced", "diverged", "invalid submission",
+                                            "exceeded limits"};
+
+const char *repro_verdict_name(repro_verdict v)
+{
+    return verdict_names[v];
+}
+
+void repro_verify_verdict_text(const repro_verify_result *r, char *buf, size_t len)
+{
+    if (r->verdict == REPRO_VERDICT_DIVERGED)
+        snprintf(buf, len, "diverged at step %ld", r->step);
+    else
+        snprintf(buf, len, "%s", verdict_names[r->verdict]);
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+int repro_verify_policy_parse(const char *s, repro_verify_policy *p)
+{
+    char *end;
+    memset(p, 0, sizeof *p);
+    if (!strcmp(s, "bitwise")) {
+        p->kind = REPRO_POLICY_BITWISE;
+    } else if (!strncmp(s, "ulp:", 4)) {
+        uint64_t v;
+        if (repro_parse_decimal_u64(s + 4, &v) || v > 0x7fffffffu)
+            return repro_error_set(REPRO_EINVAL, "verify: --policy %s: N must be 0..2^31-1", s);
+        p->kind = REPRO_POLICY_ULP;
+        p->ulp = (long)v;
+    } else if (!strncmp(s, "rtol:", 5)) {
+        double v = strtod(s + 5, &end);
+        if (end == s + 5 || *end || !isfinite(v) || v < 0 || v > 1)
+            return repro_error_set(REPRO_EINVAL,
+                                   "verify: --policy %s: X must be a number in [0, 1]", s);
+        p->kind = REPRO_POLICY_RTOL;
+        p->rtol = v;
+    } else {
+        return repro_error_set(REPRO_EINVAL,
+                               "verify: --policy %s: expected bitwise, ulp:N or rtol:X", s);
+    }
+    snprintf(p->text, sizeof p->text, "%s", s);
+    return 0;
+}
+
+void repro_verify_opts_init(repro_verify_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_steps = 100000;
+    o->max_seconds = 3600;
+    repro_verify_policy_parse("rtol:1e-4", &o->policy);
+}
+
+/* ---- verdicts and reasons -------------------------------------------------- */
+
+static void reason(repro_verify_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reason(repro_verify_result *r, const char *fmt, ...)
+{
+    char buf[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_t *s = json_string(buf);
+    if (!s) /* a message quoting invalid UTF-8 from the bundle */
+        s = json_string("(message not UTF-8)");
+    json_array_append_new(r->reasons, s);
+}
+
+/* Sets the verdict with its reason; returns 1 ("decided") for the steps below. */
+static int decide(repro_verify_result *r, repro_verdict v, long step, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int decide(repro_verify_result *r, repro_verdict v, long step, const char *fmt, ...)
+{
+    char buf[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    r->verdict = v;
+    r->step = step;
+    reason(r, "%s", buf);
+    return 1;
+}
+
+/* Errors from the host itself (environment: I/O, memory, unsupported) are
+ * not a verdict on the submission; everything else a bundle load reports is. */
+static int is_host_error(int code)
+{
+    return code == REPRO_EIO || code == REPRO_ENOMEM || code == REPRO_EUNSUPPORTED;
+}
+
+/* ---- one verification: its files and state ------------------------------ */
+
+typedef struct {
+    const repro_verify_opts *o;
+    const repro_bundle *b;
+    repro_verify_result *r;
+    char tmp[512];
+    char p_cfg[1200], p_trace[1200], p_out[1200], p_err[1200];
+    repro_trace claim, re;
+    repro_config cfg;
+} verify_run;
+
+/* Steps 3-6 below return -1 for a host-side failure (error slot), 0 to go
+ * on, 1 when the verdict is decided. */
+
+/* 3. The claimed trace, and that it is the trace the manifest claims. */
+static int check_claim(verify_run *v)
+{
+    const repro_bundle *b = v->b;
+    const repro_trace *c = &v->claim;
+    repro_verify_result *r = v->r;
+    char hx[65];
+    if (repro_trace_read(&v->claim, b->trace_path))
+        return decide(r, REPRO_VERDICT_INVALID, 0, "claimed trace: %s", repro_error_message());
+    if (!c->has_trailer)
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "claimed trace: truncated (no trailer): the run did not finish");
+    if (strcmp(c->experiment, b->experiment))
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "claimed trace is of experiment '%s', the manifest says '%s'",
+                      c->experiment, b->experiment);
+    if (strcmp(c->seed, b->seed))
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "claimed trace was made with seed %s, the manifest says %s", c->seed,
+                      b->seed);
+    if (c->trailer_steps != b->steps || c->nsteps != b->steps)
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "claimed trace has %ld steps, the manifest says %ld", c->trailer_steps,
+                      b->steps);
+    if (!repro_digest_eq(&c->trailer_chain, &b->chain)) {
+        repro_digest_hex(&c->trailer_chain, hx);
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "claimed trace's final chain %.16s... is not the manifest's %.16s...", hx,
+                      b->chain_hex);
+    }
+    if (c->env_class[0] && strcmp(c->env_class, b->env_class))
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "claimed trace was made in environment class %s, the manifest says %s",
+                      c->env_class, b->env_class);
+    return 0;
+}
+
+/* 4. The inline config, as strictly as any experiment file. */
+static int check_config(verify_run *v)
+{
+    const repro_bundle *b = v->b;
+    repro_verify_result *r = v->r;
+    repro_config *cfg = &v->cfg;
+    if (repro_write_file_atomic(v->p_cfg, b->config, strlen(b->config)))
+        return -1;
+    if (repro_config_load(cfg, v->p_cfg) || repro_config_validate(cfg))
+        return decide(r, REPRO_VERDICT_INVALID, 0, "config: %s", repro_error_message());
+    if (cfg->data_dataset != REPRO_DATASET_SYNTHETIC)
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "config: data.dataset = idx would read files on the host; only synthetic "
+                      "data can be verified");
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)cfg->train_seed);
+    if (strcmp(seed, b->seed) || cfg->train_steps != b->steps)
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "config says seed %s and %ld steps, the manifest seed %s and %ld steps",
+                      seed, (long)cfg->train_steps, b->seed, b->steps);
+    repro_digest all, num;
+    if (repro_config_digests(cfg, &all, &num))
+        return -1;
+    if (!repro_digest_eq(&num, &v->claim.numerics_digest)) {
+        char hx[65], hy[65];
+        repro_digest_hex(&num, hx);
+        repro_digest_hex(&v->claim.numerics_digest, hy);
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "the manifest's config (numerics digest %.12s) is not the claimed trace's "
+                      "(%.12s)",
+                      hx, hy);
+    }
+    return 0;
+}
+
+/* The last "repro: " line of a child's stderr (not a warning), without the
+ * prefix: the error it exited with. Progress lines are skipped. */
+static void child_error_line(const char *path, char *buf, size_t len)
+{
+    char *s;
+    size_t n;
+    buf[0] = '\0';
+    if (repro_read_file_limited(path, 1 << 20, &s, &n)) {
+        repro_error_clear();
+        return;
+    }
+    const char *p = s;
+    while (*p) {
+        const char *e = strchr(p, '\n');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (!strncmp(p, "repro: ", 7) && !strstr(p, "warning"))
+            snprintf(buf, len, "%.*s", (int)(l - 7), p + 7);
+        p += l + (e ? 1 : 0);
+    }
+    free(s);
+}
+
+/* Starts `repro run CONFIG --seed S --steps N -o TRACE -q` and waits for it
+ * under the time and resource limits. */
+static int run_child(verify_run *v, repro_child_status *st)
+{
+    char self[PATH_MAX], steps[32];
+    const char *bin = v->o->repro_bin;
+    if (!bin) {
+        if (repro_child_self_path(self, sizeof self))
+            return -1;
+        bin = self;
+    }
+    snprintf(steps, sizeof steps, "%ld", v->b->steps);
+    char *argv[] = {(char *)bin, "run", v->p_cfg, "--seed", (char *)v->b->seed, "--steps", steps,
+                    "-o", v->p_trace, "-q", NULL};
+    repro_child c = {0};
+    c.argv = argv;
+    c.out_path = v->p_out;
+    c.err_path = v->p_err;
+    c.timeout_s = v->o->max_seconds;
+    c.limits = v->o->limits;
+    return repro_child_run(&c, st);
+}
+
+/* 5. The re-run: a fresh process, argv only, under the limits. */
+static int rerun(verify_run *v)
+{
+    repro_verify_result *r = v->r;
+    repro_child_status st;
+    double t0 = repro_now();
+    r->ran = 1;
+    int rc = run_child(v, &st);
+    r->rerun_ms = (long)((repro_now() - t0) * 1000);
+    if (rc)
+        return -1;
+    if (st.how == REPRO_CHILD_TIMED_OUT)
+        return decide(r, REPRO_VERDICT_EXCEEDED, 0,
+                      "the re-run was stopped after %g s (--max-seconds)", v->o->max_seconds);
+    int code = repro_child_status_code(&st);
+    if (code != 0) {
+        char line[600];
+        child_error_line(v->p_err, line, sizeof line);
+        if (code == RUN_EXIT_INPUT)
+            return decide(r, REPRO_VERDICT_INVALID, 0, "the re-run refused the submission: %s",
+                          line);
+        return repro_error_set(REPRO_EIO, "verify: the re-run failed on this host (exit %d): %s",
+                               code, line);
+    }
+    if (repro_trace_read(&v->re, v->p_trace))
+        return -1;
+    r->have_host_chain = v->re.has_trailer;
+    r->host_chain = v->re.trailer_chain;
+    return 0;
+}
+
+/* ---- 6. the comparison ------------------------------------------------------ */
+
+/* Bitwise: every step digest and the final chain. */
+static int judge_bitwise(verify_run *v)
+{
+    repro_verify_result *r = v->r;
+    const repro_trace *c = &v->claim, *re = &v->re;
+    repro_divergence d;
+    if (repro_compare_traces(c, re, &d))
+        return decide(r, REPRO_VERDICT_INVALID, 0, "%s", repro_error_message());
+    if (d.identical) {
+        decide(r, REPRO_VERDICT_REPRODUCED, 0,
+               "every step digest and the final chain are identical (%ld steps)", c->nsteps);
+    } else {
+        long step = d.first_step ? d.first_step : d.common_steps + 1;
+        if (d.first_step && d.ntensors)
+            decide(r, REPRO_VERDICT_DIVERGED, step,
+                   "step %ld: the step digests differ; first differing tensor %s (the likely "
+                   "origin)",
+                   step, d.tensors[0].name);
+        else if (d.first_step)
+            decide(r, REPRO_VERDICT_DIVERGED, step, "step %ld: the step digests differ", step);
+        else
+            decide(r, REPRO_VERDICT_DIVERGED, step, "the claim has %ld steps, the re-run %ld",
+                   c->nsteps, re->nsteps);
+    }
+    repro_divergence_release(&d);
+    return 1;
+}
+
+static double rel(double a, double b)
+{
+    double m = fmax(fabs(a), fabs(b));
+    return m == 0 ? 0 : fabs(a - b) / m;
+}
+
+/* rtol:X on one tensor: L2 norm within relative error X; the sum within
+ * X * sqrt(numel) * L2 (by Cauchy-Schwarz |sum| <= sqrt(n) * L2, so this
+ * scales with what the sum could be; a plain relative test on a sum that
+ * cancels to ~0 would fail on rounding alone); non-finite counts equal.
+ * 1 (diverged, reason given) or 0. */
+static int tensor_differs(repro_verify_result *r, long step, const repro_trace_tensor *ta,
+                          const repro_trace_tensor *tb, const repro_verify_policy *p)
+{
+    if (!tb)
+        return decide(r, REPRO_VERDICT_DIVERGED, step,
+                      "step %ld: tensor %s is missing from the re-run", step, ta->name);
+    double numel = 1;
+    for (int d = 0; d < ta->ndim; d++)
+        numel *= (double)ta->shape[d];
+    double sum_tol = p->rtol * sqrt(numel) * fmax(ta->l2, tb->l2);
+    if (ta->nonfinite == tb->nonfinite && rel(ta->l2, tb->l2) <= p->rtol &&
+        fabs(ta->sum - tb->sum) <= sum_tol)
+        return 0;
+    return decide(r, REPRO_VERDICT_DIVERGED, step,
+                  "step %ld: tensor %s: L2 %.9g vs %.9g (relative error %.3g), sum %.9g vs "
+                  "%.9g, non-finite %ld vs %ld (policy %s)",
+                  step, ta->name, ta->l2, tb->l2, rel(ta->l2, tb->l2), ta->sum, tb->sum,
+                  ta->nonfinite, tb->nonfinite, p->text);
+}
+
+/* One step under the policy: ulp:N on the float32 loss; rtol:X on the
+ * loss and every tensor. 1 (diverged, reason given) or 0. */
+static int step_differs(repro_verify_result *r, const repro_trace_step *a,
+                        const repro_trace_step *b, const repro_verify_policy *p)
+{
+    if (p->kind == REPRO_POLICY_ULP) {
+        uint64_t u = repro_ulp_distance_f32(a->loss_bits, b->loss_bits);
+        if (u <= (uint64_t)p->ulp)
+            return 0;
+        return decide(r, REPRO_VERDICT_DIVERGED, a->step,
+                      "step %ld: loss 0x%08x vs 0x%08x: %llu ulps apart (policy %s)", a->step,
+                      a->loss_bits, b->loss_bits, (unsigned long long)u, p->text);
+    }
+    if (rel(a->loss_value, b->loss_value) > p->rtol ||
+        isnan(a->loss_value) != isnan(b->loss_value))
+        return decide(r, REPRO_VERDICT_DIVERGED, a->step,
+                      "step %ld: loss %.9g vs %.9g: relative error %.3g (policy %s)", a->step,
+                      a->loss_value, b->loss_value, rel(a->loss_value, b->loss_value), p->text);
+    for (int t = 0; t < a->ntensors; t++) {
+        const repro_trace_tensor *ta = &a->tensors[t], *tb = NULL;
+        for (int k = 0; k < b->ntensors && !tb; k++)
+            if (!strcmp(b->tensors[k].name, ta->name))
+                tb = &b->tensors[k];
+        if (tensor_differs(r, a->step, ta, tb, p))
+            return 1;
+    }
+    return 0;
+}
+
+/* Across classes: per step, with detail on both sides, under the policy. */
+static int judge_tolerance(verify_run *v)
+{
+    repro_verify_result *r = v->r;
+    const repro_trace *c = &v->claim, *re = &v->re;
+    const repro_verify_policy *p = &v->o->policy;
+    if (strcmp(c->experiment, re->experiment) ||
+        !repro_digest_eq(&c->numerics_digest, &re->numerics_digest))
+        return decide(r, REPRO_VERDICT_INVALID, 0, "the re-run's config is not the claimed trace's");
+    long common = c->nsteps < re->nsteps ? c->nsteps : re->nsteps, checked = 0;
+    for (long i = 0; i < common; i++) {
+        const repro_trace_step *a = &c->steps[i], *b = &re->steps[i];
+        if (!a->has_detail || !b->has_detail)
+            continue;
+        checked++;
+        if (step_differs(r, a, b, p))
+            return 1;
+    }
+    if (c->nsteps != re->nsteps)
+        return decide(r, REPRO_VERDICT_DIVERGED, common + 1,
+                      "the claim has %ld steps, the re-run %ld", c->nsteps, re->nsteps);
+    if (!checked)
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "the tolerance policy needs per-step loss and tensor stats, and the traces "
+                      "have none (trace.level = step): re-submit with trace.level = tensor");
+    return decide(r, REPRO_VERDICT_REPRODUCED, 0, "all %ld steps with stats agree within %s (%ld steps)",
+                  checked, p->text, c->nsteps);
+}
+
+/* Bitwise within a class (the contract's promise), the policy across. */
+static int judge(verify_run *v)
+{
+    repro_verify_result *r = v->r;
+    const char *host = r->host.class_id;
+    int same_class = !strcmp(host, v->b->env_class);
+    if (same_class || v->o->policy.kind == REPRO_POLICY_BITWISE) {
+        snprintf(r->comparison, sizeof r->comparison, "bitwise");
+        snprintf(r->why, sizeof r->why, "%s",
+                 same_class ? "environment classes match: bitwise identity is promised"
+                            : "classes differ, and the policy asks for bitwise identity");
+        return judge_bitwise(v);
+    }
+    snprintf(r->comparison, sizeof r->comparison, "%s", v->o->policy.text);
+    snprintf(r->why, sizeof r->why,
+             "environment classes differ (%s here): bitwise identity is not promised", host);
+    return judge_tolerance(v);
+}
+
+/* ---- the whole verification ---------------------------------------------------- */
+
+/* Steps 3-6 in a private temporary directory, removed afterwards. */
+static int verify_bundle(const repro_verify_opts *o, repro_verify_result *r)
+{
+    verify_run *v = calloc(1, sizeof *v);
+    if (!v)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    v->o = o;
+    v->b = &r->bundle;
+    v->r = r;
+    const char *td = getenv("TMPDIR");
+    snprintf(v->tmp, sizeof v->tmp, "%s/repro-verify-XXXXXX", td && *td ? td : "/tmp");
+    if (!mkdtemp(v->tmp)) {
+        free(v);
+        return repro_error_set_errno(REPRO_EIO, "verify: cannot create a temporary directory");
+    }
+    snprintf(v->p_cfg, sizeof v->p_cfg, "%s/%s.ini", v->tmp, v->b->experiment);
+    snprintf(v->p_trace, sizeof v->p_trace, "%s/rerun.jsonl", v->tmp);
+    snprintf(v->p_out, sizeof v->p_out, "%s/rerun.out", v->tmp);
+    snprintf(v->p_err, sizeof v->p_err, "%s/rerun.err", v->tmp);
+    int rc = check_claim(v);
+    if (rc == 0)
+        rc = check_config(v);
+    if (rc == 0)
+        rc = rerun(v);
+    if (rc == 0)
+        rc = judge(v);
+    repro_trace_release(&v->claim);
+    repro_trace_release(&v->re);
+    unlink(v->p_cfg);
+    unlink(v->p_trace);
+    unlink(v->p_out);
+    unlink(v->p_err);
+    rmdir(v->tmp);
+    free(v);
+    return rc < 0 ? -1 : 0;
+}
+
+int repro_verify(const repro_verify_opts *o, repro_verify_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->reasons = json_array();
+    if (!r->reasons)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    /* The host's environment first: a failure there is ours. */
+    if (repro_env_get(&r->host))
+        return -1;
+    snprintf(r->why, sizeof r->why, "nothing was compared");
+    r->bundle_ok = repro_bundle_load(&r->bundle, o->bundle_dir) == 0;
+    if (!r->bundle_ok) {
+        if (is_host_error(repro_error_code()))
+            return -1;
+        decide(r, REPRO_VERDICT_INVALID, 0, "%s", repro_error_message());
+        return 0;
+    }
+    if (r->bundle.steps > o->max_steps) {
+        decide(r, REPRO_VERDICT_EXCEEDED, 0,
+               "the submission has %ld steps; this host's limit is %ld (--max-steps): refused "
+               "before training",
+               r->bundle.steps, o->max_steps);
+        return 0;
+    }
+    return verify_bundle(o, r);
+}
+
+void repro_verify_result_release(repro_verify_result *r)
+{
+    json_decref(r->reasons);
+    r->reasons = NULL;
+    repro_bundle_release(&r->bundle);
+}
+
+/* ---- the receipt ------------------------------------------------------------------ */
+
+static json_t *bundle_json(const repro_verify_opts *o, const repro_verify_result *r)
+{
+    const repro_bundle *b = &r->bundle;
+    char hx[65];
+    json_t *j = json_pack("{s:s}", "path", o->bundle_dir);
+    if (!r->bundle_ok && !b->manifest)
+        return j;
+    /* Unreadable as a bundle, the bytes may still have been read: say which. */
+    repro_digest_hex(&b->manifest_digest, hx);
+    json_object_set_new(j, "manifest_sha256", json_string(hx));
+    if (!r->bundle_ok)
+        return j;
+    json_object_set_new(j, "experiment", json_string(b->experiment));
+    json_object_set_new(j, "seed", json_string(b->seed));
+    json_object_set_new(j, "steps", json_integer(b->steps));
+    json_object_set_new(j, "trace", json_string(b->trace));
+    json_object_set_new(j, "submitter_signature", json_string(b->is_signed ? "valid" : "none"));
+    json_object_set_new(j, "submitter_key_id", b->is_signed ? json_string(b->key_id) : json_null());
+    return j;
+}
+
+static json_t *submitter_json(const repro_verify_result *r)
+{
+    const repro_bundle *b = &r->bundle;
+    if (!r->bundle_ok)
+        return json_null();
+    return json_pack("{s:O, s:s, s:s, s:s, s:s}", "env", b->env, "env_class", b->env_class,
+                     "chain", b->chain_hex, "commit", b->commit, "repro_version",
+                     b->repro_version);
+}
+
+static json_t *host_json(const repro_verify_result *r)
+{
+    char hx[65];
+    json_t *j = json_pack("{s:o, s:s, s:I}", "env", repro_env_to_json(&r->host), "env_class",
+                          r->host.class_id, "rerun_ms", (json_int_t)r->rerun_ms);
+    if (r->have_host_chain) {
+        repro_digest_hex(&r->host_chain, hx);
+        json_object_set_new(j, "chain", json_string(hx));
+    } else {
+        json_object_set_new(j, "chain", json_null());
+    }
+    return j;
+}
+
+json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_result *r)
+{
+    char text[96], when[32];
+    repro_verify_verdict_text(r, text, sizeof text);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    const char *cmp = r->comparison[0] ? r->comparison : "none";
+    return json_pack(
+        "{s:i, s:s, s:s, s:I, s:O, s:b, s:s, s:{s:s, s:s, s:s}, s:{s:I, s:I}, s:o, s:o, s:o, "
+        "s:s, s:s}",
+        "repro_receipt", REPRO_RECEIPT_VERSION, "verdict", verdict_names[r->verdict],
+        "verdict_text", text, "step",
+        (json_int_t)(r->verdict == REPRO_VERDICT_DIVERGED ? r->step : 0), "reasons", r->reasons,
+        "ran", r->ran, "comparison", cmp, "policy", "requested", o->policy.text, "applied", cmp,
+        "why", r->why, "limits", "max_steps", (json_int_t)o->max_steps, "max_seconds_ms",
+        (json_int_t)(o->max_seconds * 1000), "bundle", bundle_json(o, r), "submitter",
+        submitter_json(r), "host", host_json(r), "repro_version", REPRO_VERSION, "time", when);
+}

@@ -1,0 +1,114 @@
+/* Verification of a submission bundle, the engine under `repro verify`:
+ * re-runs a submission in a fresh process under the host's limits,
+ * compares the re-run with the claimed trace, and gives a verdict and the
+ * receipt that records it (receipt.h signs and writes it).
+ *
+ * Order of work, so that nothing expensive happens for a bad submission:
+ *   1. the manifest (bundle.h: size, JSON, known keys, types, ranges, a
+ *      trace path inside the bundle, the submitter's signature if any)
+ *   2. the host's limits: steps > max_steps is refused here, before any
+ *      training (verdict "exceeded limits")
+ *   3. the claimed trace: read strictly (trace_read.c verifies its chain),
+ *      finished, and consistent with the manifest (experiment, seed, steps,
+ *      final chain, environment class)
+ *   4. the inline config: written to a private temporary directory as
+ *      <experiment>.ini, loaded strictly, synthetic data only (a config
+ *      naming host files would read them), seed and steps as the manifest
+ *      says, numerics digest as the claimed trace's header says
+ *   5. the re-run: `repro run` as a child (util/child.h: an argument
+ *      vector, never a shell; its own process group; killed at
+ *      max_seconds, verdict "exceeded limits"; optional resource limits)
+ *   6. the comparison: bitwise (chain digests) when the host's environment
+ *      class is the submitter's — that is the determinism contract's
+ *      promise; otherwise under the policy, per step from the loss bits and
+ *      the tensor stats. The receipt says which.
+ *
+ * A verdict is not an error: repro_verify returns 0 with the verdict in the
+ * result for every submission, good or bad; -1 (error slot) only for a
+ * failure on the host's side (its environment, a temporary directory, a
+ * re-run that fails for reasons of the host), which is no verdict on the
+ * submission and gets no receipt.
+ *
+ * Receipt fields (receipt.h for the signature and form):
+ *   repro_receipt 1; verdict; verdict_text ("diverged at step 3"); step
+ *   (the divergent step, or 0); reasons [strings]; ran (whether training
+ *   ran); comparison ("bitwise", "ulp:N", "rtol:X" or "none"); policy
+ *   {requested, applied, why}; limits {max_steps, max_seconds_ms};
+ *   bundle {path, manifest_sha256, experiment, seed, steps, trace,
+ *   submitter_signature ("valid" | "none"), submitter_key_id};
+ *   submitter {env, env_class, chain, commit, repro_version} (null when the
+ *   manifest could not be read); host {env, env_class, chain (null when
+ *   nothing ran), rerun_ms}; repro_version; time (ISO 8601 UTC). */
+#ifndef REPRO_VERIFY_H
+#define REPRO_VERIFY_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "record/env.h"
+#include "record/hash.h"
+#include "util/child.h"
+#include "verify/bundle.h"
+
+typedef enum {
+    REPRO_VERDICT_REPRODUCED,
+    REPRO_VERDICT_DIVERGED,
+    REPRO_VERDICT_INVALID,  /* invalid submission */
+    REPRO_VERDICT_EXCEEDED  /* exceeded the host's limits */
+} repro_verdict;
+
+/* Tolerance across environment classes. */
+typedef enum { REPRO_POLICY_BITWISE, REPRO_POLICY_ULP, REPRO_POLICY_RTOL } repro_policy_kind;
+
+typedef struct {
+    repro_policy_kind kind;
+    long ulp;       /* ULP: the float32 loss within this many ulps (util/ulp.h) */
+    double rtol;    /* RTOL: loss, each tensor's L2 norm and sum within this */
+    char text[48];  /* as given: "rtol:1e-4" */
+} repro_verify_policy;
+
+/* "bitwise", "ulp:N" (N decimal, 0..2^31-1) or "rtol:X" (X in [0, 1]).
+ * 0, or -1 (REPRO_EINVAL) naming the text. */
+int repro_verify_policy_parse(const char *s, repro_verify_policy *p);
+
+typedef struct {
+    const char *bundle_dir;
+    repro_verify_policy policy;
+    long max_steps;           /* refuse more steps than this */
+    double max_seconds;       /* kill the re-run after this long; 0: never */
+    repro_child_limits limits; /* the re-run's resource limits; 0: inherited */
+    const char *repro_bin;    /* the repro that re-runs; NULL: this executable */
+} repro_verify_opts;
+
+/* Defaults: policy rtol:1e-4, 100000 steps, 3600 s, no resource limits. */
+void repro_verify_opts_init(repro_verify_opts *o);
+
+typedef struct {
+    repro_verdict verdict;
+    long step;             /* DIVERGED: the divergent step */
+    json_t *reasons;       /* array of strings, owned */
+    int ran;               /* training ran */
+    char comparison[48];   /* "bitwise", the policy's text, or "" (none) */
+    char why[160];         /* why that comparison */
+    long rerun_ms;
+    int have_host_chain;
+    repro_digest host_chain;
+    int bundle_ok;         /* the manifest was read; bundle is filled */
+    repro_bundle bundle;
+    repro_env host;
+} repro_verify_result;
+
+/* Runs steps 1-6 above. r is filled either way and must be released. */
+int repro_verify(const repro_verify_opts *o, repro_verify_result *r);
+void repro_verify_result_release(repro_verify_result *r);
+
+/* "reproduced", "diverged", "invalid submission", "exceeded limits". */
+const char *repro_verdict_name(repro_verdict v);
+/* The same, with the step for a divergence: "diverged at step 3". */
+void repro_verify_verdict_text(const repro_verify_result *r, char *buf, size_t len);
+
+/* The receipt (fields above), unsigned; NULL when out of memory. */
+json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_result *r);
+
+#endif
