@@ -12,11 +12,16 @@
  * Determinism: each batch is cut into fixed shards of SHARD windows; a
  * shard's gradient is computed by one thread in sample order, and the
  * shard gradients are added in shard order — so the thread count
- * (REPRO_THREADS or --threads) never changes a bit. The loader draws each
- * batch's windows from a generator seeded with repro_worker_seed(base_seed,
- * worker) for the worker that owns the batch (batch k -> worker k % W), as
- * PyTorch's DataLoader seeds its workers; the worker count is fixed by the
- * data, so it does not change bits either (REPRO_WORKERS).
+ * (REPRO_THREADS or --threads) never changes a bit.
+ *
+ * The loader follows PyTorch's DataLoader contract: the sampler (which
+ * windows make batch k) draws from a seeded generator on the main thread;
+ * batch k is loaded by worker k % W, whose RNG is seeded base_seed + w
+ * (repro_worker_seed), and augmented (2% of characters replaced). By
+ * default augmentation is keyed by (base_seed, sample), so the worker count
+ * (REPRO_WORKERS) never matters; `--set augment=worker` draws it from the
+ * worker's RNG instead, as a plain PyTorch loader would, and then the
+ * worker count changes the bits.
  *
  * The negative control: CHARLM_UNORDERED=1 adds shard gradients in the
  * order the threads finish (an "atomic" reduction), so with 2+ threads the
@@ -36,16 +41,16 @@
 #include <repro/repro.h>
 
 enum { V = 27, D = 16, H = 32, T = 12, BATCH = 32, SHARD = 4, NSHARD = BATCH / SHARD };
-enum { CORPUS = 20000, PURPOSE_CORPUS = 100, PURPOSE_LOADER = 101, PURPOSE_INIT = 102 };
+enum { CORPUS = 20000, PURPOSE_CORPUS = 100, PURPOSE_LOADER = 101, PURPOSE_INIT = 102,
+       PURPOSE_AUGMENT = 103 };
 
 typedef struct {
     float E[V * D], Wx[H * D], Wh[H * H], b[H], Wo[V * H], bo[V];
 } params;
 
 typedef struct {
-    const unsigned char *corpus;
+    const unsigned char *windows; /* BATCH windows of T + 1 characters */
     const params *p;
-    const int *starts; /* BATCH window starts */
     params *grads;     /* NSHARD gradient buffers */
     double *losses;    /* NSHARD loss sums */
 } batch_job;
@@ -75,17 +80,31 @@ static void make_corpus(unsigned char *text, uint64_t seed)
     }
 }
 
-/* Batch k of the run: worker k % workers draws its windows from a
- * generator seeded base_seed + worker, at position k / workers. */
-static void batch_starts(int *starts, uint64_t seed, long k, int workers)
+/* Batch k: the sampler's window starts (main thread, in batch order),
+ * then the owning worker's loading and augmentation into `windows`. */
+static void load_batch(unsigned char *windows, int32_t *starts, const unsigned char *corpus,
+                       uint64_t seed, long k, int workers, int augment_by_worker)
 {
-    uint64_t base = repro_seed_derive(seed, PURPOSE_LOADER, 0, 0, 0, 0);
-    int w = (int)(k % workers);
-    repro_generator g;
-    repro_generator_init(&g, repro_seed_derive(repro_worker_seed(base, w), PURPOSE_LOADER, 1, 0,
-                                               0, (uint64_t)(k / workers)));
+    repro_generator sampler;
+    repro_generator_init(&sampler, repro_seed_derive(seed, PURPOSE_LOADER, 0, 0, 0, (uint64_t)k));
     for (int i = 0; i < BATCH; i++)
-        starts[i] = (int)repro_generator_below(&g, CORPUS - T - 1);
+        starts[i] = (int32_t)repro_generator_below(&sampler, CORPUS - T - 1);
+    uint64_t base = repro_seed_derive(seed, PURPOSE_LOADER, 1, 0, 0, 0);
+    int w = (int)(k % (workers > 0 ? workers : 1));
+    repro_generator worker; /* the worker's RNG at its (k / W)-th batch */
+    repro_generator_init(&worker, repro_seed_derive(repro_worker_seed(base, w), PURPOSE_LOADER, 2,
+                                                    0, 0, (uint64_t)(k / (workers > 0 ? workers : 1))));
+    for (int i = 0; i < BATCH; i++) {
+        repro_generator by_sample;
+        repro_generator_init(&by_sample, repro_seed_derive(base, PURPOSE_AUGMENT, 0, 0, 0,
+                                                           (uint64_t)k * BATCH + (uint64_t)i));
+        repro_generator *g = augment_by_worker ? &worker : &by_sample;
+        unsigned char *win = windows + (size_t)i * (T + 1);
+        memcpy(win, corpus + starts[i], T + 1);
+        for (int t = 0; t < T; t++) /* the targets' last character stays exact */
+            if (repro_generator_below(g, 50) == 0)
+                win[t] = (unsigned char)repro_generator_below(g, V);
+    }
 }
 
 /* ---- the model ------------------------------------------------------------ */
@@ -183,7 +202,7 @@ static void *run_shards(void *arg)
         memset(&j->grads[s], 0, sizeof(params));
         j->losses[s] = 0;
         for (int i = s * SHARD; i < (s + 1) * SHARD; i++)
-            j->losses[s] += window_grad(j->p, j->corpus + j->starts[i], &j->grads[s]);
+            j->losses[s] += window_grad(j->p, j->windows + (size_t)i * (T + 1), &j->grads[s]);
         if (w->sum) { /* the negative control: add as soon as done */
             pthread_mutex_lock(w->mu);
             float *dst = (float *)w->sum, *src = (float *)&j->grads[s];
@@ -262,6 +281,9 @@ int main(int argc, char **argv)
     if (repro_run_env_read(&env, 1234))
         die("reading the REPRO_* environment");
     long steps = 150, threads = env.threads, workers = env.workers;
+    const char *steps_set = repro_run_env_setting("steps"); /* repro ... --steps N */
+    if (steps_set)
+        steps = strtol(steps_set, NULL, 10);
     const char *trace = NULL; /* NULL: $REPRO_TRACE */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc)
@@ -284,19 +306,28 @@ int main(int argc, char **argv)
     const char *un = repro_run_env_setting("unordered");
     int unordered = (un && !strcmp(un, "1")) ||
                     (getenv("CHARLM_UNORDERED") && !strcmp(getenv("CHARLM_UNORDERED"), "1"));
+    const char *aug = repro_run_env_setting("augment");
+    int augment_by_worker = aug && !strcmp(aug, "worker");
+    if (aug && !augment_by_worker && strcmp(aug, "sample")) {
+        fprintf(stderr, "charlm: --set augment=%s: expected sample or worker\n", aug);
+        return 2;
+    }
+
 
     static unsigned char corpus[CORPUS];
     static params p, g, shard_grads[NSHARD];
     double losses[NSHARD];
-    int starts[BATCH];
+    int32_t starts[BATCH];
+    static unsigned char windows[BATCH * (T + 1)];
     make_corpus(corpus, seed);
     init_params(&p, seed);
 
-    char config[256];
+    char config[320];
     snprintf(config, sizeof config,
              "{\"model\": \"rnn\", \"vocab\": %d, \"embed\": %d, \"hidden\": %d, \"window\": %d, "
-             "\"batch\": %d, \"lr\": 0.5, \"unordered\": %s}",
-             V, D, H, T, BATCH, unordered ? "true" : "false");
+             "\"batch\": %d, \"lr\": 0.5, \"unordered\": %s, \"augment\": \"%s\"}",
+             V, D, H, T, BATCH, unordered ? "true" : "false",
+             augment_by_worker ? "worker" : "sample");
     repro_run_info info = {"charlm", seed, config};
     repro_recorder_options o;
     repro_recorder_options_init(&o);
@@ -307,12 +338,14 @@ int main(int argc, char **argv)
     if (repro_recorder_open_ex(&r, trace, &info, &o))
         die("opening the trace");
 
-    batch_job job = {corpus, &p, starts, shard_grads, losses};
+    batch_job job = {windows, &p, shard_grads, losses};
     for (long step = 1; step <= steps; step++) {
-        batch_starts(starts, seed, step - 1, workers > 0 ? (int)workers : 1);
+        load_batch(windows, starts, corpus, seed, step - 1, (int)workers, augment_by_worker);
         double loss = batch_grad(&job, (int)threads, unordered, &g);
         int64_t sshape[1] = {BATCH};
-        if (repro_recorder_tensor(r, "batch.starts", REPRO_I32, 1, sshape, starts))
+        int64_t wshape[2] = {BATCH, T + 1};
+        if (repro_recorder_tensor(r, "batch.starts", REPRO_I32, 1, sshape, starts) ||
+            repro_recorder_tensor(r, "batch.windows", REPRO_U8, 2, wshape, windows))
             die("recording");
         record(r, "grad.", &g);
         float *pf = (float *)&p, *gf = (float *)&g;

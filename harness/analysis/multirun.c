@@ -183,6 +183,8 @@ static int train_to_checkpoint(char *const argv[], int n, const char *trace, int
 
 int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dump_step)
 {
+    if (m->cmd)
+        return repro_multirun_run_external(m, idx, dir);
     char trace[1200], dump[32], steps[32], ckpt[1300];
     snprintf(trace, sizeof trace, "%s/trace.jsonl", dir);
     if (repro_mkdirs(dir))
@@ -225,8 +227,8 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
  * the first differing tensor element by element. */
 static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
 {
-    if (d->ntensors == 0 || d->first_step <= 0)
-        return;
+    if (d->ntensors == 0 || d->first_step <= 0 || m->cmd)
+        return; /* an external program has no --dump: its trace says what it can */
     const repro_tensor_diff *t = &d->tensors[0];
     if (!t->in_a || !t->in_b || m->plan[idx].resume_at >= d->first_step)
         return;
@@ -267,7 +269,16 @@ int repro_multirun_execute(repro_multirun *m)
     for (; m->ntraces < m->nplan; m->ntraces++) {
         char path[1200];
         snprintf(path, sizeof path, "%s/trace.jsonl", m->plan[m->ntraces].dir);
-        if (repro_trace_read(&m->traces[m->ntraces], path))
+        if (repro_trace_read(&m->traces[m->ntraces], path)) {
+            if (m->cmd) /* the program's fault, not the user's input */
+                return repro_error_set(REPRO_EIO, "%s of `%s` could not be tested: its trace "
+                                                  "is not a valid repro trace: %s",
+                                       m->plan[m->ntraces].label, m->cmd[0],
+                                       repro_error_message());
+            return -1;
+        }
+        if (m->cmd && repro_multirun_check_external_trace(m, m->ntraces,
+                                                          &m->traces[m->ntraces]))
             return -1;
     }
     for (int i = 1; i < m->nplan; i++) {
@@ -351,12 +362,18 @@ json_t *repro_multirun_json(const repro_multirun *m)
 /* The JUnit cases' texts, owned here for the call (not static: two
  * reports in one process must not share them). */
 typedef struct {
-    repro_junit_case cases[REPRO_MULTIRUN_MAX];
+    repro_junit_case cases[REPRO_MULTIRUN_MAX + 1];
     char names[REPRO_MULTIRUN_MAX][320], msgs[REPRO_MULTIRUN_MAX][200];
     char *details[REPRO_MULTIRUN_MAX];
 } junit_texts;
 
 int repro_multirun_junit(const repro_multirun *m, const char *path)
+{
+    return repro_multirun_junit_with(m, path, NULL);
+}
+
+int repro_multirun_junit_with(const repro_multirun *m, const char *path,
+                              const repro_junit_case *extra)
 {
     junit_texts *t = calloc(1, sizeof *t);
     if (!t)
@@ -376,7 +393,10 @@ int repro_multirun_junit(const repro_multirun *m, const char *path)
         jc->message = t->msgs[i];
         jc->details = t->details[i];
     }
-    int rc = repro_junit_write(path, "repro check", t->cases, m->nplan - 1);
+    int n = m->nplan - 1;
+    if (extra)
+        t->cases[n++] = *extra;
+    int rc = repro_junit_write(path, "repro check", t->cases, n);
     for (int i = 0; i < REPRO_MULTIRUN_MAX; i++)
         free(t->details[i]);
     free(t);

@@ -11,6 +11,7 @@
 #include "analysis/compare.h"
 #include "core/config.h"
 #include "record/trace.h"
+#include "util/junit.h"
 
 #define REPRO_MULTIRUN_MAX 64
 #define REPRO_MULTIRUN_MAX_PASS 128
@@ -28,6 +29,11 @@ typedef struct {
 
 typedef struct {
     const char *exp;
+    /* An external program (`-- CMD ARGS...`, NULL-terminated) run in place
+     * of `repro run EXP`, with the options as protocol variables
+     * (repro/repro.h); exp is then only a label. */
+    char *const *cmd;
+    double timeout_s;   /* external: kill a run after this long (0: never) */
     char *pass[REPRO_MULTIRUN_MAX_PASS]; /* options given to every `repro run` */
     int npass;
     repro_run_plan plan[REPRO_MULTIRUN_MAX];
@@ -87,10 +93,25 @@ int repro_multirun_execute(repro_multirun *m);
  * `dump_step` when > 0. Returns 0, the child's exit code, or -1. */
 int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dump_step);
 
+/* ---- external programs (external.c) ---------------------------------- */
+/* Run idx of m->cmd into dir with the runner protocol in its environment.
+ * 0, or -1 with the error slot set: REPRO_EIO ("could not be tested",
+ * exit 3) when the program fails, times out or writes no trace, quoting
+ * the end of its stderr. */
+int repro_multirun_run_external(repro_multirun *m, int idx, const char *dir);
+/* The trace run idx left: complete, and of the seed it was given. */
+int repro_multirun_check_external_trace(const repro_multirun *m, int idx, const repro_trace *t);
+/* A name for the program's goldens and runs: the basename of argv[0], or
+ * of the script when argv[0] is an interpreter, without its extension. */
+void repro_program_name(char *const *cmd, char *buf, size_t len);
+
 /* Reports: the text of every failing comparison; JSON runs + comparisons. */
 void repro_multirun_print(const repro_multirun *m, FILE *out);
 json_t *repro_multirun_json(const repro_multirun *m);
 int repro_multirun_junit(const repro_multirun *m, const char *path);
+/* The same with one more case after the comparisons (may be NULL). */
+int repro_multirun_junit_with(const repro_multirun *m, const char *path,
+                              const repro_junit_case *extra);
 /* The text report of one comparison, malloc'd (NULL on failure). */
 char *repro_divergence_text(const repro_trace *a, const repro_trace *b, const repro_divergence *d);
 json_t *repro_divergence_json(const repro_trace *a, const repro_trace *b, const repro_divergence *d);

@@ -17,12 +17,15 @@
 #include "analysis/compare.h"
 #include "util/error.h"
 #include "golden/check_golden.h"
+#include "golden/golden.h"
 #include "analysis/multirun.h"
+#include "util/junit.h"
 #include "util/numparse.h"
 #include "record/trace.h"
 
 const char repro_check_usage[] =
     "usage: repro check EXP [options]\n"
+    "       repro check [options] -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs EXP several times, each in a fresh process, and compares the traces\n"
     "bit for bit. Exit 0 when all runs are identical (the shared chain digest is\n"
@@ -53,6 +56,17 @@ const char repro_check_usage[] =
     "                     as for `repro run`, applied to every run\n"
     "  -h, --help         this text\n"
     "\n"
+    "With `-- PROGRAM ARGS...` repro checks a program it did not write: each run\n"
+    "starts PROGRAM (argv as given, no shell) in a fresh process with the runner\n"
+    "protocol in its environment (REPRO_TRACE, REPRO_SEED, REPRO_THREADS,\n"
+    "REPRO_WORKERS, REPRO_RUN_INDEX, REPRO_SET_<KEY> for --set KEY=VALUE and\n"
+    "REPRO_SET_STEPS for --steps; see docs/PROTOCOL.md); the program records its\n"
+    "tensors through librepro or the Python client. A program that exits non-zero,\n"
+    "times out, or writes no trace, a cut-short trace or a trace of another seed\n"
+    "could not be tested: exit 3, with the end of its stderr.\n"
+    "  --name NAME        its goldens' name (default: the program's basename)\n"
+    "  --timeout SECONDS  kill a run that takes longer (default: none)\n"
+    "\n"
     "Traces, logs and dumps are kept under runs/EXP/check-STAMP/.\n"
     "Exit: 0 reproducible, 1 not, 2 bad experiment or option, 3 environment.\n";
 
@@ -63,6 +77,9 @@ typedef struct {
     int require_golden, no_golden;
     int overridden; /* --set or --seed: the committed config's golden may not apply */
     const char *exp;
+    char **program;                 /* `-- PROGRAM ARGS...`, or NULL */
+    char name[128];                 /* the program's golden name */
+    double timeout_s;
     const char *threads, *workers; /* lists of counts, one run each */
     long resume_at;
     repro_run_pass pass;            /* --steps, --seed, --set for every run */
@@ -77,10 +94,13 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         {"junit", required_argument, 0, 'J'},   {"steps", required_argument, 0, 's'},
         {"seed", required_argument, 0, 'S'},    {"set", required_argument, 0, 'k'},
         {"require-golden", no_argument, 0, 'G'}, {"no-golden", no_argument, 0, 'N'},
-        {"resume-at", required_argument, 0, 'A'},
+        {"resume-at", required_argument, 0, 'A'}, {"name", required_argument, 0, 'n'},
+        {"timeout", required_argument, 0, 'T'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     o->runs = 2;
+    if (repro_cli_split_program(&argc, argv, &o->program))
+        return -1;
     optind = 1;
     opterr = 0;
     int c, li = 0;
@@ -99,6 +119,18 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         case 'j': o->json = 1; break;
         case 'J': o->junit = optarg; break;
         case 'G': o->require_golden = 1; break;
+        case 'n':
+            if (repro_golden_name_check(optarg))
+                return -1;
+            snprintf(o->name, sizeof o->name, "%s", optarg);
+            break;
+        case 'T': {
+            long t;
+            if (repro_parse_count("check: --timeout", optarg, 1, 7 * 24 * 3600, &t))
+                return -1;
+            o->timeout_s = (double)t;
+            break;
+        }
         case 'N': o->no_golden = 1; break;
         case 's':
         case 'S':
@@ -118,8 +150,27 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
                                    argv[optind - 1]);
         }
     }
+    if (o->program) {
+        if (optind < argc)
+            return repro_error_set(REPRO_EINVAL,
+                                   "check: '%s' and a program after '--': give one or the other",
+                                   argv[optind]);
+        if (o->resume_at)
+            return repro_error_set(REPRO_EINVAL,
+                                   "check: --resume-at needs repro's own checkpoints; a program "
+                                   "after '--' has none");
+        if (!o->name[0])
+            repro_program_name(o->program, o->name, sizeof o->name);
+        o->exp = o->name;
+        o->overridden = o->pass.overridden;
+        return 0;
+    }
+    if (o->name[0] || o->timeout_s > 0)
+        return repro_error_set(REPRO_EINVAL, "check: --name and --timeout are for a program "
+                                             "after '--'");
     if (optind >= argc)
-        return repro_error_set(REPRO_EINVAL, "check: missing experiment file");
+        return repro_error_set(REPRO_EINVAL, "check: missing experiment file (or '-- PROGRAM "
+                                             "ARGS...')");
     if (optind + 1 < argc)
         return repro_error_set(REPRO_EINVAL, "check: more than one experiment ('%s', '%s')",
                                argv[optind], argv[optind + 1]);
@@ -131,8 +182,34 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
 /* The runs: N with the experiment's own settings, one per thread and
  * worker count, one resumed. The experiment and the overrides are
  * validated here, so errors name the file. 0 or -1 (error slot). */
+static int plan_program_runs(repro_multirun *m, const check_opts *o)
+{
+    repro_multirun_init(m, o->name, o->name, "check");
+    m->cmd = o->program;
+    m->timeout_s = o->timeout_s;
+    repro_multirun_add_pass(m, &o->pass);
+    m->quiet = o->json;
+    for (int i = 0; i < o->runs; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "run %d", i + 1);
+        if (repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL))
+            return -1;
+    }
+    if ((o->threads &&
+         repro_multirun_add_list(m, "--threads", o->threads, "thread count", "threads")) ||
+        (o->workers &&
+         repro_multirun_add_list(m, "--workers", o->workers, "worker count", "workers")))
+        return -1;
+    if (m->nplan < 2 && o->no_golden)
+        return repro_error_set(REPRO_EINVAL,
+                               "check: one run and no golden compare with nothing");
+    return 0;
+}
+
 static int plan_runs(repro_multirun *m, const check_opts *o)
 {
+    if (o->program)
+        return plan_program_runs(m, o);
     repro_config cfg;
     if (repro_config_load(&cfg, o->exp) ||
         repro_config_apply_run_options(&cfg, o->pass.argv, o->pass.n) ||
@@ -172,6 +249,40 @@ static int plan_runs(repro_multirun *m, const check_opts *o)
     return 0;
 }
 
+/* The JUnit report: one case per comparison of runs, and the golden's
+ * own case (failed on a mismatch or a missing required golden, errored
+ * when the golden could not be compared), so every exit 1 leaves a
+ * failure in the file and every exit 2/3 an error. */
+static int write_junit(const repro_multirun *m, const check_opts *o, int grc, const char *gtext)
+{
+    repro_junit_case extra = {0};
+    char name[320], msg[200];
+    snprintf(name, sizeof name, "%s: run 1 vs golden", o->exp);
+    extra.name = name;
+    extra.failed = grc == REPRO_EXIT_MISMATCH;
+    extra.errored = grc != 0 && grc != REPRO_EXIT_MISMATCH;
+    snprintf(msg, sizeof msg, "%s", o->no_golden ? "not compared (--no-golden)"
+                                    : grc == 0     ? "matches or no golden for this class"
+                                    : extra.failed ? "golden mismatch"
+                                                   : "golden could not be compared");
+    extra.message = msg;
+    extra.details = gtext;
+    return repro_multirun_junit_with(m, o->junit, o->no_golden ? NULL : &extra);
+}
+
+/* An exit-2/3 path with --junit: one errored case with the message. */
+static int junit_error(const check_opts *o, int exit_code)
+{
+    if (!o->junit)
+        return exit_code;
+    char name[320];
+    snprintf(name, sizeof name, "%s", o->exp ? o->exp : "repro check");
+    repro_junit_case c = {name, 0, 1, repro_error_message(), repro_error_message(), 0};
+    if (repro_junit_write(o->junit, "repro check", &c, 1))
+        fprintf(stderr, "repro: %s\n", repro_error_message());
+    return exit_code;
+}
+
 /* The verdict of the runs and the golden, as text or JSON; the exit code. */
 static int report(repro_multirun *m, const check_opts *o)
 {
@@ -185,8 +296,8 @@ static int report(repro_multirun *m, const check_opts *o)
     json_t *gjson = o->json ? json_object() : NULL;
     int grc = 0;
     if (!o->no_golden) {
-        grc = repro_check_golden(&m->traces[0], m->traces[0].experiment, o->overridden,
-                                 o->require_golden, gout, gjson);
+        grc = repro_check_golden(&m->traces[0], o->program ? o->name : m->traces[0].experiment,
+                                 o->overridden, o->require_golden, gout, gjson);
         if (grc < 0 || grc >= REPRO_EXIT_USAGE)
             grc = repro_report_error();
     }
@@ -221,9 +332,9 @@ static int report(repro_multirun *m, const check_opts *o)
             printf("NOT reproducible: %d of %d runs differ from %s (traces in %s)\n", m->failed,
                    m->nplan - 1, m->plan[0].label, m->root);
     }
-    free(gtext);
-    if (o->junit && repro_multirun_junit(m, o->junit))
+    if (o->junit && write_junit(m, o, grc, gtext))
         exit_code = repro_report_error();
+    free(gtext);
     return repro_finish_stdout(exit_code);
 }
 
@@ -239,9 +350,13 @@ int repro_cmd_check(int argc, char **argv)
     if (rc == 1)
         rc = repro_finish_stdout(0); /* --help */
     else if (rc || plan_runs(m, &o))
-        rc = repro_report_error();
-    else if ((rc = repro_multirun_execute(m)) != 0)
-        rc = rc < 0 ? repro_report_error() : rc; /* a child's exit status */
+        rc = junit_error(&o, repro_report_error());
+    else if ((rc = repro_multirun_execute(m)) > 0) { /* a child's exit status, passed on */
+        repro_error_set(rc == REPRO_EXIT_USAGE ? REPRO_EINVAL : REPRO_EIO,
+                        "a run failed (exit %d): its stderr is shown above", rc);
+        rc = junit_error(&o, rc);
+    } else if (rc < 0)
+        rc = junit_error(&o, repro_report_error());
     else
         rc = report(m, &o);
     repro_multirun_release(m);

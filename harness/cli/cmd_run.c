@@ -8,7 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/multirun.h"
 #include "core/checkpoint.h"
+#include "golden/golden.h"
+#include "util/numparse.h"
 #include "cli/cli.h"
 #include "util/error.h"
 #include "util/fault.h"
@@ -22,6 +25,8 @@
 
 const char repro_run_usage[] =
     "usage: repro run EXP [options]\n"
+    "       repro run [--steps N] [--seed S] [--set K=V] [--threads T] [--workers W]\n"
+    "                 [--name NAME] [--timeout SECONDS] -- PROGRAM [ARGS...]\n"
     "\n"
     "Trains the experiment EXP (an INI file, see `repro help config`) once,\n"
     "hashing every tensor of every step into a trace, and prints a summary:\n"
@@ -57,6 +62,10 @@ const char repro_run_usage[] =
     "  --print-config    print the effective config (INI) and exit\n"
     "  -q, --quiet       no progress on stderr\n"
     "  -h, --help        this text\n"
+    "\n"
+    "With `-- PROGRAM ARGS...` it runs a program that records through librepro,\n"
+    "once, with the runner protocol in its environment (see `repro help check`),\n"
+    "and prints the chain digest of the trace it wrote (under runs/NAME/).\n"
     "\n"
     "Progress goes to stderr: a live line on a terminal, else a line every\n"
     "train.log_every steps. Exit: 0 ok, 2 bad experiment or option, 3 environment.\n";
@@ -410,8 +419,81 @@ static int finish(run_ctx *c)
     return 0;
 }
 
+/* `repro run [options] -- PROGRAM ARGS...`: one run of an external
+ * program through the multi-run engine (the same protocol and checks as
+ * `repro check -- ...`). */
+static int run_program(int argc, char **argv, char **program)
+{
+    static const struct option opts[] = {
+        {"steps", required_argument, 0, 's'},   {"seed", required_argument, 0, 'S'},
+        {"threads", required_argument, 0, 't'}, {"workers", required_argument, 0, 'w'},
+        {"set", required_argument, 0, 'k'},     {"name", required_argument, 0, 'n'},
+        {"timeout", required_argument, 0, 'T'}, {"quiet", no_argument, 0, 'q'},
+        {0, 0, 0, 0},
+    };
+    repro_run_pass pass = {0};
+    char name[128] = "";
+    long timeout = 0;
+    int quiet = 0, c, li = 0;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":q", opts, &li)) != -1) {
+        if (c == 'n') {
+            if (repro_golden_name_check(optarg))
+                return repro_report_error();
+            snprintf(name, sizeof name, "%s", optarg);
+        } else if (c == 'T') {
+            if (repro_parse_count("run: --timeout", optarg, 1, 7 * 24 * 3600, &timeout))
+                return repro_report_error();
+        } else if (c == 'q') {
+            quiet = 1;
+        } else if (c == ':' || c == '?' ||
+                   repro_run_pass_add(&pass, "run", opts[li].name, optarg) < 0) {
+            if (c == ':' || c == '?')
+                repro_error_set(REPRO_EINVAL, "run: option '%s' %s with a program after '--'",
+                                argv[optind - 1], c == ':' ? "needs a value" : "does not apply");
+            return repro_report_error();
+        }
+    }
+    if (optind < argc) {
+        repro_error_set(REPRO_EINVAL, "run: '%s' and a program after '--': give one or the other",
+                        argv[optind]);
+        return repro_report_error();
+    }
+    if (!name[0])
+        repro_program_name(program, name, sizeof name);
+    repro_multirun *m = calloc(1, sizeof *m);
+    if (!m)
+        return REPRO_EXIT_ENV;
+    repro_multirun_init(m, name, name, "run");
+    m->cmd = program;
+    m->timeout_s = (double)timeout;
+    m->quiet = quiet;
+    m->no_element_detail = 1;
+    repro_multirun_add_pass(m, &pass);
+    int rc = repro_multirun_add(m, "run", "fresh-process run to run", NULL, NULL) ||
+                     repro_multirun_execute(m)
+                 ? repro_report_error()
+                 : 0;
+    if (!rc) {
+        char hex[65];
+        repro_digest_hex(&m->traces[0].trailer_chain, hex);
+        printf("repro run -- %s: %ld steps\n  trace %s\nchain %s\n", program[0],
+               m->traces[0].trailer_steps, m->traces[0].path, hex);
+        rc = repro_finish_stdout(0);
+    }
+    repro_multirun_release(m);
+    free(m);
+    return rc;
+}
+
 int repro_cmd_run(int argc, char **argv)
 {
+    char **program;
+    if (repro_cli_split_program(&argc, argv, &program))
+        return repro_report_error();
+    if (program)
+        return run_program(argc, argv, program);
     run_ctx *c = calloc(1, sizeof *c); /* large (the config): off the stack */
     if (!c) {
         fprintf(stderr, "repro: out of memory\n");

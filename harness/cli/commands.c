@@ -57,6 +57,23 @@ void repro_print_usage(FILE *out)
                  "`repro help COMMAND` for a command's options.\n");
 }
 
+int repro_cli_split_program(int *argc, char **argv, char ***program)
+{
+    *program = NULL;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--"))
+            continue;
+        if (i + 1 >= *argc)
+            return repro_error_set(REPRO_EINVAL, "%s: nothing after '--' (expected a program "
+                                                 "and its arguments)", argv[0]);
+        *program = &argv[i + 1];
+        argv[i] = NULL; /* getopt stops here; argv[argc] stays NULL for the program */
+        *argc = i;
+        return 0;
+    }
+    return 0;
+}
+
 int repro_report_error(void)
 {
     fprintf(stderr, "repro: %s\n", repro_error_message());

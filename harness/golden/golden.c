@@ -2,6 +2,7 @@
 #include "golden/golden.h"
 
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -174,4 +175,17 @@ void repro_golden_classes_free(char **classes, int n)
     for (int i = 0; i < n; i++)
         free(classes[i]);
     free(classes);
+}
+
+int repro_golden_name_check(const char *name)
+{
+    size_t n = strlen(name);
+    int ok = n > 0 && n <= 100 && name[0] != '.';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)name[i]) || name[i] == '.' || name[i] == '_' || name[i] == '-';
+    return ok ? 0
+              : repro_error_set(REPRO_EINVAL,
+                                "--name '%.100s': letters, digits, '.', '_' and '-' only (one "
+                                "directory under golden/)",
+                                name);
 }

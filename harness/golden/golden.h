@@ -17,6 +17,10 @@ extern const int repro_numerics_npaths;
 /* "<root>/golden/<experiment>/<class>.jsonl"; root may be "" (cwd). */
 void repro_golden_path(const char *root, const char *experiment, const char *env_class, char *buf,
                        size_t len);
+/* A golden name given on the command line (--name): letters, digits,
+ * '.', '_' and '-', not starting with '.', at most 100 bytes, so it is
+ * one directory under golden/. 0 or -1 (REPRO_EINVAL). */
+int repro_golden_name_check(const char *name);
 
 /* Installs src_trace as the golden at dest, atomically: writes dest.lock
  * (O_EXCL: a concurrent bless waits up to wait_s seconds, then fails with

@@ -30,31 +30,34 @@ int repro_junit_write(const char *path, const char *suite, const repro_junit_cas
     FILE *f = fopen(tmp, "w");
     if (!f)
         return repro_error_set_errno(REPRO_EIO, "%s: cannot create", tmp);
-    int failures = 0;
+    int failures = 0, errors = 0;
     double total = 0;
     for (int i = 0; i < n; i++) {
-        failures += cases[i].failed != 0;
+        errors += cases[i].errored != 0;
+        failures += cases[i].failed && !cases[i].errored;
         total += cases[i].seconds;
     }
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
     fprintf(f, "  <testsuite name=\"");
     put_escaped(f, suite);
-    fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" time=\"%.3f\">\n", n, failures, total);
+    fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.3f\">\n", n, failures,
+            errors, total);
     for (int i = 0; i < n; i++) {
         fprintf(f, "    <testcase classname=\"");
         put_escaped(f, suite);
         fprintf(f, "\" name=\"");
         put_escaped(f, cases[i].name);
         fprintf(f, "\" time=\"%.3f\"", cases[i].seconds);
-        if (!cases[i].failed) {
+        if (!cases[i].failed && !cases[i].errored) {
             fprintf(f, "/>\n");
             continue;
         }
-        fprintf(f, ">\n      <failure message=\"");
+        const char *tag = cases[i].errored ? "error" : "failure";
+        fprintf(f, ">\n      <%s message=\"", tag);
         put_escaped(f, cases[i].message);
         fprintf(f, "\">");
-        put_escaped(f, cases[i].details);
-        fprintf(f, "</failure>\n    </testcase>\n");
+        put_escaped(f, cases[i].details ? cases[i].details : "");
+        fprintf(f, "</%s>\n    </testcase>\n", tag);
     }
     fprintf(f, "  </testsuite>\n</testsuites>\n");
     int bad = ferror(f);

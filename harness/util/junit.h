@@ -5,7 +5,8 @@
 
 typedef struct {
     const char *name;
-    int failed;
+    int failed;          /* a <failure>: the test ran and found a difference */
+    int errored;         /* an <error>: the test could not be run (wins over failed) */
     const char *message; /* one line, for the failure's message attribute */
     const char *details; /* the full report, as the failure's text */
     double seconds;
