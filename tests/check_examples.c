@@ -66,13 +66,97 @@ START_TEST(test_charlm_negative_control_diverges)
 }
 END_TEST
 
+/* `repro check ARGS -- charlm ...`: the exit code, and the output. */
+static int check_charlm(const char *args, char *out, size_t outlen)
+{
+    char cmd[1200], err[8192];
+    snprintf(cmd, sizeof cmd, "check %s -- '%s/charlm' --steps 25", args, examples_dir());
+    return tu_run_repro(cmd, out, outlen, err, sizeof err);
+}
+
+START_TEST(test_check_program_threads_and_workers)
+{
+    static char out[65536];
+    int rc = check_charlm("--no-golden --threads 1,2 --workers 0,2", out, sizeof out);
+    ck_assert_msg(rc == 0, "exit %d:\n%s", rc, out);
+    ck_assert_ptr_nonnull(strstr(out, "reproducible: 6 runs identical"));
+    /* Augmentation from the per-worker RNG: the worker count shows. */
+    rc = check_charlm("--no-golden --workers 0,2 --set augment=worker", out, sizeof out);
+    ck_assert_msg(rc == 1, "exit %d:\n%s", rc, out);
+    ck_assert_ptr_nonnull(strstr(out, "scope: worker count"));
+    ck_assert_ptr_nonnull(strstr(out, "batch.windows"));
+    /* The negative control: unordered shard sums with 2 threads. */
+    rc = check_charlm("--no-golden --set threads=2 --set unordered=1 --runs 4", out, sizeof out);
+    ck_assert_msg(rc == 1, "exit %d:\n%s", rc, out);
+    ck_assert_ptr_nonnull(strstr(out, "NOT reproducible"));
+}
+END_TEST
+
+/* Programs that cannot be tested get exit 3 and a message that says why,
+ * never "reproducible". Each is a small shell script that plays a broken
+ * program against the protocol. */
+START_TEST(test_broken_programs_cannot_be_tested)
+{
+    char a[256], b[256], c[256];
+    charlm("REPRO_THREADS=1", a, sizeof a); /* a good trace to mangle */
+    static const struct {
+        const char *script, *expect;
+    } cases[] = {
+        {"exit 4", "exited 4"},
+        {"echo boom >&2; exit 1", "boom"},
+        {"true", "wrote no trace"},
+        {"echo 'not json' > \"$REPRO_TRACE\"", "not a valid repro trace"},
+        {"head -n 3 \"$GOOD\" > \"$REPRO_TRACE\"", "cut short"},
+        {"sleep 30", "timed out"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[2048], out[16384], err[16384];
+        /* the script in a file: no nested shell quoting */
+        char dir[] = "/tmp/repro-bad-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(b, sizeof b, "%s/prog.sh", dir);
+        FILE *f = fopen(b, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "%s\n", cases[i].script);
+        fclose(f);
+        snprintf(args, sizeof args, "check --no-golden --timeout 2 --junit %s/r.xml -- env "
+                                    "GOOD='%s' sh '%s'", dir, a, b);
+        int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+        ck_assert_msg(rc == 3, "'%s': exit %d\n%s%s", cases[i].script, rc, out, err);
+        ck_assert_msg(strstr(err, cases[i].expect), "'%s': stderr lacks '%s':\n%s",
+                      cases[i].script, cases[i].expect, err);
+        ck_assert_msg(!strstr(out, "reproducible:"), "%s", out);
+        snprintf(c, sizeof c, "%s/r.xml", dir);
+        f = fopen(c, "r");
+        ck_assert_ptr_nonnull(f);
+        char xml[8192];
+        size_t n = fread(xml, 1, sizeof xml - 1, f);
+        xml[n] = '\0';
+        fclose(f);
+        ck_assert_msg(strstr(xml, "errors=\"1\"") && strstr(xml, "<error"), "%s", xml);
+    }
+    /* A program that ignores REPRO_SEED: its trace names another seed. */
+    char args[1200], out[16384], err[16384];
+    snprintf(args, sizeof args, "check --no-golden --seed 77 -- '%s/charlm' --steps 3",
+             examples_dir());
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 0); /* it reads it */
+    snprintf(args, sizeof args,
+             "check --no-golden --seed 77 -- env REPRO_SEED=5 '%s/charlm' --steps 3",
+             examples_dir());
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 3);
+    ck_assert_msg(strstr(err, "ignores REPRO_SEED"), "%s", err);
+}
+END_TEST
+
 Suite *examples_suite(void)
 {
     Suite *s = suite_create("examples");
     TCase *tc = tcase_create("charlm");
-    tcase_set_timeout(tc, 60);
+    tcase_set_timeout(tc, 240);
     tcase_add_test(tc, test_charlm_reproduces_at_any_thread_count);
     tcase_add_test(tc, test_charlm_negative_control_diverges);
+    tcase_add_test(tc, test_check_program_threads_and_workers);
+    tcase_add_test(tc, test_broken_programs_cannot_be_tested);
     suite_add_tcase(s, tc);
     return s;
 }
