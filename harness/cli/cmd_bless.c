@@ -39,6 +39,9 @@ const char repro_bless_usage[] =
 /* One bless: its options and what it holds, owned by repro_cmd_bless. */
 typedef struct {
     const char *exp;
+    char **program;  /* `-- PROGRAM ARGS...`, or NULL */
+    char name[128];  /* the golden's name: the experiment's, or --name */
+    double timeout_s;
     int runs, every, allow_dirty;
     repro_config cfg;
     repro_git *g;
@@ -62,10 +65,13 @@ static int parse_args(int argc, char **argv, bless_ctx *b)
     static const struct option opts[] = {
         {"runs", required_argument, 0, 'r'}, {"every", required_argument, 0, 'e'},
         {"allow-dirty", no_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
+        {"name", required_argument, 0, 'n'}, {"timeout", required_argument, 0, 'T'},
         {0, 0, 0, 0},
     };
     b->runs = 2;
     b->every = 10;
+    if (repro_cli_split_program(&argc, argv, &b->program))
+        return -1;
     optind = 1;
     opterr = 0;
     int c;
@@ -80,6 +86,18 @@ static int parse_args(int argc, char **argv, bless_ctx *b)
                 return -1;
             break;
         case 'd': b->allow_dirty = 1; break;
+        case 'n':
+            if (repro_golden_name_check(optarg))
+                return -1;
+            snprintf(b->name, sizeof b->name, "%s", optarg);
+            break;
+        case 'T': {
+            long t;
+            if (repro_parse_count("bless: --timeout", optarg, 1, 7 * 24 * 3600, &t))
+                return -1;
+            b->timeout_s = (double)t;
+            break;
+        }
         case 'h': fputs(repro_bless_usage, stdout); return 1;
         case ':':
             return repro_error_set(REPRO_EINVAL, "bless: option '%s' needs a value",
@@ -90,10 +108,25 @@ static int parse_args(int argc, char **argv, bless_ctx *b)
                                    argv[optind - 1]);
         }
     }
+    if (b->program) {
+        if (optind != argc)
+            return repro_error_set(REPRO_EINVAL,
+                                   "bless: '%s' and a program after '--': give one or the other",
+                                   argv[optind]);
+        if (!b->name[0])
+            repro_program_name(b->program, b->name, sizeof b->name);
+        b->exp = b->program[0];
+        return 0;
+    }
     if (optind + 1 != argc)
-        return repro_error_set(REPRO_EINVAL, "bless: expected one experiment file");
+        return repro_error_set(REPRO_EINVAL, "bless: expected one experiment file (or '-- "
+                                             "PROGRAM ARGS...')");
     b->exp = argv[optind];
-    return repro_config_load(&b->cfg, b->exp) || repro_config_validate(&b->cfg) ? -1 : 0;
+    if (repro_config_load(&b->cfg, b->exp) || repro_config_validate(&b->cfg))
+        return -1;
+    if (!b->name[0])
+        snprintf(b->name, sizeof b->name, "%s", b->cfg.name);
+    return 0;
 }
 
 /* The repository, HEAD, the experiment's path in it, the dirty files (minus
@@ -103,7 +136,7 @@ static int parse_args(int argc, char **argv, bless_ctx *b)
 static int read_state(bless_ctx *b)
 {
     if (repro_git_open(&b->g, NULL) || repro_git_head(b->g, &b->head) ||
-        repro_git_relpath(b->g, b->exp, &b->exp_rel) ||
+        (!b->program && repro_git_relpath(b->g, b->exp, &b->exp_rel)) ||
         repro_git_dirty_list(b->g, NULL, 0, &b->dirty) || repro_env_get(&b->env))
         return -1;
     repro_git_dirty *d = b->dirty;
@@ -143,10 +176,16 @@ static int run_all(bless_ctx *b)
         return repro_report_error();
     }
     repro_multirun *m = b->m;
-    repro_multirun_init(m, b->exp, b->cfg.name, "bless");
-    snprintf(b->every_set, sizeof b->every_set, "trace.every=%d", b->every);
-    m->pass[m->npass++] = "--set";
-    m->pass[m->npass++] = b->every_set;
+    repro_multirun_init(m, b->exp, b->name, "bless");
+    if (b->program) { /* the program keeps its own detail setting */
+        m->cmd = b->program;
+        m->timeout_s = b->timeout_s;
+        m->no_element_detail = 1;
+    } else {
+        snprintf(b->every_set, sizeof b->every_set, "trace.every=%d", b->every);
+        m->pass[m->npass++] = "--set";
+        m->pass[m->npass++] = b->every_set;
+    }
     for (int i = 0; i < b->runs; i++) {
         char label[32];
         snprintf(label, sizeof label, "run %d", i + 1);
@@ -170,9 +209,10 @@ static json_t *numerics_trees(const bless_ctx *b)
     json_t *trees = json_object();
     const char *paths[8];
     int np = 0;
-    for (int i = 0; i < repro_numerics_npaths; i++)
+    for (int i = 0; !b->program && i < repro_numerics_npaths; i++)
         paths[np++] = repro_numerics_paths[i];
-    paths[np++] = b->exp_rel;
+    if (b->exp_rel)
+        paths[np++] = b->exp_rel;
     for (int i = 0; i < np; i++) {
         char id[41];
         if (repro_git_tree_id(b->g, NULL, paths[i], id)) {
@@ -204,7 +244,14 @@ static json_t *provenance(const bless_ctx *b)
     json_object_set_new(golden, "dirty_files", dirty_files);
     json_object_set_new(golden, "allow_dirty", json_boolean(b->allow_dirty));
     json_object_set_new(golden, "numerics_trees", trees);
-    json_object_set_new(golden, "experiment_file", json_string(b->exp_rel));
+    if (b->program) { /* what was run, as given */
+        json_t *argv = json_array();
+        for (char **a = b->program; *a; a++)
+            json_array_append_new(argv, json_string(*a));
+        json_object_set_new(golden, "program", argv);
+    } else {
+        json_object_set_new(golden, "experiment_file", json_string(b->exp_rel));
+    }
     json_object_set_new(golden, "runs", json_integer(b->runs));
     json_object_set_new(golden, "env_class", json_string(b->env.class_id));
     json_object_set_new(golden, "blessed_at", json_string(stamp));
@@ -220,8 +267,8 @@ static int install(const bless_ctx *b)
     if (!golden)
         return repro_report_error();
     char dest[1400], shown[1400], chain[65];
-    repro_golden_path(repro_git_workdir(b->g), b->cfg.name, b->env.class_id, dest, sizeof dest);
-    repro_golden_path("", b->cfg.name, b->env.class_id, shown, sizeof shown);
+    repro_golden_path(repro_git_workdir(b->g), b->name, b->env.class_id, dest, sizeof dest);
+    repro_golden_path("", b->name, b->env.class_id, shown, sizeof shown);
     int rc = repro_golden_install(t->path, dest, golden, 10);
     json_decref(golden);
     if (rc)
@@ -230,7 +277,11 @@ static int install(const bless_ctx *b)
     printf("blessed %s: %d identical runs of %ld steps at %s%s (%s), chain %s\n", shown, b->runs,
            t->trailer_steps, b->head.short_id, b->dirty->n ? " + uncommitted changes" : "",
            b->head.summary, chain);
-    printf("commit it so that `repro check %s` compares with it\n", b->exp);
+    if (b->program)
+        printf("commit it so that `repro check --name %s -- %s ...` compares with it\n", b->name,
+               b->program[0]);
+    else
+        printf("commit it so that `repro check %s` compares with it\n", b->exp);
     return 0;
 }
 

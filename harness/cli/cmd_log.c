@@ -13,10 +13,12 @@
 #include "util/error.h"
 #include "golden/git.h"
 #include "golden/golden.h"
+#include "analysis/multirun.h"
 #include "util/numparse.h"
 
 const char repro_log_usage[] =
     "usage: repro log EXP [--json] [-n N]\n"
+    "       repro log [--json] [-n N] [--name NAME] -- PROGRAM [ARGS...]\n"
     "\n"
     "Lists the commits that changed golden/EXP/ (newest first) with date, subject\n"
     "and the final chain digest of each environment class's golden at that commit:\n"
@@ -24,6 +26,7 @@ const char repro_log_usage[] =
     "\n"
     "  -n N      at most N commits\n"
     "  --json    as JSON\n"
+    "  --name NAME  a program's goldens (default: the program's basename)\n"
     "Exit: 0 ok, 2 bad experiment, 3 not a git repository.\n";
 
 /* The trailer's chain digest in a golden file's text, or "" if none. */
@@ -48,15 +51,26 @@ static void trailer_chain(const char *text, char *out, size_t len)
 
 int repro_cmd_log(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"name", required_argument, 0, 'N'},
+                                         {0, 0, 0, 0}};
     int json = 0, c;
     long max = 0;
+    char **program;
+    char name[128] = "";
+    if (repro_cli_split_program(&argc, argv, &program))
+        return repro_report_error();
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
+        case 'N':
+            if (repro_golden_name_check(optarg))
+                return repro_report_error();
+            snprintf(name, sizeof name, "%s", optarg);
+            break;
         case 'n':
             if (repro_parse_count("log: -n", optarg, 1, LONG_MAX, &max))
                 return repro_report_error();
@@ -68,27 +82,39 @@ int repro_cmd_log(int argc, char **argv)
             return repro_report_error();
         }
     }
-    if (optind + 1 != argc) {
-        repro_error_set(REPRO_EINVAL, "log: expected one experiment file");
+    if (program && !name[0])
+        repro_program_name(program, name, sizeof name);
+    if (!name[0]) {
+        if (optind + 1 != argc) {
+            repro_error_set(REPRO_EINVAL, "log: expected one experiment file (or --name NAME, or "
+                                          "-- PROGRAM)");
+            return repro_report_error();
+        }
+        repro_config *cfg = malloc(sizeof *cfg);
+        if (!cfg || repro_config_load(cfg, argv[optind])) {
+            free(cfg);
+            return repro_report_error();
+        }
+        snprintf(name, sizeof name, "%s", cfg->name);
+        free(cfg);
+    } else if (optind != argc) {
+        repro_error_set(REPRO_EINVAL, "log: '%s' with --name or a program: give one", argv[optind]);
         return repro_report_error();
     }
-    static repro_config cfg;
-    if (repro_config_load(&cfg, argv[optind]))
-        return repro_report_error();
     repro_git *g = NULL;
     repro_git_history *h = NULL;
     char **classes = NULL;
     int ncls = 0, rc = 0;
     char prefix[300];
-    snprintf(prefix, sizeof prefix, "golden/%s/", cfg.name);
+    snprintf(prefix, sizeof prefix, "golden/%s/", name);
     if (repro_git_open(&g, NULL) || repro_git_path_history(g, prefix, (size_t)max, &h)) {
         rc = repro_report_error();
         goto done;
     }
-    ncls = repro_golden_classes(repro_git_workdir(g), cfg.name, &classes);
+    ncls = repro_golden_classes(repro_git_workdir(g), name, &classes);
     json_t *arr = json_array();
     if (!json)
-        printf("golden history of %s (%zu commit%s changed %s)\n", cfg.name, h->n,
+        printf("golden history of %s (%zu commit%s changed %s)\n", name, h->n,
                h->n == 1 ? "" : "s", prefix);
     for (size_t i = 0; i < h->n; i++) {
         const repro_git_commit *cm = &h->commits[i];
@@ -118,7 +144,7 @@ int repro_cmd_log(int argc, char **argv)
     if (h->incomplete && !json)
         printf("(history incomplete: %s)\n", h->note ? h->note : "shallow clone");
     if (json) {
-        json_t *doc = json_pack("{s:s, s:o, s:b}", "experiment", cfg.name, "commits", arr,
+        json_t *doc = json_pack("{s:s, s:o, s:b}", "experiment", name, "commits", arr,
                                 "incomplete", h->incomplete);
         if (h->note)
             json_object_set_new(doc, "note", json_string(h->note));
