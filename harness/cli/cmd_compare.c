@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/multirun.h"
 #include "cli/cli.h"
 #include "analysis/compare.h"
 #include "core/config.h"
@@ -21,6 +22,7 @@
 
 const char repro_compare_usage[] =
     "usage: repro compare EXP --vary KEY=V1,V2[,...] [options]\n"
+    "       repro compare --vary KEY=V1,V2[,...] [options] -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs EXP N times (fresh processes) for each value of KEY and reports, per value:\n"
     "whether its runs are identical, the median step time, the final loss and held-out\n"
@@ -65,6 +67,8 @@ typedef struct {
  * repro_cmd_compare (heap: each value's multirun is large). */
 typedef struct {
     const char *exp, *vary, *plot;
+    char **program;      /* `-- PROGRAM ARGS...`, or NULL */
+    char name[128];
     int runs, json;
     repro_run_pass pass;
     repro_config cfg;    /* the experiment with the pass-through options */
@@ -240,6 +244,8 @@ static int parse_args(int argc, char **argv, compare_ctx *x)
     };
     int c, li = 0;
     x->runs = 2;
+    if (repro_cli_split_program(&argc, argv, &x->program))
+        return -1;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
@@ -264,6 +270,16 @@ static int parse_args(int argc, char **argv, compare_ctx *x)
                                    argv[optind - 1]);
         }
     }
+    if (x->program) {
+        /* A program's keys are its own: they reach it as REPRO_SET_<KEY>
+         * (and threads, workers, benchmark, deterministic as the
+         * protocol's variables); nothing to validate here. */
+        if (optind != argc || !x->vary)
+            return repro_error_set(REPRO_EINVAL, "compare: expected --vary KEY=V1,V2 -- PROGRAM");
+        repro_program_name(x->program, x->name, sizeof x->name);
+        x->exp = x->name;
+        return 0;
+    }
     if (optind + 1 != argc || !x->vary)
         return repro_error_set(REPRO_EINVAL, "compare: expected EXP and --vary KEY=V1,V2");
     x->exp = argv[optind];
@@ -285,6 +301,13 @@ static int parse_value(compare_ctx *x, char *tok)
     char *plus = strchr(tok, '+');
     if (plus)
         *plus = '\0';
+    if (x->program) {
+        if (plus)
+            return repro_error_set(REPRO_EINVAL, "compare: +KEY=V is for experiments");
+        snprintf(v->set, sizeof v->set, "%s=%s", x->key, tok);
+        x->nv++;
+        return 0;
+    }
     snprintf(v->set, sizeof v->set, "%s.%s=%s", repro_config_key_section(x->k),
              repro_config_key_name(x->k), tok);
     repro_config probe = x->cfg;
@@ -314,7 +337,7 @@ static int parse_vary(compare_ctx *x)
     if (!eq || eq == x->vary || !eq[1] || (size_t)(eq - x->vary) >= sizeof x->key)
         return repro_error_set(REPRO_EINVAL, "compare: --vary %s: expected KEY=V1,V2", x->vary);
     snprintf(x->key, sizeof x->key, "%.*s", (int)(eq - x->vary), x->vary);
-    x->k = repro_config_find_key(x->key);
+    x->k = x->program ? 0 : repro_config_find_key(x->key);
     if (x->k < 0)
         return repro_error_set(REPRO_EINVAL, "compare: --vary: %s key '%s' (see `repro help config`)",
                                x->k == -2 ? "ambiguous" : "unknown", x->key);
@@ -335,7 +358,7 @@ static int run_value(compare_ctx *x, int i)
 {
     value_result *v = &x->v[i];
     repro_multirun *m = &v->m;
-    repro_multirun_init(m, x->exp, x->cfg.name, "compare");
+    repro_multirun_init(m, x->exp, x->program ? x->name : x->cfg.name, "compare");
     repro_multirun_add_pass(m, &x->pass);
     m->pass[m->npass++] = "--set";
     m->pass[m->npass++] = v->set;
@@ -343,8 +366,12 @@ static int run_value(compare_ctx *x, int i)
         m->pass[m->npass++] = "--set";
         m->pass[m->npass++] = v->also[a];
     }
-    m->pass[m->npass++] = "--dump"; /* the end state, for ULP distances */
-    m->pass[m->npass++] = x->laststep;
+    if (x->program) {
+        m->cmd = x->program;
+    } else {
+        m->pass[m->npass++] = "--dump"; /* the end state, for ULP distances */
+        m->pass[m->npass++] = x->laststep;
+    }
     m->no_element_detail = 1;
     m->quiet = 1;
     snprintf(m->root + strlen(m->root), sizeof m->root - strlen(m->root), "-%d", i + 1);
@@ -396,7 +423,9 @@ static int measure_value(compare_ctx *x, int i)
     v->identical = m->failed == 0;
     for (int r = 0; r < m->nplan; r++) {
         json_t *tr = line_with(m->traces[r].path, "train_seconds", 1);
-        double sec = json_real_value(json_object_get(tr, "train_seconds"));
+        json_t *secs = json_object_get(tr, "train_seconds");
+        /* A program need not say how long it trained: its wall time then. */
+        double sec = secs ? json_real_value(secs) : m->plan[r].seconds;
         ms[r] = 1000.0 * sec / (m->traces[r].nsteps ? m->traces[r].nsteps : 1);
         if (r == 0)
             v->accuracy = json_real_value(json_object_get(tr, "eval_accuracy"));
@@ -413,7 +442,7 @@ static int measure_value(compare_ctx *x, int i)
         return -1;
     v->have_div = 1;
     v->end_rel_l2 = v->div.ncurve ? v->div.curve[v->div.ncurve - 1].rel_l2 : 0;
-    v->max_ulp = params_max_ulp(t0, t, t->nsteps);
+    v->max_ulp = x->program ? 0 : params_max_ulp(t0, t, t->nsteps); /* no dumps from a program */
     return 0;
 }
 
@@ -422,7 +451,7 @@ static int measure_value(compare_ctx *x, int i)
 static void report_json(const compare_ctx *x)
 {
     json_t *doc = json_object(), *arr = json_array();
-    json_object_set_new(doc, "experiment", json_string(x->cfg.name));
+    json_object_set_new(doc, "experiment", json_string(x->program ? x->name : x->cfg.name));
     json_object_set_new(doc, "key", json_string(x->key));
     json_object_set_new(doc, "runs_per_value", json_integer(x->runs));
     for (int i = 0; i < x->nv; i++) {
@@ -471,7 +500,8 @@ static void report_row(const value_result *v, int first, int w)
 
 static void report_text(const compare_ctx *x)
 {
-    printf("repro compare %s --vary %s (%d run%s per value, %ld steps)\n", x->cfg.name, x->vary,
+    printf("repro compare %s --vary %s (%d run%s per value, %ld steps)\n",
+           x->program ? x->name : x->cfg.name, x->vary,
            x->runs, x->runs == 1 ? "" : "s", x->v[0].m.traces[0].nsteps);
     int w = (int)strlen(x->key);
     for (int i = 0; i < x->nv; i++)
@@ -503,7 +533,8 @@ static int compare(compare_ctx *x)
         report_text(x);
     if (x->plot) {
         char title[300];
-        snprintf(title, sizeof title, "repro compare %s --vary %s", x->cfg.name, x->vary);
+        snprintf(title, sizeof title, "repro compare %s --vary %s",
+                 x->program ? x->name : x->cfg.name, x->vary);
         if (plot_multi(x->plot, title, x->v, x->nv))
             return repro_report_error();
     }
