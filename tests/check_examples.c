@@ -148,6 +148,26 @@ START_TEST(test_broken_programs_cannot_be_tested)
 }
 END_TEST
 
+/* repro bisect -- charlm: the unordered reduction is named as the op
+ * whose inputs were identical and outputs were not; a reproducible
+ * program has nothing to bisect. */
+START_TEST(test_bisect_program_names_the_op)
+{
+    char args[1200], out[16384], err[16384];
+    snprintf(args, sizeof args,
+             "bisect --set threads=2 --set unordered=1 --steps 20 --repeat 4 -- '%s/charlm'",
+             examples_dir());
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "exit %d\n%s%s", rc, out, err);
+    ck_assert_msg(strstr(out, "first divergent op: reduce.grad"), "%s", out);
+    ck_assert_msg(strstr(out, "inputs were identical"), "%s", out);
+    ck_assert_msg(strstr(out, "nondeterministic"), "%s", out);
+    snprintf(args, sizeof args, "bisect --steps 5 -- '%s/charlm'", examples_dir());
+    rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0 && strstr(out, "nothing to bisect"), "exit %d\n%s%s", rc, out, err);
+}
+END_TEST
+
 Suite *examples_suite(void)
 {
     Suite *s = suite_create("examples");
@@ -157,6 +177,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_charlm_negative_control_diverges);
     tcase_add_test(tc, test_check_program_threads_and_workers);
     tcase_add_test(tc, test_broken_programs_cannot_be_tested);
+    tcase_add_test(tc, test_bisect_program_names_the_op);
     suite_add_tcase(s, tc);
     return s;
 }

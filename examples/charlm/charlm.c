@@ -342,6 +342,14 @@ int main(int argc, char **argv)
     for (long step = 1; step <= steps; step++) {
         load_batch(windows, starts, corpus, seed, step - 1, (int)workers, augment_by_worker);
         double loss = batch_grad(&job, (int)threads, unordered, &g);
+        /* At REPRO_TRACE_LEVEL=op (repro bisect): the op outputs in order —
+         * each shard's loss and gradient, then their reduction. */
+        int64_t lshape[1] = {NSHARD}, gshape[2] = {NSHARD, (int64_t)(sizeof(params) / sizeof(float))};
+        int64_t rshape[1] = {(int64_t)(sizeof(params) / sizeof(float))};
+        if (repro_recorder_op(r, "fwd.shard_loss", REPRO_F64, 1, lshape, losses) ||
+            repro_recorder_op(r, "bwd.shard_grad", REPRO_F32, 2, gshape, shard_grads) ||
+            repro_recorder_op(r, "reduce.grad", REPRO_F32, 1, rshape, &g))
+            die("recording an op");
         int64_t sshape[1] = {BATCH};
         int64_t wshape[2] = {BATCH, T + 1};
         if (repro_recorder_tensor(r, "batch.starts", REPRO_I32, 1, sshape, starts) ||

@@ -54,6 +54,7 @@ int repro_cmd_bless(int argc, char **argv);
 int repro_cmd_log(int argc, char **argv);
 int repro_cmd_compare(int argc, char **argv);
 int repro_cmd_bisect(int argc, char **argv);
+int repro_cmd_bisect_program(int argc, char **argv, char **program);
 int repro_cmd_kernels(int argc, char **argv);
 int repro_cmd_submit(int argc, char **argv);
 int repro_cmd_verify(int argc, char **argv);

@@ -19,6 +19,11 @@
 const char repro_bisect_usage[] =
     "usage: repro bisect --commits GOOD..BAD EXP [--build CMD] [--repeat K] [--json] [-q]\n"
     "       repro bisect EXP          (op level: the first divergent op and its variant)\n"
+    "       repro bisect [--repeat K] [--steps N] [--set K=V] -- PROGRAM [ARGS...]\n"
+    "                                 (op level, for a program that records its op\n"
+    "                                 outputs at REPRO_TRACE_LEVEL=op: the first op\n"
+    "                                 whose output differs, and whether its inputs\n"
+    "                                 were identical)\n"
     "\n"
     "With --commits: finds the first commit on BAD's first-parent chain after GOOD\n"
     "where EXP stops reproducing. Each probed commit is checked out into a temporary\n"
@@ -284,8 +289,13 @@ int repro_cmd_bisect(int argc, char **argv)
         fputs(repro_bisect_usage, stdout);
         return repro_finish_stdout(0);
     }
-    if (!has_option(argc, argv, "--commits"))
-        return cmd_bisect_ops(argc, argv);
+    char **program;
+    if (!has_option(argc, argv, "--commits")) {
+        if (repro_cli_split_program(&argc, argv, &program))
+            return repro_report_error();
+        return program ? repro_cmd_bisect_program(argc, argv, program)
+                       : cmd_bisect_ops(argc, argv);
+    }
     bisect_cli o;
     memset(&o, 0, sizeof o);
     o.b.repeat = 2;
