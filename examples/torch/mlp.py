@@ -10,7 +10,9 @@ REPRO_WORKERS, REPRO_BATCH_SIZE; --set steps=N, --set recommended=0|1):
   everything, deterministic algorithms, a seeded DataLoader generator and
   worker_init_fn;
   torch.set_num_threads(REPRO_THREADS) always, so `--threads 1,2` asks
-  whether the thread count changes the bits.
+  whether the thread count changes the bits;
+  clip=C clips the gradient norm to C (torch.nn.utils.clip_grad_norm_);
+  l1=L adds L * sum |w| over all parameters to the loss (one big reduction).
 
 The data are synthetic (10 class prototypes plus noise, from the seed), so
 nothing is downloaded.
@@ -27,6 +29,8 @@ import repro  # noqa: E402
 env = repro.RunEnv.read(default_seed=1234)
 steps = int(repro.RunEnv.setting("steps", "100"))
 recommended = repro.RunEnv.setting("recommended", "1") == "1"
+clip = float(repro.RunEnv.setting("clip", "0"))  # gradient-norm clipping (0: off)
+l1 = float(repro.RunEnv.setting("l1", "0"))      # L1 penalty on all parameters (0: off)
 batch = env.batch_size or 64
 torch.set_num_threads(env.threads)
 if recommended:
@@ -54,7 +58,7 @@ model = torch.nn.Sequential(
     torch.nn.Linear(128, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 config = {"model": "mlp 784-256-128-10", "dropout": 0.1, "lr": 0.05, "momentum": 0.9,
-          "batch": batch, "recommended": recommended, "torch": torch.__version__}
+          "batch": batch, "recommended": recommended, "clip": clip, "l1": l1, "torch": torch.__version__}
 
 step = 0
 with repro.Recorder("torch-mlp", env.seed, config=config, total_steps=steps) as rec:
@@ -64,7 +68,15 @@ with repro.Recorder("torch-mlp", env.seed, config=config, total_steps=steps) as 
             opt.zero_grad(set_to_none=True)
             logits = model(x)
             loss = torch.nn.functional.cross_entropy(logits, y)
+            if l1 > 0:
+                # One sum over all 235,146 parameters: PyTorch's CPU sum splits
+                # it across threads, so its last bits depend on the thread count.
+                loss = loss + l1 * torch.cat([p.flatten() for p in model.parameters()]).abs().sum()
             loss.backward()
+            if clip > 0:
+                # The total norm is a parallel reduction over every gradient
+                # element: its last bits may depend on the thread count.
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
             rec.tensor("batch.x", x)
             rec.tensor("batch.y", y)
             rec.tensor("logits", logits)

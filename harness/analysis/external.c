@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis/multirun.h"
 #include "util/child.h"
@@ -74,6 +75,30 @@ static int env_add_setting(env_block *e, const char *kv)
     return 0;
 }
 
+/* The librepro.so that belongs to this repro (beside the binary, as in a
+ * build directory, or in ../lib, as installed), for clients that load it at
+ * run time (the Python client reads REPRO_LIB). Unset if none is found or
+ * the user set one. */
+static int env_add_library(env_block *e)
+{
+    char self[1024], lib[1200];
+    if (getenv("REPRO_LIB") || repro_child_self_path(self, sizeof self)) {
+        repro_error_clear();
+        return 0;
+    }
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    static const char *const where[] = {"%s/librepro.so", "%s/../lib/librepro.so"};
+    for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
+        snprintf(lib, sizeof lib, where[i], self);
+        if (access(lib, R_OK) == 0)
+            return env_add(e, "REPRO_LIB", lib);
+    }
+    return 0;
+}
+
 /* One option of `repro run` as protocol variables. */
 static int env_add_option(env_block *e, const char *flag, const char *value)
 {
@@ -100,7 +125,7 @@ static int build_env(const repro_multirun *m, int idx, const char *trace, env_bl
         env_add(e, "REPRO_CHECK_RUN", index))
         return -1;
     /* Python randomizes str hashes per process unless told not to. */
-    if (!getenv("PYTHONHASHSEED") && env_add(e, "PYTHONHASHSEED", "0"))
+    if ((!getenv("PYTHONHASHSEED") && env_add(e, "PYTHONHASHSEED", "0")) || env_add_library(e))
         return -1;
     for (int i = 0; i + 1 < m->npass; i += 2)
         if (env_add_option(e, m->pass[i], m->pass[i + 1]))

@@ -113,10 +113,8 @@ static int parse_args(int argc, char **argv, bless_ctx *b)
             return repro_error_set(REPRO_EINVAL,
                                    "bless: '%s' and a program after '--': give one or the other",
                                    argv[optind]);
-        if (!b->name[0])
-            repro_program_name(b->program, b->name, sizeof b->name);
         b->exp = b->program[0];
-        return 0;
+        return 0; /* no --name: the name the program records, once it has run */
     }
     if (optind + 1 != argc)
         return repro_error_set(REPRO_EINVAL, "bless: expected one experiment file (or '-- "
@@ -176,7 +174,12 @@ static int run_all(bless_ctx *b)
         return repro_report_error();
     }
     repro_multirun *m = b->m;
-    repro_multirun_init(m, b->exp, b->name, "bless");
+    char dir_name[128];
+    if (b->program && !b->name[0])
+        repro_program_name(b->program, dir_name, sizeof dir_name);
+    else
+        snprintf(dir_name, sizeof dir_name, "%s", b->name);
+    repro_multirun_init(m, b->exp, dir_name, "bless");
     if (b->program) { /* the program keeps its own detail setting */
         m->cmd = b->program;
         m->timeout_s = b->timeout_s;
@@ -194,6 +197,11 @@ static int run_all(bless_ctx *b)
     int rc = repro_multirun_execute(m);
     if (rc)
         return rc < 0 ? repro_report_error() : rc;
+    if (b->program && !b->name[0]) { /* the experiment name the program records */
+        if (repro_golden_name_check(m->traces[0].experiment))
+            return repro_report_error();
+        snprintf(b->name, sizeof b->name, "%s", m->traces[0].experiment);
+    }
     if (!m->failed)
         return 0;
     repro_multirun_print(m, stdout);

@@ -64,7 +64,8 @@ const char repro_check_usage[] =
     "tensors through librepro or the Python client. A program that exits non-zero,\n"
     "times out, or writes no trace, a cut-short trace or a trace of another seed\n"
     "could not be tested: exit 3, with the end of its stderr.\n"
-    "  --name NAME        its goldens' name (default: the program's basename)\n"
+    "  --name NAME        its goldens' name (default: the experiment name the program\n"
+    "                     records)\n"
     "  --timeout SECONDS  kill a run that takes longer (default: none)\n"
     "\n"
     "Traces, logs and dumps are kept under runs/EXP/check-STAMP/.\n"
@@ -79,6 +80,7 @@ typedef struct {
     const char *exp;
     char **program;                 /* `-- PROGRAM ARGS...`, or NULL */
     char name[128];                 /* the program's golden name */
+    int name_given;                 /* --name; else the name the program records */
     double timeout_s;
     const char *threads, *workers; /* lists of counts, one run each */
     long resume_at;
@@ -123,6 +125,7 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
             if (repro_golden_name_check(optarg))
                 return -1;
             snprintf(o->name, sizeof o->name, "%s", optarg);
+            o->name_given = 1;
             break;
         case 'T': {
             long t;
@@ -296,8 +299,14 @@ static int report(repro_multirun *m, const check_opts *o)
     json_t *gjson = o->json ? json_object() : NULL;
     int grc = 0;
     if (!o->no_golden) {
-        grc = repro_check_golden(&m->traces[0], o->program ? o->name : m->traces[0].experiment,
-                                 o->overridden, o->require_golden, gout, gjson);
+        /* A program's goldens are filed under --name, else under the
+         * experiment name it records (its repro_run_info). */
+        const char *gname = o->program && o->name_given ? o->name : m->traces[0].experiment;
+        if (o->program && !o->name_given && repro_golden_name_check(gname))
+            grc = -1;
+        else
+            grc = repro_check_golden(&m->traces[0], gname, o->overridden, o->require_golden, gout,
+                                     gjson);
         if (grc < 0 || grc >= REPRO_EXIT_USAGE)
             grc = repro_report_error();
     }
