@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/fsutil.h"
 #include "record/record.h"
 #include "record/trace.h"
 
@@ -287,9 +288,9 @@ static const char *get_str(rd *r, uint32_t *n)
 /* Reads the whole file. */
 static int slurp(const char *path, unsigned char **out, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = repro_fopen_regular(path, "checkpoint");
     if (!f)
-        return repro_error_set_errno(REPRO_EINVAL, "%s: cannot open checkpoint", path);
+        return -1;
     size_t cap = 1 << 16, n = 0;
     unsigned char *p = malloc(cap);
     size_t got;
