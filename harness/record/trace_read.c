@@ -232,7 +232,8 @@ static int parse_tensor(repro_trace_tensor *tt, json_t *o, const pos *p, const c
         json_t *v = json_array_get(shape, (size_t)d);
         if (!json_is_integer(v) || json_integer_value(v) < 0 ||
             json_integer_value(v) > INT32_MAX)
-            return fail(p, "%s\"shape\"[%d] must be an integer in 0..%d", ctx, d, INT32_MAX);
+            return fail(p, "%s\"shape\"[%d] must be a non-negative integer (at most %d)", ctx,
+                        d, INT32_MAX);
         tt->shape[d] = (long)json_integer_value(v);
     }
     return get_digest(p, ctx, o, "digest", &tt->digest) || get_double(p, ctx, o, "l2", &tt->l2) ||
