@@ -221,6 +221,9 @@ START_TEST(test_killed_bless_blocks_nothing)
     ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
     slurp(g, after, sizeof after);
     ck_assert_str_eq(before, after); /* the old golden is untouched */
+    char lock[600];
+    snprintf(lock, sizeof lock, "%s.lock", g);
+    ck_assert_int_eq(access(lock, F_OK), 0); /* left behind, as after any kill -9 */
 
     /* git sees neither the lock nor the half-written temporary */
     sh("cd %s && git status --porcelain --untracked-files=all > %s.status", repo, repo);
