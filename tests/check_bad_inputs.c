@@ -25,8 +25,18 @@ typedef struct {
     int exit;
     const char *phrase; /* expected in stderr */
     int special;        /* manifest: 1 trace is a symlink out, 2 manifest is a symlink,
-                           3 no manifest */
+                           3 no manifest; receipt: 1 --pub outside, 2 --pub is a FIFO;
+                           config: 4 the file is a FIFO, 5 the IDX data path is a FIFO;
+                           trace: 4 the file is a FIFO */
+    size_t len;         /* bytes of text when it holds NULs (0: strlen) */
 } row;
+
+/* Rows leave their trailing fields (special, len) out when zero. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+/* Bytes with NULs inside: text and length. */
+#define BYTES(S) S, NULL
+#define LEN(S) (sizeof S - 1)
 
 #define Z64 "0000000000000000000000000000000000000000000000000000000000000000"
 /* A well-formed manifest, with pieces swapped in per row. */
@@ -36,6 +46,21 @@ typedef struct {
     "\"env\":{\"class\":\"cpu-x\"},\"env_class\":\"cpu-x\",\"commit\":\"unknown\","              \
     "\"repro_version\":\"0.1.0\"" EXTRA "}"
 #define GOOD_MF MF("tiny", "6", "trace.jsonl", "")
+
+/* A trace header that passes every check; EXTRA adds members. */
+#define TH(EXTRA)                                                                                  \
+    "{\"repro_trace\":1,\"type\":\"header\",\"experiment\":\"x\",\"experiment_path\":\"x.ini\","   \
+    "\"config\":{},\"config_digest\":\"" Z64 "\",\"numerics_digest\":\"" Z64 "\",\"seed\":\"0\","  \
+    "\"seed_scheme\":\"repro-seed/v1\",\"rng\":\"philox4x32-10/v1\","                              \
+    "\"tensor_hash\":\"repro-tensor/v1\",\"repro_version\":\"0.1.0\",\"compiler\":\"cc\","         \
+    "\"cflags\":\"\",\"level\":\"step\",\"every\":1,\"threads\":1,\"num_workers\":0" EXTRA "}\n"
+#define RESUMED(K) ",\"resumed_from\":{\"path\":\"c\",\"step\":" K ",\"chain\":\"" Z64 "\"}"
+/* SHA-256 of 64 zero bytes: the chain after a step whose digest is zero,
+ * continuing a zero chain. */
+#define C1 "f5a5fd42d16a20302798ef6ed309979b43003d2320d9f0e8ea9831a92759fb4b"
+#define STEP(N) "{\"type\":\"step\",\"step\":" N ",\"step_digest\":\"" Z64 "\",\"chain\":\"" C1 "\"}\n"
+#define TRAILER(N, C) "{\"type\":\"trailer\",\"steps\":" N ",\"chain\":\"" C "\"}\n"
+#define MIN_INI "[model]\ntype = mlp\n[train]\nsteps = 1\n"
 
 /* A receipt-shaped object without a valid signature. */
 #define RC(VERDICT, EXTRA) "{\"repro_receipt\": 1, \"verdict\": " VERDICT EXTRA "}\n"
@@ -65,6 +90,8 @@ static char *long_config_manifest(void)
                   "\",\"env\":{},\"env_class\":\"cpu-x\",\"commit\":\"unknown\","
                   "\"repro_version\":\"0.1.0\"}");
 }
+/* A 2 MiB trace line: past the 1 MiB line limit, refused while read. */
+static char *over_limit_trace_line(void) { return repeat("{\"repro_trace\":1,\"x\":\"", 'a', 2 << 20, "\"}\n"); }
 static char *huge_receipt(void) { return repeat("", ' ', (1 << 20) + 10, "{}"); }
 static char *long_receipt_line(void) { return repeat("{\"repro_receipt\": 1, \"verdict\": \"", 'x', 900 << 10, "\"}\n"); }
 
@@ -80,8 +107,28 @@ static const row rows[] = {
     {"config", "Inf", "[train]\nlr = -inf\n", NULL, 2, "not a finite number", 0},
     {"config", "invalid UTF-8", "[data]\ntrain_images = \xff\xfe.idx\n", NULL, 2, "not valid UTF-8", 0},
     {"config", "very long line", NULL, long_key_config, 2, "line longer than", 0},
-    {"config", "path traversal", "[data]\ndataset = idx\ntrain_images = ../../../../../../etc/passwd\n"
+    {"config", "path traversal", MIN_INI "[data]\ndataset = idx\ntrain_images = ../../../../../../etc/passwd\n"
                                  "train_labels = ../../../../../../etc/passwd\n", NULL, 2, "not an IDX file", 0},
+    {"config", "empty", "", NULL, 2, "missing [model] type and [train] steps", 0},
+    {"config", "comment only", "; all defaults, please\n# really\n", NULL, 2, "missing [model] type and [train] steps", 0},
+    {"config", "no steps", "[model]\ntype = cnn\n", NULL, 2, "bad.ini: missing [train] steps", 0},
+    {"config", "NUL in a value", BYTES("[model]\ntype = mlp\n[train]\nsteps = 10\0" "00\n"), 2, "bad.ini:4: NUL byte", 0,
+     LEN("[model]\ntype = mlp\n[train]\nsteps = 10\0" "00\n")},
+    {"config", "NUL in a comment", BYTES(MIN_INI "; x\0\nseed = 9\n"), 2, "bad.ini:5: NUL byte", 0, LEN(MIN_INI "; x\0\nseed = 9\n")},
+    {"config", "text after a section header", "[model]\ntype = mlp\n[train] steps = 9\n", NULL, 2,
+     "bad.ini:3: text after the section header [train]: 'steps = 9'", 0},
+    {"config", "junk after a section header", MIN_INI "[train]junk\n", NULL, 2, "bad.ini:5: text after the section header [train]: 'junk'", 0},
+    {"config", "bare CR line ends", "[model]\rtype = mlp\r[train]\rsteps = 1\r", NULL, 2,
+     "bad.ini:1: carriage return without a line feed", 0},
+    {"config", "CRLF line ends", "[model]\r\ntype = mlp\r\nhidden = 4\r\n[train]\r\nsteps = 1\r\n", NULL, 0, "", 0},
+    {"config", "hex seed", MIN_INI "seed = 0x1F\n", NULL, 2, "bad.ini:5: seed: '0x1F' is not an unsigned 64-bit decimal", 0},
+    {"config", "signed count", MIN_INI "batch_size = +8\n", NULL, 2, "bad.ini:5: batch_size: '+8' is not an integer", 0},
+    {"config", "8 hidden layers (params[16] overflow)", "[model]\ntype = mlp\nhidden = 4,4,4,4,4,4,4,4\ndropout = 0.1\n"
+     "[data]\ntrain_size = 64\ntest_size = 64\n[train]\nsteps = 1\n", NULL, 0, "", 0},
+    {"config", "8 conv blocks (layers[32] overflow)", "[model]\ntype = cnn\nconv_channels = 1,1,1,1,1,1,1,1\npadding = 4\n"
+     "dropout = 0.1\n[data]\ntrain_size = 64\ntest_size = 64\n[train]\nsteps = 1\n", NULL, 0, "", 0},
+    {"config", "FIFO", MIN_INI, NULL, 2, "not a regular file (a FIFO)", 4},
+    {"config", "FIFO as IDX data", MIN_INI, NULL, 2, "fifo.idx: not a regular file (a FIFO)", 5},
     /* ---- traces: `repro diff` ---- */
     {"trace", "truncated", "{\"repro_trace\":1,\"type\":\"hea", NULL, 2, "the last line is incomplete", 0},
     {"trace", "garbled", "\x01\x02\xff garbage\n", NULL, 2, "not JSON", 0},
@@ -94,6 +141,19 @@ static const row rows[] = {
     {"trace", "very long line", NULL, long_trace_line, 2, "not JSON", 0},
     {"trace", "path traversal", "{\"repro_trace\":1,\"type\":\"header\",\"experiment\":\"../../etc/passwd\"}\n", NULL, 2, "header: missing", 0},
     {"trace", "empty", "", NULL, 2, "empty file", 0},
+    {"trace", "resume point near INT64_MAX", TH(RESUMED("9223372036854775806")) STEP("9223372036854775807")
+     TRAILER("9223372036854775807", C1), NULL, 2,
+     "bad.jsonl:1: header: resumed_from: \"step\" is 9223372036854775806, outside 0..9007199254740992", 0},
+    {"trace", "step past 2^53", TH(RESUMED("9007199254740992")) STEP("9007199254740993")
+     TRAILER("9007199254740993", C1), NULL, 2, "bad.jsonl:2: step 9007199254740993 is past the largest step number", 0},
+    {"trace", "step number near INT64_MAX", TH("") STEP("9223372036854775807"), NULL, 2,
+     "bad.jsonl:2: \"step\" is 9223372036854775807, outside 0..9007199254740992", 0},
+    {"trace", "trailer count near INT64_MAX", TH("") TRAILER("9223372036854775807", Z64), NULL, 2,
+     "bad.jsonl:2: trailer: \"steps\" is 9223372036854775807, outside", 0},
+    {"trace", "resumed at the bound, no steps", TH(RESUMED("9007199254740992")) TRAILER("9007199254740992", Z64),
+     NULL, 0, "", 0},
+    {"trace", "line over the limit", NULL, over_limit_trace_line, 2, "bad.jsonl:1: line longer than the 1024 KiB limit", 0},
+    {"trace", "FIFO", "{}\n", NULL, 2, "bad.jsonl: not a regular file (a FIFO)", 4},
     /* ---- bundle manifests: `repro verify` ---- */
     {"manifest", "truncated", "{\"repro_bundle\":1,\"experiment\":\"ti", NULL, 2, "not valid JSON", 0},
     {"manifest", "garbled", "\x01\x02\xff{{{", NULL, 2, "not valid JSON", 0},
@@ -137,6 +197,7 @@ static const row rows[] = {
     {"receipt", "unsigned", RC("\"reproduced\"", ""), NULL, 1, "not signed", 0},
     {"receipt", "signature not base64", RC("\"reproduced\"", ", \"signature\": {\"alg\": \"ed25519\", \"public_key\": \"x\", \"key_id\": \"x\", \"value\": \"!!\"}"), NULL, 2, "not base64", 0},
     {"receipt", "path traversal (key)", RC("\"reproduced\"", ""), NULL, 2, "not a PEM public key", 1},
+    {"receipt", "FIFO as --pub", RC("\"reproduced\"", ""), NULL, 2, "fifo.pub: not a regular file (a FIFO)", 2},
 };
 
 START_TEST(test_bad_input)
@@ -149,9 +210,28 @@ START_TEST(test_bad_input)
                        : !strcmp(r->kind, "trace")    ? "bad.jsonl"
                        : !strcmp(r->kind, "manifest") ? "manifest.json"
                                                       : "receipt.json";
-    tu_write_temp(path, sizeof path, name, text);
+    tu_write_temp(path, sizeof path, name, r->len ? "" : text);
     free(gen);
     snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(path, '/') - path), path);
+    if (r->len) { /* bytes with NULs inside */
+        FILE *f = fopen(path, "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fwrite(r->text, 1, r->len, f), r->len);
+        ck_assert_int_eq(fclose(f), 0);
+    }
+    if (r->special == 4 && strcmp(r->kind, "manifest") != 0) { /* the file itself is a FIFO */
+        ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+    }
+    if (r->special == 5) { /* a config whose IDX data path is a FIFO */
+        char fifo[600];
+        snprintf(fifo, sizeof fifo, "%s/fifo.idx", dir);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        FILE *f = fopen(path, "a");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "[data]\ndataset = idx\ntrain_images = %s\ntrain_labels = %s\n", fifo, fifo);
+        ck_assert_int_eq(fclose(f), 0);
+    }
 
     if (!strcmp(r->kind, "config")) {
         snprintf(args, sizeof args, "run %s --steps 1 --no-trace -q", path);
@@ -186,6 +266,12 @@ START_TEST(test_bad_input)
         if (r->special == 1)
             snprintf(args, sizeof args, "verify-receipt %s --pub %s/../../../../../etc/passwd",
                      path, dir);
+        else if (r->special == 2) { /* a FIFO as the public key: it hung the open */
+            char fifo[600];
+            snprintf(fifo, sizeof fifo, "%s/fifo.pub", dir);
+            ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+            snprintf(args, sizeof args, "verify-receipt %s --pub %s", path, fifo);
+        }
         else
             snprintf(args, sizeof args, "verify-receipt %s --pub %s.pub", path, key);
     }

@@ -4,6 +4,7 @@
  * reports and plot hold the same data, and `repro diff` exits 0 / 1 / 2. */
 #include <check.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -568,6 +569,40 @@ START_TEST(test_end_to_end_runs)
 }
 END_TEST
 
+/* Step numbers near LONG_MAX, in traces built in memory (the reader
+ * refuses them, check_trace_read.c): the comparison refuses them too, where
+ * it used to overflow computing the bisection bound (UBSan) and report
+ * "identical: 9223372036854775807 steps". */
+START_TEST(test_step_numbers_near_long_max_refused)
+{
+    static repro_trace a, b;
+    static repro_trace_step sa, sb;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    snprintf(a.path, sizeof a.path, "a.jsonl");
+    snprintf(b.path, sizeof b.path, "b.jsonl");
+    snprintf(a.experiment, sizeof a.experiment, "x");
+    snprintf(b.experiment, sizeof b.experiment, "x");
+    sa.step = sb.step = LONG_MAX;
+    a.steps = &sa;
+    b.steps = &sb;
+    a.nsteps = b.nsteps = 1;
+    a.first_step = b.first_step = LONG_MAX;
+    a.has_trailer = b.has_trailer = 1;
+    a.trailer_steps = b.trailer_steps = LONG_MAX;
+    repro_error_clear();
+    ck_assert_int_eq(repro_compare_traces(&a, &b, &dv), -1);
+    ck_assert_ptr_nonnull(strstr(repro_error_message(), "a.jsonl: step numbers past 9007199254740992"));
+    /* at the bound itself it compares */
+    a.first_step = b.first_step = REPRO_TRACE_STEP_MAX;
+    sa.step = sb.step = REPRO_TRACE_STEP_MAX;
+    ck_assert_int_eq(repro_compare_traces(&a, &b, &dv), 0);
+    ck_assert_int_eq(dv.identical, 1);
+    ck_assert_int_eq(dv.steps_a, REPRO_TRACE_STEP_MAX);
+    repro_divergence_release(&dv);
+}
+END_TEST
+
 Suite *compare_suite(void)
 {
     Suite *s = suite_create("compare");
@@ -580,6 +615,7 @@ Suite *compare_suite(void)
     tcase_add_test(tc, test_curve_values);
     tcase_add_test(tc, test_prefix_and_truncated);
     tcase_add_test(tc, test_different_experiments_refused);
+    tcase_add_test(tc, test_step_numbers_near_long_max_refused);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     tc = tcase_create("report");

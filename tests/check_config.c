@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "util/error.h"
@@ -30,6 +32,10 @@ static void expect_error(const char *text, int line, const char *phrase)
     ck_assert_msg(strstr(msg, want) != NULL, "message '%s' lacks '%s'", msg, want);
     ck_assert_msg(strstr(msg, phrase) != NULL, "message '%s' lacks '%s'", msg, phrase);
 }
+
+/* The keys every experiment must set, for cases about something else
+ * (appended, so the line numbers of the cases stay). */
+#define REQ "[model]\ntype = mlp\n[train]\nsteps = 1\n"
 
 START_TEST(test_shipped_experiments_load)
 {
@@ -107,7 +113,7 @@ START_TEST(test_error_paths)
     expect_error("[train]\ndeterministic = maybe\n", 2, "'maybe' is not one of on|off|warn");
     expect_error("[train]\nbenchmark = maybe\n", 2, "'maybe' is not on/off");
     expect_error("[variant]\nlinear.bwd_weight = fast\n", 2, "'fast' is not one of ordered|atomic");
-    expect_error("[variant]\nlinear.bwd_weight = atomic\n", 2, "deterministic = on refuses it");
+    expect_error("[variant]\nlinear.bwd_weight = atomic\n" REQ, 2, "deterministic = on refuses it");
     expect_error("[train]\nseed = -5\n", 2, "not an unsigned integer");
     expect_error("[model]\nhidden = 256,,128\n", 2, "comma-separated list");
     expect_error("[model]\nhidden = 256,0\n", 2, "0 is out of range");
@@ -115,10 +121,11 @@ START_TEST(test_error_paths)
     expect_error("steps = 3\n[train]\n", 1, "key 'steps' outside a section");
     expect_error("[train]\nthis line has no equals sign\n", 2, "syntax error");
     expect_error("[train\nsteps = 3\n", 1, "syntax error");
-    expect_error("[data]\ndataset = idx\n", 2, "dataset = idx needs train_images and train_labels");
-    expect_error("[data]\ndataset = idx\ntrain_images = a\ntrain_labels = b\ntest_images = c\n", 5,
-                 "test_images and test_labels go together");
-    expect_error("[model]\ntype = cnn\nconv_channels = 4,4,4,4\n", 3, "shrink 28x28 to nothing");
+    expect_error("[data]\ndataset = idx\n" REQ, 2, "dataset = idx needs train_images and train_labels");
+    expect_error("[data]\ndataset = idx\ntrain_images = a\ntrain_labels = b\ntest_images = c\n" REQ,
+                 5, "test_images and test_labels go together");
+    expect_error("[model]\ntype = cnn\nconv_channels = 4,4,4,4\n[train]\nsteps = 1\n", 3,
+                 "shrink 28x28 to nothing");
     /* A line longer than inih's buffer is refused, not silently split. */
     char longline[400];
     memset(longline, 'x', sizeof longline);
@@ -126,6 +133,152 @@ START_TEST(test_error_paths)
     longline[sizeof longline - 2] = '\n';
     longline[sizeof longline - 1] = '\0';
     expect_error(longline, 2, "line longer than");
+}
+END_TEST
+
+/* Loads `len` bytes (which may hold NULs) as an experiment; expects the
+ * error at `line` (0: the file, no line) with `phrase`. */
+static void expect_error_bytes(const char *bytes, size_t len, int line, const char *phrase)
+{
+    char path[256], want[300];
+    tu_write_temp(path, sizeof path, "bad.ini", "");
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(repro_config_load(&cfg, path), -1);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
+    const char *msg = repro_error_message();
+    if (line > 0)
+        snprintf(want, sizeof want, "%s:%d: ", path, line);
+    else
+        snprintf(want, sizeof want, "%s: ", path);
+    ck_assert_msg(strstr(msg, want) != NULL, "message '%s' lacks '%s'", msg, want);
+    ck_assert_msg(strstr(msg, phrase) != NULL, "message '%s' lacks '%s'", msg, phrase);
+}
+
+/* An experiment names its model and its steps: an empty or comment-only
+ * file used to train the defaults and exit 0. */
+START_TEST(test_required_keys)
+{
+    expect_error("", 0, "missing [model] type and [train] steps");
+    expect_error("; nothing but a comment\n# and another\n\n", 0,
+                 "missing [model] type and [train] steps");
+    expect_error("[model]\ntype = mlp\n", 0, "missing [train] steps");
+    expect_error("[train]\nsteps = 5\n", 0, "missing [model] type");
+    expect_error("[model]\nhidden = 8\n[train]\nseed = 1\n", 0,
+                 "an experiment must name its model ([model] type) and its length");
+    /* set at their default values is enough */
+    char path[256];
+    tu_write_temp(path, sizeof path, "ok.ini", "[model]\ntype = mlp\n[train]\nsteps = 200\n");
+    ck_assert_int_eq(repro_config_load(&cfg, path), 0);
+}
+END_TEST
+
+/* A NUL byte anywhere is an error naming its line: fgets ended the line
+ * there, so "steps = 10<NUL>00" read as 10, and a key after a NUL in a
+ * comment line was applied. */
+START_TEST(test_nul_bytes)
+{
+    static const char value[] = "[model]\ntype = mlp\n[train]\nsteps = 10\0" "00\n";
+    expect_error_bytes(value, sizeof value - 1, 4, "NUL byte");
+    static const char comment[] = "[model]\ntype = mlp\n[train]\nsteps = 3\n; note\0\nseed = 7\n";
+    expect_error_bytes(comment, sizeof comment - 1, 5, "NUL byte");
+    static const char first[] = "\0[model]\ntype = mlp\n[train]\nsteps = 3\n";
+    expect_error_bytes(first, sizeof first - 1, 1, "NUL byte");
+}
+END_TEST
+
+/* Text after a section header is an error (inih dropped it, key and all);
+ * a blank or a comment after the ']' is fine. */
+START_TEST(test_section_header_trailing_text)
+{
+    expect_error("[model]\ntype = mlp\n[train] steps = 9\n", 3,
+                 "text after the section header [train]: 'steps = 9'");
+    expect_error("[model]\ntype = mlp\n[train]junk\nsteps = 9\n", 3,
+                 "text after the section header [train]: 'junk'");
+    expect_error("[model]]\ntype = mlp\n", 1, "text after the section header [model]");
+    char path[256];
+    tu_write_temp(path, sizeof path, "ok.ini",
+                  "[model]  ; the network\ntype = mlp\n[train]\t# length\nsteps = 9\n");
+    ck_assert_int_eq(repro_config_load(&cfg, path), 0);
+    ck_assert_int_eq(cfg.train_steps, 9);
+}
+END_TEST
+
+/* Line ends: LF and CRLF load the same config; a bare CR (which made the
+ * whole file one line, so it ran on defaults) is an error naming the line. */
+START_TEST(test_line_endings)
+{
+    expect_error("[model]\rtype = mlp\r[train]\rsteps = 3\r", 1,
+                 "carriage return without a line feed");
+    expect_error("[model]\ntype = mlp\n[train]\nsteps = 3\rseed = 4\n", 4,
+                 "carriage return without a line feed");
+    char lf[256], crlf[256];
+    tu_write_temp(lf, sizeof lf, "lf.ini", "[model]\ntype = cnn\n[train]\nsteps = 3\nseed = 4\n");
+    tu_write_temp(crlf, sizeof crlf, "crlf.ini",
+                  "[model]\r\ntype = cnn\r\n[train]\r\nsteps = 3\r\nseed = 4\r\n");
+    static repro_config a, b;
+    ck_assert_int_eq(repro_config_load(&a, lf), 0);
+    ck_assert_int_eq(repro_config_load(&b, crlf), 0);
+    for (int k = 0; k < REPRO_KEY_COUNT; k++) {
+        char va[2048], vb[2048];
+        repro_config_value_str(&a, k, va, sizeof va);
+        repro_config_value_str(&b, k, vb, sizeof vb);
+        ck_assert_str_eq(va, vb);
+    }
+    ck_assert_int_eq(b.model_type, REPRO_MODEL_CNN);
+    ck_assert_int_eq(b.train_steps, 3);
+    ck_assert_int_eq(b.line[REPRO_KEY_train_seed], 5);
+}
+END_TEST
+
+/* Seeds and counts are decimal: "seed = 010" was 8 and "0x1F" 31 (strtoull
+ * base 0). Leading zeros read as decimal; hex, signs and inner blanks are
+ * errors naming the line. */
+START_TEST(test_decimal_only)
+{
+    char path[256];
+    tu_write_temp(path, sizeof path, "ok.ini",
+                  "[model]\ntype = mlp\nhidden = 016, 8\n[train]\nsteps = 010\nseed = 010\n");
+    ck_assert_int_eq(repro_config_load(&cfg, path), 0);
+    ck_assert_uint_eq(cfg.train_seed, 10);
+    ck_assert_int_eq(cfg.train_steps, 10);
+    ck_assert_int_eq(cfg.model_hidden[0], 16);
+    tu_write_temp(path, sizeof path, "max.ini",
+                  "[model]\ntype = mlp\n[train]\nsteps = 1\nseed = 18446744073709551615\n");
+    ck_assert_int_eq(repro_config_load(&cfg, path), 0);
+    ck_assert_uint_eq(cfg.train_seed, UINT64_MAX);
+
+    expect_error("[train]\nseed = 0x1F\n", 2, "not an unsigned 64-bit decimal integer");
+    expect_error("[train]\nseed = 1 2\n", 2, "not an unsigned 64-bit decimal integer");
+    expect_error("[train]\nseed = 18446744073709551616\n", 2, "not an unsigned 64-bit decimal");
+    expect_error("[train]\nseed = +5\n", 2, "not an unsigned integer");
+    expect_error("[train]\nsteps = 0x10\n", 2, "not an integer");
+    expect_error("[train]\nsteps = +10\n", 2, "not an integer");
+    expect_error("[train]\nsteps = 1 0\n", 2, "not an integer");
+    expect_error("[train]\nsteps = -1\n", 2, "out of range");
+    expect_error("[model]\nhidden = 0x10\n", 2, "comma-separated list");
+    expect_error("[model]\nhidden = +16\n", 2, "comma-separated list");
+    /* overrides go through the same parser */
+    ck_assert_int_eq(repro_config_set(&cfg, "seed=0x1F"), -1);
+    ck_assert_int_eq(repro_config_set(&cfg, "seed=031"), 0);
+    ck_assert_uint_eq(cfg.train_seed, 31);
+}
+END_TEST
+
+/* Only regular files are read: a FIFO used to block the open forever. */
+START_TEST(test_fifo_refused)
+{
+    char path[256];
+    tu_write_temp(path, sizeof path, "fifo.ini", "");
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    alarm(10); /* a hang fails the test instead of waiting for the suite's timeout */
+    ck_assert_int_eq(repro_config_load(&cfg, path), -1);
+    alarm(0);
+    ck_assert_ptr_nonnull(strstr(repro_error_message(), "not a regular file (a FIFO)"));
+    unlink(path);
 }
 END_TEST
 
@@ -170,6 +323,12 @@ Suite *config_suite(void)
     tcase_add_test(tc, test_defaults_are_valid);
     tcase_add_test(tc, test_error_paths);
     tcase_add_test(tc, test_missing_file);
+    tcase_add_test(tc, test_required_keys);
+    tcase_add_test(tc, test_nul_bytes);
+    tcase_add_test(tc, test_section_header_trailing_text);
+    tcase_add_test(tc, test_line_endings);
+    tcase_add_test(tc, test_decimal_only);
+    tcase_add_test(tc, test_fifo_refused);
     tcase_add_test(tc, test_overrides);
     suite_add_tcase(s, tc);
     return s;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,6 +176,74 @@ START_TEST(test_atomic_install)
 }
 END_TEST
 
+/* A bless killed with SIGKILL in the middle of writing a golden blocks no
+ * one: its lock (flock) died with it, its temporary is removed by the next
+ * bless, and git never sees either (golden/.gitignore). An O_EXCL lock file
+ * used to survive the kill, so every later bless waited 10 s and exited 3
+ * until someone removed it by hand, and `git add golden` committed it. */
+START_TEST(test_killed_bless_blocks_nothing)
+{
+    make_repo();
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
+    char g[512], before[1 << 16], after[1 << 16];
+    golden_file(g, sizeof g);
+    slurp(g, before, sizeof before);
+    sh("cd %s && git add golden && " GIT " commit -q -m 'bless'", repo);
+
+    /* REPRO_FAULT=bless-stall (test-only) stops the install for good after
+     * the header line of the new golden: kill it there. */
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char o[300], e[300];
+        snprintf(o, sizeof o, "%s/.out", repo);
+        snprintf(e, sizeof e, "%s/.err", repo);
+        if (chdir(repo) != 0 || !freopen(o, "w", stdout) || !freopen(e, "w", stderr))
+            _exit(127);
+        setenv("REPRO_FAULT", "bless-stall", 1);
+        execl(bin, "repro", "bless", "experiments/tiny.ini", "--every", "1", (char *)NULL);
+        _exit(127);
+    }
+    /* Wait (up to 60 s) until the stalled bless holds the lock and has
+     * begun its temporary file. */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "test -e %s.lock && ls %s.*.tmp >/dev/null 2>&1", g, g);
+    int ready = 0;
+    for (int i = 0; i < 600 && !ready; i++) {
+        ready = system(cmd) == 0;
+        if (!ready)
+            usleep(100000);
+    }
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(ready, "the bless never reached its write");
+    ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    slurp(g, after, sizeof after);
+    ck_assert_str_eq(before, after); /* the old golden is untouched */
+    char lock[600];
+    snprintf(lock, sizeof lock, "%s.lock", g);
+    ck_assert_int_eq(access(lock, F_OK), 0); /* left behind, as after any kill -9 */
+
+    /* git sees neither the lock nor the half-written temporary */
+    sh("cd %s && git status --porcelain --untracked-files=all > %s.status", repo, repo);
+    char status[4096], p[300];
+    snprintf(p, sizeof p, "%s.status", repo);
+    slurp(p, status, sizeof status);
+    ck_assert_msg(!strstr(status, ".lock") && !strstr(status, ".tmp"), "git status: %s", status);
+
+    /* The next bless goes through at once, without manual cleanup. */
+    int rc = repro_in(repo, "bless experiments/tiny.ini --every 1");
+    ck_assert_msg(rc == 0, "exit %d: %.500s", rc, err);
+    slurp(g, after, sizeof after);
+    ck_assert_str_ne(before, after);
+    snprintf(cmd, sizeof cmd, "ls -a %s/golden/tiny | grep -E '\\.(lock|tmp)$'", repo);
+    ck_assert_msg(system(cmd) != 0, "a lock or temporary file remains in golden/tiny");
+    snprintf(p, sizeof p, "%s/golden/.gitignore", repo);
+    ck_assert_int_eq(access(p, F_OK), 0);
+}
+END_TEST
+
 START_TEST(test_mismatch_names_commits)
 {
     make_repo();
@@ -271,6 +340,7 @@ Suite *golden_suite(void)
     tcase_add_test(tc, test_bless_check_round_trip_and_log);
     tcase_add_test(tc, test_dirty_refusal_and_allow_dirty);
     tcase_add_test(tc, test_atomic_install);
+    tcase_add_test(tc, test_killed_bless_blocks_nothing);
     tcase_add_test(tc, test_mismatch_names_commits);
     tcase_add_test(tc, test_bad_goldens_exit_2);
     tcase_add_test(tc, test_no_golden_for_class_uses_closest);

@@ -610,6 +610,34 @@ START_TEST(test_embedded_nul)
 }
 END_TEST
 
+/* Peak resident memory in KiB since the last reset (VmHWM), or -1. */
+static long peak_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6))
+            kib = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* Resets the peak (Linux: "5" > /proc/self/clear_refs); 0 if it worked. */
+static int reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    int ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* A 65 MiB line is refused as soon as it passes the 1 MiB line limit, while
+ * it is read: getline() used to pull the whole line into memory first (a
+ * 300 MB line cost 314 MB resident), and a line under the old 64 MiB limit
+ * went to jansson whole (60 MB of small integers: 1.3 GB). */
 START_TEST(test_huge_line_refused)
 {
     char *text = tr_fixture("mlp", 1, 0, 0, 1), path[256];
@@ -623,15 +651,49 @@ START_TEST(test_huge_line_refused)
         ck_assert_uint_eq(fwrite(pad, 1, sizeof pad, f), sizeof pad);
     fputs("}\n", f);
     ck_assert_int_eq(fclose(f), 0);
+    int measured = reset_peak_rss() == 0 && peak_rss_kib() > 0;
+    long before = peak_rss_kib();
     repro_error_clear();
     ck_assert_int_eq(repro_trace_read(&tr, path), -1);
+    long grew = peak_rss_kib() - before;
     ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
     char want[300];
     snprintf(want, sizeof want, "%s:4: ", path);
     ck_assert_msg(strstr(repro_error_message(), want), "message '%s'", repro_error_message());
-    ck_assert_msg(strstr(repro_error_message(), "over the 64 MiB limit"), "message '%s'",
-                  repro_error_message());
+    ck_assert_msg(strstr(repro_error_message(), "line longer than the 1024 KiB limit"),
+                  "message '%s'", repro_error_message());
+    /* The line buffer stays under the limit plus one read (~1.1 MiB). */
+    if (measured)
+        ck_assert_msg(grew < 8 * 1024, "reading grew the peak RSS by %ld KiB", grew);
     remove(path);
+    free(text);
+}
+END_TEST
+
+/* Step numbers and counts are bounded by 2^53: a resume point or step near
+ * INT64_MAX made `diff` overflow (UBSan) and report "identical:
+ * 9223372036854775807 steps". The reader refuses it, naming file:line; at
+ * the bound a trace still loads. */
+START_TEST(test_step_numbers_bounded)
+{
+    char *text = tr_fixture("mlp", 2, 0, 0, 1);
+    /* the header's last '}' gets a resume point */
+    const char *nl = strchr(text, '\n');
+    char *head = strndup(text, (size_t)(nl - text) - 1), *t;
+    const char *rest = nl + 1;
+    static const char zero[] = "0000000000000000000000000000000000000000000000000000000000000000";
+    ck_assert_int_ge(asprintf(&t, "%s,\"resumed_from\":{\"path\":\"c\",\"step\":9223372036854775806,"
+                                  "\"chain\":\"%s\"}}\n%s",
+                              head, zero, rest), 0);
+    expect_error_free(t, 1, "header: resumed_from: \"step\" is 9223372036854775806, outside "
+                            "0..9007199254740992");
+    /* a step line's number */
+    char *u = replace(text, "\"step\": 1,", "\"step\": 9223372036854775807,");
+    expect_error_free(u, 2, "\"step\" is 9223372036854775807, outside 0..9007199254740992");
+    /* the trailer's count */
+    u = replace(text, "\"steps\": 2,", "\"steps\": 9223372036854775807,");
+    expect_error_free(u, 4, "trailer: \"steps\" is 9223372036854775807, outside");
+    free(head);
     free(text);
 }
 END_TEST
@@ -672,6 +734,7 @@ Suite *trace_read_suite(void)
     tcase_add_test(tc, test_embedded_nul);
     tcase_add_test(tc, test_blank_line);
     tcase_add_test(tc, test_huge_line_refused);
+    tcase_add_test(tc, test_step_numbers_bounded);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

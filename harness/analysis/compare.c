@@ -146,6 +146,17 @@ static int compare_traces(const repro_trace *a, const repro_trace *b, repro_dive
      * for it too). Only the steps both sides record are compared: a trace
      * resumed at k against the full run covers k+1..N. */
     long fa = first_of(a), fb = first_of(b);
+    /* The reader bounds every step number by REPRO_TRACE_STEP_MAX; a trace
+     * built any other way is held to the same, so that the arithmetic below
+     * (last step, common range, bisection bounds) cannot overflow. */
+    for (int i = 0; i < 2; i++) {
+        const repro_trace *t = i ? b : a;
+        long f = i ? fb : fa;
+        if (f > REPRO_TRACE_STEP_MAX + 1 || t->nsteps < 0 ||
+            t->nsteps > REPRO_TRACE_STEP_MAX + 1 - f)
+            return repro_error_set(REPRO_EINVAL, "%s: step numbers past %lld", t->path,
+                                   (long long)REPRO_TRACE_STEP_MAX);
+    }
     long la = fa + a->nsteps - 1, lb = fb + b->nsteps - 1;
     out->steps_a = la;
     out->steps_b = lb;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/lines.h"
 #include "util/progress.h"
 
 repro_conv_algo repro_algo_rule(const repro_conv_shape *s)
@@ -20,22 +21,32 @@ repro_conv_algo repro_algo_rule(const repro_conv_shape *s)
 
 int repro_algo_policy_lock(repro_algo_policy *p, const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return repro_error_set_errno(REPRO_EINVAL, "%s: cannot open algorithm lock", path);
-    char *line = NULL;
-    size_t cap = 0;
-    int lineno = 0, rc = -1;
+    /* The lock is a trace: read it as the trace reader does, a bounded line
+     * at a time, regular files only. */
+    repro_lines lr;
+    if (repro_lines_open(&lr, path, "algorithm lock", (size_t)1 << 20))
+        return -1;
+    char *line;
+    size_t len;
+    int lineno = 0, rc = -1, complete, got;
     json_t *algos = NULL, *j = NULL;
-    while (getline(&line, &cap, f) > 0) {
+    while ((got = repro_lines_next(&lr, &line, &len, &complete)) == REPRO_LINES_OK) {
         lineno++;
-        j = json_loads(line, 0, NULL);
+        j = json_loadb(line, len, 0, NULL);
         algos = json_object_get(j, "algorithms");
         if (json_is_array(algos))
             break;
         json_decref(j);
         j = NULL;
         algos = NULL;
+    }
+    if (!algos && got < 0) {
+        if (got == REPRO_LINES_TOO_LONG)
+            repro_error_set(REPRO_EINVAL, "%s:%d: line longer than 1 MiB: not a trace", path,
+                            lineno + 1);
+        else
+            repro_error_set_errno(REPRO_EINVAL, "%s:%d: read error", path, lineno + 1);
+        goto done;
     }
     if (!algos) {
         repro_error_set(REPRO_EINVAL,
@@ -63,8 +74,7 @@ int repro_algo_policy_lock(repro_algo_policy *p, const char *path)
     rc = 0;
 done:
     json_decref(j);
-    free(line);
-    fclose(f);
+    repro_lines_close(&lr);
     return rc;
 }
 

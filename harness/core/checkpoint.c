@@ -10,6 +10,7 @@
 
 #include "util/error.h"
 #include "core/train_record.h"
+#include "util/fsutil.h"
 #include "record/trace.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -321,9 +322,9 @@ static const char *get_str(rd *r, uint32_t *n)
 /* Reads the whole file. */
 static int slurp(const char *path, unsigned char **out, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = repro_fopen_regular(path, "checkpoint");
     if (!f)
-        return repro_error_set_errno(REPRO_EINVAL, "%s: cannot open checkpoint", path);
+        return -1;
     size_t cap = 1 << 16, n = 0;
     unsigned char *p = malloc(cap);
     size_t got;

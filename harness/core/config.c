@@ -1,18 +1,22 @@
 /* The strict experiment-config parser, defaults and dump (see config.h).
  * inih does the INI syntax; we feed it lines through our own reader so that
  * every message can name the exact line (inih's handler gets no line number
- * in the ABI Debian ships) and over-long lines are refused, not split. */
+ * in the ABI Debian ships) and so that bytes inih would silently cut, merge
+ * or ignore (over-long lines, NUL bytes, bare CRs, text after a section
+ * header) are refused first. Seeds and counts are decimal only. */
 #include "core/config.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/error.h"
+#include "util/fsutil.h"
 #include "util/numparse.h"
 #include "kernels/variants.h"
 
@@ -156,14 +160,33 @@ static void choice_name(const char *choices, int idx, char *buf, size_t len)
     snprintf(buf, len, "%.*s", (int)n, p);
 }
 
+/* A decimal integer at p: an optional '-' (a negative count is then
+ * refused by its range, with the range in the message), then digits 0-9
+ * only. No '+', no whitespace, no 0x or octal: strtol(..., 0) read
+ * "seed = 010" as 8 and "0x1F" as 31 while "--steps 010" was 10; here
+ * leading zeros are plain decimal. *end: the first byte after the digits. */
+static int parse_decimal(const char *p, const char **end, long *out)
+{
+    const char *q = p + (*p == '-');
+    if (!isdigit((unsigned char)*q))
+        return -1;
+    long x = 0;
+    for (; isdigit((unsigned char)*q); q++) {
+        int d = *q - '0';
+        if (x > (LONG_MAX - d) / 10)
+            return -1; /* overflow */
+        x = x * 10 + d;
+    }
+    *out = *p == '-' ? -x : x;
+    *end = q;
+    return 0;
+}
+
 static int parse_long(const char *v, long *out)
 {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end)
+    const char *end;
+    if (parse_decimal(v, &end, out) || *end)
         return -1;
-    *out = x;
     return 0;
 }
 
@@ -206,7 +229,8 @@ static int set_value(repro_config *cfg, int k, const char *value, char *err, siz
     case T_INT: {
         long x;
         if (parse_long(value, &x)) {
-            snprintf(err, errlen, "%s: '%s' is not an integer", ki->name, value);
+            snprintf(err, errlen, "%s: '%s' is not an integer (decimal digits only)", ki->name,
+                     value);
             return -1;
         }
         if (x < (long)ki->lo || x > (long)ki->hi) {
@@ -226,8 +250,10 @@ static int set_value(repro_config *cfg, int k, const char *value, char *err, siz
          * take "0x1F", and a seed must mean the same wherever it is given. */
         uint64_t x;
         if (repro_parse_decimal_u64(value, &x)) {
-            snprintf(err, errlen, "%s: '%s' is not an unsigned 64-bit decimal integer", ki->name,
-                     value);
+            snprintf(err, errlen,
+                     "%s: '%s' is not an unsigned 64-bit decimal integer (digits 0-9 only: "
+                     "no hex, octal, sign or spaces)",
+                     ki->name, value);
             return -1;
         }
         *(uint64_t *)field = x;
@@ -295,10 +321,15 @@ static int set_value(repro_config *cfg, int k, const char *value, char *err, siz
         for (;;) {
             while (*p == ' ' || *p == '\t')
                 p++;
-            char *end;
-            errno = 0;
-            long x = strtol(p, &end, 10);
-            if (end == p || errno) {
+            const char *end;
+            long x;
+            /* The entry must end at a blank, a comma or the end ("0x10"
+             * is not 0 followed by junk that happens to be refused later). */
+            const char *after = NULL;
+            if (!parse_decimal(p, &end, &x))
+                for (after = end; *after == ' ' || *after == '\t'; after++)
+                    ;
+            if (!after || (*after && *after != ',')) {
                 snprintf(err, errlen, "%s: '%s' is not a comma-separated list of integers",
                          ki->name, value);
                 return -1;
@@ -314,17 +345,9 @@ static int set_value(repro_config *cfg, int k, const char *value, char *err, siz
                 return -1;
             }
             vals[n++] = (int)x;
-            p = end;
-            while (*p == ' ' || *p == '\t')
-                p++;
-            if (!*p)
+            if (!*after)
                 break;
-            if (*p != ',') {
-                snprintf(err, errlen, "%s: '%s' is not a comma-separated list of integers",
-                         ki->name, value);
-                return -1;
-            }
-            p++;
+            p = after + 1;
         }
         memcpy(field, vals, sizeof vals);
         *(int *)((char *)cfg + ki->off_n) = n;
@@ -361,6 +384,7 @@ typedef struct {
     repro_config *cfg;
     int lineno;       /* of the line inih is processing */
     int err_line;     /* first error's line, 0 = none */
+    int stop;         /* the reader found the file unreadable: end it there */
     char err[512];
     unsigned char seen[REPRO_KEY_COUNT];
 } parse_state;
@@ -373,42 +397,86 @@ static void record_error(parse_state *ps, const char *fmt, const char *a, const 
     snprintf(ps->err, sizeof ps->err, fmt, a, b);
 }
 
-/* inih's reader: one line per call, counted; section headers checked here
- * (inih only reports sections that hold keys). */
+/* The text of a "[section]" line (leading blanks skipped): the name must be
+ * known, and nothing but blanks or a comment may follow the ']' (inih
+ * ignores the rest of the line, so "[train] steps = 9" lost its key). */
+static void check_section_line(parse_state *ps, const char *p)
+{
+    const char *close = strchr(p, ']');
+    if (!close)
+        return; /* inih reports the syntax error */
+    char name[64];
+    size_t n = (size_t)(close - p - 1);
+    if (n >= sizeof name)
+        n = sizeof name - 1;
+    memcpy(name, p + 1, n);
+    name[n] = '\0';
+    if (!is_section(name)) {
+        record_error(ps, "unknown section [%s] (sections: model, data, train, trace, variant)%s",
+                     name, "");
+        return;
+    }
+    const char *q = close + 1;
+    while (*q == ' ' || *q == '\t')
+        q++;
+    if (*q && *q != ';' && *q != '#')
+        record_error(ps, "text after the section header [%s]: '%s' (put each key on its own "
+                         "line)",
+                     name, q);
+}
+
+/* inih's reader: one line per call, counted, read byte by byte so that
+ * nothing is silently cut or merged: a NUL byte (fgets would end the line
+ * there and the rest would vanish), a carriage return not followed by a
+ * line feed (a bare-CR file was one long line, so it ran on defaults) and
+ * an over-long line (fgets would split it) are errors naming the line, and
+ * parsing stops there. CRLF line ends are accepted: "\r\n" is one line end.
+ * Section headers are checked here too (inih only reports sections that
+ * hold keys). */
 static char *reader(char *buf, int num, void *stream)
 {
     parse_state *ps = stream;
-    if (!fgets(buf, num, ps->f))
+    if (ps->stop)
+        return NULL;
+    int c = getc(ps->f);
+    if (c == EOF)
         return NULL;
     ps->lineno++;
-    size_t len = strlen(buf);
-    if (len == (size_t)num - 1 && buf[len - 1] != '\n' && !feof(ps->f)) {
-        char n[16];
-        snprintf(n, sizeof n, "%d", num - 2);
-        record_error(ps, "line longer than %s characters%s", n, "");
-        int c; /* skip the rest of the line so inih sees one line */
-        while ((c = fgetc(ps->f)) != EOF && c != '\n')
-            ;
-        buf[0] = '\0';
-        return buf;
+    size_t n = 0, max = (size_t)num - 2; /* inih's buffer: the line, '\n' and a NUL */
+    const char *bad = NULL;
+    for (; c != EOF && c != '\n'; c = getc(ps->f)) {
+        if (c == '\0') {
+            bad = "NUL byte in the file: an experiment is text";
+            break;
+        }
+        if (c == '\r') {
+            int d = getc(ps->f);
+            if (d == '\n')
+                break;
+            bad = "carriage return without a line feed: bare-CR line ends are not "
+                  "supported (use LF or CRLF)";
+            break;
+        }
+        if (n == max) {
+            char lim[16];
+            snprintf(lim, sizeof lim, "%zu", max);
+            record_error(ps, "line longer than %s characters%s", lim, "");
+            ps->stop = 1;
+            return NULL;
+        }
+        buf[n++] = (char)c;
+    }
+    buf[n] = '\0';
+    if (bad) {
+        record_error(ps, "%s%s", bad, "");
+        ps->stop = 1;
+        return NULL;
     }
     const char *p = buf;
     while (isspace((unsigned char)*p))
         p++;
-    if (*p == '[') {
-        const char *close = strchr(p, ']');
-        if (close) {
-            char name[64];
-            size_t n = (size_t)(close - p - 1);
-            if (n >= sizeof name)
-                n = sizeof name - 1;
-            memcpy(name, p + 1, n);
-            name[n] = '\0';
-            if (!is_section(name))
-                record_error(ps, "unknown section [%s] (sections: model, data, train, trace, variant)%s", name,
-                             "");
-        }
-    }
+    if (*p == '[')
+        check_section_line(ps, p);
     return buf;
 }
 
@@ -451,6 +519,30 @@ static void set_name_from_path(repro_config *cfg, const char *path)
     snprintf(cfg->name, sizeof cfg->name, "%.*s", n, base);
 }
 
+/* An experiment must at least name its model and its length: an empty or
+ * comment-only file (or one whose keys were lost) used to train the
+ * defaults and exit 0. */
+static int require_keys(const parse_state *ps, const char *path)
+{
+    static const int required[] = {REPRO_KEY_model_type, REPRO_KEY_train_steps};
+    char missing[128] = "";
+    size_t used = 0;
+    int n = 0;
+    for (size_t i = 0; i < sizeof required / sizeof *required; i++) {
+        int k = required[i];
+        if (ps->seen[k])
+            continue;
+        used += (size_t)snprintf(missing + used, sizeof missing - used, "%s[%s] %s",
+                                 n++ ? " and " : "", keys[k].section, keys[k].name);
+    }
+    if (!n)
+        return 0;
+    return repro_error_set(REPRO_EINVAL,
+                           "%s: missing %s: an experiment must name its model ([model] type) "
+                           "and its length ([train] steps)",
+                           path, missing);
+}
+
 int repro_config_load(repro_config *cfg, const char *path)
 {
     repro_config_defaults(cfg);
@@ -458,9 +550,9 @@ int repro_config_load(repro_config *cfg, const char *path)
     set_name_from_path(cfg, path);
     parse_state ps = {0};
     ps.cfg = cfg;
-    ps.f = fopen(path, "r");
+    ps.f = repro_fopen_regular(path, "experiment");
     if (!ps.f)
-        return repro_error_set_errno(REPRO_EINVAL, "%s: cannot open experiment", path);
+        return -1;
     int rc = ini_parse_stream(reader, &ps, handler, &ps);
     int read_err = ferror(ps.f);
     fclose(ps.f);
@@ -475,7 +567,7 @@ int repro_config_load(repro_config *cfg, const char *path)
                                path, rc);
     if (rc < 0)
         return repro_error_set(REPRO_ENOMEM, "%s: out of memory while parsing", path);
-    return 0;
+    return require_keys(&ps, path);
 }
 
 int repro_config_set(repro_config *cfg, const char *assignment)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/fsutil.h"
 
 /* Far above MNIST (47 MB) yet small enough that a corrupt header asking for
  * 2^64 bytes is rejected before malloc is even tried. */
@@ -37,9 +38,10 @@ void repro_idx_release(repro_idx *idx)
 int repro_idx_read(repro_idx *out, const char *path)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
+    /* Regular files only: a FIFO given as a data path used to hang here. */
+    FILE *f = repro_fopen_regular(path, "IDX file");
     if (!f)
-        return repro_error_set_errno(REPRO_EINVAL, "%s: cannot open IDX file", path);
+        return -1;
 
     int rc = -1;
     uint8_t *data = NULL;

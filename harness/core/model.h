@@ -21,8 +21,13 @@
 #include "core/config.h"
 #include "kernels/backend.h"
 
-#define REPRO_MAX_LAYERS 32
-#define REPRO_MAX_PARAMS 16
+/* Sized from the config's limits, not guessed: a list key holds at most
+ * REPRO_CONFIG_LIST_MAX entries, and each entry adds one weighted layer
+ * (weight + bias) and up to four layers (CNN: conv, relu, dropout, maxpool),
+ * plus the linear head. A config with 8 hidden layers used to write past
+ * params[16] (found by the hostile-input audit). */
+#define REPRO_MAX_LAYERS (4 * REPRO_CONFIG_LIST_MAX + 1)
+#define REPRO_MAX_PARAMS (2 * (REPRO_CONFIG_LIST_MAX + 1))
 
 typedef enum {
     REPRO_LAYER_LINEAR,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,12 +25,14 @@ void repro_golden_path(const char *root, const char *experiment, const char *env
     snprintf(buf, len, "%s%sgolden/%s/%s.jsonl", root, root[0] ? "/" : "", experiment, env_class);
 }
 
-/* Test-only: REPRO_FAULT=bless-before-rename fails the install between the
- * fsync of the lock file and the rename, to prove the old golden survives. */
-static int injected_failure(void)
+/* Test-only faults (REPRO_FAULT, see util/fault.h): bless-before-rename
+ * fails the install between the fsync of the temporary file and the rename,
+ * to prove the old golden survives; bless-stall stops the install for good
+ * after the header line, so a test can SIGKILL a bless mid-write. */
+static int injected(const char *name)
 {
     const char *f = getenv("REPRO_FAULT");
-    return f && !strcmp(f, "bless-before-rename");
+    return f && !strcmp(f, name);
 }
 
 static int copy_with_header(FILE *in, FILE *out, const char *src, json_t *golden)
@@ -53,6 +56,11 @@ static int copy_with_header(FILE *in, FILE *out, const char *src, json_t *golden
     json_decref(h);
     int ok = s && fputs(s, out) >= 0 && fputc('\n', out) != EOF;
     free(s);
+    if (ok && injected("bless-stall")) {
+        fflush(out);
+        for (;;)
+            pause();
+    }
     while (ok && (n = getline(&line, &cap, in)) > 0)
         ok = fwrite(line, 1, (size_t)n, out) == (size_t)n;
     free(line);
@@ -61,9 +69,93 @@ static int copy_with_header(FILE *in, FILE *out, const char *src, json_t *golden
     return 0;
 }
 
+/* Takes the lock for dest: flock(2) on dest.lock, which the kernel drops
+ * when its holder dies, however it dies (an O_EXCL lock file outlived a
+ * kill -9 and blocked every later bless until removed by hand). The lock
+ * file is unlinked by its holder when done, so after taking the lock we
+ * check that the file we locked is still the one at that path (else a
+ * holder removed it meanwhile and we lock the new one). Returns the fd. */
+static int take_lock(const char *lock, int wait_s)
+{
+    for (int waited = 0;; waited++) {
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return repro_error_set_errno(REPRO_EIO, "%s: cannot create lock", lock);
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            struct stat a, b;
+            if (fstat(fd, &a) == 0 && stat(lock, &b) == 0 && a.st_ino == b.st_ino &&
+                a.st_dev == b.st_dev)
+                return fd;
+            close(fd); /* unlinked by the holder we waited for: lock the new one */
+            continue;
+        }
+        int e = errno;
+        close(fd);
+        if (e != EWOULDBLOCK && e != EINTR) {
+            errno = e;
+            return repro_error_set_errno(REPRO_EIO, "%s: cannot lock", lock);
+        }
+        if (waited >= wait_s * 10)
+            return repro_error_set(REPRO_EIO,
+                                   "%s is locked: another bless is writing this golden now "
+                                   "(waited %d s)",
+                                   lock, wait_s);
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Under the lock no other bless writes temporaries for dest: any left
+ * ("DEST.XXXXXX.tmp") are from a bless that was killed; remove them. */
+static void remove_stale_temps(const char *dir, const char *dest)
+{
+    const char *base = strrchr(dest, '/');
+    base = base ? base + 1 : dest;
+    size_t bl = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len == bl + 11 && !strncmp(e->d_name, base, bl) && e->d_name[bl] == '.' &&
+            !strcmp(e->d_name + len - 4, ".tmp")) {
+            char p[2400];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+    }
+    closedir(d);
+}
+
+/* golden/.gitignore keeps locks and temporaries out of `git add golden`;
+ * written once, when missing (best effort: a bless does not fail on it). */
+static void ensure_gitignore(const char *dir)
+{
+    char root[1100], p[1200];
+    snprintf(root, sizeof root, "%s", dir); /* .../golden/<experiment> */
+    char *slash = strrchr(root, '/');
+    if (!slash)
+        return;
+    *slash = '\0'; /* .../golden: only a directory so named gets the file */
+    const char *tail = strrchr(root, '/');
+    if (strcmp(tail ? tail + 1 : root, "golden") != 0)
+        return;
+    snprintf(p, sizeof p, "%s/.gitignore", root);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    static const char text[] = "# written by repro bless: its lock and temporary files\n"
+                               "*.lock\n*.tmp\n";
+    ssize_t w = write(fd, text, sizeof text - 1);
+    close(fd);
+    if (w != (ssize_t)sizeof text - 1)
+        unlink(p);
+}
+
 int repro_golden_install(const char *src_trace, const char *dest, json_t *golden, int wait_s)
 {
-    char dir[1100], lock[1200];
+    char dir[1100], lock[1200], tmp[1200];
     snprintf(dir, sizeof dir, "%s", dest);
     char *slash = strrchr(dir, '/');
     if (slash)
@@ -72,28 +164,28 @@ int repro_golden_install(const char *src_trace, const char *dest, json_t *golden
         snprintf(dir, sizeof dir, ".");
     if (repro_mkdirs(dir))
         return -1;
+    ensure_gitignore(dir);
     snprintf(lock, sizeof lock, "%s.lock", dest);
+    int lfd = take_lock(lock, wait_s);
+    if (lfd < 0)
+        return -1;
+    remove_stale_temps(dir, dest);
 
-    int fd = -1;
-    for (int waited = 0;; waited++) {
-        fd = open(lock, O_WRONLY | O_CREAT | O_EXCL, 0644);
-        if (fd >= 0)
-            break;
-        if (errno != EEXIST)
-            return repro_error_set_errno(REPRO_EIO, "%s: cannot create lock", lock);
-        if (waited >= wait_s * 10)
-            return repro_error_set(REPRO_EIO,
-                                   "%s exists: another bless is writing this golden (or one "
-                                   "crashed: remove the lock file if no bless is running)",
-                                   lock);
-        struct timespec ts = {0, 100000000};
-        nanosleep(&ts, NULL);
-    }
-    FILE *out = fdopen(fd, "w");
-    FILE *in = fopen(src_trace, "r");
+    /* The data goes to its own temporary file, never to the lock. */
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX.tmp", dest);
+    int fd = mkostemps(tmp, 4, O_CLOEXEC);
+    FILE *out = NULL, *in = NULL;
     int rc = 0;
+    if (fd < 0) {
+        tmp[0] = '\0';
+        rc = repro_error_set_errno(REPRO_EIO, "%s: cannot create a temporary file", dir);
+        goto fail;
+    }
+    fchmod(fd, 0644); /* mkstemp makes 0600; a golden is a committed file */
+    out = fdopen(fd, "w");
+    in = fopen(src_trace, "r");
     if (!out || !in) {
-        rc = repro_error_set_errno(REPRO_EIO, "%s", !in ? src_trace : lock);
+        rc = repro_error_set_errno(REPRO_EIO, "%s", !in ? src_trace : tmp);
         goto fail;
     }
     if (copy_with_header(in, out, src_trace, golden)) {
@@ -101,26 +193,24 @@ int repro_golden_install(const char *src_trace, const char *dest, json_t *golden
         goto fail;
     }
     if (fflush(out) != 0 || fsync(fileno(out)) != 0) {
-        rc = repro_error_set_errno(REPRO_EIO, "%s: cannot write", lock);
+        rc = repro_error_set_errno(REPRO_EIO, "%s: cannot write", tmp);
         goto fail;
     }
-    if (injected_failure()) {
+    if (injected("bless-before-rename")) {
         rc = repro_error_set(REPRO_EIO, "injected failure before rename (REPRO_FAULT)");
         goto fail;
     }
-    if (rename(lock, dest) != 0) {
-        rc = repro_error_set_errno(REPRO_EIO, "cannot rename %s to %s", lock, dest);
+    if (rename(tmp, dest) != 0) {
+        rc = repro_error_set_errno(REPRO_EIO, "cannot rename %s to %s", tmp, dest);
         goto fail;
     }
+    tmp[0] = '\0';
     /* Make the rename itself durable. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);
     }
-    fclose(in);
-    fclose(out);
-    return 0;
 fail:
     if (in)
         fclose(in);
@@ -128,7 +218,12 @@ fail:
         fclose(out);
     else if (fd >= 0)
         close(fd);
+    if (tmp[0])
+        unlink(tmp);
+    /* Unlink before unlocking: a waiter that locked this inode sees it gone
+     * and retries on a new file (take_lock). */
     unlink(lock);
+    close(lfd);
     return rc;
 }
 

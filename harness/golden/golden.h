@@ -22,11 +22,14 @@ void repro_golden_path(const char *root, const char *experiment, const char *env
  * one directory under golden/. 0 or -1 (REPRO_EINVAL). */
 int repro_golden_name_check(const char *name);
 
-/* Installs src_trace as the golden at dest, atomically: writes dest.lock
- * (O_EXCL: a concurrent bless waits up to wait_s seconds, then fails with
- * exit 3), with `golden` added to the header, fsyncs it, renames it over
- * dest and fsyncs the directory. On any failure the old golden is left
- * intact and the lock removed. */
+/* Installs src_trace as the golden at dest, atomically: takes flock(2) on
+ * dest.lock (a concurrent bless waits up to wait_s seconds, then fails with
+ * exit 3; the kernel drops the lock when its holder dies, so a killed bless
+ * blocks nobody), writes the trace with `golden` added to its header to a
+ * temporary file dest.XXXXXX.tmp, fsyncs it, renames it over dest and
+ * fsyncs the directory. On any failure the old golden is left intact and
+ * the temporary removed; temporaries of a killed bless are removed by the
+ * next. Creates golden/.gitignore (*.lock, *.tmp) when missing. */
 int repro_golden_install(const char *src_trace, const char *dest, json_t *golden, int wait_s);
 
 /* The environment classes that have a golden for `experiment` (file stems

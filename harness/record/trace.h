@@ -83,6 +83,14 @@
  * from overflow when counts are added to it). */
 #define REPRO_TRACE_MAX_STEP ((int64_t)1 << 53)
 
+/* The largest step number or count the reader accepts from a file: 2^53,
+ * the largest integer a double (JSON's number) holds exactly, and far past
+ * train.steps' own limit (10^8). With every step, resume point and count
+ * bounded by it, first_step + nsteps and every step arithmetic after it
+ * stay far from LONG_MAX (a resume point near INT64_MAX used to overflow
+ * `diff` and `verify`). */
+#define REPRO_TRACE_STEP_MAX (1L << 53)
+
 enum { REPRO_TRACE_STEP = 0, REPRO_TRACE_TENSOR = 1, REPRO_TRACE_OP = 2 };
 
 /* One tensor of a step, as recorded. */

@@ -13,11 +13,18 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/lines.h"
 #include "record/trace.h"
 
-/* A longer line is refused rather than handed to the parser: no legitimate
- * trace line comes near it (an op-level step of a large model is ~1 MiB). */
-#define MAX_LINE_BYTES ((size_t)64 << 20)
+/* A longer line is refused while it is being read, before the parser sees
+ * it. The longest line this repro can write is an op-level step of the
+ * largest model the config allows (8 conv blocks: ~150 tensors of ~250
+ * bytes, 37 KB measured); headers are a few KB. 1 MiB is ~25 times that,
+ * and it bounds what one line can cost, since jansson builds 25-80 bytes of
+ * objects per input byte at worst: a 1 MiB line of `[0,0,...]` peaks at
+ * 26 MB resident, of `[{},{},...]` at 85 MB (measured), where a 60 MB line
+ * of small integers used to cost 1.3 GB and 18 s before it was refused. */
+#define MAX_LINE_BYTES ((size_t)1 << 20)
 
 /* Where we are, for messages. */
 typedef struct {
@@ -194,7 +201,7 @@ static int parse_header(repro_trace *t, json_t *o, const pos *p)
         long k;
         if (!json_is_object(res))
             return fail(p, "header: \"resumed_from\" must be an object, not %s", json_kind(res));
-        if (get_long(p, "header: resumed_from: ", res, "step", 0, LONG_MAX - 1, &k) ||
+        if (get_long(p, "header: resumed_from: ", res, "step", 0, REPRO_TRACE_STEP_MAX, &k) ||
             get_digest(p, "header: resumed_from: ", res, "chain", &t->start_chain))
             return -1;
         t->first_step = k + 1;
@@ -224,14 +231,16 @@ static int parse_tensor(repro_trace_tensor *tt, json_t *o, const pos *p, const c
     tt->ndim = (int)json_array_size(shape);
     for (int d = 0; d < tt->ndim; d++) {
         json_t *v = json_array_get(shape, (size_t)d);
-        if (!json_is_integer(v) || json_integer_value(v) < 0)
-            return fail(p, "%s\"shape\"[%d] must be a non-negative integer", ctx, d);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) > INT32_MAX)
+            return fail(p, "%s\"shape\"[%d] must be a non-negative integer (at most %d)", ctx,
+                        d, INT32_MAX);
         tt->shape[d] = (long)json_integer_value(v);
     }
     return get_digest(p, ctx, o, "digest", &tt->digest) || get_double(p, ctx, o, "l2", &tt->l2) ||
                    get_double(p, ctx, o, "sum", &tt->sum) ||
                    get_double(p, ctx, o, "max_abs", &tt->max_abs) ||
-                   get_long(p, ctx, o, "nonfinite", 0, LONG_MAX, &tt->nonfinite)
+                   get_long(p, ctx, o, "nonfinite", 0, REPRO_TRACE_STEP_MAX, &tt->nonfinite)
                ? -1
                : 0;
 }
@@ -262,7 +271,7 @@ static int parse_step(repro_trace_step *s, json_t *o, const pos *p, long expect,
                       const repro_digest *prev_chain, long first)
 {
     s->line = (int)p->line;
-    if (get_long(p, "", o, "step", 0, LONG_MAX, &s->step))
+    if (get_long(p, "", o, "step", 0, REPRO_TRACE_STEP_MAX, &s->step))
         return -1;
     if (s->step != expect) {
         if (expect == first && first > 1)
@@ -351,7 +360,7 @@ static int parse_step(repro_trace_step *s, json_t *o, const pos *p, long expect,
 static int parse_trailer(repro_trace *t, json_t *o, const pos *p)
 {
     long last = t->nsteps ? t->steps[t->nsteps - 1].step : t->first_step - 1;
-    if (get_long(p, "trailer: ", o, "steps", 0, LONG_MAX, &t->trailer_steps) ||
+    if (get_long(p, "trailer: ", o, "steps", 0, REPRO_TRACE_STEP_MAX, &t->trailer_steps) ||
         get_digest(p, "trailer: ", o, "chain", &t->trailer_chain))
         return -1;
     if (t->trailer_steps != last)
@@ -400,6 +409,12 @@ static int parse_line(repro_trace *t, json_t *o, const pos *p, long *cap)
     repro_trace_step *s = &t->steps[t->nsteps];
     memset(s, 0, sizeof *s);
     const repro_digest *prev = t->nsteps ? &t->steps[t->nsteps - 1].chain : &t->start_chain;
+    if (t->first_step + t->nsteps > REPRO_TRACE_STEP_MAX) {
+        /* first_step <= REPRO_TRACE_STEP_MAX + 1 and nsteps < line count:
+         * the sum cannot overflow, and past the bound no step may follow. */
+        return fail(p, "step %ld is past the largest step number a trace may hold (%lld)",
+                    t->first_step + t->nsteps, (long long)REPRO_TRACE_STEP_MAX);
+    }
     if (parse_step(s, o, p, t->first_step + t->nsteps, prev, t->first_step)) {
         release_step(s);
         return -1;
@@ -412,30 +427,22 @@ int repro_trace_read(repro_trace *out, const char *path)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->path, sizeof out->path, "%s", path);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return repro_error_set_errno(REPRO_EINVAL, "%s", path);
-    char *buf = NULL;
-    size_t cap = 0;
+    repro_lines lr;
+    if (repro_lines_open(&lr, path, NULL, MAX_LINE_BYTES))
+        return -1;
     long steps_cap = 0;
     int rc = -1;
     pos p = {path, 0};
-    ssize_t n;
-    errno = 0;
-    while ((n = getline(&buf, &cap, f)) != -1) {
+    char *buf;
+    size_t len;
+    int complete, got;
+    while ((got = repro_lines_next(&lr, &buf, &len, &complete)) == REPRO_LINES_OK) {
         p.line++;
-        if ((size_t)n > MAX_LINE_BYTES) {
-            fail(&p, "line is %zd bytes, over the %zu MiB limit: not a trace", n,
-                 MAX_LINE_BYTES >> 20);
-            goto cleanup;
-        }
-        if (strlen(buf) != (size_t)n) {
+        if (strlen(buf) != len) {
             fail(&p, "embedded NUL byte: not a text trace");
             goto cleanup;
         }
-        int incomplete = n == 0 || buf[n - 1] != '\n';
-        size_t len = (size_t)n;
-        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+        if (len > 0 && buf[len - 1] == '\r')
             len--;
         if (len == 0) {
             fail(&p, "empty line (JSON Lines has one object per line)");
@@ -445,8 +452,8 @@ int repro_trace_read(repro_trace *out, const char *path)
         json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
         if (!o) {
             fail(&p, "not JSON: %s (column %d)%s", jerr.text, jerr.column,
-                 incomplete ? "; the last line is incomplete, as when a run is killed mid-write"
-                            : "");
+                 !complete ? "; the last line is incomplete, as when a run is killed mid-write"
+                           : "");
             goto cleanup;
         }
         int lrc = parse_line(out, o, &p, &steps_cap);
@@ -454,7 +461,14 @@ int repro_trace_read(repro_trace *out, const char *path)
         if (lrc)
             goto cleanup;
     }
-    if (ferror(f)) {
+    if (got == REPRO_LINES_TOO_LONG) {
+        p.line++;
+        fail(&p, "line longer than the %zu KiB limit: not a trace (the longest line repro "
+                 "writes is tens of KiB)",
+             MAX_LINE_BYTES >> 10);
+        goto cleanup;
+    }
+    if (got == REPRO_LINES_ERROR) {
         repro_error_set_errno(REPRO_EINVAL, "%s:%ld: read error", path, p.line + 1);
         goto cleanup;
     }
@@ -465,8 +479,7 @@ int repro_trace_read(repro_trace *out, const char *path)
     }
     rc = 0;
 cleanup:
-    free(buf);
-    fclose(f);
+    repro_lines_close(&lr);
     if (rc)
         repro_trace_release(out);
     return rc;

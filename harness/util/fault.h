@@ -10,7 +10,9 @@
  * in each child; default K = 1, the second run); outside a check the fault
  * always applies. This file and the one call in record.c are the only places
  * that read REPRO_FAULT, apart from REPRO_FAULT=bless-before-rename, which
- * golden.c reads to fail a golden install between fsync and rename, and
+ * golden.c reads to fail a golden install between fsync and rename,
+ * REPRO_FAULT=bless-stall, with which golden.c stops an install forever
+ * after the header line (so a test can kill -9 a bless mid-write), and
  *
  *   REPRO_FAULT=overflow:step=N
  *

@@ -1,10 +1,25 @@
 /* Small file-system helpers shared by the commands that write run
- * directories, goldens and dumps. */
+ * directories, goldens and dumps, and the one way to open a file someone
+ * else gave us (configs, traces, goldens, bundles, manifests, keys, IDX). */
 #ifndef REPRO_FSUTIL_H
 #define REPRO_FSUTIL_H
+
+#include <stdio.h>
 
 /* mkdir -p of `dir` itself (every component, 0777 & umask). Returns 0, or -1
  * with the error slot set (exit 3) naming the directory that failed. */
 int repro_mkdirs(const char *dir);
+
+/* Opens `path` read-only, close-on-exec, for reading untrusted input, and
+ * only if it is a regular file: it is opened with O_NONBLOCK (so a FIFO or
+ * a device given as the path cannot block the open), checked with fstat,
+ * and O_NONBLOCK is cleared again before any read. `what` names the file's
+ * role in messages ("experiment", "IDX file", ...; NULL: none). Returns 0
+ * with *fd_out set, or -1 with the error slot set (REPRO_EINVAL):
+ * "PATH: cannot open WHAT: strerror" (no WHAT: "PATH: strerror"), or
+ * "PATH: not a regular file (a FIFO): only regular files are read". */
+int repro_open_regular(const char *path, const char *what, int *fd_out);
+/* The same as a stdio stream (mode "r"); NULL with the error slot set. */
+FILE *repro_fopen_regular(const char *path, const char *what);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/fsutil.h"
 
 int repro_npy_write(const char *path, const char *dtype, int ndim, const long *shape,
                     const void *data, size_t nbytes)
@@ -44,11 +45,9 @@ int repro_npy_write(const char *path, const char *dtype, int ndim, const long *s
 
 void *repro_npy_read(const char *path, size_t *nbytes)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        repro_error_set_errno(REPRO_EINVAL, "%s: cannot open", path);
+    FILE *f = repro_fopen_regular(path, ".npy file");
+    if (!f)
         return NULL;
-    }
     unsigned char pre[10];
     void *data = NULL;
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) || pre[6] != 1) {

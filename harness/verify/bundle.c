@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/fsutil.h"
 #include "verify/sign.h"
 
 #define ENV_MEMBERS_MAX 64
@@ -21,14 +22,14 @@ int repro_read_file_limited(const char *path, long max, char **out, size_t *len_
 {
     *out = NULL;
     *len_out = 0;
-    /* O_NONBLOCK: opening a FIFO planted in a bundle must not hang. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return repro_error_set_errno(REPRO_EINVAL, "cannot open %s", path);
+    /* Regular files only: a FIFO planted in a bundle must not hang. */
+    int fd;
+    if (repro_open_regular(path, "file", &fd))
+        return -1;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
         close(fd);
-        return repro_error_set(REPRO_EINVAL, "%s: not a regular file", path);
+        return repro_error_set_errno(REPRO_EINVAL, "%s: cannot stat", path);
     }
     if (st.st_size > max) {
         close(fd);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/bio.h>
@@ -13,6 +14,7 @@
 #include <openssl/pem.h>
 
 #include "util/error.h"
+#include "util/fsutil.h"
 #include "record/hash.h"
 
 /* OpenSSL's own reason, for messages: the last queued error, then clear. */
@@ -35,8 +37,62 @@ static int check_ed25519(EVP_PKEY *k, const char *what)
     return 0;
 }
 
+/* Writes k as PEM (private or public) into a new temporary file beside
+ * `path` ("PATH.tmp.XXXXXX", mode 0600 until done), flushed and fsynced;
+ * its name goes to tmp. On failure (a full disk, a quota) nothing remains. */
+static int write_pem_temp(const char *path, EVP_PKEY *k, int priv, char *tmp, size_t tmplen)
+{
+    if ((size_t)snprintf(tmp, tmplen, "%s.tmp.XXXXXX", path) >= tmplen)
+        return repro_error_set(REPRO_EINVAL, "%s: path too long", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int rc = repro_error_set_errno(errno == EEXIST ? REPRO_EINVAL : REPRO_EIO,
+                                       "cannot create %s", path);
+        tmp[0] = '\0';
+        return rc;
+    }
+    FILE *f = fdopen(fd, "w");
+    int ok = f && (priv || fchmod(fd, 0644) == 0) &&
+             (priv ? PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL)
+                   : PEM_write_PUBKEY(f, k)) &&
+             fflush(f) == 0 && fsync(fd) == 0;
+    int saved = errno;
+    if (f ? fclose(f) != 0 : close(fd) != 0)
+        ok = 0;
+    else
+        errno = saved;
+    if (!ok) {
+        saved = errno;
+        unlink(tmp);
+        tmp[0] = '\0';
+        errno = saved;
+        ERR_clear_error();
+        return repro_error_set_errno(REPRO_EIO, "cannot write %s", path);
+    }
+    return 0;
+}
+
+static void sync_parent_dir(const char *path)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    int dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+}
+
 int repro_sign_keygen(const char *priv_path, const char *pub_path)
 {
+    /* Refuse early, before the work; link() below is what guarantees it. */
+    if (access(priv_path, F_OK) == 0)
+        return repro_error_set(REPRO_EINVAL, "cannot create %s: File exists", priv_path);
     EVP_PKEY *k = NULL;
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, NULL);
     if (!ctx || EVP_PKEY_keygen_init(ctx) <= 0 || EVP_PKEY_keygen(ctx, &k) <= 0) {
@@ -45,42 +101,50 @@ int repro_sign_keygen(const char *priv_path, const char *pub_path)
                                ssl_reason());
     }
     EVP_PKEY_CTX_free(ctx);
+    /* Both keys are written whole to temporary files first, and only then
+     * put in place: a full disk used to leave a 0-byte private key that
+     * blocked the next attempt (O_EXCL). link() installs the private key
+     * atomically and never over an existing one; rename() the public one. */
+    char priv_tmp[4200] = "", pub_tmp[4200] = "";
     int rc = -1;
-    FILE *f = NULL;
-    /* O_EXCL: a key is never silently replaced; 0600: it is a secret. */
-    int fd = open(priv_path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0) {
-        repro_error_set_errno(errno == EEXIST ? REPRO_EINVAL : REPRO_EIO,
-                              "cannot create %s", priv_path);
+    if (write_pem_temp(priv_path, k, 1, priv_tmp, sizeof priv_tmp) ||
+        write_pem_temp(pub_path, k, 0, pub_tmp, sizeof pub_tmp))
+        goto cleanup;
+    if (link(priv_tmp, priv_path) != 0) {
+        repro_error_set_errno(errno == EEXIST ? REPRO_EINVAL : REPRO_EIO, "cannot create %s",
+                              priv_path);
         goto cleanup;
     }
-    f = fdopen(fd, "w");
-    if (!f || !PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL) || fclose(f) != 0) {
-        f = NULL;
-        repro_error_set(REPRO_EIO, "cannot write %s", priv_path);
+    if (rename(pub_tmp, pub_path) != 0) {
+        repro_error_set_errno(REPRO_EIO, "cannot write %s", pub_path);
+        unlink(priv_path); /* ours: a private key without its public key helps no one */
         goto cleanup;
     }
-    f = fopen(pub_path, "w");
-    if (!f || !PEM_write_PUBKEY(f, k) || fclose(f) != 0) {
-        f = NULL;
-        repro_error_set(REPRO_EIO, "cannot write %s", pub_path);
-        goto cleanup;
-    }
-    f = NULL;
+    pub_tmp[0] = '\0';
+    sync_parent_dir(priv_path);
     rc = 0;
 cleanup:
-    if (f)
-        fclose(f);
+    if (priv_tmp[0])
+        unlink(priv_tmp);
+    if (pub_tmp[0])
+        unlink(pub_tmp);
     EVP_PKEY_free(k);
     return rc;
+}
+
+/* Keys are read from regular files only: a FIFO given as --pub used to
+ * hang verify-receipt. */
+static FILE *open_key(const char *path)
+{
+    return repro_fopen_regular(path, "key");
 }
 
 int repro_sign_load_private(EVP_PKEY **out, const char *path)
 {
     *out = NULL;
-    FILE *f = fopen(path, "r");
+    FILE *f = open_key(path);
     if (!f)
-        return repro_error_set_errno(REPRO_EINVAL, "cannot open key %s", path);
+        return -1;
     EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
     fclose(f);
     if (!k)
@@ -97,9 +161,9 @@ int repro_sign_load_private(EVP_PKEY **out, const char *path)
 int repro_sign_load_public(EVP_PKEY **out, const char *path)
 {
     *out = NULL;
-    FILE *f = fopen(path, "r");
+    FILE *f = open_key(path);
     if (!f)
-        return repro_error_set_errno(REPRO_EINVAL, "cannot open key %s", path);
+        return -1;
     EVP_PKEY *k = PEM_read_PUBKEY(f, NULL, NULL, NULL);
     fclose(f);
     if (!k)
