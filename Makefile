@@ -112,7 +112,8 @@ $(BUILD)/examples/%: examples/%/*.c $(BUILD)/stage.stamp
 	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(NUMERICS) $(WARN) $(SAN) -o $@ $(filter %.c,$^) \
 	    $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs repro) -lpthread -lm
 
-# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer. (Its
+# Python tests are skipped, saying so: python3 cannot load an ASan library.)
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \

@@ -150,11 +150,36 @@ START_TEST(test_counts_and_seeds_are_strict)
 }
 END_TEST
 
+/* `repro check --git-bisect`: git's exit codes. A typo must make git
+ * abort (> 127), not blame a commit; a tree that cannot be tested is 125. */
+START_TEST(test_check_git_bisect_codes)
+{
+    char out[8192], err[8192];
+    ck_assert_int_gt(tu_run_repro("check --git-bisect --bogus-flag experiments/mlp.ini", out,
+                                  sizeof out, err, sizeof err),
+                     127);
+    ck_assert_int_gt(tu_run_repro("check --git-bisect experiments/no-such.ini", out, sizeof out,
+                                  err, sizeof err),
+                     127);
+    ck_assert_int_eq(tu_run_repro("check --git-bisect --no-golden -- false", out, sizeof out, err,
+                                  sizeof err),
+                     125);
+    ck_assert_int_eq(tu_run_repro("check --git-bisect --steps 3 --no-golden experiments/mlp.ini",
+                                  out, sizeof out, err, sizeof err),
+                     0);
+    /* Without the flag the codes are repro's own. */
+    ck_assert_int_eq(tu_run_repro("check --bogus-flag experiments/mlp.ini", out, sizeof out, err,
+                                  sizeof err),
+                     2);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_check_git_bisect_codes);
     tcase_add_test(tc, test_version_and_help);
     tcase_add_test(tc, test_usage_errors_exit_2);
     tcase_add_test(tc, test_bad_experiment_names_file_line);

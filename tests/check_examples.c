@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "repro/repro.h"
 #include "testutil.h"
 
 static const char *examples_dir(void)
@@ -168,6 +169,104 @@ START_TEST(test_bisect_program_names_the_op)
 }
 END_TEST
 
+/* Runs `/usr/bin/python3 -c CODE` with the client on its path; its stdout
+ * into out. -1 when python3 is not there, or when REPRO_LIB is empty: the
+ * sanitizer build's library cannot be loaded into python3 (the ASan
+ * runtime must come first), so `make asan` sets it empty. */
+static int python(const char *code, char *out, size_t len)
+{
+    const char *lib = getenv("REPRO_LIB");
+    if (access("/usr/bin/python3", X_OK) != 0 || (lib && !*lib)) {
+        snprintf(out, len, "%s", lib && !*lib ? "a sanitizer build" : "no /usr/bin/python3");
+        return -1;
+    }
+    char dir[] = "/tmp/repro-py-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char script[300], outp[300], cmd[1200];
+    snprintf(script, sizeof script, "%s/t.py", dir);
+    snprintf(outp, sizeof outp, "%s/out", dir);
+    FILE *f = fopen(script, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(code, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "PYTHONPATH=python /usr/bin/python3 %s > %s 2>&1", script, outp);
+    int st = system(cmd);
+    f = fopen(outp, "r");
+    size_t n = f ? fread(out, 1, len - 1, f) : 0;
+    out[n] = '\0';
+    if (f)
+        fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The Python client's digest of an array equals the C library's for the
+ * same bytes (NumPy float32 and int32; a torch bfloat16 tensor when
+ * PyTorch is installed). */
+START_TEST(test_python_client_digests_equal_c)
+{
+    char out[8192];
+    int rc = python("import numpy\n", out, sizeof out);
+    if (rc != 0) {
+        fprintf(stderr, "examples: skipped: no NumPy for /usr/bin/python3 (%s)\n", out);
+        return;
+    }
+    enum { N = 3000 };
+    static float x[N];
+    int32_t y[5] = {3, -1, 7, 0, 2};
+    for (int i = 0; i < N; i++)
+        x[i] = (float)i * 0.5f;
+    int64_t sx[1] = {N}, sy[1] = {5};
+    repro_digest dx, dy;
+    char hx[65], hy[65], expect[200];
+    ck_assert_int_eq(repro_tensor_digest_bytes(&dx, "x", "f32", 1, sx, x, sizeof x), 0);
+    ck_assert_int_eq(repro_tensor_digest_bytes(&dy, "y", "i32", 1, sy, y, sizeof y), 0);
+    repro_digest_hex(&dx, hx);
+    repro_digest_hex(&dy, hy);
+    rc = python("import numpy as np, repro\n"
+                "print(repro.tensor_digest('x', np.arange(3000, dtype=np.float32) * "
+                "np.float32(0.5)))\n"
+                "print(repro.tensor_digest('y', np.array([3, -1, 7, 0, 2], dtype=np.int32)))\n",
+                out, sizeof out);
+    snprintf(expect, sizeof expect, "%s\n%s\n", hx, hy);
+    ck_assert_msg(rc == 0 && !strcmp(out, expect), "python said (%d):\n%s\nexpected:\n%s", rc,
+                  out, expect);
+    if (python("import torch\n", out, sizeof out) != 0) {
+        fprintf(stderr, "examples: skipped: no PyTorch for /usr/bin/python3\n");
+        return;
+    }
+    uint16_t bf[4] = {0x3f80, 0xbf80, 0x0000, 0x8000}; /* 1, -1, +0, -0 in bfloat16 */
+    int64_t sb[2] = {2, 2};
+    repro_digest db;
+    char hb[65];
+    ck_assert_int_eq(repro_tensor_digest_bytes(&db, "w", "bf16", 2, sb, bf, sizeof bf), 0);
+    repro_digest_hex(&db, hb);
+    rc = python("import torch, repro\n"
+                "t = torch.tensor([[1.0, -1.0], [0.0, -0.0]], dtype=torch.bfloat16)\n"
+                "print(repro.tensor_digest('w', t))\n",
+                out, sizeof out);
+    snprintf(expect, sizeof expect, "%s\n", hb);
+    ck_assert_msg(rc == 0 && !strcmp(out, expect), "python said (%d):\n%s\nexpected %s", rc, out,
+                  expect);
+}
+END_TEST
+
+/* The PyTorch example through `repro check --`: recorded by the client,
+ * two fresh runs identical. */
+START_TEST(test_torch_example_reproduces)
+{
+    char out[65536], err[16384];
+    if (python("import torch\n", out, sizeof out) != 0) {
+        fprintf(stderr, "examples: skipped: no PyTorch for /usr/bin/python3 (%s)\n", out);
+        return;
+    }
+    int rc = tu_run_repro("check --no-golden --set steps=4 -- /usr/bin/python3 "
+                          "examples/torch/mlp.py",
+                          out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "exit %d\n%s%s", rc, out, err);
+    ck_assert_ptr_nonnull(strstr(out, "reproducible: 2 runs identical over 4 steps"));
+}
+END_TEST
+
 Suite *examples_suite(void)
 {
     Suite *s = suite_create("examples");
@@ -178,6 +277,8 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_check_program_threads_and_workers);
     tcase_add_test(tc, test_broken_programs_cannot_be_tested);
     tcase_add_test(tc, test_bisect_program_names_the_op);
+    tcase_add_test(tc, test_python_client_digests_equal_c);
+    tcase_add_test(tc, test_torch_example_reproduces);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,6 +1,6 @@
 /* The git layer against real repositories: each test builds its own small
  * repository with the git CLI under one mkdtemp root (removed at the end),
- * then checks what harness/git.c reports against what git itself says, in a
+ * then checks what harness/golden/git.c reports against what git itself says, in a
  * normal clone, a shallow clone, a linked worktree, a bare and an empty one. */
 #include <check.h>
 #include <limits.h>

@@ -63,6 +63,13 @@ static void name_first(repro_bisect_ops_result *r, const repro_divergence *d)
     r->diverged = 1;
     r->first_step = d->first_step;
     r->no_op_differs = d->nops == 0;
+    /* The first divergent step's predecessor agrees (the chain says so),
+     * and so does every op output recorded before this one; only the
+     * batch could still differ. */
+    r->inputs_identical = d->nops > 0;
+    for (int i = 0; i < d->ntensors; i++)
+        if (!strncmp(d->tensors[i].name, "batch.", 6))
+            r->inputs_identical = 0;
     snprintf(r->name, sizeof r->name, "%s", first ? first->name : "?");
     repro_op_split(r->name, r->phase, r->layer, out, sizeof r->phase);
     const char *vop = repro_op_variant(r->name);

@@ -9,7 +9,7 @@
  *      removed, and the search repeated until the rest reproduces, so
  *      several independent culprits are all named;
  *  (c) quarantine OP substitutes the reference run's output of OP in the
- *      other run at every step (record.h taps), so the comparison goes on
+ *      other run at every step (train_record.h taps), so the comparison goes on
  *      past a known-nondeterministic op and finds what else differs.
  * A library: results in a struct, errors in the error slot; cli/cmd_bisect.c
  * parses the options and prints. Runs live under runs/<experiment>/. */
@@ -40,6 +40,9 @@ typedef struct {
     long first_step;
     char name[64];          /* the first differing op output, or tensor */
     int no_op_differs;      /* no op output differs there: name is a tensor */
+    int inputs_identical;   /* every op output before it and every batch tensor of the
+                               step agree (and the previous step did): identical
+                               inputs, different outputs — a nondeterministic op */
     char phase[32], layer[32];
     char op[64];            /* the variant op that produced it, or "" */
     char variant[64];       /* its variant in this config, or "" */

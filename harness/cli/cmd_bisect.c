@@ -171,6 +171,7 @@ static void report_first(const bisect_ops_cli *o, const repro_bisect_ops_result 
         json_object_set_new(fo, "variant", json_string(r->variant));
     if (r->has_info)
         json_object_set_new(fo, "deterministic", json_boolean(r->deterministic));
+    json_object_set_new(fo, "inputs_identical", json_boolean(r->inputs_identical));
     json_object_set_new(doc, "diverged", json_true());
     json_object_set_new(doc, "first_divergent_op", fo);
     if (o->json)
@@ -182,6 +183,15 @@ static void report_first(const bisect_ops_cli *o, const repro_bisect_ops_result 
            r->has_info ? (r->deterministic ? ", deterministic" : ", NONdeterministic") : "");
     if (r->no_op_differs)
         printf("  (no op output differs there: the first differing tensor is shown)\n");
+    if (r->inputs_identical)
+        printf("  its inputs were identical in both runs (step %ld's state, the batch and every "
+               "op output before it agree bit for bit): %s produced different outputs from "
+               "identical inputs, so it is nondeterministic%s\n",
+               r->first_step - 1, r->op[0] ? r->op : r->name,
+               r->has_info && r->deterministic
+                   ? " — although its variant is registered as deterministic: the kernel or "
+                     "its registration is wrong"
+                   : "");
 }
 
 /* The culprits, in words and in doc. */
@@ -218,9 +228,13 @@ static int culprits(const bisect_ops_cli *o, repro_bisect_ops_result *r, json_t 
     json_t *cul = json_array();
     if (r->ncand == 0) {
         if (!o->json)
-            printf("no nondeterministic kernel variant is in use%s: the divergence comes from "
-                   "elsewhere (data, environment, a fault)\n",
-                   o->b.quarantine ? " besides the quarantined one" : "");
+            printf(r->inputs_identical
+                       ? "no nondeterministic kernel variant is in use%s, yet %s gave different "
+                         "outputs from identical inputs: that kernel is nondeterministic\n"
+                       : "no nondeterministic kernel variant is in use%s: the divergence comes "
+                         "from its inputs (%s: data, environment, a fault)\n",
+                   o->b.quarantine ? " besides the quarantined one" : "",
+                   r->inputs_identical ? r->name : "the batch differs");
     } else if (repro_bisect_ops_culprits(&o->b, r)) {
         exit_code = repro_report_error();
     } else {

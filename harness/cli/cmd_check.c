@@ -52,6 +52,9 @@ const char repro_check_usage[] =
     "  --junit FILE       also write a JUnit XML report for CI\n"
     "  --require-golden   fail (exit 1) when this environment class has no golden\n"
     "  --no-golden        do not compare with the golden\n"
+    "  --git-bisect       exit codes for `git bisect run`: 0 good, 1 bad, 125 this\n"
+    "                     tree cannot be tested (environment, a run that failed),\n"
+    "                     130 on a usage or input error (git aborts the bisection)\n"
     "  --steps N, --seed S, --set KEY=VALUE\n"
     "                     as for `repro run`, applied to every run\n"
     "  -h, --help         this text\n"
@@ -97,7 +100,7 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         {"seed", required_argument, 0, 'S'},    {"set", required_argument, 0, 'k'},
         {"require-golden", no_argument, 0, 'G'}, {"no-golden", no_argument, 0, 'N'},
         {"resume-at", required_argument, 0, 'A'}, {"name", required_argument, 0, 'n'},
-        {"timeout", required_argument, 0, 'T'},
+        {"timeout", required_argument, 0, 'T'}, {"git-bisect", no_argument, 0, 'B'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     o->runs = 2;
@@ -121,6 +124,7 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         case 'j': o->json = 1; break;
         case 'J': o->junit = optarg; break;
         case 'G': o->require_golden = 1; break;
+        case 'B': break; /* read before parsing (wants_git_bisect) */
         case 'n':
             if (repro_golden_name_check(optarg))
                 return -1;
@@ -347,7 +351,40 @@ static int report(repro_multirun *m, const check_opts *o)
     return repro_finish_stdout(exit_code);
 }
 
+/* `--git-bisect`: exit codes as `git bisect run` reads them. 0 good, 1 bad,
+ * 125 when this tree cannot be tested (an environment problem, a run that
+ * could not be tested), and above 127 on a usage or input error, which
+ * makes git abort the bisection instead of blaming a commit for a typo. */
+static int git_bisect_code(int rc)
+{
+    switch (rc) {
+    case REPRO_EXIT_OK:
+    case REPRO_EXIT_MISMATCH: return rc;
+    case REPRO_EXIT_USAGE: return 128 + REPRO_EXIT_USAGE;
+    default: return REPRO_EXIT_SKIP;
+    }
+}
+
+/* Is --git-bisect among the options (before a "--")? Looked for first, so
+ * that even a usage error is reported in its terms. */
+static int wants_git_bisect(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--git-bisect"))
+            return 1;
+    return 0;
+}
+
+static int check_main(int argc, char **argv);
+
 int repro_cmd_check(int argc, char **argv)
+{
+    int git_bisect = wants_git_bisect(argc, argv);
+    int rc = check_main(argc, argv);
+    return git_bisect ? git_bisect_code(rc) : rc;
+}
+
+static int check_main(int argc, char **argv)
 {
     repro_multirun *m = calloc(1, sizeof *m);
     if (!m) {

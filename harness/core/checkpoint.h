@@ -58,7 +58,7 @@ int repro_checkpoint_save(const repro_trainer *t, const char *path);
  * of the config (naming the keys that differ), the model's parameters, and
  * in augment_seed = worker mode the worker count. Any failure: -1, exit 2,
  * trainer unchanged. `info` (may be NULL) receives the step and the chain to
- * continue the trace from (record.h's start_step / start_chain). */
+ * continue the trace from (train_record.h's start_step / start_chain). */
 int repro_checkpoint_load(repro_trainer *t, const char *path, repro_checkpoint_info *info);
 
 #endif

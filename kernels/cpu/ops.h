@@ -1,6 +1,6 @@
 /* The CPU kernels: every op of the workload, float32, NCHW, row-major.
  *
- * Determinism by construction (DESIGN.md, determinism contract):
+ * Determinism by construction (docs/DESIGN.md, determinism contract):
  *  - each output element is produced by exactly one chunk (pool.h), with its
  *    reduction written out in a fixed order (stated per kernel below), so the
  *    thread count never changes a bit;

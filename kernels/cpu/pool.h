@@ -3,7 +3,7 @@
  * on the problem size, each chunk writes outputs no other chunk writes, and
  * each output is reduced in a fixed order inside its chunk. Which thread runs
  * which chunk then cannot change a single bit, so results are identical for
- * any thread count (DESIGN.md, determinism contract). */
+ * any thread count (docs/DESIGN.md, determinism contract). */
 #ifndef REPRO_POOL_H
 #define REPRO_POOL_H
 
