@@ -96,7 +96,8 @@ int repro_cmd_bless(int argc, char **argv)
     int mr_used = 0, rc = 0;
     repro_env env;
     if (repro_git_open(&g, NULL) || repro_git_head(g, &head) || repro_git_relpath(g, exp, &exp_rel) ||
-        repro_git_dirty_list(g, NULL, 0, &dirty) || repro_env_get(&env)) {
+        repro_git_dirty_list(g, NULL, 0, &dirty) ||
+        repro_env_get_backend(&env, cfg.train_backend == REPRO_BACKEND_CUDA ? "cuda" : "cpu")) {
         rc = repro_report_error();
         goto done;
     }

@@ -46,6 +46,24 @@ static void put(buf *b, const void *data, size_t n)
     b->len += n;
 }
 
+/* n bytes of backend memory (a device buffer on a GPU backend): copied to
+ * the host first, through the backend, when the host cannot read it. */
+static void put_backend(buf *b, const repro_model *m, const void *src, size_t n)
+{
+    if (m->be->host_memory || b->oom) {
+        put(b, src, n);
+        return;
+    }
+    void *host = malloc(n ? n : 1);
+    if (!host) {
+        b->oom = 1;
+        return;
+    }
+    m->be->copy_d2h(m->be_ctx, host, src, n);
+    put(b, host, n);
+    free(host);
+}
+
 static void put_u32(buf *b, uint32_t v) { put(b, &v, 4); }
 static void put_i32(buf *b, int32_t v) { put(b, &v, 4); }
 static void put_u64(buf *b, uint64_t v) { put(b, &v, 8); }
@@ -219,10 +237,10 @@ int repro_checkpoint_save(const repro_trainer *t, const char *path)
         for (int d = 0; d < p->ndim; d++)
             put_u32(&b, (uint32_t)p->shape[d]);
         size_t bytes = sizeof(float) * (size_t)p->numel;
-        put(&b, p->data, bytes);
-        put(&b, p->state1, bytes);
+        put_backend(&b, m, p->data, bytes);
+        put_backend(&b, m, p->state1, bytes);
         if (adam)
-            put(&b, p->state2, bytes);
+            put_backend(&b, m, p->state2, bytes);
         end_section(&b, s);
     }
     s = begin_section(&b, "END_");
@@ -536,10 +554,11 @@ static int walk(repro_trainer *t, const char *path, const unsigned char *data, s
                                        "model's %s",
                                        path, nparam, (int)nl, name, p->name);
             if (apply) {
-                memcpy(p->data, r.p + r.at, bytes);
-                memcpy(p->state1, r.p + r.at + bytes, bytes);
+                /* backend memory: the backend's copy (memcpy on the cpu) */
+                m->be->copy_h2d(m->be_ctx, p->data, r.p + r.at, bytes);
+                m->be->copy_h2d(m->be_ctx, p->state1, r.p + r.at + bytes, bytes);
                 if (adam)
-                    memcpy(p->state2, r.p + r.at + 2 * bytes, bytes);
+                    m->be->copy_h2d(m->be_ctx, p->state2, r.p + r.at + 2 * bytes, bytes);
             }
             nparam++;
         } else if (!strcmp(tag, "END_")) {

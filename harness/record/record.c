@@ -29,7 +29,9 @@ typedef struct {
     size_t nbytes;
     int phase;
     const void *live;     /* live buffer, or NULL if copied */
-    void *copy[2];        /* parity copies (batch, logits, loss, rng) */
+    void *copy[2];        /* parity copies (batch, logits, loss, rng; and the live
+                             buffers of a device backend, fetched at the hooks) */
+    int device;           /* live is device memory: hashed from copy[] */
 } entry;
 
 typedef struct {
@@ -73,6 +75,8 @@ struct repro_recorder {
     atomic_int failed;       /* set by either thread, read by both */
     int fail_code;
     char fail_msg[1024];
+    void *op_host;           /* device backends: an op output fetched for hashing */
+    size_t op_host_bytes;
 };
 
 /* ---- the tensor list ------------------------------------------------------ */
@@ -164,7 +168,40 @@ static int build_entries(repro_recorder *r)
     for (int s = 0; s < 2; s++)
         if (!(r->slots[s].tensors = calloc((size_t)r->nentries, sizeof(repro_trace_tensor))))
             return -1;
+    /* A device backend's live buffers cannot be read by the hasher thread:
+     * each gets parity copies, fetched on the training thread at the hook
+     * that hands the step to the hasher (after_backward, after_update). */
+    for (int i = 0; !m->be->host_memory && i < r->nentries; i++) {
+        entry *e = &r->entries[i];
+        if (!e->live)
+            continue;
+        e->device = 1;
+        for (int p = 0; p < 2; p++)
+            if (!(e->copy[p] = calloc(1, e->nbytes ? e->nbytes : 4)))
+                return -1;
+    }
     return 0;
+}
+
+/* Backend memory to the host: memcpy for a host-memory backend, the
+ * backend's copy (which waits for the work that writes it) otherwise. */
+static void fetch(const repro_recorder *r, void *dst, const void *src, size_t n)
+{
+    const repro_model *m = &r->t->model;
+    if (m->be->host_memory)
+        memcpy(dst, src, n);
+    else
+        m->be->copy_d2h(m->be_ctx, dst, src, n);
+}
+
+/* A live device entry's bytes into this step's copy, the fault applied
+ * there and, when it flipped a bit, written back so training sees it. */
+static void fetch_live(repro_recorder *r, entry *e, long step, int par)
+{
+    const repro_model *m = &r->t->model;
+    m->be->copy_d2h(m->be_ctx, e->copy[par], e->live, e->nbytes);
+    if (repro_fault_apply(&r->fault, step, e->name, e->copy[par], e->nbytes))
+        m->be->copy_h2d(m->be_ctx, (void *)e->live, e->copy[par], e->nbytes);
 }
 
 /* The step-digest order of trace.h (batch, logits, loss, grads, rng, ...)
@@ -310,7 +347,7 @@ static int run_job(repro_recorder *r, job j)
         entry *e = &r->entries[i];
         if (e->phase != j.phase)
             continue;
-        const void *data = e->live ? e->live : e->copy[j.step & 1];
+        const void *data = e->live && !e->device ? e->live : e->copy[j.step & 1];
         if (record_tensor(r, j.step, e->name, e->dtype, e->ndim, e->shape, data, e->nbytes,
                           &s->tensors[i]))
             return -1;
@@ -487,7 +524,25 @@ static void on_op(void *ctx, const char *name, float *data, int ndim, const long
     size_t n = 4;
     for (int i = 0; i < ndim; i++)
         n *= (size_t)shape[i];
+    float *live = data; /* backend memory */
+    const repro_model *m = &r->t->model;
+    if (!m->be->host_memory) { /* a device backend: tap and hash a host copy */
+        if (n > r->op_host_bytes) {
+            void *h = realloc(r->op_host, n);
+            if (!h) {
+                fail_now(r, REPRO_ENOMEM, "out of memory recording ops");
+                return;
+            }
+            r->op_host = h;
+            r->op_host_bytes = n;
+        }
+        data = r->op_host;
+        m->be->copy_d2h(m->be_ctx, data, live, n);
+    }
     tap_op(r, name, data, n);
+    if (data != live && r->o.tap_mode == REPRO_TAP_READ && r->tap &&
+        repro_op_matches(r->o.tap_op, name))
+        m->be->copy_h2d(m->be_ctx, live, data, n); /* the substitute goes back */
     if (r->o.level != REPRO_TRACE_OP)
         return; /* installed only for the tap */
     /* Op outputs are hashed here, on the training thread: level op is for
@@ -535,11 +590,11 @@ int repro_recorder_after_backward(repro_recorder *r)
         else if (!strcmp(e->name, "batch.y"))
             src = b->y;
         else if (!strcmp(e->name, "logits"))
-            src = t->model.act[t->model.nlayers];
+            fetch(r, e->copy[par], t->model.act[t->model.nlayers], e->nbytes);
         else if (!strcmp(e->name, "loss"))
             src = &loss;
         else if (!strcmp(e->name, "metrics.class_features"))
-            src = t->class_features;
+            fetch(r, e->copy[par], t->class_features, e->nbytes);
         else if (!strcmp(e->name, "rng.state"))
             src = rng;
         else if (!strcmp(e->name, "scaler.scale"))
@@ -550,8 +605,11 @@ int repro_recorder_after_backward(repro_recorder *r)
             memcpy(e->copy[par], src, e->nbytes);
         /* The negative control's one call (fault.h): before the hash, in the
          * live buffer for gradients, so the optimizer uses the flipped value. */
-        repro_fault_apply(&r->fault, step, e->name, e->live ? (void *)e->live : e->copy[par],
-                          e->nbytes);
+        if (e->device)
+            fetch_live(r, e, step, par);
+        else
+            repro_fault_apply(&r->fault, step, e->name,
+                              e->live ? (void *)e->live : e->copy[par], e->nbytes);
     }
     enqueue(r, PHASE_G, step);
     return check_failed(r);
@@ -571,7 +629,9 @@ int repro_recorder_after_update(repro_recorder *r)
     slot->eval_accuracy = r->t->eval_accuracy;
     for (int i = 0; i < r->nentries; i++) {
         entry *e = &r->entries[i];
-        if (e->phase == PHASE_P)
+        if (e->phase == PHASE_P && e->device)
+            fetch_live(r, e, step, (int)(step & 1));
+        else if (e->phase == PHASE_P)
             repro_fault_apply(&r->fault, step, e->name, (void *)e->live, e->nbytes);
     }
     enqueue(r, PHASE_P, step);
@@ -694,6 +754,7 @@ void repro_recorder_free(repro_recorder *r)
         for (int p = 0; p < 2; p++)
             free(r->entries[i].copy[p]);
     free(r->entries);
+    free(r->op_host);
     for (int s = 0; s < 2; s++) {
         free(r->slots[s].tensors);
         free(r->slots[s].ops);

@@ -110,7 +110,10 @@ int repro_trace_writer_open_with(repro_trace_writer **out, const char *path,
     *out = NULL;
     repro_digest all, numerics;
     repro_env env;
-    if (repro_config_digests(cfg, &all, &numerics) || repro_env_get(&env) || make_parents(path))
+    /* the class of the backend the run computes on (cuda: its GPU fields) */
+    const char *backend = cfg->train_backend == REPRO_BACKEND_CUDA ? "cuda" : "cpu";
+    if (repro_config_digests(cfg, &all, &numerics) || repro_env_get_backend(&env, backend) ||
+        make_parents(path))
         return -1;
     repro_trace_writer *w = calloc(1, sizeof *w);
     if (!w)
