@@ -216,6 +216,10 @@ $(BUILD)/tests/%.o: tests/%.c $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 $(BUILD)/check_all: $(TEST_OBJ) $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
+# The GPU check programs (tests/gpu/run.sh runs them; they need a GPU).
+$(BUILD)/check_cuda_ops $(BUILD)/step_time: $(BUILD)/%: $(BUILD)/tests/gpu/%.o $(BUILD)/librepro.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/bench_%: $(BUILD)/bench/%.o $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -6,10 +6,19 @@
  * and `--backend cuda` gives the cuda class. The GPU checks themselves are
  * tests/gpu/run.sh (they need a GPU, and CUDA does not survive fork()). */
 #include <check.h>
+#include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "analysis/compare.h"
 #include "kernels/backend.h"
+#include "record/trace.h"
 #include "testutil.h"
+#include "util/error.h"
+
+/* check_trace_read.c's fixture generator (see check_compare.c) */
+#define TRF_OTHER_CONFIG 8u
+char *tr_fixture(const char *exp, long nsteps, long diverge_at, unsigned flags, int every);
 
 static char out[1 << 16], err[1 << 14];
 
@@ -70,6 +79,47 @@ START_TEST(test_env_says_what_the_cuda_backend_is)
 }
 END_TEST
 
+static void load_fixture(repro_trace *t, const char *name, long diverge_at, unsigned flags)
+{
+    char path[256];
+    char *text = tr_fixture("mlp", 6, diverge_at, flags, 1);
+    tu_write_temp(path, sizeof path, name, text);
+    free(text);
+    ck_assert_msg(repro_trace_read(t, path) == 0, "%s", repro_error_message());
+}
+
+/* What a GPU trace's header says against a CPU one's: backend = cuda, and
+ * so another numerics digest. */
+static void make_gpu_trace(repro_trace *t)
+{
+    json_t *train = json_object_get(json_object_get(t->header_json, "config"), "train");
+    ck_assert_ptr_nonnull(train);
+    json_object_set_new(train, "backend", json_string("cuda"));
+    t->numerics_digest.b[0] ^= 1;
+}
+
+/* repro diff compares a CPU and a GPU trace of one experiment (configs
+ * equal but for the backend), and still refuses any other difference. */
+START_TEST(test_diff_across_backends)
+{
+    static repro_trace a, b;
+    static repro_divergence dv;
+    load_fixture(&a, "cpu.jsonl", 0, 0);
+    load_fixture(&b, "gpu.jsonl", 4, 0);
+    make_gpu_trace(&b);
+    ck_assert_msg(repro_compare_traces(&a, &b, &dv) == 0, "%s", repro_error_message());
+    ck_assert_int_eq(dv.first_step, 4);
+    repro_divergence_release(&dv);
+    repro_trace_release(&b);
+    load_fixture(&b, "gpu2.jsonl", 0, TRF_OTHER_CONFIG); /* lr differs too */
+    make_gpu_trace(&b);
+    ck_assert_int_eq(repro_compare_traces(&a, &b, &dv), -1);
+    ck_assert_ptr_nonnull(strstr(repro_error_message(), "have different configs"));
+    repro_trace_release(&a);
+    repro_trace_release(&b);
+}
+END_TEST
+
 Suite *cuda_cli_suite(void)
 {
     Suite *s = suite_create("cuda_cli");
@@ -78,6 +128,7 @@ Suite *cuda_cli_suite(void)
     tcase_add_test(tc, test_run_backend_cuda_runs_or_exits_3);
     tcase_add_test(tc, test_backend_key_is_checked);
     tcase_add_test(tc, test_env_says_what_the_cuda_backend_is);
+    tcase_add_test(tc, test_diff_across_backends);
     suite_add_tcase(s, tc);
     return s;
 }
