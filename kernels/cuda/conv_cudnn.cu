@@ -40,27 +40,32 @@ static int same_shape(const repro_conv_shape *a, const repro_conv_shape *b)
            a->R == b->R && a->pad == b->pad;
 }
 
-/* The heuristic's verdicts for s, from the cache or asked now. */
+/* The heuristic's verdicts for s, from the cache or asked now; NULL when
+ * cuDNN has none for s. A question, not an operation: a failure here makes
+ * cuDNN's algorithms ineligible for s and is not kept as the context's
+ * error (the own kernels still run). */
 static repro_cuda_shape_info *shape_info(repro_cuda_ctx *c, const repro_conv_shape *s)
 {
     for (int i = 0; i < REPRO_CUDA_SHAPE_CACHE; i++)
         if (c->shapes[i].valid && same_shape(&c->shapes[i].s, s))
             return &c->shapes[i];
-    if (repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0 || set_descriptors(c, s))
-        return NULL;
+    int had_error = c->err[0] != '\0';
     repro_cuda_shape_info *si = &c->shapes[c->next_shape];
+    if (repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0 || set_descriptors(c, s))
+        goto none;
     c->next_shape = (c->next_shape + 1) % REPRO_CUDA_SHAPE_CACHE;
     memset(si, 0, sizeof *si);
     si->s = *s;
     if (cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, c->xd, c->wd, c->convd, c->yd,
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &si->nperf,
-                                               si->perf) != CUDNN_STATUS_SUCCESS) {
-        repro_cuda_fail(c, __FILE__, __LINE__, "cudnnGetConvolutionForwardAlgorithm_v7",
-                        "the heuristic failed");
-        return NULL;
-    }
+                                               si->perf) != CUDNN_STATUS_SUCCESS)
+        goto none;
     si->valid = 1;
     return si;
+none:
+    if (!had_error)
+        c->err[0] = '\0';
+    return NULL;
 }
 
 int repro_cuda_cudnn_eligible(repro_cuda_ctx *c, repro_conv_algo a, const repro_conv_shape *s,
