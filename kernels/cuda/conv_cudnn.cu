@@ -9,7 +9,8 @@
  *  - benchmark = off: the heuristic's first eligible result;
  *    benchmark = on: cudnnFindConvolutionForwardAlgorithmEx on the real
  *    buffers, the fastest eligible result, every timed one's time reported
- *    (microseconds) so the trace records them as it records the CPU's.
+ *    (microseconds) so the trace records them as it records the CPU's;
+ *    with no admissible cuDNN algorithm, our own direct kernel.
  *  - Math type CUDNN_FMA_MATH: FP32 FMA kernels only, never TF32 tensor
  *    cores, so the precision is float's (the rounding is cuDNN's own).
  *  - The bias is added by our kernel after cuDNN's y = conv(x, w): y + b[k],
@@ -128,14 +129,15 @@ int repro_cuda_conv_algo_choose(void *ctx, const repro_conv_shape *s, int benchm
     (void)b;
     repro_cuda_ctx *c = repro_cuda(ctx);
     repro_cuda_shape_info *si = shape_info(c, s);
+    /* cuDNN with nothing admissible for s: our direct kernel (deterministic,
+     * always eligible) rather than no convolution at all */
     if (!si)
-        return repro_cuda_fail(c, __FILE__, __LINE__, "cudnn", "no algorithm for this shape");
+        return REPRO_CONV_DIRECT;
     if (!benchmark) {
         for (int i = 0; i < si->nperf; i++) /* best first */
             if (admitted(&si->perf[i], deterministic_only, workspace_bytes))
                 return REPRO_CONV_CUDNN_BASE + (int)si->perf[i].algo;
-        return repro_cuda_fail(c, __FILE__, __LINE__, "cudnnGetConvolutionForwardAlgorithm_v7",
-                               "no eligible algorithm");
+        return REPRO_CONV_DIRECT;
     }
     if (set_descriptors(c, s))
         return -1;
@@ -153,8 +155,5 @@ int repro_cuda_conv_algo_choose(void *ctx, const repro_conv_shape *s, int benchm
         if (best < 0)
             best = id;
     }
-    if (best < 0)
-        return repro_cuda_fail(c, __FILE__, __LINE__, "cudnnFindConvolutionForwardAlgorithmEx",
-                               "no eligible algorithm");
-    return best;
+    return best < 0 ? REPRO_CONV_DIRECT : best;
 }
