@@ -22,17 +22,36 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 NVCC     := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDNN_H  := $(firstword $(wildcard /usr/include/cudnn.h /usr/local/cuda/include/cudnn.h /usr/include/*/cudnn.h))
 
+# The CUDA backend (kernels/cuda) is built whenever nvcc and cuDNN are found
+# (`make NVCC=` builds CPU-only; sanitizer builds are CPU-only too: the CUDA
+# runtime and ASan's shadow memory do not mix). Its numerics flags mirror the
+# CPU's: --fmad=false so nvcc never contracts a*b + c into an FMA, IEEE
+# division and square root, no flush-to-zero. sm_80 and sm_90 code plus
+# PTX for later GPUs; cudart and cuDNN are linked into librepro (.a users
+# add the same -l flags) and repro (cuBLAS is only dlopen'ed for its version).
+HAVE_CUDA := $(if $(SAN),,$(if $(and $(NVCC),$(CUDNN_H)),1))
+CUDA_HOME := $(if $(NVCC),$(patsubst %/bin/,%,$(dir $(NVCC))))
+NVCC_GENCODE = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+               -gencode arch=compute_90,code=compute_90
+NVCCFLAGS = -std=c++17 -g $(OPT) --fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
+            -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror,-fPIC $(NVCC_GENCODE) \
+            -Iinclude -I. -I$(BUILD) -I$(dir $(CUDNN_H)) -DREPRO_HAVE_CUDA
+CUDA_LINK = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcudart -lstdc++
+CUDA_LIBS = $(if $(HAVE_CUDA),$(CUDA_LINK))
+
 # -fPIC: the same objects go into librepro.a and librepro.so.
 CFLAGS   = -std=c11 -D_GNU_SOURCE -g $(OPT) $(NUMERICS) $(WARN) $(SAN) -fPIC \
-           -Iinclude -Iharness -I. -I$(BUILD) $(PKG_CFLAGS)
-LDLIBS   = $(PKG_LIBS) -lpthread -lm
+           -Iinclude -Iharness -I. -I$(BUILD) $(PKG_CFLAGS) $(if $(HAVE_CUDA),-DREPRO_HAVE_CUDA)
+LDLIBS   = $(PKG_LIBS) $(CUDA_LIBS) -lpthread -lm
 LDFLAGS  = $(SAN)
 
 # The library is every layer below the CLI plus the kernels; the CLI
 # (harness/cli/) is the `repro` program linked against it.
 LAYERS   = util record core analysis golden verify
-LIB_SRC  = $(foreach l,$(LAYERS),$(wildcard harness/$(l)/*.c)) $(wildcard kernels/*.c kernels/cpu/*.c)
-LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_SRC  = $(foreach l,$(LAYERS),$(wildcard harness/$(l)/*.c)) $(wildcard kernels/*.c kernels/cpu/*.c) \
+           $(if $(HAVE_CUDA),$(wildcard kernels/cuda/*.c))
+CUDA_SRC = $(if $(HAVE_CUDA),$(wildcard kernels/cuda/*.cu))
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_SRC:%.cu=$(BUILD)/%.o)
 CLI_SRC  = $(wildcard harness/cli/*.c)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(wildcard tests/*.c)
@@ -47,8 +66,10 @@ DEPFLAGS = -MMD -MP
         install examples
 all: $(BUILD)/repro repro
 	@echo "✓ repro (CPU backend)"
-	@if [ -n "$(NVCC)" ]; then echo "✓ nvcc: $(NVCC) (CUDA backend: not yet written)"; else echo "✗ nvcc: not found (CPU build only)"; fi
-	@if [ -n "$(CUDNN_H)" ]; then echo "✓ cuDNN: $(CUDNN_H)"; else echo "✗ cuDNN: not found"; fi
+	@if [ -n "$(HAVE_CUDA)" ]; then echo "✓ CUDA backend: compiled with $(NVCC) and $(CUDNN_H) (sm_80, sm_90 + PTX); NOT verified on hardware: tests/gpu/run.sh on a GPU machine does that"; \
+	 elif [ -n "$(SAN)" ]; then echo "✗ CUDA backend: not built (sanitizer build: CPU only)"; \
+	 elif [ -z "$(NVCC)" ]; then echo "✗ CUDA backend: not built (no nvcc: CPU build only)"; \
+	 else echo "✗ CUDA backend: not built (nvcc found, cuDNN not: CPU build only)"; fi
 
 deps:
 	@./scripts/ensure-deps.sh
@@ -126,14 +147,15 @@ bench: deps
 # Portable bits: the CPU path must give the committed goldens' bits whatever
 # the compiler or optimization level (no FMA contraction, fixed reduction
 # orders, vectorization only across independent outputs). Builds each variant
-# into its own directory and requires a bitwise match with the golden.
+# into its own directory (CPU-only: NVCC= ) and requires a bitwise match
+# with the golden.
 PORT_VARIANTS = gcc:-O2 gcc:-O3 clang:-O2
 PORT_EXPERIMENTS = experiments/mlp.ini experiments/cnn.ini
 portability: deps
 	@command -v clang >/dev/null || { echo "✗ clang not found: apt-get install clang"; exit 3; }
 	@set -e; for v in $(PORT_VARIANTS); do \
 	    cc=$${v%%:*}; opt=$${v#*:}; b=build-port-$$cc$$opt; \
-	    $(MAKE) --no-print-directory BUILD=$$b CC=$$cc OPT=$$opt $$b/repro >$$b.log 2>&1 || \
+	    $(MAKE) --no-print-directory BUILD=$$b CC=$$cc OPT=$$opt NVCC= $$b/repro >$$b.log 2>&1 || \
 	        { cat $$b.log; echo "✗ $$cc $$opt: build failed"; exit 1; }; \
 	    for e in $(PORT_EXPERIMENTS); do \
 	        if $$b/repro check $$e --runs 1 --require-golden >$$b.log 2>&1; then \
@@ -187,7 +209,9 @@ $(BUILD)/build_info.h: FORCE
 	@{ echo '#define REPRO_CC "$(CC)"'; \
 	   echo '#define REPRO_CC_VERSION "'"$$($(CC) --version | head -n 1 | sed 's/"/\\"/g')"'"'; \
 	   echo '#define REPRO_CFLAGS "$(strip $(CFLAGS))"'; \
-	   echo '#define REPRO_LIBGIT2_VERSION "'"$$(pkg-config --modversion libgit2 2>/dev/null)"'"'; } > $@.tmp
+	   echo '#define REPRO_LIBGIT2_VERSION "'"$$(pkg-config --modversion libgit2 2>/dev/null)"'"'; \
+	   echo '#define REPRO_NVCC_VERSION "$(if $(HAVE_CUDA),'"$$($(NVCC) --version | grep -o 'release [^,]*, V[0-9.]*')"')"'; \
+	   echo '#define REPRO_NVCCFLAGS "$(if $(HAVE_CUDA),$(strip $(NVCCFLAGS)))"'; } > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 FORCE:
 
@@ -198,10 +222,16 @@ $(BUILD)/%.o: %.c $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# A change of CFLAGS rebuilds every object (flags change bits).
+# The CUDA backend's objects: nvcc, with the same stamp and -MMD deps.
+$(BUILD)/%.o: %.cu $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# A change of CFLAGS (or of the CUDA flags) rebuilds every object (flags
+# change bits).
 $(BUILD)/cflags.stamp: FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(CC) $(CFLAGS)' > $@.tmp
+	@echo '$(CC) $(CFLAGS) $(if $(HAVE_CUDA),$(NVCC) $(NVCCFLAGS))' > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 
 $(BUILD)/librepro.a: $(LIB_OBJ)
@@ -234,6 +264,10 @@ $(BUILD)/tests/%.o: tests/%.c $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 
 $(BUILD)/check_all: $(TEST_OBJ) $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+# The GPU check programs (tests/gpu/run.sh runs them; they need a GPU).
+$(BUILD)/check_cuda_ops $(BUILD)/step_time: $(BUILD)/%: $(BUILD)/tests/gpu/%.o $(BUILD)/librepro.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/bench_%: $(BUILD)/bench/%.o $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -63,10 +63,25 @@ typedef enum {
     REPRO_CONV_DIRECT = 0,   /* bias, then one running sum over (c, ry, rx) */
     REPRO_CONV_IM2COL = 1,   /* unfold + GEMM, the reduction in blocks of 16 */
     REPRO_CONV_WINOGRAD = 2, /* F(2x2, 3x3) (Lavin & Gray), R == 3 only */
-    REPRO_CONV_NALGOS
+    REPRO_CONV_NALGOS,       /* the portable algorithms end here: their rounding is
+                                stated below, every backend may implement them */
+    /* cuDNN's forward algorithms (REPRO_CONV_CUDNN_BASE +
+     * cudnnConvolutionFwdAlgo_t): the CUDA backend's only; how they round is
+     * cuDNN's (fixed per algorithm, shape and library version). */
+    REPRO_CONV_CUDNN_BASE = 8,
+    REPRO_CONV_CUDNN_IMPLICIT_GEMM = 8,
+    REPRO_CONV_CUDNN_IMPLICIT_PRECOMP_GEMM = 9,
+    REPRO_CONV_CUDNN_GEMM = 10,
+    REPRO_CONV_CUDNN_DIRECT = 11,
+    REPRO_CONV_CUDNN_FFT = 12,
+    REPRO_CONV_CUDNN_FFT_TILING = 13,
+    REPRO_CONV_CUDNN_WINOGRAD = 14,
+    REPRO_CONV_CUDNN_WINOGRAD_NONFUSED = 15,
+    REPRO_CONV_ALGO_LIMIT = 16 /* one past every id: size of per-algorithm arrays */
 } repro_conv_algo;
 
-/* "direct", "im2col", "winograd"; "?" for anything else. */
+/* "direct", "im2col", "winograd", "cudnn_implicit_gemm", ...,
+ * "cudnn_winograd_nonfused"; "?" for anything else. */
 const char *repro_conv_algo_name(repro_conv_algo a);
 /* The algorithm with that name, or -1. */
 int repro_conv_algo_from_name(const char *name);
@@ -85,6 +100,33 @@ typedef struct {
     int threads; /* CPU kernel threads, >= 1 (results never depend on it) */
     int device;  /* device ordinal for device backends (cpu ignores it) */
 } repro_backend_options;
+
+/* What describe_device reports: the environment fingerprint's GPU fields. */
+typedef struct {
+    char name[128];    /* "NVIDIA H200" */
+    int sm_count;
+    int cc_major, cc_minor;
+    char driver[32];   /* CUDA driver API version, "13.0" */
+    char runtime[32];  /* CUDA runtime version */
+    char cudnn[32];    /* "9.13.0" */
+    char cublas[32];
+    size_t total_memory; /* bytes */
+} repro_device_info;
+
+/* Memory figures of a context (bytes). */
+typedef struct {
+    size_t in_use;   /* handed out by alloc and not freed */
+    size_t peak;     /* the largest in_use so far */
+    size_t cached;   /* freed blocks the backend keeps for reuse */
+    size_t pinned;   /* page-locked host staging memory */
+} repro_memory_stats;
+
+/* Summary statistics of a float buffer, in the recorder's fixed order
+ * (tensor_leaves; field for field repro_tensor_stats of repro/repro.h). */
+typedef struct {
+    double l2, sum, max_abs;
+    int64_t nonfinite;
+} repro_buffer_stats;
 
 /* ---- the table ----------------------------------------------------------- */
 
@@ -148,6 +190,25 @@ typedef struct repro_backend {
     /* 1 when algorithm a handles shape s on this backend (cpu: direct and
      * im2col always, winograd when R == 3). */
     int (*conv_algo_eligible)(void *ctx, repro_conv_algo a, const repro_conv_shape *s);
+    /* 1 when eligible algorithm a gives identical bits on every call for s
+     * (cpu: all; cuda: what cuDNN's perf results report as
+     * CUDNN_DETERMINISTIC, and our own kernels). deterministic = on admits
+     * only these. */
+    int (*conv_algo_deterministic)(void *ctx, repro_conv_algo a, const repro_conv_shape *s);
+    /* The backend's own algorithm choice for s, as cuDNN makes it, or NULL
+     * (cpu) for the harness's rule and timing (core/algo_select.h). Among
+     * eligible algorithms (deterministic ones only when deterministic_only):
+     * benchmark = 0 takes the heuristic's first
+     * (cudnnGetConvolutionForwardAlgorithm_v7); benchmark = 1 times them on
+     * the real x, w, b, y (cudnnFindConvolutionForwardAlgorithmEx) and takes
+     * the fastest, writing each timed one's time in microseconds to
+     * time_us[a] (time_us has REPRO_CONV_ALGO_LIMIT entries, preset to -1).
+     * workspace holds workspace_bytes bytes. Returns the algorithm, or -1
+     * (last_error says why). */
+    int (*conv_algo_choose)(void *ctx, const repro_conv_shape *s, int benchmark,
+                            int deterministic_only, const float *x, const float *w,
+                            const float *b, float *y, void *workspace, size_t workspace_bytes,
+                            double *time_us);
     /* Bytes of workspace conv2d_forward needs for (a, s); 0 when none. */
     size_t (*conv_workspace_bytes)(void *ctx, repro_conv_algo a, const repro_conv_shape *s);
     /* y[b][k][oy][ox] = b[k] + sum of w[k][c][ry][rx] * x[b][c][oy+ry-pad][ox+rx-pad]
@@ -266,6 +327,33 @@ typedef struct repro_backend {
     /* GradScaler.unscale_: g[i] = g[i] * inv; returns (to the host) 1 if any
      * result is inf or NaN, else 0. */
     int (*unscale_check)(void *ctx, float *g, long n, float inv);
+
+    /* -- hashing -- */
+    /* SHA-256 (kernels/shared/sha256.h) of each REPRO_LEAF_BYTES = 4096-byte
+     * leaf of backend buffer p (nbytes; the last leaf shorter, none when
+     * nbytes is 0) into host leaves[32 * nleaves], computed where the
+     * buffer lives (cuda: one GPU thread per leaf; only the digests cross
+     * the bus); the tensor digest is then repro_tensor_digest_from_leaves's.
+     * stats (may be NULL) receives the buffer's statistics as nbytes / 4
+     * floats in the recorder's order: element i into lane i % 4, each lane
+     * in double in ascending i (a non-finite element adds 0 and counts in
+     * nonfinite), lanes combined as (0 + 1) + (2 + 3), l2 the square root of
+     * the combined sum of squares. Waits for the work before it. Returns 0
+     * or -1 (last_error). */
+    int (*tensor_leaves)(void *ctx, const void *p, size_t nbytes, uint8_t *leaves,
+                         repro_buffer_stats *stats);
+
+    /* -- memory accounting -- */
+    void (*memory_stats)(void *ctx, repro_memory_stats *out);
+    /* Returns the cached free blocks to the system (torch.cuda.empty_cache;
+     * cpu: nothing is cached, a no-op). */
+    void (*empty_cache)(void *ctx);
+
+    /* -- the device, without a context -- */
+    /* Describes device `device` (repro env). Returns 0, or -1 with a
+     * one-line reason in why (cpu: it has none; cuda: no driver, no device,
+     * or the ordinal out of range). */
+    int (*describe_device)(int device, repro_device_info *out, char *why, size_t why_len);
 } repro_backend;
 
 /* The backend named `name` ("cpu"), or NULL when this build has none by
@@ -276,6 +364,16 @@ const repro_backend *const *repro_backend_list(void);
 
 /* The CPU backend (kernels/cpu/backend_cpu.c). */
 extern const repro_backend repro_backend_cpu;
+
+/* Why this build has no backend by that name, for the message of a config
+ * or option that asks for it ("this build has no CUDA backend (built
+ * without nvcc)"); NULL when it has one. */
+const char *repro_backend_missing(const char *name);
+/* 1 when this build compiled the CUDA backend in. */
+int repro_backend_have_cuda(void);
+/* One line on the CUDA backend of this build: compiled or not, for which
+ * GPUs, and whether it was verified on hardware (repro env, make all). */
+const char *repro_backend_cuda_status(void);
 
 #ifdef __cplusplus
 }

@@ -3,11 +3,15 @@
  * (key, counter). Kernels draw by logical element index, which is why
  * re-tiling or re-threading a kernel never changes its random numbers, and the
  * CUDA backend computes the very same bits. Pinned by the Random123
- * known-answer vectors in tests/check_philox.c. */
+ * known-answer vectors in tests/check_philox.c. The inline functions are
+ * REPRO_HD (kernels/shared/hd.h): the CUDA kernels compile this very code,
+ * so device Philox is CPU Philox for the same key and counter. */
 #ifndef REPRO_PHILOX_H
 #define REPRO_PHILOX_H
 
 #include <stdint.h>
+
+#include "kernels/shared/hd.h"
 
 #define REPRO_RNG_VERSION "philox4x32-10/v1"
 
@@ -16,7 +20,7 @@ typedef struct {
 } repro_philox_ctr;
 
 /* The block function: 10 rounds over a 128-bit counter under a 64-bit key. */
-static inline repro_philox_ctr repro_philox4x32_10(repro_philox_ctr c, uint32_t k0, uint32_t k1)
+static inline REPRO_HD repro_philox_ctr repro_philox4x32_10(repro_philox_ctr c, uint32_t k0, uint32_t k1)
 {
     for (int round = 0; round < 10; round++) {
         uint64_t p0 = (uint64_t)0xD2511F53u * c.v[0];
@@ -34,17 +38,21 @@ static inline repro_philox_ctr repro_philox4x32_10(repro_philox_ctr c, uint32_t 
 /* Four 32-bit numbers for logical element `index` of the stream `key`.
  * The counter is (index lo, index hi, lane, 0): `lane` lets one element draw
  * more than four numbers without touching its neighbours' counters. */
-static inline repro_philox_ctr repro_philox_at(uint64_t key, uint64_t index, uint32_t lane)
+static inline REPRO_HD repro_philox_ctr repro_philox_at(uint64_t key, uint64_t index, uint32_t lane)
 {
     repro_philox_ctr c = {{(uint32_t)index, (uint32_t)(index >> 32), lane, 0}};
     return repro_philox4x32_10(c, (uint32_t)key, (uint32_t)(key >> 32));
 }
 
 /* Uniform float in [0, 1) from the top 24 bits: exact, no rounding anywhere. */
-static inline float repro_u32_to_unit(uint32_t u)
+static inline REPRO_HD float repro_u32_to_unit(uint32_t u)
 {
     return (float)(u >> 8) * 0x1p-24f;
 }
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* A sequential stream over the same block function, for consumers that draw
  * an unknown number of values in order (the shuffle generator, worker RNGs).
@@ -74,4 +82,7 @@ float repro_rng_normal(repro_rng *rng);
 /* The same normal from one counter-addressed block (4 uniforms). */
 float repro_philox_normal(repro_philox_ctr block);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

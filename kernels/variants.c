@@ -14,11 +14,13 @@ const repro_variant_info repro_variants[] = {
     {"linear.bwd_weight", "ordered", 1,
      "sums over the batch in ascending sample order, fixed chunking"},
     {"linear.bwd_weight", "atomic", 0,
-     "partial sums added with atomic compare-exchange in scheduler order: bits vary run to run"},
+     "partial sums added with atomic compare-exchange (cuda: atomicAdd) in scheduler order: "
+     "bits vary run to run"},
     {"linear.bwd_bias", "ordered", 1,
      "each column summed over the batch in ascending sample order by one chunk"},
     {"linear.bwd_bias", "atomic", 0,
-     "per-chunk column sums added atomically in scheduler order: bits vary run to run"},
+     "per-chunk column sums added atomically (cuda: atomicAdd) in scheduler order: bits vary run "
+     "to run"},
     {"conv2d.fwd", "direct", 1,
      "each output sums bias then (c, ry, rx) in lexicographic order, one chunk per plane"},
     {"conv2d.fwd", "im2col", 1,
@@ -32,8 +34,8 @@ const repro_variant_info repro_variants[] = {
     {"conv2d.bwd_filter", "direct", 1,
      "per-column sums over (b, oy) ascending, then columns ascending, one chunk per filter row"},
     {"conv2d.bwd_filter", "atomic", 0,
-     "per-sample partials added with atomic compare-exchange in scheduler order: bits vary "
-     "run to run"},
+     "per-sample partials added with atomic compare-exchange (cuda: atomicAdd) in scheduler "
+     "order: bits vary run to run"},
     {"relu", "ordered", 1, "elementwise: no reduction"},
     {"maxpool.fwd", "ordered", 1,
      "max over each window in row-major order, first maximum wins, NaN wins"},
@@ -48,7 +50,8 @@ const repro_variant_info repro_variants[] = {
     {"index_add", "ordered", 1,
      "each output row receives its inputs in ascending index, chunks own columns"},
     {"index_add", "atomic", 0,
-     "inputs added atomically in scheduler order where they share a row: bits vary run to run"},
+     "inputs added atomically (cuda: atomicAdd) in scheduler order where they share a row: bits "
+     "vary run to run"},
     {NULL, NULL, 0, NULL},
 };
 

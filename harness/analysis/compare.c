@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/compare.h"
+#include "core/config.h"
 #include "util/error.h"
 
 /* Names up to three config keys whose values differ between the headers,
@@ -48,6 +49,42 @@ static void config_differences(const repro_trace *a, const repro_trace *b, char 
     }
     if (more)
         snprintf(buf + used, len - used, " and %d more", more);
+}
+
+/* 1 when the configs differ in nothing but [train] backend (keys promised
+ * not to change the bits aside): the same experiment on two backends, the
+ * comparison `repro diff CPU-TRACE GPU-TRACE` exists for. Both directions,
+ * so a key only one side has counts too. */
+static int only_backend_differs(const repro_trace *a, const repro_trace *b)
+{
+    const repro_trace *t[2] = {a, b};
+    int backend_differs = 0;
+    for (int side = 0; side < 2; side++) {
+        json_t *ca = json_object_get((json_t *)t[side]->header_json, "config");
+        json_t *cb = json_object_get((json_t *)t[!side]->header_json, "config");
+        if (!json_is_object(ca) || !json_is_object(cb))
+            return 0;
+        const char *sec, *key;
+        json_t *sa, *va;
+        json_object_foreach (ca, sec, sa) {
+            json_t *sb = json_object_get(cb, sec);
+            if (!json_is_object(sa))
+                continue;
+            json_object_foreach (sa, key, va) {
+                json_t *vb = json_is_object(sb) ? json_object_get(sb, key) : NULL;
+                if (vb && json_equal(va, vb))
+                    continue;
+                char name[160];
+                snprintf(name, sizeof name, "%s.%s", sec, key);
+                int k = repro_config_find_key(name);
+                if (k == REPRO_KEY_train_backend)
+                    backend_differs = 1;
+                else if (k < 0 || !repro_config_key_bits_neutral(k))
+                    return 0;
+            }
+        }
+    }
+    return backend_differs;
 }
 
 /* ||P|| over the param.* tensors of a step: the curve's measure. */
@@ -129,7 +166,8 @@ static int compare_traces(const repro_trace *a, const repro_trace *b, repro_dive
     if (strcmp(a->experiment, b->experiment) != 0)
         return repro_error_set(REPRO_EINVAL, "%s and %s are different experiments: %s vs %s",
                                a->path, b->path, a->experiment, b->experiment);
-    if (same_config && !repro_digest_eq(&a->numerics_digest, &b->numerics_digest)) {
+    if (same_config && !repro_digest_eq(&a->numerics_digest, &b->numerics_digest) &&
+        !only_backend_differs(a, b)) {
         char ha[65], hb[65], keys[400];
         repro_digest_hex(&a->numerics_digest, ha);
         repro_digest_hex(&b->numerics_digest, hb);

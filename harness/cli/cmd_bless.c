@@ -135,7 +135,10 @@ static int read_state(bless_ctx *b)
 {
     if (repro_git_open(&b->g, NULL) || repro_git_head(b->g, &b->head) ||
         (!b->program && repro_git_relpath(b->g, b->exp, &b->exp_rel)) ||
-        repro_git_dirty_list(b->g, NULL, 0, &b->dirty) || repro_env_get(&b->env))
+        repro_git_dirty_list(b->g, NULL, 0, &b->dirty) ||
+        repro_env_get_backend(&b->env, !b->program && b->cfg.train_backend == REPRO_BACKEND_CUDA
+                                           ? "cuda"
+                                           : "cpu"))
         return -1;
     repro_git_dirty *d = b->dirty;
     size_t kept = 0;
@@ -268,9 +271,12 @@ static json_t *provenance(const bless_ctx *b)
 }
 
 /* Installs run 1's trace as the golden and says so: 0 or an exit code. */
-static int install(const bless_ctx *b)
+static int install(bless_ctx *b)
 {
     const repro_trace *t = &b->m->traces[0];
+    /* The class the run recorded (a program on a GPU says so itself). */
+    if (t->env_class[0])
+        snprintf(b->env.class_id, sizeof b->env.class_id, "%s", t->env_class);
     json_t *golden = provenance(b);
     if (!golden)
         return repro_report_error();

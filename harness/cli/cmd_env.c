@@ -9,7 +9,7 @@
 #include "util/error.h"
 
 const char repro_env_usage[] =
-    "usage: repro env [--json]\n"
+    "usage: repro env [--json] [--backend cpu|cuda]\n"
     "\n"
     "Prints the environment fingerprint: backend, architecture, CPU model and\n"
     "flags, the ISA code path the kernels were compiled for, compiler, version\n"
@@ -24,6 +24,11 @@ const char repro_env_usage[] =
     "\n"
     "  --json       the fingerprint as one JSON object, with \"class\" and\n"
     "               \"class_fields\"\n"
+    "  --backend B  the class of runs on backend B (default cpu); cuda adds\n"
+    "               the GPU, driver, CUDA and cuDNN versions to the class\n"
+    "               (\"unavailable: ...\" without a usable GPU). Either way the\n"
+    "               GPU this machine has, if any, and whether this build's CUDA\n"
+    "               backend is verified on hardware are shown\n"
     "  -h, --help   this text\n";
 
 static void print_text(const repro_env *e)
@@ -47,12 +52,19 @@ static void print_text(const repro_env *e)
 int repro_cmd_env(int argc, char **argv)
 {
     int json = 0;
+    const char *backend = "cpu";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(repro_env_usage, stdout);
             return repro_finish_stdout(0);
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--backend") && i + 1 < argc &&
+                   (!strcmp(argv[i + 1], "cpu") || !strcmp(argv[i + 1], "cuda"))) {
+            backend = argv[++i];
+        } else if (!strcmp(argv[i], "--backend")) {
+            repro_error_set(REPRO_EINVAL, "env: --backend needs cpu or cuda");
+            return repro_report_error();
         } else {
             repro_error_set(REPRO_EINVAL, "env: unknown %s '%s' (see `repro help env`)",
                             argv[i][0] == '-' ? "option" : "argument", argv[i]);
@@ -60,8 +72,10 @@ int repro_cmd_env(int argc, char **argv)
         }
     }
     repro_env e;
-    if (repro_env_get(&e))
+    if (repro_env_get_backend(&e, backend))
         return repro_report_error();
+    if (!strcmp(backend, "cpu"))
+        repro_env_probe_gpu(&e); /* shown, not in the class */
     if (json) {
         json_t *o = repro_env_to_json(&e);
         char *s = json_dumps(o, JSON_INDENT(2) | JSON_ENSURE_ASCII);

@@ -37,6 +37,8 @@ const char repro_run_usage[] =
     "  --seed S          global seed (train.seed)\n"
     "  --threads T       kernel threads (train.threads); results do not depend on it\n"
     "  --workers W       data-loader workers (data.num_workers)\n"
+    "  --backend NAME    kernel backend, cpu or cuda (train.backend); exit 3 when\n"
+    "                    this build or machine has no usable GPU\n"
     "  --set KEY=VALUE   override any key, as section.key or an unambiguous key;\n"
     "                    validated like the file; may be repeated\n"
     "  -o, --output PATH write the trace there (default runs/EXP/RUN-ID/trace.jsonl)\n"
@@ -117,6 +119,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         {"checkpoint-every", required_argument, 0, 'K'},
         {"checkpoint-dir", required_argument, 0, 'C'},
         {"resume", required_argument, 0, 'U'},
+        {"backend", required_argument, 0, 'B'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     /* First pass: find EXP (the one non-option) without applying anything. */
@@ -133,7 +136,8 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
                         !strcmp(a, "--output") || !strcmp(a, "--dump") ||
                         !strcmp(a, "--tap-write") || !strcmp(a, "--tap-read") ||
                         !strcmp(a, "--algo-lock") || !strcmp(a, "--checkpoint-every") ||
-                        !strcmp(a, "--checkpoint-dir") || !strcmp(a, "--resume");
+                        !strcmp(a, "--checkpoint-dir") || !strcmp(a, "--resume") ||
+                        !strcmp(a, "--backend");
             i += takes;
             continue;
         }
@@ -158,6 +162,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         case 'S': key = "train.seed"; break;
         case 't': key = "train.threads"; break;
         case 'w': key = "data.num_workers"; break;
+        case 'B': key = "train.backend"; break;
         case 'k':
             if (repro_config_set(cfg, optarg))
                 return -1;

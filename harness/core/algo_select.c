@@ -78,6 +78,14 @@ done:
     return rc;
 }
 
+/* Eligible on this backend, and deterministic when only those may run. */
+static int admitted(const repro_backend *be, void *ctx, repro_conv_algo a,
+                    const repro_conv_shape *s, int deterministic_only)
+{
+    return be->conv_algo_eligible(ctx, a, s) &&
+           (!deterministic_only || be->conv_algo_deterministic(ctx, a, s));
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -88,12 +96,12 @@ static int cmp_double(const void *a, const void *b)
  * and keeps the one with the fastest median into c. Returns 0, or -1 with
  * the error slot set (the backend failed). */
 static int benchmark(repro_algo_choice *c, const repro_backend *be, void *ctx,
-                     const repro_conv_shape *s, const float *x, const float *w, const float *b,
-                     float *y, void *workspace)
+                     const repro_conv_shape *s, int deterministic_only, const float *x,
+                     const float *w, const float *b, float *y, void *workspace)
 {
     double best = -1;
     for (int a = 0; a < REPRO_CONV_NALGOS; a++) {
-        if (!be->conv_algo_eligible(ctx, (repro_conv_algo)a, s))
+        if (!admitted(be, ctx, (repro_conv_algo)a, s, deterministic_only))
             continue;
         double t[3];
         for (int r = 0; r < 3; r++) {
@@ -120,7 +128,7 @@ static int benchmark(repro_algo_choice *c, const repro_backend *be, void *ctx,
 
 int repro_algo_choose(repro_algo_policy *p, const char *site, const repro_backend *be, void *ctx,
                       const repro_conv_shape *s, const float *x, const float *w, const float *b,
-                      float *y, void *workspace)
+                      float *y, void *workspace, size_t workspace_bytes)
 {
     for (int i = 0; i < p->nchoices; i++)
         if (!strcmp(p->choices[i].site, site))
@@ -133,7 +141,7 @@ int repro_algo_choose(repro_algo_policy *p, const char *site, const repro_backen
     snprintf(c->site, sizeof c->site, "%s", site);
     snprintf(c->shape, sizeof c->shape, "B%d C%d H%d W%d K%d R%d pad%d", s->B, s->C, s->H, s->W,
              s->K, s->R, s->pad);
-    for (int a = 0; a < REPRO_CONV_NALGOS; a++)
+    for (int a = 0; a < REPRO_CONV_ALGO_LIMIT; a++)
         c->time_us[a] = -1;
     if (p->nlock > 0) {
         int found = -1;
@@ -146,17 +154,32 @@ int repro_algo_choose(repro_algo_policy *p, const char *site, const repro_backen
         int a = repro_conv_algo_from_name(p->lock_algo[found]);
         if (!be->conv_algo_eligible(ctx, (repro_conv_algo)a, s))
             return repro_error_set(REPRO_EINVAL,
-                                   "%s: locked algorithm %s is not eligible for %s (%s)",
+                                   "%s: locked algorithm %s is not eligible for %s (%s) on the "
+                                   "%s backend",
+                                   p->lock_path, p->lock_algo[found], site, c->shape, be->name);
+        if (!admitted(be, ctx, (repro_conv_algo)a, s, p->deterministic_only))
+            return repro_error_set(REPRO_EINVAL,
+                                   "%s: locked algorithm %s is nondeterministic for %s (%s); "
+                                   "deterministic = on refuses it",
                                    p->lock_path, p->lock_algo[found], site, c->shape);
         c->algo = a;
         c->how = REPRO_CHOSEN_BY_LOCK;
+    } else if (be->conv_algo_choose) {
+        /* the backend's own chooser (cuDNN's heuristics, or cudnnFind) */
+        int a = be->conv_algo_choose(ctx, s, p->benchmark, p->deterministic_only, x, w, b, y,
+                                     workspace, workspace_bytes, c->time_us);
+        if (a < 0)
+            return repro_error_set(REPRO_EIO, "%s backend: choosing an algorithm for %s (%s): %s",
+                                   be->name, site, c->shape, be->last_error(ctx));
+        c->algo = a;
+        c->how = p->benchmark ? REPRO_CHOSEN_BY_BENCHMARK : REPRO_CHOSEN_BY_HEURISTIC;
     } else if (p->benchmark) {
-        if (benchmark(c, be, ctx, s, x, w, b, y, workspace))
+        if (benchmark(c, be, ctx, s, p->deterministic_only, x, w, b, y, workspace))
             return -1;
         c->how = REPRO_CHOSEN_BY_BENCHMARK;
     } else {
         c->algo = repro_algo_rule(s);
-        if (!be->conv_algo_eligible(ctx, (repro_conv_algo)c->algo, s))
+        if (!admitted(be, ctx, (repro_conv_algo)c->algo, s, p->deterministic_only))
             c->algo = REPRO_CONV_DIRECT; /* a backend without the rule's pick */
         c->how = REPRO_CHOSEN_BY_RULE;
     }
@@ -166,7 +189,7 @@ int repro_algo_choose(repro_algo_policy *p, const char *site, const repro_backen
 
 void *repro_algo_choices_json(const repro_algo_policy *p)
 {
-    static const char *const how[] = {"rule", "benchmark", "lock"};
+    static const char *const how[] = {"rule", "benchmark", "lock", "heuristic"};
     json_t *arr = json_array();
     for (int i = 0; i < p->nchoices; i++) {
         const repro_algo_choice *c = &p->choices[i];
@@ -175,7 +198,7 @@ void *repro_algo_choices_json(const repro_algo_policy *p)
                               how[c->how]);
         if (c->how == REPRO_CHOSEN_BY_BENCHMARK) {
             json_t *t = json_object();
-            for (int a = 0; a < REPRO_CONV_NALGOS; a++)
+            for (int a = 0; a < REPRO_CONV_ALGO_LIMIT; a++)
                 if (c->time_us[a] >= 0)
                     json_object_set_new(t, repro_conv_algo_name((repro_conv_algo)a),
                                         json_real(c->time_us[a]));

@@ -11,8 +11,12 @@
  *  - an algorithm lock (--algo-lock TRACE) replays the choices recorded in a
  *    trace, which makes a benchmark = on run reproducible.
  * deterministic = on admits only deterministic algorithms (all three are;
- * the rule exists for the GPU, where some are not). The choices, and the
- * measured times, go into the trace (step 1's "algorithms"). */
+ * the rule exists for the GPU, where some are not: the backend says which,
+ * conv_algo_deterministic). A backend with its own chooser
+ * (conv_algo_choose: cuda, through cuDNN) makes the benchmark = off
+ * ("heuristic") and benchmark = on choices itself; a lock is replayed the
+ * same way on every backend. The choices, and the measured times, go into
+ * the trace (step 1's "algorithms"). */
 #ifndef REPRO_ALGO_SELECT_H
 #define REPRO_ALGO_SELECT_H
 
@@ -20,14 +24,19 @@
 
 #define REPRO_MAX_SITES 16
 
-typedef enum { REPRO_CHOSEN_BY_RULE = 0, REPRO_CHOSEN_BY_BENCHMARK = 1, REPRO_CHOSEN_BY_LOCK = 2 } repro_chosen_by;
+typedef enum {
+    REPRO_CHOSEN_BY_RULE = 0,
+    REPRO_CHOSEN_BY_BENCHMARK = 1,
+    REPRO_CHOSEN_BY_LOCK = 2,
+    REPRO_CHOSEN_BY_HEURISTIC = 3 /* the backend's own (cuDNN's heuristics) */
+} repro_chosen_by;
 
 typedef struct {
     char site[32];          /* "conv2.fwd" */
     char shape[96];         /* "B64 C8 H13 W13 K16 R3 pad0" */
     int algo;               /* repro_conv_algo */
     repro_chosen_by how;
-    double time_us[REPRO_CONV_NALGOS]; /* median times when benchmarked; < 0: not timed */
+    double time_us[REPRO_CONV_ALGO_LIMIT]; /* times when benchmarked; < 0: not timed */
 } repro_algo_choice;
 
 typedef struct {
@@ -50,12 +59,12 @@ int repro_algo_policy_lock(repro_algo_policy *p, const char *trace_path);
 /* The algorithm for `site` with shape s on backend be (context ctx):
  * decided at its first call (see above; eligibility is the backend's;
  * benchmarking runs the backend's forward on x, w, b into y, synchronizing
- * around each timed run), remembered after. Returns the algorithm, or -1
+ * around each timed run; workspace holds workspace_bytes), remembered after. Returns the algorithm, or -1
  * with the error slot set (a lock without the site, or naming an
  * ineligible algorithm). */
 int repro_algo_choose(repro_algo_policy *p, const char *site, const repro_backend *be, void *ctx,
                       const repro_conv_shape *s, const float *x, const float *w, const float *b,
-                      float *y, void *workspace);
+                      float *y, void *workspace, size_t workspace_bytes);
 
 /* The fixed rule (benchmark = off). repro_algo_choose falls back to
  * direct when the backend cannot run the rule's pick for the shape. */

@@ -18,6 +18,8 @@ enum { REPRO_DATASET_SYNTHETIC = 0, REPRO_DATASET_IDX = 1 };
 enum { REPRO_OPT_SGD = 0, REPRO_OPT_ADAMW = 1 };
 enum { REPRO_ZERO_GRAD_ZERO = 0, REPRO_ZERO_GRAD_NONE = 1 };
 enum { REPRO_PRECISION_FP32 = 0, REPRO_PRECISION_BF16 = 1, REPRO_PRECISION_FP16 = 2 };
+/* [train] backend: the kernel backend's name is the choice's text. */
+enum { REPRO_BACKEND_CPU = 0, REPRO_BACKEND_CUDA = 1 };
 
 #define REPRO_CFG_FIELD_INT(s, k) int s##_##k;
 #define REPRO_CFG_FIELD_U64(s, k) uint64_t s##_##k;

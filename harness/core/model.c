@@ -161,7 +161,7 @@ size_t repro_model_conv_workspace(const repro_model *m, const repro_layer *l)
 {
     repro_conv_shape cs = {m->capacity, l->in_c, l->in_h, l->in_w, l->out_c, l->k, l->pad};
     size_t ws = sizeof(float);
-    for (int a = 0; a < REPRO_CONV_NALGOS; a++) {
+    for (int a = 0; a < REPRO_CONV_ALGO_LIMIT; a++) {
         if (!m->be->conv_algo_eligible(m->be_ctx, (repro_conv_algo)a, &cs))
             continue;
         size_t b = m->be->conv_workspace_bytes(m->be_ctx, (repro_conv_algo)a, &cs);
@@ -239,7 +239,7 @@ int repro_model_init(repro_model *m, const repro_config *cfg, int capacity,
     char why[256] = "";
     repro_backend_options o = {.threads = cfg->train_threads, .device = 0};
     if (be->create(&m->be_ctx, &o, why, sizeof why))
-        return repro_error_set(REPRO_EIO, "%s backend: %s", be->name, why);
+        return repro_error_set(REPRO_EUNSUPPORTED, "%s backend unavailable: %s", be->name, why);
     m->be = be;
     if (alloc_arenas(m) || alloc_buffers(m, capacity, cfg->train_accumulation_steps) ||
         alloc_layer_buffers(m, capacity)) {

@@ -122,7 +122,7 @@ static int layer_forward(repro_model *m, repro_layer *l, const float *in, float 
         char site[48];
         snprintf(site, sizeof site, "%s.fwd", l->name);
         int a = repro_algo_choose(&m->algo, site, be, ctx, &s, in, weights(w), weights(w + 1),
-                                  out, l->workspace);
+                                  out, l->workspace, repro_model_conv_workspace(m, l));
         if (a < 0)
             return -1;
         be->conv2d_forward(ctx, (repro_conv_algo)a, &s, in, weights(w), weights(w + 1), out,

@@ -9,8 +9,17 @@
 #include "util/error.h"
 #include "core/train_record.h"
 
-/* The backend every trainer runs on until a config key picks another. */
-#define TRAIN_BACKEND "cpu"
+/* The backend [train] backend names (the choice's text is its name), or
+ * NULL with the error slot set: exit 3, saying what this build lacks. */
+static const repro_backend *train_backend(const repro_config *c)
+{
+    const char *name = c->train_backend == REPRO_BACKEND_CUDA ? "cuda" : "cpu";
+    const repro_backend *be = repro_backend_get(name);
+    if (!be)
+        repro_error_set(REPRO_EUNSUPPORTED, "%s: backend = %s: %s", c->path, name,
+                        repro_backend_missing(name));
+    return be;
+}
 
 static int load_data(repro_trainer *t)
 {
@@ -88,7 +97,8 @@ int repro_trainer_init(repro_trainer *t, const repro_config *cfg)
     };
     if (repro_loader_new(&t->loader, &t->train_set, &lc))
         goto fail;
-    if (repro_model_init(&t->model, c, c->train_batch_size, repro_backend_get(TRAIN_BACKEND)) ||
+    const repro_backend *be = train_backend(c);
+    if (!be || repro_model_init(&t->model, c, c->train_batch_size, be) ||
         repro_model_init_params(&t->model, c->train_seed) || alloc_step_buffers(t))
         goto fail;
     t->beta1_pow = 1.0;

@@ -33,7 +33,9 @@ typedef struct {
     size_t nbytes;
     int phase;
     const void *live;     /* live buffer, or NULL if copied */
-    void *copy[2];        /* parity copies (batch, logits, loss, rng) */
+    void *copy[2];        /* parity copies (batch, logits, loss, rng; and the live
+                             buffers of a device backend, fetched at the hooks) */
+    int device;           /* live is device memory: hashed from copy[] */
 } entry;
 
 typedef struct {
@@ -73,6 +75,8 @@ struct repro_train_recorder {
     int failed;              /* set by either thread, under mu */
     int fail_code;
     char fail_msg[1024];
+    void *op_host;           /* device backends: an op output fetched for hashing */
+    size_t op_host_bytes;
 };
 
 /* ---- the tensor list ------------------------------------------------------ */
@@ -181,7 +185,40 @@ static int build_entries(repro_train_recorder *r)
             add_entry(r, name, "f32", PHASE_P, p->state2, p->ndim, shape);
         }
     }
+    /* A device backend's live buffers cannot be read by the hasher thread:
+     * each gets parity copies, fetched on the training thread at the hook
+     * that hands the step to the hasher (after_backward, after_update). */
+    for (int i = 0; !m->be->host_memory && i < r->nentries; i++) {
+        entry *e = &r->entries[i];
+        if (!e->live)
+            continue;
+        e->device = 1;
+        for (int p = 0; p < 2; p++)
+            if (!(e->copy[p] = calloc(1, e->nbytes ? e->nbytes : 4)))
+                return -1;
+    }
     return 0;
+}
+
+/* Backend memory to the host: memcpy for a host-memory backend, the
+ * backend's copy (which waits for the work that writes it) otherwise. */
+static void fetch(const repro_train_recorder *r, void *dst, const void *src, size_t n)
+{
+    const repro_model *m = &r->t->model;
+    if (m->be->host_memory)
+        memcpy(dst, src, n);
+    else
+        m->be->copy_d2h(m->be_ctx, dst, src, n);
+}
+
+/* A live device entry's bytes into this step's copy, the fault applied
+ * there and, when it flipped a bit, written back so training sees it. */
+static void fetch_live(repro_train_recorder *r, entry *e, long step, int par)
+{
+    const repro_model *m = &r->t->model;
+    m->be->copy_d2h(m->be_ctx, e->copy[par], e->live, e->nbytes);
+    if (repro_fault_apply(&r->fault, step, e->name, e->copy[par], e->nbytes))
+        m->be->copy_h2d(m->be_ctx, (void *)e->live, e->copy[par], e->nbytes);
 }
 
 /* ---- hashing (the hasher thread) ------------------------------------------ */
@@ -213,7 +250,7 @@ static int dump_tensor(const repro_train_recorder *r, long step, const char *nam
 /* One entry into the public recorder (and its dump). */
 static int record_entry(repro_train_recorder *r, const entry *e, long step)
 {
-    const void *data = e->live ? e->live : e->copy[step & 1];
+    const void *data = e->live && !e->device ? e->live : e->copy[step & 1];
     if (dump_tensor(r, step, e->name, e->dtype, e->ndim, e->shape, data, e->nbytes))
         return -1;
     return repro_recorder_tensor(r->pub, e->name, e->type, e->ndim, e->shape64, data) ? -1 : 0;
@@ -381,7 +418,25 @@ static void on_op(void *ctx, const char *name, float *data, int ndim, const long
         n *= (size_t)shape[i];
         shape64[i] = shape[i];
     }
+    float *live = data; /* backend memory */
+    const repro_model *m = &r->t->model;
+    if (!m->be->host_memory) { /* a device backend: tap and hash a host copy */
+        if (n > r->op_host_bytes) {
+            void *h = realloc(r->op_host, n);
+            if (!h) {
+                fail_now(r, REPRO_ENOMEM, "out of memory recording ops");
+                return;
+            }
+            r->op_host = h;
+            r->op_host_bytes = n;
+        }
+        data = r->op_host;
+        m->be->copy_d2h(m->be_ctx, data, live, n);
+    }
     tap_op(r, name, data, n);
+    if (data != live && r->o.tap_mode == REPRO_TAP_READ && r->tap &&
+        repro_op_matches(r->o.tap_op, name))
+        m->be->copy_h2d(m->be_ctx, live, data, n); /* the substitute goes back */
     if (r->o.level != REPRO_TRACE_OP || wait_done(r, PHASE_P, step - 1))
         return; /* installed only for the tap, or already failed */
     if (dump_tensor(r, step, name, "f32", ndim, shape, data, n) ||
@@ -394,12 +449,14 @@ int repro_train_recorder_before_backward(repro_train_recorder *r)
     return wait_done(r, PHASE_G, r->t->step); /* G(n-1) still reads the grads */
 }
 
-/* The small tensors of step n, copied into this step's parity buffers. */
+/* The small tensors of step n, copied into this step's parity buffers.
+ * *on_backend: the source is backend memory (fetch it, don't memcpy). */
 static const void *small_source(repro_train_recorder *r, const char *name, const float *loss,
-                                const uint32_t *rng, const uint32_t *skipped)
+                                const uint32_t *rng, const uint32_t *skipped, int *on_backend)
 {
     repro_trainer *t = r->t;
     const repro_batch *b = t->batch;
+    *on_backend = !strcmp(name, "logits") || !strcmp(name, "metrics.class_features");
     if (!strcmp(name, "batch.ids"))
         return b->ids;
     if (!strcmp(name, "batch.x"))
@@ -442,13 +499,19 @@ int repro_train_recorder_after_backward(repro_train_recorder *r)
         entry *e = &r->entries[i];
         if (e->phase != PHASE_G)
             continue;
-        const void *src = small_source(r, e->name, &loss, rng, &skipped);
-        if (src)
+        int on_backend;
+        const void *src = small_source(r, e->name, &loss, rng, &skipped, &on_backend);
+        if (src && on_backend)
+            fetch(r, e->copy[par], src, e->nbytes);
+        else if (src)
             memcpy(e->copy[par], src, e->nbytes);
         /* The negative control's one call (fault.h): before the hash, in the
          * live buffer for gradients, so the optimizer uses the flipped value. */
-        repro_fault_apply(&r->fault, step, e->name, e->live ? (void *)e->live : e->copy[par],
-                          e->nbytes);
+        if (e->device)
+            fetch_live(r, e, step, par);
+        else
+            repro_fault_apply(&r->fault, step, e->name,
+                              e->live ? (void *)e->live : e->copy[par], e->nbytes);
     }
     enqueue(r, PHASE_G, step);
     return check_failed(r);
@@ -468,7 +531,9 @@ int repro_train_recorder_after_update(repro_train_recorder *r)
     slot->eval_accuracy = r->t->eval_accuracy;
     for (int i = 0; i < r->nentries; i++) {
         entry *e = &r->entries[i];
-        if (e->phase == PHASE_P)
+        if (e->phase == PHASE_P && e->device)
+            fetch_live(r, e, step, (int)(step & 1));
+        else if (e->phase == PHASE_P)
             repro_fault_apply(&r->fault, step, e->name, (void *)e->live, e->nbytes);
     }
     enqueue(r, PHASE_P, step);
@@ -523,6 +588,7 @@ static int open_public(repro_train_recorder *r)
     ro.threads = cfg->train_threads;
     ro.workers = cfg->data_num_workers;
     ro.experiment_path = cfg->path;
+    ro.backend = cfg->train_backend == REPRO_BACKEND_CUDA ? "cuda" : "cpu";
     ro.header_json = hjson;
     ro.start_step = r->o.start_step;
     ro.start_chain = start;
@@ -629,6 +695,7 @@ void repro_train_recorder_free(repro_train_recorder *r)
         for (int p = 0; p < 2; p++)
             free(r->entries[i].copy[p]);
     free(r->entries);
+    free(r->op_host);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
     free(r);

@@ -164,6 +164,10 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
     repro_env env;
     if (repro_env_get(&env))
         return -1;
+    /* The run's own class when its trace names one (a cuda run is checked
+     * against the cuda golden of its GPU class), else this machine's cpu. */
+    if (run->env_class[0])
+        snprintf(env.class_id, sizeof env.class_id, "%s", run->env_class);
     /* Goldens live in the work tree; outside a repository, relative to the
      * current directory (and without the history report). */
     repro_git *git = NULL;

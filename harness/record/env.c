@@ -15,6 +15,7 @@
 #include "build_info.h"
 #include "util/error.h"
 #include "record/hash.h"
+#include "kernels/backend.h"
 #include "kernels/philox.h"
 #include "util/seeds.h"
 #include "record/trace.h"
@@ -59,6 +60,9 @@ static const struct {
     FIELD("inih", inih, 0),
     FIELD("libc", libc, 0),
     FIELD("os_kernel", os_kernel, 0),
+    FIELD("cuda_backend", cuda_backend, 0),
+    FIELD("cublas_version", cublas_version, 0),
+    FIELD("gpu_seen", gpu_seen, 0),
 };
 #define NFIELDS ((int)(sizeof fields / sizeof fields[0]))
 
@@ -261,20 +265,69 @@ int repro_env_class_id(const repro_env *e, char *out, size_t len)
     return 0;
 }
 
+/* The GPU fields of device 0 from the CUDA backend's describe_device
+ * (through backend.h: env.c knows no CUDA header). 0, or -1 with why. */
+static int describe_gpu(repro_device_info *d, char *why, size_t len)
+{
+    const repro_backend *cuda = repro_backend_get("cuda");
+    if (!cuda) {
+        snprintf(why, len, "%s", repro_backend_missing("cuda"));
+        return -1;
+    }
+    return cuda->describe_device(0, d, why, len);
+}
+
+static void gpu_class_fields(repro_env *e)
+{
+    repro_device_info d;
+    char why[256];
+    if (describe_gpu(&d, why, sizeof why)) {
+        snprintf(e->gpu_name, sizeof e->gpu_name, "unavailable: %.100s", why);
+        return;
+    }
+    set(e->gpu_name, sizeof e->gpu_name, d.name);
+    snprintf(e->gpu_sm_count, sizeof e->gpu_sm_count, "%d", d.sm_count);
+    snprintf(e->gpu_cc, sizeof e->gpu_cc, "%d.%d", d.cc_major, d.cc_minor);
+    set(e->gpu_driver, sizeof e->gpu_driver, d.driver);
+    set(e->cuda_version, sizeof e->cuda_version, d.runtime);
+    set(e->cudnn_version, sizeof e->cudnn_version, d.cudnn);
+    set(e->cublas_version, sizeof e->cublas_version, d.cublas);
+}
+
+void repro_env_probe_gpu(repro_env *e)
+{
+    repro_device_info d;
+    char why[200];
+    if (describe_gpu(&d, why, sizeof why))
+        snprintf(e->gpu_seen, sizeof e->gpu_seen, "none (%.200s)", why);
+    else
+        snprintf(e->gpu_seen, sizeof e->gpu_seen,
+                 "%.60s (%d SMs, cc %d.%d, %zu MiB), driver %.20s, CUDA %.20s, cuDNN %.20s, "
+                 "cuBLAS %.20s",
+                 d.name, d.sm_count, d.cc_major, d.cc_minor, d.total_memory >> 20, d.driver,
+                 d.runtime, d.cudnn, d.cublas);
+}
+
 int repro_env_get(repro_env *e)
+{
+    return repro_env_get_backend(e, "cpu");
+}
+
+int repro_env_get_backend(repro_env *e, const char *backend)
 {
     memset(e, 0, sizeof *e);
     struct utsname u;
     int have_uname = uname(&u) == 0;
 
     /* class */
-    set(e->backend, sizeof e->backend, "cpu");
+    set(e->backend, sizeof e->backend, backend && backend[0] ? backend : "cpu");
+    if (!strcmp(e->backend, "cuda"))
+        gpu_class_fields(e);
     set(e->machine, sizeof e->machine, have_uname ? u.machine : "unknown");
     set(e->arch, sizeof e->arch, target_arch(e->machine));
     set(e->seed_scheme, sizeof e->seed_scheme, REPRO_SEED_SCHEME);
     set(e->rng, sizeof e->rng, REPRO_RNG_VERSION);
     set(e->tensor_hash, sizeof e->tensor_hash, REPRO_TENSOR_HASH_VERSION);
-    /* The CUDA backend fills gpu_name ... cudnn_version here. */
 
     /* informational */
     if (cpuinfo_value("model name", e->cpu_model, sizeof e->cpu_model) || !e->cpu_model[0])
@@ -315,6 +368,7 @@ int repro_env_get(repro_env *e)
         snprintf(e->os_kernel, sizeof e->os_kernel, "%s %s", u.sysname, u.release);
     else
         set(e->os_kernel, sizeof e->os_kernel, "unknown");
+    set(e->cuda_backend, sizeof e->cuda_backend, repro_backend_cuda_status());
 
     return repro_env_class_id(e, e->class_id, sizeof e->class_id);
 }

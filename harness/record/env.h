@@ -37,7 +37,8 @@ typedef struct {
     char seed_scheme[64];
     char rng[64];
     char tensor_hash[64];
-    /* CUDA backend (not written yet): filled there, empty on cpu. */
+    /* CUDA backend (kernels/cuda, through backend.h's describe_device):
+     * filled for a run on the cuda backend, empty on cpu. */
     char gpu_name[128];
     char gpu_sm_count[16];
     char gpu_cc[16];         /* compute capability, "9.0" */
@@ -61,13 +62,26 @@ typedef struct {
     char inih[64];
     char libc[64];
     char os_kernel[160];     /* uname -s -r */
+    char cuda_backend[192];  /* this build's CUDA backend: compiled or not, and
+                                whether it was verified on hardware */
+    char cublas_version[32]; /* cuda backend: cuBLAS (not used to compute) */
+    char gpu_seen[256];      /* `repro env` on cpu: the GPU this machine has, if
+                                any (not in the class: cpu bits do not depend on it) */
 
     char class_id[REPRO_ENV_CLASS_MAX];
 } repro_env;
 
 /* Fills *out for this process and computes class_id. What cannot be found
- * reads "unknown"; returns -1 (error slot, exit 3) only if SHA-256 fails. */
+ * reads "unknown"; returns -1 (error slot, exit 3) only if SHA-256 fails.
+ * The backend is "cpu". */
 int repro_env_get(repro_env *out);
+/* The same for a run on `backend` ("cpu" or "cuda"): for cuda the GPU
+ * fields of device 0 are class fields (what the backend's describe_device
+ * reports; "unavailable: why" when there is none). */
+int repro_env_get_backend(repro_env *out, const char *backend);
+/* `repro env`: fills gpu_seen (informational) with device 0 of this build's
+ * CUDA backend, or why there is none; the class does not change. */
+void repro_env_probe_gpu(repro_env *e);
 
 /* Computes the class id from e's class fields only (see above) into out
  * (REPRO_ENV_CLASS_MAX bytes). Returns 0, or -1 if hashing failed (error

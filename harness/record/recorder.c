@@ -115,7 +115,7 @@ static json_t *build_header(const repro_run_info *info, const repro_recorder_opt
     const char *exp = info->experiment && info->experiment[0] ? info->experiment : "unnamed";
     json_t *h = repro_trace_header_new(exp, o->experiment_path ? o->experiment_path : exp,
                                        info->seed, (int)o->level, o->every, o->threads,
-                                       o->workers);
+                                       o->workers, o->backend);
     if (!h)
         return NULL;
     if (add_config(h, info)) {
@@ -180,6 +180,7 @@ int repro_recorder_open_ex(repro_recorder **out, const char *trace_path,
     r->o = o;
     r->o.header_json = NULL; /* not kept: the caller's string may go away */
     r->o.experiment_path = NULL;
+    r->o.backend = NULL;
     r->step = o.start_step;
     if (o.start_chain)
         r->chain = *o.start_chain;

@@ -149,9 +149,11 @@ typedef struct repro_trace_writer repro_trace_writer;
  * carries: format version, experiment, seed and schemes, build, level,
  * every, threads, workers, the environment fingerprint and its class. The
  * caller adds "config", "config_digest" and "numerics_digest" (and any
- * informational keys) before opening. NULL with the error slot set. */
+ * informational keys) before opening. `backend` ("cpu", "cuda"; NULL:
+ * cpu) selects the environment class. NULL with the error slot set. */
 void *repro_trace_header_new(const char *experiment, const char *experiment_path, uint64_t seed,
-                             int level, int every, int threads, int workers);
+                             int level, int every, int threads, int workers,
+                             const char *backend);
 /* Creates the file (and its parent directories) and writes `header` (a
  * json_t object, borrowed) as line 1. */
 int repro_trace_writer_open(repro_trace_writer **out, const char *path, void *header);

@@ -61,10 +61,12 @@ static int write_line(repro_trace_writer *w, json_t *obj)
 static const char *const level_names[] = {"step", "tensor", "op"};
 
 void *repro_trace_header_new(const char *experiment, const char *experiment_path,
-                               uint64_t seed, int level, int every, int threads, int workers)
+                             uint64_t seed, int level, int every, int threads, int workers,
+                             const char *backend)
 {
     repro_env env;
-    if (repro_env_get(&env))
+    /* the class of the backend the run computes on (cuda: its GPU fields) */
+    if (repro_env_get_backend(&env, backend ? backend : "cpu"))
         return NULL;
     if (level < REPRO_TRACE_STEP || level > REPRO_TRACE_OP) {
         repro_error_set(REPRO_EINVAL, "trace level %d is not step, tensor or op", level);

@@ -108,6 +108,8 @@ typedef struct {
     const char *header_json;     /* more header keys, a JSON object; may be NULL */
     int64_t start_step;          /* resuming: the first step is start_step + 1 */
     const repro_digest *start_chain; /* ...continuing this chain (NULL: zeros) */
+    const char *backend;         /* what the run computes on: "cpu" (default, NULL) or
+                                    "cuda" (the GPU is then part of the environment class) */
 } repro_recorder_options;
 
 /* Fills *o with the defaults above. */

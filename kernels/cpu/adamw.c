@@ -6,8 +6,13 @@
  * rounded to float, as PyTorch casts Python scalars for a float tensor; the
  * square roots are our own correctly rounded ones (IEEE sqrt is exactly
  * specified, so these equal sqrtf/sqrt bit for bit, without linking libm).
- * Chunks are fixed 16384-element ranges, so threads change nothing. */
+ * Chunks are fixed 16384-element ranges, so threads change nothing. The
+ * per-element update and sqrtf are kernels/shared/optim.h (the CUDA kernel
+ * compiles the same code); the per-step constants are made here, once, on
+ * the host, for both backends (repro_adamw_constants). */
 #include "ops.h"
+
+#include "kernels/shared/optim.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -77,80 +82,40 @@ static double repro_sqrt(double d)
     return bits_to_d(((uint64_t)e << 52) + (q - 0x0010000000000000ULL));
 }
 
-/* Correctly rounded sqrtf (= IEEE sqrtf bit for bit) without libm: Newton
- * in double from an exponent-halving guess (4 steps: 6% -> 2e-3 -> 2e-6 ->
- * 1e-12 -> rounding level), rounded to float, then one exact correction:
- * the midpoints between adjacent floats have 25 bits, so their squares are
- * exact in double and comparing them with v decides the rounding exactly. */
-static float repro_sqrtf(float v)
-{
-    if (v != v || v == 0.0f || v > 3.40282346638528859812e38f)
-        return v;
-    if (v < 0.0f)
-        return (float)bits_to_d(0x7ff8000000000000ULL);
-    double d = v;
-    double r = bits_to_d((d_to_bits(d) >> 1) + (0x3ff0000000000000ULL >> 1));
-    for (int i = 0; i < 4; i++)
-        r = 0.5 * (r + d / r);
-    float f = (float)r;
-    uint32_t fb;
-    memcpy(&fb, &f, sizeof fb);
-    uint32_t ub = fb + 1, db = fb - 1;
-    float up, dn;
-    memcpy(&up, &ub, sizeof up);
-    memcpy(&dn, &db, sizeof dn);
-    double mid_up = ((double)f + (double)up) * 0.5;
-    double mid_dn = ((double)f + (double)dn) * 0.5;
-    if (d > mid_up * mid_up)
-        return up;
-    if (d < mid_dn * mid_dn)
-        return dn;
-    return f;
-}
-
 typedef struct {
     float *p, *m, *v;
     const float *g;
     long n;
-    float decay, w, one_minus_b2, beta2, neg_step, bc2_sqrt, eps;
-    int lerp_from_end;
+    repro_adamw_consts k;
 } adamw_ctx;
 
 static void adamw_chunk(void *vctx, long chunk)
 {
     const adamw_ctx *c = vctx;
     long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
-    for (long i = chunk * CHUNK; i < i1; i++) {
-        float g = c->g[i];
-        float p = c->p[i] * c->decay;                        /* p.mul_(1 - lr*wd) */
-        float m = c->m[i];
-        /* m.lerp_(g, w): PyTorch's lerp picks the form by |w| < 0.5 */
-        m = c->lerp_from_end ? g - (g - m) * (1.0f - c->w) : m + c->w * (g - m);
-        float v = c->v[i] * c->beta2;                        /* v.mul_(beta2) */
-        v = v + c->one_minus_b2 * g * g;                     /* .addcmul_(g, g, 1-beta2) */
-        float denom = repro_sqrtf(v) / c->bc2_sqrt + c->eps; /* (v.sqrt()/bc2_sqrt).add_(eps) */
-        p = p + c->neg_step * m / denom;                     /* p.addcdiv_(m, denom, -step) */
-        c->p[i] = p;
-        c->m[i] = m;
-        c->v[i] = v;
-    }
+    for (long i = chunk * CHUNK; i < i1; i++)
+        repro_hd_adamw(&c->k, c->g[i], &c->p[i], &c->m[i], &c->v[i]);
+}
+
+void repro_adamw_constants(repro_adamw_consts *k, float lr, float beta1, float beta2, float eps,
+                           float wd, double bc1, double bc2)
+{
+    double w = 1.0 - (double)beta1;
+    k->decay = (float)(1.0 - (double)lr * (double)wd);
+    k->w = (float)w;
+    k->one_minus_b2 = (float)(1.0 - (double)beta2);
+    k->beta2 = beta2;
+    k->neg_step = (float)(-((double)lr / bc1));
+    k->bc2_sqrt = (float)repro_sqrt(bc2);
+    k->eps = eps;
+    k->lerp_from_end = !(w < 0.5 && w > -0.5);
 }
 
 void repro_adamw_step(repro_pool *pool, float *p, const float *g, float *m, float *v, long n,
                       float lr, float beta1, float beta2, float eps, float wd,
                       double bc1, double bc2)
 {
-    double w = 1.0 - (double)beta1;
-    adamw_ctx c = {
-        .p = p, .m = m, .v = v, .g = g, .n = n,
-        .decay = (float)(1.0 - (double)lr * (double)wd),
-        .w = (float)w,
-        .one_minus_b2 = (float)(1.0 - (double)beta2),
-        .beta2 = beta2,
-        .neg_step = (float)(-((double)lr / bc1)),
-        .bc2_sqrt = (float)repro_sqrt(bc2),
-        .eps = eps,
-        .lerp_from_end = !(w < 0.5 && w > -0.5),
-    };
+    adamw_ctx c = {.p = p, .m = m, .v = v, .g = g, .n = n};
+    repro_adamw_constants(&c.k, lr, beta1, beta2, eps, wd, bc1, bc2);
     repro_pool_run(pool, (n + CHUNK - 1) / CHUNK, adamw_chunk, &c);
 }

@@ -2,9 +2,12 @@
  * conv_algos.h, precision.h, elementwise.h). The context is the kernels'
  * thread pool; memory is host memory, so the copies are memcpy and
  * synchronize has nothing to wait for. Every entry is a thin adapter: the
- * numerics are the kernels' own, unchanged. */
+ * numerics are the kernels' own, unchanged. tensor_leaves hashes with the
+ * shared SHA-256 (kernels/shared/sha256.h), the code the CUDA backend runs
+ * on the device, so the CPU suite tests it against OpenSSL. */
 #include "kernels/backend.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,8 @@
 #include "ops.h"
 #include "pool.h"
 #include "precision.h"
+#include "kernels/shared/sha256.h"
+#include "kernels/shared/stats.h"
 
 typedef struct {
     repro_pool *pool;
@@ -132,6 +137,11 @@ static int cpu_conv_algo_eligible(void *ctx, repro_conv_algo a, const repro_conv
 {
     (void)ctx;
     return repro_conv_algo_eligible(a, s);
+}
+
+static int cpu_conv_algo_deterministic(void *ctx, repro_conv_algo a, const repro_conv_shape *s)
+{
+    return cpu_conv_algo_eligible(ctx, a, s); /* each has one fixed order */
 }
 
 static size_t cpu_conv_workspace_bytes(void *ctx, repro_conv_algo a, const repro_conv_shape *s)
@@ -269,6 +279,49 @@ static int cpu_unscale_check(void *ctx, float *g, long n, float inv)
     return repro_unscale_check(g, n, inv);
 }
 
+/* ---- hashing, memory figures, device ------------------------------------------ */
+
+/* The shared SHA-256 over host memory, leaf by leaf, and the stats in the
+ * recorder's order: the very code the CUDA backend runs on the device. */
+static int cpu_tensor_leaves(void *ctx, const void *p, size_t nbytes, uint8_t *leaves,
+                             repro_buffer_stats *stats)
+{
+    (void)ctx;
+    const uint8_t *bytes = p;
+    for (size_t off = 0, i = 0; off < nbytes; off += 4096, i++)
+        repro_hd_sha256(bytes + off, nbytes - off < 4096 ? nbytes - off : 4096, leaves + 32 * i);
+    if (stats) {
+        repro_hd_lane l[4];
+        for (int j = 0; j < 4; j++)
+            l[j] = repro_hd_lane_of(p, nbytes / 4, j);
+        double l2sq;
+        repro_hd_lanes_combine(l, &l2sq, &stats->sum, &stats->max_abs, &stats->nonfinite);
+        stats->l2 = sqrt(l2sq);
+    }
+    return 0;
+}
+
+/* Host memory is malloc's: nothing is cached or pinned, and the model's
+ * own accounting (core/memory.h) gives the sizes. */
+static void cpu_memory_stats(void *ctx, repro_memory_stats *out)
+{
+    (void)ctx;
+    memset(out, 0, sizeof *out);
+}
+
+static void cpu_empty_cache(void *ctx)
+{
+    (void)ctx;
+}
+
+static int cpu_describe_device(int device, repro_device_info *out, char *why, size_t why_len)
+{
+    (void)device;
+    memset(out, 0, sizeof *out);
+    snprintf(why, why_len, "the cpu backend has no device");
+    return -1;
+}
+
 const repro_backend repro_backend_cpu = {
     .name = "cpu",
     .host_memory = 1,
@@ -288,6 +341,8 @@ const repro_backend repro_backend_cpu = {
     .linear_backward_weight = cpu_linear_backward_weight,
     .linear_backward_bias = cpu_linear_backward_bias,
     .conv_algo_eligible = cpu_conv_algo_eligible,
+    .conv_algo_deterministic = cpu_conv_algo_deterministic,
+    .conv_algo_choose = NULL, /* the harness's rule and timing */
     .conv_workspace_bytes = cpu_conv_workspace_bytes,
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward_data = cpu_conv2d_backward_data,
@@ -308,4 +363,8 @@ const repro_backend repro_backend_cpu = {
     .mul_scalar = cpu_mul_scalar,
     .add = cpu_add,
     .unscale_check = cpu_unscale_check,
+    .tensor_leaves = cpu_tensor_leaves,
+    .memory_stats = cpu_memory_stats,
+    .empty_cache = cpu_empty_cache,
+    .describe_device = cpu_describe_device,
 };

@@ -4,10 +4,11 @@
  * ranges) and threads cannot change the mask, and the CUDA backend can draw
  * the very same bits. Values are x * noise with noise = 1/(1-p) (float) for
  * kept elements and 0 for dropped ones, PyTorch's formula (so a dropped NaN
- * or inf still yields NaN, and a dropped negative yields -0). */
+ * or inf still yields NaN, and a dropped negative yields -0). The per-element
+ * math is kernels/shared/pointwise.h, shared with the CUDA kernels. */
 #include "ops.h"
 
-#include "philox.h"
+#include "kernels/shared/pointwise.h"
 
 #include <string.h>
 
@@ -28,10 +29,9 @@ static void fwd_chunk(void *vctx, long chunk)
     const drop_ctx *c = vctx;
     long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
     for (long i = chunk * CHUNK; i < i1; i++) {
-        uint32_t r = repro_philox_at(c->key, (uint64_t)i, 0).v[0];
-        int keep = repro_u32_to_unit(r) >= c->p;
+        int keep = repro_hd_dropout_keep(c->key, (uint64_t)i, c->p);
         c->mask[i] = (uint8_t)keep;
-        c->out[i] = c->in[i] * (keep ? c->scale : 0.0f);
+        c->out[i] = repro_hd_dropout_apply(c->in[i], keep, c->scale);
     }
 }
 
@@ -40,7 +40,7 @@ static void bwd_chunk(void *vctx, long chunk)
     const drop_ctx *c = vctx;
     long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
     for (long i = chunk * CHUNK; i < i1; i++)
-        c->out[i] = c->in[i] * (c->mask_in[i] ? c->scale : 0.0f);
+        c->out[i] = repro_hd_dropout_apply(c->in[i], c->mask_in[i], c->scale);
 }
 
 void repro_dropout_forward(repro_pool *pool, const float *x, float *y, uint8_t *mask, long n,
@@ -54,7 +54,7 @@ void repro_dropout_forward(repro_pool *pool, const float *x, float *y, uint8_t *
         return;
     }
     drop_ctx c = {.in = x, .out = y, .mask = mask, .n = n, .p = p,
-                  .scale = 1.0f / (1.0f - p), .key = key};
+                  .scale = repro_hd_dropout_scale(p), .key = key};
     repro_pool_run(pool, (n + CHUNK - 1) / CHUNK, fwd_chunk, &c);
 }
 
@@ -68,6 +68,6 @@ void repro_dropout_backward(repro_pool *pool, const float *dy, const uint8_t *ma
         return;
     }
     drop_ctx c = {.in = dy, .out = dx, .mask_in = mask, .n = n, .p = p,
-                  .scale = 1.0f / (1.0f - p)};
+                  .scale = repro_hd_dropout_scale(p)};
     repro_pool_run(pool, (n + CHUNK - 1) / CHUNK, bwd_chunk, &c);
 }

@@ -1,7 +1,8 @@
-/* The elementwise step kernels (see elementwise.h). */
+/* The elementwise step kernels (see elementwise.h); the finiteness test is
+ * kernels/shared/pointwise.h's, on the bits, as the CUDA kernel's. */
 #include "elementwise.h"
 
-#include <math.h>
+#include "kernels/shared/pointwise.h"
 
 void repro_div_scalar(float *x, long n, float d)
 {
@@ -27,7 +28,7 @@ int repro_unscale_check(float *g, long n, float inv)
     for (long i = 0; i < n; i++) {
         float v = g[i] * inv;
         g[i] = v;
-        found |= !isfinite(v);
+        found |= !repro_hd_isfinite(v);
     }
     return found;
 }

@@ -1,8 +1,11 @@
 /* ReLU forward and backward, elementwise. Determinism argument: each element
  * is a pure function of its own inputs (no sums at all), and chunks are fixed
  * ranges of 16384 elements, so neither thread count nor vector width can
- * change a bit. NaN inputs propagate (as torch.relu does); -0 maps to +0. */
+ * change a bit. NaN inputs propagate (as torch.relu does); -0 maps to +0. The per-element
+ * math is kernels/shared/pointwise.h, shared with the CUDA kernels. */
 #include "ops.h"
+
+#include "kernels/shared/pointwise.h"
 
 enum { CHUNK = 16384 };
 
@@ -16,10 +19,8 @@ static void fwd_chunk(void *vctx, long chunk)
 {
     const relu_ctx *c = vctx;
     long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
-    for (long i = chunk * CHUNK; i < i1; i++) {
-        float v = c->x[i];
-        c->out[i] = (v > 0.0f || v != v) ? v : 0.0f;
-    }
+    for (long i = chunk * CHUNK; i < i1; i++)
+        c->out[i] = repro_hd_relu(c->x[i]);
 }
 
 static void bwd_chunk(void *vctx, long chunk)
@@ -27,7 +28,7 @@ static void bwd_chunk(void *vctx, long chunk)
     const relu_ctx *c = vctx;
     long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
     for (long i = chunk * CHUNK; i < i1; i++)
-        c->out[i] = c->y[i] > 0.0f ? c->dy[i] : 0.0f;
+        c->out[i] = repro_hd_relu_grad(c->y[i], c->dy[i]);
 }
 
 void repro_relu_forward(repro_pool *pool, const float *x, float *y, long n)

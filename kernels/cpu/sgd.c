@@ -2,8 +2,12 @@
  * Determinism argument: each parameter's update reads and writes only its
  * own p, g, buf, in the fixed expression order below (PyTorch's kernels:
  * add with alpha is a + alpha*b, product rounded then added), and chunks are
- * fixed 16384-element ranges, so threads and vector width change nothing. */
+ * fixed 16384-element ranges, so threads and vector width change nothing.
+ * The per-element update is kernels/shared/optim.h, which the CUDA kernel
+ * compiles too. */
 #include "ops.h"
+
+#include "kernels/shared/optim.h"
 
 enum { CHUNK = 16384 };
 
@@ -19,12 +23,8 @@ static void sgd_chunk(void *vctx, long chunk)
 {
     const sgd_ctx *c = vctx;
     long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
-    for (long i = chunk * CHUNK; i < i1; i++) {
-        float g = c->g[i] + c->wd * c->p[i];              /* d_p.add(p, alpha=wd) */
-        float b = c->first_step ? g : c->momentum * c->buf[i] + g; /* buf.mul_(m).add_(d_p) */
-        c->buf[i] = b;
-        c->p[i] = c->p[i] - c->lr * b;                    /* p.add_(buf, alpha=-lr) */
-    }
+    for (long i = chunk * CHUNK; i < i1; i++)
+        repro_hd_sgd(&c->p[i], c->g[i], &c->buf[i], c->lr, c->momentum, c->wd, c->first_step);
 }
 
 void repro_sgd_step(repro_pool *pool, float *p, const float *g, float *buf, long n,

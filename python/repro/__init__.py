@@ -73,7 +73,8 @@ class _Options(ctypes.Structure):
     _fields_ = [("level", ctypes.c_int), ("every", ctypes.c_int), ("total_steps", ctypes.c_int64),
                 ("threads", ctypes.c_int), ("workers", ctypes.c_int),
                 ("experiment_path", ctypes.c_char_p), ("header_json", ctypes.c_char_p),
-                ("start_step", ctypes.c_int64), ("start_chain", ctypes.c_void_p)]
+                ("start_step", ctypes.c_int64), ("start_chain", ctypes.c_void_p),
+                ("backend", ctypes.c_char_p)]
 
 
 class _RunEnv(ctypes.Structure):

@@ -1,0 +1,159 @@
+/* cuDNN's forward convolution algorithms as repro_conv_algo ids
+ * REPRO_CONV_CUDNN_BASE + cudnnConvolutionFwdAlgo_t.
+ *
+ *  - Eligibility, determinism and workspace come from
+ *    cudnnGetConvolutionForwardAlgorithm_v7's perf results for the shape
+ *    (cached per shape): an algorithm is eligible when its status is
+ *    CUDNN_STATUS_SUCCESS, deterministic when its determinism is
+ *    CUDNN_DETERMINISTIC. deterministic = on admits only those.
+ *  - benchmark = off: the heuristic's first eligible result;
+ *    benchmark = on: cudnnFindConvolutionForwardAlgorithmEx on the real
+ *    buffers, the fastest eligible result, every timed one's time reported
+ *    (microseconds) so the trace records them as it records the CPU's;
+ *    with no admissible cuDNN algorithm, our own direct kernel.
+ *  - Math type CUDNN_FMA_MATH: FP32 FMA kernels only, never TF32 tensor
+ *    cores, so the precision is float's (the rounding is cuDNN's own).
+ *  - The bias is added by our kernel after cuDNN's y = conv(x, w): y + b[k],
+ *    one rounding per element.
+ * The choice is returned to the harness (core/algo_select.c), which writes
+ * it into the trace; `--algo-lock` replays it by name. */
+#include "ctx.cuh"
+
+#include <string.h>
+
+static int set_descriptors(repro_cuda_ctx *c, const repro_conv_shape *s)
+{
+    cudnnCheck(c, cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s->B, s->C,
+                                             s->H, s->W));
+    cudnnCheck(c, cudnnSetFilter4dDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->K, s->C,
+                                             s->R, s->R));
+    cudnnCheck(c, cudnnSetConvolution2dDescriptor(c->convd, s->pad, s->pad, 1, 1, 1, 1,
+                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    cudnnCheck(c, cudnnSetConvolutionMathType(c->convd, CUDNN_FMA_MATH));
+    cudnnCheck(c, cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s->B, s->K,
+                                             repro_conv_oh(s), repro_conv_ow(s)));
+    return 0;
+}
+
+static int same_shape(const repro_conv_shape *a, const repro_conv_shape *b)
+{
+    return a->B == b->B && a->C == b->C && a->H == b->H && a->W == b->W && a->K == b->K &&
+           a->R == b->R && a->pad == b->pad;
+}
+
+/* The heuristic's verdicts for s, from the cache or asked now; NULL when
+ * cuDNN has none for s. A question, not an operation: a failure here makes
+ * cuDNN's algorithms ineligible for s and is not kept as the context's
+ * error (the own kernels still run). */
+static repro_cuda_shape_info *shape_info(repro_cuda_ctx *c, const repro_conv_shape *s)
+{
+    for (int i = 0; i < REPRO_CUDA_SHAPE_CACHE; i++)
+        if (c->shapes[i].valid && same_shape(&c->shapes[i].s, s))
+            return &c->shapes[i];
+    int had_error = c->err[0] != '\0';
+    repro_cuda_shape_info *si = &c->shapes[c->next_shape];
+    if (repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0 || set_descriptors(c, s))
+        goto none;
+    c->next_shape = (c->next_shape + 1) % REPRO_CUDA_SHAPE_CACHE;
+    memset(si, 0, sizeof *si);
+    si->s = *s;
+    if (cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, c->xd, c->wd, c->convd, c->yd,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &si->nperf,
+                                               si->perf) != CUDNN_STATUS_SUCCESS)
+        goto none;
+    si->valid = 1;
+    return si;
+none:
+    if (!had_error)
+        c->err[0] = '\0';
+    return NULL;
+}
+
+int repro_cuda_cudnn_eligible(repro_cuda_ctx *c, repro_conv_algo a, const repro_conv_shape *s,
+                              int *deterministic, size_t *workspace)
+{
+    int algo = (int)a - REPRO_CONV_CUDNN_BASE;
+    if (algo < 0 || algo >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
+        return 0;
+    repro_cuda_shape_info *si = shape_info(c, s);
+    for (int i = 0; si && i < si->nperf; i++)
+        if ((int)si->perf[i].algo == algo && si->perf[i].status == CUDNN_STATUS_SUCCESS) {
+            *deterministic = si->perf[i].determinism == CUDNN_DETERMINISTIC;
+            *workspace = si->perf[i].memory;
+            return 1;
+        }
+    return 0;
+}
+
+__global__ void add_bias(long n, long plane, int K, const float *b, float *y)
+{
+    REPRO_CUDA_FOR(i, n)
+    {
+        y[i] = y[i] + b[(i / plane) % K];
+    }
+}
+
+int repro_cuda_cudnn_forward(repro_cuda_ctx *c, repro_conv_algo a, const repro_conv_shape *s,
+                             const float *x, const float *w, const float *b, float *y,
+                             void *workspace)
+{
+    int det;
+    size_t ws = 0;
+    if (!repro_cuda_cudnn_eligible(c, a, s, &det, &ws))
+        return repro_cuda_fail(c, __FILE__, __LINE__, "cudnn forward", "ineligible algorithm");
+    if (set_descriptors(c, s))
+        return -1;
+    const float one = 1.0f, zero = 0.0f;
+    cudnnCheck(c, cudnnConvolutionForward(c->cudnn, &one, c->xd, x, c->wd, w, c->convd,
+                                          (cudnnConvolutionFwdAlgo_t)((int)a - REPRO_CONV_CUDNN_BASE),
+                                          workspace, ws, &zero, c->yd, y));
+    if (b) {
+        long plane = (long)repro_conv_oh(s) * repro_conv_ow(s), n = (long)s->B * s->K * plane;
+        add_bias<<<repro_cuda_blocks(n), REPRO_CUDA_THREADS, 0, c->stream>>>(n, plane, s->K, b, y);
+        launchCheck(c);
+    }
+    return 0;
+}
+
+static int admitted(const cudnnConvolutionFwdAlgoPerf_t *p, int deterministic_only, size_t ws)
+{
+    return p->status == CUDNN_STATUS_SUCCESS && p->memory <= ws &&
+           (!deterministic_only || p->determinism == CUDNN_DETERMINISTIC);
+}
+
+int repro_cuda_conv_algo_choose(void *ctx, const repro_conv_shape *s, int benchmark,
+                                int deterministic_only, const float *x, const float *w,
+                                const float *b, float *y, void *workspace,
+                                size_t workspace_bytes, double *time_us)
+{
+    (void)b;
+    repro_cuda_ctx *c = repro_cuda(ctx);
+    repro_cuda_shape_info *si = shape_info(c, s);
+    /* cuDNN with nothing admissible for s: our direct kernel (deterministic,
+     * always eligible) rather than no convolution at all */
+    if (!si)
+        return REPRO_CONV_DIRECT;
+    if (!benchmark) {
+        for (int i = 0; i < si->nperf; i++) /* best first */
+            if (admitted(&si->perf[i], deterministic_only, workspace_bytes))
+                return REPRO_CONV_CUDNN_BASE + (int)si->perf[i].algo;
+        return REPRO_CONV_DIRECT;
+    }
+    if (set_descriptors(c, s))
+        return -1;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int n = 0;
+    cudnnCheck(c, cudnnFindConvolutionForwardAlgorithmEx(c->cudnn, c->xd, x, c->wd, w, c->convd,
+                                                         c->yd, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                         &n, perf, workspace, workspace_bytes));
+    int best = -1;
+    for (int i = 0; i < n; i++) { /* sorted fastest first */
+        if (!admitted(&perf[i], deterministic_only, workspace_bytes))
+            continue;
+        int id = REPRO_CONV_CUDNN_BASE + (int)perf[i].algo;
+        time_us[id] = (double)perf[i].time * 1000.0;
+        if (best < 0)
+            best = id;
+    }
+    return best < 0 ? REPRO_CONV_DIRECT : best;
+}

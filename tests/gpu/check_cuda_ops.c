@@ -1,0 +1,432 @@
+/* GPU check of the CUDA backend: every op against its CPU reference (the
+ * CPU backend on the same inputs), device hashing against the host's
+ * digest, device Philox (through dropout's mask) against the CPU's, and the
+ * atomic variants' run-to-run variation under contention. Run by
+ * tests/gpu/run.sh on a machine with a GPU; one process, no fork() (CUDA
+ * does not survive it).
+ *
+ * Tolerance: our own kernels follow the CPU's per-element order with the
+ * same rounding (--fmad=false), so they must be BITWISE equal (tolerance
+ * 0). cuDNN's algorithms and the atomic variants round their own way: each
+ * element must lie within 1e-5 * (sum of |terms| + 1e-30) of the CPU value.
+ * Prints one line per check and a summary; exit 0 all passed, 1 some
+ * failed, 3 no usable GPU. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "repro/digest.h"
+
+static const repro_backend *cpu, *gpu;
+static void *cc, *gc; /* contexts */
+static int failed, passed;
+
+static void report(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report(int ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "\xe2\x9c\x93" : "\xe2\x9c\x97");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    ok ? passed++ : failed++;
+    fflush(stdout);
+}
+
+static uint32_t rng_state = 12345;
+static float frand(void)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return (float)((int32_t)(rng_state >> 8) - (1 << 23)) / (float)(1 << 23);
+}
+
+static float *hrand(size_t n)
+{
+    float *p = malloc(n * sizeof *p + 4);
+    for (size_t i = 0; i < n; i++)
+        p[i] = frand();
+    return p;
+}
+
+/* A device copy of host data. */
+static void *up(const void *h, size_t bytes)
+{
+    void *d = gpu->alloc(gc, bytes ? bytes : 4);
+    gpu->copy_h2d(gc, d, h, bytes);
+    return d;
+}
+
+static void *down(const void *d, size_t bytes)
+{
+    void *h = malloc(bytes ? bytes : 4);
+    gpu->copy_d2h(gc, h, d, bytes);
+    return h;
+}
+
+/* Bitwise comparison of n floats (or bytes/4 words); reports and frees got. */
+static void expect_bits(const char *what, const void *want, void *got, size_t bytes)
+{
+    size_t n = bytes / 4, differ = 0, first = 0;
+    const uint32_t *a = want, *b = got;
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i] && !differ++)
+            first = i;
+    if (gpu->synchronize(gc))
+        report(0, "%s: device error: %s", what, gpu->last_error(gc));
+    else if (differ)
+        report(0, "%s: %zu of %zu elements differ from the CPU (first at %zu: %08x vs %08x), "
+                  "tolerance 0 (bitwise)", what, differ, n, first, a[first], b[first]);
+    else
+        report(1, "%s: bitwise equal to the CPU (%zu elements)", what, n);
+    free(got);
+}
+
+/* Within tol * bound[i] (bound = sum of |terms| per element). */
+static void expect_close(const char *what, const float *want, float *got, const double *bound,
+                         size_t n, double tol)
+{
+    double worst = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)want[i] - (double)got[i]), lim = tol * (bound[i] + 1e-30);
+        if (d > lim)
+            bad++;
+        if (d / (bound[i] + 1e-30) > worst)
+            worst = d / (bound[i] + 1e-30);
+    }
+    if (gpu->synchronize(gc))
+        report(0, "%s: device error: %s", what, gpu->last_error(gc));
+    else
+        report(bad == 0, "%s: %zu of %zu elements outside %.0e * sum|terms| (worst %.2e)", what,
+               bad, n, tol, worst);
+    free(got);
+}
+
+/* ---- linear ------------------------------------------------------------------ */
+static void check_linear(void)
+{
+    int B = 37, in = 301, out = 67;
+    float *x = hrand((size_t)B * in), *w = hrand((size_t)out * in), *b = hrand(out);
+    float *dy = hrand((size_t)B * out), *y = malloc((size_t)B * out * 4);
+    float *dx = malloc((size_t)B * in * 4), *dw = hrand((size_t)out * in), *db = hrand(out);
+    float *ws = malloc(cpu->linear_workspace_bytes(cc, B, in, out) + 4);
+    float *dwg0 = up(dw, (size_t)out * in * 4), *dbg0 = up(db, out * 4);
+    float *gx = up(x, (size_t)B * in * 4), *gw = up(w, (size_t)out * in * 4), *gb = up(b, out * 4);
+    float *gdy = up(dy, (size_t)B * out * 4), *gy = gpu->alloc(gc, (size_t)B * out * 4);
+    float *gdx = gpu->alloc(gc, (size_t)B * in * 4);
+    cpu->linear_forward(cc, x, w, b, y, B, in, out, ws);
+    gpu->linear_forward(gc, gx, gw, gb, gy, B, in, out, NULL);
+    expect_bits("linear.fwd", y, down(gy, (size_t)B * out * 4), (size_t)B * out * 4);
+    cpu->linear_backward_data(cc, dy, w, dx, B, in, out);
+    gpu->linear_backward_data(gc, gdy, gw, gdx, B, in, out);
+    expect_bits("linear.bwd_data", dx, down(gdx, (size_t)B * in * 4), (size_t)B * in * 4);
+    for (int acc = 0; acc < 2; acc++) { /* overwrite, then accumulate onto the result */
+        cpu->linear_backward_weight(cc, 0, dy, x, dw, B, in, out, acc);
+        gpu->linear_backward_weight(gc, 0, gdy, gx, dwg0, B, in, out, acc);
+        expect_bits(acc ? "linear.bwd_weight ordered (accumulate)" : "linear.bwd_weight ordered",
+                    dw, down(dwg0, (size_t)out * in * 4), (size_t)out * in * 4);
+        cpu->linear_backward_bias(cc, 0, dy, db, B, out, acc);
+        gpu->linear_backward_bias(gc, 0, gdy, dbg0, B, out, acc);
+        expect_bits(acc ? "linear.bwd_bias ordered (accumulate)" : "linear.bwd_bias ordered", db,
+                    down(dbg0, out * 4), out * 4);
+    }
+    /* atomic: close to the ordered CPU result */
+    double *bound = calloc((size_t)out * in, sizeof *bound);
+    for (int bb = 0; bb < B; bb++)
+        for (int o = 0; o < out; o++)
+            for (int i = 0; i < in; i++)
+                bound[o * in + i] += fabs((double)dy[bb * out + o] * x[bb * in + i]);
+    cpu->linear_backward_weight(cc, 0, dy, x, dw, B, in, out, 0);
+    gpu->linear_backward_weight(gc, REPRO_VARIANT_ATOMIC, gdy, gx, dwg0, B, in, out, 0);
+    expect_close("linear.bwd_weight atomic", dw, down(dwg0, (size_t)out * in * 4), bound,
+                 (size_t)out * in, 1e-5);
+    free(bound);
+    free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db), free(ws);
+    gpu->free(gc, gx), gpu->free(gc, gw), gpu->free(gc, gb), gpu->free(gc, gdy);
+    gpu->free(gc, gy), gpu->free(gc, gdx), gpu->free(gc, dwg0), gpu->free(gc, dbg0);
+}
+
+/* ---- conv ---------------------------------------------------------------------- */
+static void check_conv_shape(repro_conv_shape s)
+{
+    size_t nx = (size_t)s.B * s.C * s.H * s.W, nw = (size_t)s.K * s.C * s.R * s.R;
+    size_t ny = (size_t)s.B * s.K * repro_conv_oh(&s) * repro_conv_ow(&s);
+    float *x = hrand(nx), *w = hrand(nw), *b = hrand(s.K), *y = malloc(ny * 4), *ya = malloc(ny * 4);
+    float *dy = hrand(ny), *dx = malloc(nx * 4), *dw = malloc(nw * 4), *db = malloc(s.K * 4);
+    float *gx = up(x, nx * 4), *gw = up(w, nw * 4), *gb = up(b, s.K * 4), *gy = gpu->alloc(gc, ny * 4);
+    float *gdy = up(dy, ny * 4), *gdx = gpu->alloc(gc, nx * 4), *gdw = gpu->alloc(gc, nw * 4);
+    float *gdb = gpu->alloc(gc, s.K * 4);
+    char what[160];
+    size_t wsmax = 4;
+    for (int a = 0; a < REPRO_CONV_ALGO_LIMIT; a++)
+        if (gpu->conv_algo_eligible(gc, (repro_conv_algo)a, &s) &&
+            gpu->conv_workspace_bytes(gc, (repro_conv_algo)a, &s) > wsmax)
+            wsmax = gpu->conv_workspace_bytes(gc, (repro_conv_algo)a, &s);
+    void *gws = gpu->alloc(gc, wsmax);
+    float *cws = malloc(cpu->conv_workspace_bytes(cc, REPRO_CONV_IM2COL, &s) +
+                        cpu->conv_workspace_bytes(cc, REPRO_CONV_WINOGRAD, &s) + 4);
+    double *bound = calloc(ny, sizeof *bound);
+    long OH = repro_conv_oh(&s), OW = repro_conv_ow(&s);
+    for (long i = 0; i < (long)ny; i++) { /* sum of |terms| per output */
+        long ox = i % OW, oy = (i / OW) % OH, k = (i / (OW * OH)) % s.K, bb = i / (OW * OH * s.K);
+        double t = fabs(b[k]);
+        for (int c = 0; c < s.C; c++)
+            for (int ry = 0; ry < s.R; ry++)
+                for (int rx = 0; rx < s.R; rx++) {
+                    long iy = oy + ry - s.pad, ix = ox + rx - s.pad;
+                    if (iy >= 0 && iy < s.H && ix >= 0 && ix < s.W)
+                        t += fabs((double)w[((k * s.C + c) * s.R + ry) * s.R + rx] *
+                                  x[((bb * s.C + c) * s.H + iy) * s.W + ix]);
+                }
+        bound[i] = t;
+    }
+    cpu->conv2d_forward(cc, REPRO_CONV_DIRECT, &s, x, w, b, y, NULL);
+    for (int a = 0; a < REPRO_CONV_ALGO_LIMIT; a++) {
+        if (!gpu->conv_algo_eligible(gc, (repro_conv_algo)a, &s))
+            continue;
+        gpu->conv2d_forward(gc, (repro_conv_algo)a, &s, gx, gw, gb, gy, gws);
+        snprintf(what, sizeof what, "conv2d.fwd %s (B%d C%d %dx%d K%d R%d pad%d%s)",
+                 repro_conv_algo_name((repro_conv_algo)a), s.B, s.C, s.H, s.W, s.K, s.R, s.pad,
+                 gpu->conv_algo_deterministic(gc, (repro_conv_algo)a, &s) ? "" : ", nondeterministic");
+        if (a < REPRO_CONV_NALGOS) { /* ours: the CPU algorithm's bits */
+            cpu->conv2d_forward(cc, (repro_conv_algo)a, &s, x, w, b, ya, cws);
+            expect_bits(what, ya, down(gy, ny * 4), ny * 4);
+        } else {
+            expect_close(what, y, down(gy, ny * 4), bound, ny, 1e-5);
+        }
+    }
+    cpu->conv2d_backward_data(cc, &s, dy, w, dx);
+    gpu->conv2d_backward_data(gc, &s, gdy, gw, gdx);
+    expect_bits("conv2d.bwd_data", dx, down(gdx, nx * 4), nx * 4);
+    cpu->conv2d_backward_filter(cc, 0, &s, dy, x, dw, db, 0);
+    gpu->conv2d_backward_filter(gc, 0, &s, gdy, gx, gdw, gdb, 0);
+    expect_bits("conv2d.bwd_filter direct (dw)", dw, down(gdw, nw * 4), nw * 4);
+    expect_bits("conv2d.bwd_filter direct (db)", db, down(gdb, s.K * 4), s.K * 4);
+    cpu->conv2d_backward_filter(cc, 0, &s, dy, x, dw, db, 1);
+    gpu->conv2d_backward_filter(gc, 0, &s, gdy, gx, gdw, gdb, 1);
+    expect_bits("conv2d.bwd_filter direct (accumulate)", dw, down(gdw, nw * 4), nw * 4);
+    free(x), free(w), free(b), free(y), free(ya), free(dy), free(dx), free(dw), free(db);
+    free(cws), free(bound);
+    gpu->free(gc, gx), gpu->free(gc, gw), gpu->free(gc, gb), gpu->free(gc, gy);
+    gpu->free(gc, gdy), gpu->free(gc, gdx), gpu->free(gc, gdw), gpu->free(gc, gdb);
+    gpu->free(gc, gws);
+}
+
+/* ---- pointwise, loss, optimizers, precision ------------------------------------------ */
+static void check_pointwise(void)
+{
+    long n = 100003;
+    float *x = hrand(n), *g = hrand(n), *y = malloc(n * 4), *dx = malloc(n * 4);
+    x[5] = NAN, x[6] = -0.0f, x[7] = INFINITY, x[8] = 1e-40f;
+    float *gx = up(x, n * 4), *gg = up(g, n * 4), *gy = gpu->alloc(gc, n * 4);
+    float *gdx = gpu->alloc(gc, n * 4);
+    cpu->relu_forward(cc, x, y, n);
+    gpu->relu_forward(gc, gx, gy, n);
+    expect_bits("relu.fwd", y, down(gy, n * 4), n * 4);
+    cpu->relu_backward(cc, y, g, dx, n);
+    gpu->relu_backward(gc, gy, gg, gdx, n);
+    expect_bits("relu.bwd", dx, down(gdx, n * 4), n * 4);
+    /* dropout: the mask is Philox word 0 per element (device Philox = CPU Philox) */
+    uint8_t *mask = malloc(n), *gmask = gpu->alloc(gc, n);
+    static const uint64_t keys[] = {0, 1, 0x0123456789abcdefULL, ~0ULL};
+    static const float ps[] = {0.5f, 0.1f, 0.9f};
+    for (int k = 0; k < 4; k++) {
+        float p = ps[k % 3];
+        cpu->dropout_forward(cc, x, y, mask, n, p, keys[k]);
+        gpu->dropout_forward(gc, gx, gy, gmask, n, p, keys[k]);
+        uint8_t *hm = down(gmask, n);
+        long diff = 0;
+        for (long i = 0; i < n; i++)
+            diff += hm[i] != mask[i];
+        free(hm);
+        report(diff == 0, "philox: device dropout mask = CPU mask for key %016llx, p %.1f "
+                          "(%ld of %ld differ)", (unsigned long long)keys[k], p, diff, n);
+        expect_bits("dropout.fwd", y, down(gy, n * 4), n * 4);
+    }
+    cpu->dropout_backward(cc, g, mask, dx, n, 0.9f);
+    gpu->dropout_backward(gc, gg, gmask, gdx, n, 0.9f);
+    expect_bits("dropout.bwd", dx, down(gdx, n * 4), n * 4);
+    /* maxpool 2x2 on 7 planes of 13x15 (odd edges) */
+    int B = 7, C = 1, H = 13, W = 15, k = 2, nout = B * C * (H / k) * (W / k);
+    int32_t *am = malloc(nout * 4), *gam = gpu->alloc(gc, nout * 4);
+    cpu->maxpool2d_forward(cc, B, C, H, W, k, x, y, am);
+    gpu->maxpool2d_forward(gc, B, C, H, W, k, gx, gy, gam);
+    expect_bits("maxpool.fwd", y, down(gy, nout * 4), nout * 4);
+    expect_bits("maxpool.fwd argmax", am, down(gam, nout * 4), nout * 4);
+    cpu->maxpool2d_backward(cc, B, C, H, W, k, am, g, dx);
+    gpu->maxpool2d_backward(gc, B, C, H, W, k, gam, gg, gdx);
+    expect_bits("maxpool.bwd", dx, down(gdx, (size_t)B * C * H * W * 4), (size_t)B * C * H * W * 4);
+    /* optimizers: several steps on the same state */
+    float *p = hrand(n), *buf = hrand(n), *m = hrand(n), *v = malloc(n * 4);
+    for (long i = 0; i < n; i++)
+        v[i] = fabsf(frand());
+    float *gp = up(p, n * 4), *gbuf = up(buf, n * 4), *gm = up(m, n * 4), *gv = up(v, n * 4);
+    for (int t = 0; t < 3; t++) {
+        cpu->sgd_step(cc, p, g, buf, n, 0.05f, 0.9f, 1e-4f, t == 0);
+        gpu->sgd_step(gc, gp, gg, gbuf, n, 0.05f, 0.9f, 1e-4f, t == 0);
+    }
+    expect_bits("sgd (3 steps): p", p, down(gp, n * 4), n * 4);
+    expect_bits("sgd (3 steps): momentum", buf, down(gbuf, n * 4), n * 4);
+    double b1 = 1, b2 = 1;
+    for (int t = 0; t < 3; t++) {
+        b1 *= 0.9, b2 *= 0.999;
+        cpu->adamw_step(cc, p, g, m, v, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1 - b1, 1 - b2);
+        gpu->adamw_step(gc, gp, gg, gm, gv, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1 - b1, 1 - b2);
+    }
+    expect_bits("adamw (3 steps): p", p, down(gp, n * 4), n * 4);
+    expect_bits("adamw (3 steps): exp_avg_sq", v, down(gv, n * 4), n * 4);
+    /* precision and the step kernels */
+    for (int f = 1; f <= 2; f++) {
+        memcpy(y, x, n * 4);
+        gpu->copy_d2d(gc, gy, gx, n * 4);
+        cpu->round_to(cc, y, n, f);
+        gpu->round_to(gc, gy, n, f);
+        expect_bits(f == 1 ? "round_to bf16" : "round_to fp16", y, down(gy, n * 4), n * 4);
+    }
+    cpu->div_scalar(cc, y, n, 3.0f), gpu->div_scalar(gc, gy, n, 3.0f);
+    cpu->mul_scalar(cc, y, n, 65536.0f), gpu->mul_scalar(gc, gy, n, 65536.0f);
+    cpu->add(cc, y, g, n), gpu->add(gc, gy, gg, n);
+    expect_bits("div_scalar, mul_scalar, add", y, down(gy, n * 4), n * 4);
+    int fc = cpu->unscale_check(cc, y, n, 1.0f / 65536.0f);
+    int fg = gpu->unscale_check(gc, gy, n, 1.0f / 65536.0f);
+    report(fc == fg, "unscale_check: found-inf %d on the CPU, %d on the GPU", fc, fg);
+    expect_bits("unscale_check values", y, down(gy, n * 4), n * 4);
+    free(x), free(g), free(y), free(dx), free(mask), free(am), free(p), free(buf), free(m), free(v);
+    gpu->free(gc, gx), gpu->free(gc, gg), gpu->free(gc, gy), gpu->free(gc, gdx);
+    gpu->free(gc, gmask), gpu->free(gc, gam), gpu->free(gc, gp), gpu->free(gc, gbuf);
+    gpu->free(gc, gm), gpu->free(gc, gv);
+}
+
+static void check_softmax(void)
+{
+    int B = 100, C = 10;
+    float *z = hrand((size_t)B * C), *pr = malloc(B * C * 4), *dl = malloc(B * C * 4);
+    int32_t *lab = malloc(B * 4);
+    for (int i = 0; i < B * C; i++)
+        z[i] *= 20.0f;
+    for (int i = 0; i < B; i++)
+        lab[i] = (i * 7) % C;
+    float *gz = up(z, B * C * 4), *gpr = gpu->alloc(gc, B * C * 4), *gdl = gpu->alloc(gc, B * C * 4);
+    int32_t *glab = up(lab, B * 4);
+    double lc = cpu->softmax_xent_forward(cc, z, lab, pr, B, C);
+    double lg = gpu->softmax_xent_forward(gc, gz, glab, gpr, B, C);
+    report(memcmp(&lc, &lg, 8) == 0, "softmax_xent.fwd loss: CPU %.17g, GPU %.17g (bitwise)", lc, lg);
+    expect_bits("softmax_xent.fwd probs", pr, down(gpr, B * C * 4), B * C * 4);
+    cpu->softmax_xent_backward(cc, pr, lab, dl, B, C);
+    gpu->softmax_xent_backward(gc, gpr, glab, gdl, B, C);
+    expect_bits("softmax_xent.bwd", dl, down(gdl, B * C * 4), B * C * 4);
+    free(z), free(pr), free(dl), free(lab);
+    gpu->free(gc, gz), gpu->free(gc, gpr), gpu->free(gc, gdl), gpu->free(gc, glab);
+}
+
+/* index_add ordered bitwise; ATOMIC under contention: repeated runs differ. */
+static void check_index_add(void)
+{
+    long n = 4096;
+    int width = 64, nrows = 10;
+    float *src = hrand((size_t)n * width), *out = calloc((size_t)nrows * width, 4);
+    int32_t *idx = malloc(n * 4);
+    for (long i = 0; i < n; i++)
+        idx[i] = (int32_t)((i * 3) % nrows);
+    float *gsrc = up(src, (size_t)n * width * 4), *gout = gpu->alloc(gc, (size_t)nrows * width * 4);
+    int32_t *gidx = up(idx, n * 4);
+    cpu->index_add(cc, 0, out, nrows, idx, src, n, width);
+    gpu->zero(gc, gout, (size_t)nrows * width * 4);
+    gpu->index_add(gc, 0, gout, nrows, gidx, gsrc, n, width);
+    expect_bits("index_add ordered", out, down(gout, (size_t)nrows * width * 4),
+                (size_t)nrows * width * 4);
+    /* contention: every input into row 0, 20 runs */
+    for (long i = 0; i < n; i++)
+        idx[i] = 0;
+    gpu->copy_h2d(gc, gidx, idx, n * 4);
+    float first[64], cur[64];
+    int distinct = 1;
+    for (int r = 0; r < 20; r++) {
+        gpu->zero(gc, gout, (size_t)nrows * width * 4);
+        gpu->index_add(gc, REPRO_VARIANT_ATOMIC, gout, nrows, gidx, gsrc, n, width);
+        gpu->copy_d2h(gc, r ? cur : first, gout, sizeof first);
+        if (r && memcmp(cur, first, sizeof cur))
+            distinct++;
+    }
+    report(distinct > 1, "index_add atomic under contention (4096 inputs into one row): %d of 19 "
+                         "repeats differ from the first (nondeterministic, as registered)",
+           distinct - 1);
+    free(src), free(out), free(idx);
+    gpu->free(gc, gsrc), gpu->free(gc, gout), gpu->free(gc, gidx);
+}
+
+/* Device leaf digests and stats = the host's digest and the CPU backend's stats. */
+static void check_hashing(void)
+{
+    static const size_t counts[] = {0, 1, 1023, 1024, 1025, 250000};
+    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+        size_t n = counts[k], bytes = n * 4, nl = repro_leaf_count(bytes);
+        float *x = hrand(n);
+        if (n > 10)
+            x[3] = NAN, x[9] = -INFINITY;
+        void *gx = up(x, bytes);
+        uint8_t *lg = malloc(32 * nl + 32), *lc = malloc(32 * nl + 32);
+        repro_buffer_stats sg, sc;
+        int rc = gpu->tensor_leaves(gc, gx, bytes, lg, &sg);
+        cpu->tensor_leaves(cc, x, bytes, lc, &sc);
+        int64_t shape[1] = {(int64_t)n};
+        repro_digest host, dev;
+        repro_tensor_digest_bytes(&host, "t", "f32", 1, shape, x, bytes);
+        repro_tensor_digest_from_leaves(&dev, "t", "f32", 1, shape, bytes, (const repro_digest *)lg);
+        int same_stats = !memcmp(&sg.l2, &sc.l2, 8) && !memcmp(&sg.sum, &sc.sum, 8) &&
+                         !memcmp(&sg.max_abs, &sc.max_abs, 8) && sg.nonfinite == sc.nonfinite;
+        report(rc == 0 && repro_digest_eq(&host, &dev), "device tensor digest = host digest "
+                                                         "(%zu floats, %zu leaves)", n, nl);
+        report(rc == 0 && same_stats, "device stats = host stats, bitwise (%zu floats)", n);
+        free(x), free(lg), free(lc);
+        gpu->free(gc, gx);
+    }
+}
+
+int main(void)
+{
+    cpu = repro_backend_get("cpu");
+    gpu = repro_backend_get("cuda");
+    if (!gpu) {
+        printf("no GPU check: %s\n", repro_backend_missing("cuda"));
+        return 3;
+    }
+    char why[256];
+    repro_backend_options o = {.threads = 1, .device = 0};
+    if (gpu->create(&gc, &o, why, sizeof why)) {
+        printf("no GPU check: cuda backend unavailable: %s\n", why);
+        return 3;
+    }
+    if (cpu->create(&cc, &o, why, sizeof why)) {
+        printf("cpu backend: %s\n", why);
+        return 1;
+    }
+    repro_device_info d;
+    if (gpu->describe_device(0, &d, why, sizeof why) == 0)
+        printf("device: %s, %d SMs, cc %d.%d, driver %s, CUDA %s, cuDNN %s\n", d.name, d.sm_count,
+               d.cc_major, d.cc_minor, d.driver, d.runtime, d.cudnn);
+    check_linear();
+    check_conv_shape((repro_conv_shape){64, 1, 28, 28, 8, 3, 0});
+    check_conv_shape((repro_conv_shape){64, 8, 13, 13, 16, 3, 0});
+    check_conv_shape((repro_conv_shape){5, 3, 9, 11, 4, 3, 1});
+    check_conv_shape((repro_conv_shape){3, 4, 8, 8, 5, 5, 2});
+    check_pointwise();
+    check_softmax();
+    check_index_add();
+    check_hashing();
+    repro_memory_stats ms;
+    gpu->memory_stats(gc, &ms);
+    printf("memory: %zu B in use, peak %zu B, %zu B cached, %zu B pinned\n", ms.in_use, ms.peak,
+           ms.cached, ms.pinned);
+    gpu->empty_cache(gc);
+    gpu->memory_stats(gc, &ms);
+    report(ms.cached == 0, "empty_cache: %zu B cached after it", ms.cached);
+    gpu->destroy(gc);
+    cpu->destroy(cc);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
