@@ -95,6 +95,59 @@ START_TEST(test_three_steps_compare_identical_then_changed)
 }
 END_TEST
 
+/* Drops a trace's last line (its trailer), as a crash would. */
+static void cut_trailer(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    ck_assert_uint_gt(n, 2);
+    size_t end = n - 1; /* the final newline */
+    while (end > 0 && buf[end - 1] != '\n')
+        end--;
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(buf, 1, end, f), end);
+    fclose(f);
+}
+
+/* A cut-short trace is never "identical", on either side: the steps it
+ * has agree, but the run it certifies did not finish. */
+START_TEST(test_truncated_side_is_never_identical)
+{
+    char a[256], b[256], ha[65], hb[65];
+    temp_trace(a, sizeof a);
+    temp_trace(b, sizeof b);
+    record_program(a, 0, ha);
+    record_program(b, 0, hb);
+    for (int side = 0; side < 2; side++) {
+        char *cut = side == 0 ? a : b;
+        char copy[300];
+        snprintf(copy, sizeof copy, "%s.full", cut);
+        FILE *in = fopen(cut, "r"), *out = fopen(copy, "w");
+        int ch;
+        while ((ch = fgetc(in)) != EOF)
+            fputc(ch, out);
+        fclose(in);
+        fclose(out);
+        cut_trailer(cut);
+        repro_trace *ta, *tb;
+        ck_assert_int_eq(repro_trace_load(&ta, a), 0);
+        ck_assert_int_eq(repro_trace_load(&tb, b), 0);
+        repro_trace_diff d;
+        ck_assert_int_eq(repro_trace_compare(ta, tb, &d), 0);
+        ck_assert_msg(!d.identical, "side %d cut short, yet identical", side);
+        ck_assert_int_eq(d.a_complete, side != 0);
+        ck_assert_int_eq(d.b_complete, side != 1);
+        repro_trace_free(ta);
+        repro_trace_free(tb);
+        ck_assert_int_eq(rename(copy, cut), 0);
+    }
+}
+END_TEST
+
 START_TEST(test_leaf_digests_equal_host_bytes)
 {
     enum { N = 3000 }; /* three 4 KiB leaves, the last one short */
@@ -311,6 +364,7 @@ Suite *api_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_three_steps_compare_identical_then_changed);
     tcase_add_test(tc, test_leaf_digests_equal_host_bytes);
+    tcase_add_test(tc, test_truncated_side_is_never_identical);
     tcase_add_test(tc, test_errors_are_codes_with_messages);
     tcase_add_test(tc, test_trace_path_from_environment_and_levels);
     tcase_add_test(tc, test_seeds_and_generator);

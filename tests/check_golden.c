@@ -138,7 +138,8 @@ START_TEST(test_dirty_refusal_and_allow_dirty)
     sh("cd %s && echo changed >> kernels/k.c && echo new > docs/new.txt", repo);
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 2);
     ck_assert_ptr_nonnull(strstr(err, "M kernels/k.c"));
-    ck_assert_ptr_nonnull(strstr(err, "? docs/new.txt"));
+    /* an untracked file outside the numerics paths changes no bits */
+    ck_assert_ptr_null(strstr(err, "docs/new.txt"));
     ck_assert_ptr_nonnull(strstr(err, "--allow-dirty"));
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini --allow-dirty"), 0);
     ck_assert_ptr_nonnull(strstr(out, "+ uncommitted changes"));
@@ -148,6 +149,30 @@ START_TEST(test_dirty_refusal_and_allow_dirty)
     ck_assert_ptr_nonnull(strstr(text, "\"dirty\":true"));
     ck_assert_ptr_nonnull(strstr(text, "\"allow_dirty\":true"));
     ck_assert_ptr_nonnull(strstr(text, "kernels/k.c"));
+}
+END_TEST
+
+/* An untracked file unrelated to the numerics does not make the tree
+ * "dirty" for a golden; an untracked file under a numerics path does. A
+ * fault-injected environment is refused outright. */
+START_TEST(test_bless_untracked_bystander_and_fault)
+{
+    make_repo();
+    sh("cd %s && echo notes > notes.txt && echo n > docs/todo.md", repo);
+    ck_assert_msg(repro_in(repo, "bless experiments/tiny.ini") == 0, "%s%s", out, err);
+    char g[512], text[1 << 16];
+    golden_file(g, sizeof g);
+    slurp(g, text, sizeof text);
+    ck_assert_ptr_nonnull(strstr(text, "\"dirty\":false"));
+    sh("cd %s && echo x > kernels/new.c", repo);
+    ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 2);
+    ck_assert_ptr_nonnull(strstr(err, "? kernels/new.c"));
+    sh("cd %s && rm kernels/new.c", repo);
+    setenv("REPRO_FAULT", "flip:step=2:tensor=param.fc1.weight", 1);
+    int rc = repro_in(repo, "bless experiments/tiny.ini");
+    unsetenv("REPRO_FAULT");
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err, "fault-injected"));
 }
 END_TEST
 
@@ -345,6 +370,7 @@ Suite *golden_suite(void)
     tcase_add_test(tc, test_bad_goldens_exit_2);
     tcase_add_test(tc, test_no_golden_for_class_uses_closest);
     tcase_add_test(tc, test_outside_repo_and_shallow_clone);
+    tcase_add_test(tc, test_bless_untracked_bystander_and_fault);
     suite_add_tcase(s, tc);
     return s;
 }

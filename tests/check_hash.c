@@ -169,10 +169,41 @@ START_TEST(test_leaf_locates_change)
 }
 END_TEST
 
+/* Known answers that hold on every machine and build: the tensor digest
+ * (also computed independently from the format's definition with Python's
+ * hashlib), a step digest over two tensor digests, and the chain after it.
+ * A change here is a change of the trace format: it orphans every golden. */
+START_TEST(test_known_answer_digests)
+{
+    float x[4] = {1, 2, 3, 4};
+    static float big[5000];
+    for (int i = 0; i < 5000; i++)
+        big[i] = (float)i * 0.25f;
+    int64_t sx[1] = {4}, sb[2] = {50, 100};
+    repro_digest d[2], step, chain, zero = {{0}};
+    char hex[65];
+    ck_assert_int_eq(repro_tensor_digest_bytes(&d[0], "x", "f32", 1, sx, x, sizeof x), 0);
+    repro_digest_hex(&d[0], hex);
+    ck_assert_str_eq(hex, "d4bf5f8f5a5f658190cfc061a7f236b4188bc6d7c9527c348e8c8708c9a67659");
+    ck_assert_int_eq(repro_tensor_digest_bytes(&d[1], "param.w", "f32", 2, sb, big, sizeof big),
+                     0);
+    repro_digest_hex(&d[1], hex);
+    ck_assert_str_eq(hex, "f248fc64bbc20fea074429a6496832062c9711623fc093e4c88c8133c6c7efe6");
+    ck_assert_int_eq(repro_sha256_digests(d, 2, &step), 0);
+    repro_digest_hex(&step, hex);
+    ck_assert_str_eq(hex, "508a6721932c51cbcf1e5b8db4f3bb67877009645ecac87a479ffbfb354339ff");
+    repro_digest pair[2] = {zero, step};
+    ck_assert_int_eq(repro_sha256_digests(pair, 2, &chain), 0);
+    repro_digest_hex(&chain, hex);
+    ck_assert_str_eq(hex, "0537e9e51a4d0c689ce0429797af9b577f9f2620667ec2a7cad7b83610682cf8");
+}
+END_TEST
+
 Suite *hash_suite(void)
 {
     Suite *s = suite_create("hash");
     TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_known_answer_digests);
     tcase_add_test(tc, test_sha256_known_answers);
     tcase_add_test(tc, test_hex_round_trip);
     tcase_add_test(tc, test_tree_hash_matches_reference_any_threads);

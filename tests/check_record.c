@@ -149,6 +149,39 @@ START_TEST(test_hashing_never_changes_training)
 }
 END_TEST
 
+/* The overlapped hasher (G(n) beside the optimizer, P(n) beside step n+1)
+ * with 2 compute threads gives the chain of a recorder that waits for
+ * every job at once: a missing wait (hashing a buffer while it is being
+ * overwritten) shows here, not only end to end. Both precisions that add
+ * buffers (fp16's scaler) and the adamw state are covered. */
+START_TEST(test_overlapped_hasher_equals_synchronous)
+{
+    static const char *const sets[][3] = {{"steps=12", "threads=2", "optimizer=sgd"},
+                                          {"steps=12", "threads=2", "optimizer=adamw"},
+                                          {"steps=12", "threads=2", "precision=fp16"}};
+    for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+        repro_digest chains[2];
+        for (int sync = 0; sync < 2; sync++) {
+            ck_assert_int_eq(repro_config_load(&cfg, "experiments/mlp.ini"), 0);
+            for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(repro_config_set(&cfg, sets[k][i]), 0);
+            repro_trainer t;
+            ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
+            repro_train_recorder *rec = NULL;
+            repro_train_recorder_opts o = {.trace_path = NULL, .level = 1, .every = 1,
+                                           .total_steps = cfg.train_steps, .synchronous = sync};
+            ck_assert_int_eq(repro_train_recorder_new(&rec, &t, &o, NULL), 0);
+            for (long s = 0; s < cfg.train_steps; s++)
+                ck_assert_int_eq(repro_trainer_step(&t), 0);
+            ck_assert_int_eq(repro_train_recorder_finish(rec, &chains[sync], NULL), 0);
+            repro_trainer_release(&t);
+        }
+        ck_assert_msg(repro_digest_eq(&chains[0], &chains[1]), "%s %s %s: overlapped != sync",
+                      sets[k][0], sets[k][1], sets[k][2]);
+    }
+}
+END_TEST
+
 START_TEST(test_dumps)
 {
     ck_assert_int_eq(repro_config_load(&cfg, "experiments/mlp.ini"), 0);
@@ -179,6 +212,7 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_levels_and_every_keep_the_chain);
     tcase_add_test(tc, test_hashing_never_changes_training);
     tcase_add_test(tc, test_dumps);
+    tcase_add_test(tc, test_overlapped_hasher_equals_synchronous);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "record/env.h"
 #include "util/error.h"
+#include "util/fault.h"
 #include "golden/git.h"
 #include "golden/golden.h"
 #include "analysis/multirun.h"
@@ -131,6 +132,24 @@ static int parse_args(int argc, char **argv, bless_ctx *b)
  * goldens: they are outputs, not inputs, so blessing one experiment after
  * another must not count the first one's new golden as a dirty tree), and
  * the environment. 0 or -1 (error slot). */
+/* An untracked file outside the numerics paths (and not the experiment)
+ * cannot have changed the bits: a stray notes.txt must not block a bless.
+ * A program's numerics are its whole repository: nothing is a bystander. */
+static int untracked_bystander(const bless_ctx *b, const repro_git_dirty_entry *e)
+{
+    if (b->program || e->status != '?')
+        return 0;
+    if (b->exp_rel && !strcmp(e->path, b->exp_rel))
+        return 0;
+    for (int i = 0; i < repro_numerics_npaths; i++) {
+        const char *p = repro_numerics_paths[i];
+        size_t n = strlen(p);
+        if (!strncmp(e->path, p, n) && (e->path[n] == '\0' || e->path[n] == '/' || p[n - 1] == '/'))
+            return 0;
+    }
+    return 1;
+}
+
 static int read_state(bless_ctx *b)
 {
     if (repro_git_open(&b->g, NULL) || repro_git_head(b->g, &b->head) ||
@@ -143,7 +162,7 @@ static int read_state(bless_ctx *b)
     repro_git_dirty *d = b->dirty;
     size_t kept = 0;
     for (size_t i = 0; i < d->n; i++) {
-        if (!strncmp(d->entries[i].path, "golden/", 7)) {
+        if (!strncmp(d->entries[i].path, "golden/", 7) || untracked_bystander(b, &d->entries[i])) {
             free(d->entries[i].path);
             free(d->entries[i].old_path);
             continue;
@@ -319,6 +338,11 @@ int repro_cmd_bless(int argc, char **argv)
         return repro_report_error();
     }
     int rc = parse_args(argc, argv, b);
+    if (!rc && repro_fault_training_spec())
+        rc = repro_error_set(REPRO_EINVAL,
+                             "bless: REPRO_FAULT=%s is set: a golden must never come from a "
+                             "fault-injected run (unset it)",
+                             repro_fault_training_spec());
     if (rc) {
         free(b);
         return rc == 1 ? repro_finish_stdout(0) : repro_report_error();

@@ -298,6 +298,11 @@ static int start_recorder(run_ctx *c)
     repro_fault fault;
     if (repro_fault_from_env(&fault) || repro_fault_overflow_from_env(&c->t.scaler.fault_step))
         return -1;
+    const char *spec = getenv("REPRO_FAULT");
+    if (spec && *spec && (fault.active || c->t.scaler.fault_step))
+        fprintf(stderr, "repro: warning: REPRO_FAULT=%s: a test-only fault is injected into this "
+                        "run (recorded in its trace header)\n",
+                spec);
     repro_train_recorder_opts ro = {
         .trace_path = c->o.no_trace ? NULL : c->trace_path,
         .level = c->cfg.trace_level,
@@ -312,6 +317,7 @@ static int start_recorder(run_ctx *c)
         .start_step = c->ck.step,
         .start_chain = c->o.resume ? &c->ck.chain : NULL,
         .resumed_from = c->o.resume,
+        .fault_spec = fault.active || c->t.scaler.fault_step ? spec : NULL,
     };
     return repro_train_recorder_new(&c->rec, &c->t, &ro, &fault);
 }

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "core/config.h"
 #include "util/error.h"
+#include "util/fault.h"
 #include "golden/git.h"
 #include "analysis/multirun.h"
 #include "util/child.h"
@@ -72,14 +73,22 @@ static char *slurp(const char *path)
     return s;
 }
 
-static void commit_id(char *out, size_t len)
+/* HEAD's id and whether the work tree has uncommitted changes (-1:
+ * unknown, outside a checkout): a host should know the submitter's code
+ * was not exactly that commit. */
+static void commit_id(char *out, size_t len, int *dirty)
 {
     repro_git *g = NULL;
     repro_git_commit c;
+    repro_git_dirty *d = NULL;
     snprintf(out, len, "unknown");
+    *dirty = -1;
     if (repro_git_open(&g, NULL) == 0 && repro_git_head(g, &c) == 0) {
         snprintf(out, len, "%s", c.id);
         repro_git_commit_release(&c);
+        if (repro_git_dirty_list(g, NULL, 0, &d) == 0)
+            *dirty = d->n > 0;
+        repro_git_dirty_free(d);
     }
     repro_git_free(g);
     repro_error_clear(); /* outside a checkout the commit is just unknown */
@@ -194,8 +203,9 @@ static int write_manifest(submit_ctx *s)
 {
     const repro_trace *tr = &s->tr;
     char chain[65], commit[65], created[32];
+    int dirty;
     repro_digest_hex(&tr->trailer_chain, chain);
-    commit_id(commit, sizeof commit);
+    commit_id(commit, sizeof commit, &dirty);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -209,6 +219,8 @@ static int write_manifest(submit_ctx *s)
                        commit, "repro_version", REPRO_VERSION, "created", created);
     if (!s->doc)
         return repro_error_set(REPRO_EIO, "submit: cannot build the manifest");
+    if (dirty >= 0)
+        json_object_set_new(s->doc, "dirty", json_boolean(dirty));
     char *text = json_dumps(s->doc, JSON_COMPACT);
     repro_bundle check;
     memset(&check, 0, sizeof check);
@@ -240,6 +252,11 @@ int repro_cmd_submit(int argc, char **argv)
     submit_opts o;
     memset(&o, 0, sizeof o);
     int rc = parse_args(argc, argv, &o);
+    if (!rc && repro_fault_training_spec())
+        rc = repro_error_set(REPRO_EINVAL,
+                             "submit: REPRO_FAULT=%s is set: a submission must not come from a "
+                             "fault-injected run (unset it)",
+                             repro_fault_training_spec());
     if (rc)
         return rc == 1 ? repro_finish_stdout(0) : repro_report_error();
     submit_ctx *s = calloc(1, sizeof *s);

@@ -514,6 +514,8 @@ int repro_train_recorder_after_backward(repro_train_recorder *r)
                               e->live ? (void *)e->live : e->copy[par], e->nbytes);
     }
     enqueue(r, PHASE_G, step);
+    if (r->o.synchronous)
+        return wait_done(r, PHASE_G, step);
     return check_failed(r);
 }
 
@@ -537,6 +539,8 @@ int repro_train_recorder_after_update(repro_train_recorder *r)
             repro_fault_apply(&r->fault, step, e->name, (void *)e->live, e->nbytes);
     }
     enqueue(r, PHASE_P, step);
+    if (r->o.synchronous)
+        return wait_done(r, PHASE_P, step);
     return check_failed(r);
 }
 
@@ -557,6 +561,8 @@ static char *header_json(const repro_train_recorder *r, const repro_digest *star
     json_object_set_new(h, "config", repro_config_to_json(cfg));
     json_object_set_new(h, "config_digest", json_string(ahex));
     json_object_set_new(h, "numerics_digest", json_string(nhex));
+    if (r->o.fault_spec)
+        json_object_set_new(h, "fault", json_string(r->o.fault_spec));
     if (r->o.start_step > 0 && r->o.resumed_from) {
         char hex[65];
         repro_digest_hex(start_chain, hex);

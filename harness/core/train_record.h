@@ -43,6 +43,12 @@ typedef struct {
     long start_step;
     const repro_digest *start_chain;
     const char *resumed_from;
+    /* The negative control in force (REPRO_FAULT's text, or NULL): recorded
+     * in the trace header as "fault", so a fault-injected trace says so. */
+    const char *fault_spec;
+    /* 1: every job is waited for as soon as it is queued (no overlap with
+     * training): the reference the overlapped pipeline must equal (tests). */
+    int synchronous;
 } repro_train_recorder_opts;
 
 enum { REPRO_TAP_WRITE = 1, REPRO_TAP_READ = 2 };

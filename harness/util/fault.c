@@ -85,3 +85,11 @@ int repro_fault_overflow_from_env(long *step)
     *step = n;
     return 0;
 }
+
+const char *repro_fault_training_spec(void)
+{
+    const char *spec = getenv("REPRO_FAULT");
+    if (spec && (!strncmp(spec, "flip", 4) || !strncmp(spec, "overflow", 8)))
+        return spec;
+    return NULL;
+}

@@ -33,6 +33,10 @@ typedef struct {
     int bit;
 } repro_fault;
 
+/* REPRO_FAULT's text when it injects a fault into training (flip:... or
+ * overflow:...), else NULL: what `bless` and `submit` refuse to record. */
+const char *repro_fault_training_spec(void);
+
 /* Reads REPRO_FAULT (and REPRO_CHECK_RUN). Unset: inactive, 0. Malformed:
  * -1 with the error slot set (exit 2). */
 int repro_fault_from_env(repro_fault *out);

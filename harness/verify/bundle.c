@@ -284,7 +284,7 @@ int repro_bundle_parse(repro_bundle *b, const char *bytes, size_t len, const cha
     static const char *const known[] = {"repro_bundle", "experiment", "config",  "seed",
                                         "steps",        "trace",      "chain",   "env",
                                         "env_class",    "commit",     "repro_version",
-                                        "created",      "signature"};
+                                        "created",      "signature",  "dirty"};
     const size_t nknown = sizeof known / sizeof *known;
     const char *k;
     json_t *v;
@@ -374,6 +374,10 @@ int repro_bundle_parse(repro_bundle *b, const char *bytes, size_t len, const cha
         get_str(what, doc, "repro_version", 1, 31, NULL, b->repro_version,
                 sizeof b->repro_version))
         return -1;
+    json_t *dirty = json_object_get(doc, "dirty");
+    if (dirty && !json_is_boolean(dirty))
+        return repro_error_set(REPRO_EINVAL, "%s: \"dirty\" must be true or false", what);
+    b->dirty = dirty ? json_is_true(dirty) : -1;
     if (json_object_get(doc, "created") &&
         get_str(what, doc, "created", 1, 32, ":.+-", NULL, 0))
         return -1;

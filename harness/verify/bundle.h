@@ -27,6 +27,8 @@
  *   "env_class":    the submitter's environment class id
  *   "commit":       the repro commit the submitter ran, [0-9A-Za-z._-]{1,64}
  *                   ("unknown" outside a git checkout)
+ *   "dirty":        optional boolean: the submitter's work tree had
+ *                   uncommitted changes (so "commit" is not all it ran)
  *   "repro_version": the submitter's repro version, at most 31 bytes
  *   "created":      optional, ISO 8601 UTC time the bundle was made
  *   "signature":    optional, {"alg": "ed25519", "public_key": PEM,
@@ -69,6 +71,7 @@ typedef struct {
     const json_t *env;        /* borrowed from manifest */
     char env_class[64];
     char commit[65];
+    int dirty;                /* 1 dirty, 0 clean, -1 not said */
     char repro_version[32];
     int is_signed;            /* a valid submitter signature (load checks it) */
     char key_id[65];          /* the submitter key's id when signed */

@@ -520,9 +520,12 @@ static json_t *submitter_json(const repro_verify_result *r)
     const repro_bundle *b = &r->bundle;
     if (!r->bundle_ok)
         return json_null();
-    return json_pack("{s:O, s:s, s:s, s:s, s:s}", "env", b->env, "env_class", b->env_class,
-                     "chain", b->chain_hex, "commit", b->commit, "repro_version",
-                     b->repro_version);
+    json_t *j = json_pack("{s:O, s:s, s:s, s:s, s:s}", "env", b->env, "env_class", b->env_class,
+                          "chain", b->chain_hex, "commit", b->commit, "repro_version",
+                          b->repro_version);
+    if (b->dirty >= 0) /* the receipt says whether the submitter's tree was dirty */
+        json_object_set_new(j, "dirty", json_boolean(b->dirty));
+    return j;
 }
 
 static json_t *host_json(const repro_verify_result *r)
