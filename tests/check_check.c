@@ -111,11 +111,30 @@ START_TEST(test_bad_options_exit_2)
 }
 END_TEST
 
+/* A worker-count failure names its cause when augmentation draws from the
+ * per-worker RNG; a setting with no effect (no augmentation) is said once. */
+START_TEST(test_worker_count_cause_named)
+{
+    static char out[1 << 18], err[1 << 16];
+    int rc = tu_run_repro("check experiments/cnn.ini --steps 4 --runs 1 --no-golden --workers 1,3 "
+                          "--set augment_seed=worker",
+                          out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "exit %d\n%s%s", rc, out, err);
+    ck_assert_ptr_nonnull(strstr(out, "cause: augmentation draws from each loader worker's RNG"));
+    ck_assert_ptr_nonnull(strstr(out, "augment_seed = sample"));
+    rc = tu_run_repro("check experiments/mlp.ini --steps 3 --runs 1 --no-golden --workers 1,3", out,
+                      sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "exit %d\n%s%s", rc, out, err);
+    ck_assert_ptr_nonnull(strstr(out, "augment_seed has no effect here"));
+}
+END_TEST
+
 Suite *check_suite(void)
 {
     Suite *s = suite_create("check");
     TCase *tc = tcase_create("check");
     tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_worker_count_cause_named);
     tcase_add_test(tc, test_shipped_experiments_reproduce);
     tcase_add_test(tc, test_thread_and_worker_counts_reproduce);
     tcase_add_test(tc, test_negative_control_fault_is_located);

@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "analysis/compare.h"
+#include "core/loader.h"
 #include "util/error.h"
 #include "golden/check_golden.h"
 #include "golden/golden.h"
@@ -88,6 +89,9 @@ typedef struct {
     const char *threads, *workers; /* lists of counts, one run each */
     long resume_at;
     repro_run_pass pass;            /* --steps, --seed, --set for every run */
+    /* what the experiment's data settings mean for a worker-count check */
+    int augments;                   /* shift, flip or noise is on */
+    int augment_by_worker;          /* augment_seed = worker */
 } check_opts;
 
 /* 0, 1 for --help (printed), or -1 (error slot). */
@@ -213,7 +217,7 @@ static int plan_program_runs(repro_multirun *m, const check_opts *o)
     return 0;
 }
 
-static int plan_runs(repro_multirun *m, const check_opts *o)
+static int plan_runs(repro_multirun *m, check_opts *o)
 {
     if (o->program)
         return plan_program_runs(m, o);
@@ -222,6 +226,8 @@ static int plan_runs(repro_multirun *m, const check_opts *o)
         repro_config_apply_run_options(&cfg, o->pass.argv, o->pass.n) ||
         repro_config_validate(&cfg))
         return -1;
+    o->augments = cfg.data_shift > 0 || cfg.data_flip || cfg.data_noise > 0;
+    o->augment_by_worker = cfg.data_augment_seed == REPRO_AUGMENT_SEED_WORKER;
     repro_multirun_init(m, o->exp, cfg.name, "check");
     repro_multirun_add_pass(m, &o->pass);
     m->quiet = o->json;
@@ -290,6 +296,27 @@ static int junit_error(const check_opts *o, int exit_code)
     return exit_code;
 }
 
+/* What the data settings say about a worker-count check: the cause of a
+ * worker-count failure, or that a setting has no effect here. */
+static void worker_notes(const repro_multirun *m, const check_opts *o)
+{
+    int worker_runs = 0, worker_failed = 0;
+    for (int i = 1; i < m->nplan; i++)
+        if (!strcmp(m->plan[i].scope, "worker count")) {
+            worker_runs = 1;
+            worker_failed |= !m->divs[i].identical;
+        }
+    if (worker_failed && o->augment_by_worker && o->augments)
+        printf("cause: augmentation draws from each loader worker's RNG (augment_seed = worker, "
+               "PyTorch's behaviour: base_seed + worker id), so which worker loads a sample "
+               "changes its augmentation; augment_seed = sample keys it by (base_seed, sample "
+               "id) and makes the worker count irrelevant\n");
+    else if ((worker_runs || o->augment_by_worker) && !o->augments)
+        printf("note: this experiment has no augmentation (shift, flip and noise are off), so "
+               "augment_seed has no effect here%s\n",
+               worker_runs ? " and the worker count only moves loading between threads" : "");
+}
+
 /* The verdict of the runs and the golden, as text or JSON; the exit code. */
 static int report(repro_multirun *m, const check_opts *o)
 {
@@ -335,6 +362,8 @@ static int report(repro_multirun *m, const check_opts *o)
         json_decref(doc);
     } else {
         repro_multirun_print(m, stdout);
+        if (!o->program)
+            worker_notes(m, o);
         if (gtext)
             fputs(gtext, stdout);
         if (m->failed == 0)
