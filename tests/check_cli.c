@@ -3,7 +3,9 @@
  * same in a fresh process. */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -174,11 +176,49 @@ START_TEST(test_check_git_bisect_codes)
 }
 END_TEST
 
+/* runs/ retention: `repro gc` keeps the newest K per name (--dry-run
+ * removes nothing); a passing check removes its own traces unless --keep. */
+START_TEST(test_gc_and_passing_check_tidy)
+{
+    char out[1 << 16], err[8192];
+    ck_assert_int_eq(system("rm -rf runs/gc-test && mkdir -p runs/gc-test/a runs/gc-test/b "
+                            "runs/gc-test/c && echo x > runs/gc-test/a/t && "
+                            "touch -d '3 days ago' runs/gc-test/a && "
+                            "touch -d '2 days ago' runs/gc-test/b"),
+                     0);
+    ck_assert_int_eq(tu_run_repro("gc --keep 1 --dry-run gc-test", out, sizeof out, err,
+                                  sizeof err),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "would remove runs/gc-test/a"));
+    ck_assert_int_eq(access("runs/gc-test/a", F_OK), 0);
+    ck_assert_int_eq(tu_run_repro("gc --keep 1 gc-test", out, sizeof out, err, sizeof err), 0);
+    ck_assert_int_ne(access("runs/gc-test/a", F_OK), 0);
+    ck_assert_int_ne(access("runs/gc-test/b", F_OK), 0);
+    ck_assert_int_eq(access("runs/gc-test/c", F_OK), 0);
+    ck_assert_int_eq(tu_run_repro("gc ../etc", out, sizeof out, err, sizeof err), 2);
+    ck_assert_int_eq(system("rm -rf runs/gc-test"), 0);
+    /* a passing check tidies up after itself; --keep keeps */
+    static const char *const modes[] = {"", "--keep "};
+    for (int k = 0; k < 2; k++) {
+        char args[256];
+        snprintf(args, sizeof args, "check %s--json --steps 2 --no-golden experiments/mlp.ini",
+                 modes[k]);
+        ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 0);
+        char *d = strstr(out, "\"directory\": \"");
+        ck_assert_ptr_nonnull(d);
+        d += strlen("\"directory\": \"");
+        *strchr(d, '"') = '\0';
+        ck_assert_msg((access(d, F_OK) == 0) == (k == 1), "%s %s", modes[k], d);
+    }
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_gc_and_passing_check_tidy);
     tcase_add_test(tc, test_check_git_bisect_codes);
     tcase_add_test(tc, test_version_and_help);
     tcase_add_test(tc, test_usage_errors_exit_2);

@@ -60,6 +60,7 @@ int repro_cmd_submit(int argc, char **argv);
 int repro_cmd_verify(int argc, char **argv);
 int repro_cmd_verify_receipt(int argc, char **argv);
 int repro_cmd_keygen(int argc, char **argv);
+int repro_cmd_gc(int argc, char **argv);
 
 extern const char repro_run_usage[];
 extern const char repro_help_usage[];
@@ -75,5 +76,6 @@ extern const char repro_submit_usage[];
 extern const char repro_verify_usage[];
 extern const char repro_verify_receipt_usage[];
 extern const char repro_keygen_usage[];
+extern const char repro_gc_usage[];
 
 #endif

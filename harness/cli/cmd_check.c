@@ -22,6 +22,7 @@
 #include "analysis/multirun.h"
 #include "util/junit.h"
 #include "util/numparse.h"
+#include "util/runs.h"
 #include "record/trace.h"
 
 const char repro_check_usage[] =
@@ -53,6 +54,9 @@ const char repro_check_usage[] =
     "  --junit FILE       also write a JUnit XML report for CI\n"
     "  --require-golden   fail (exit 1) when this environment class has no golden\n"
     "  --no-golden        do not compare with the golden\n"
+    "  --keep             keep the traces of a passing check (by default they are\n"
+    "                     removed; a failing check's always stay, and runs/NAME/\n"
+    "                     keeps the newest $REPRO_KEEP_RUNS run directories, default 20)\n"
     "  --git-bisect       exit codes for `git bisect run`: 0 good, 1 bad, 125 this\n"
     "                     tree cannot be tested (environment, a run that failed),\n"
     "                     130 on a usage or input error (git aborts the bisection)\n"
@@ -92,6 +96,7 @@ typedef struct {
     /* what the experiment's data settings mean for a worker-count check */
     int augments;                   /* shift, flip or noise is on */
     int augment_by_worker;          /* augment_seed = worker */
+    int keep;                       /* --keep: a passing check keeps its traces */
 } check_opts;
 
 /* 0, 1 for --help (printed), or -1 (error slot). */
@@ -105,6 +110,7 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         {"require-golden", no_argument, 0, 'G'}, {"no-golden", no_argument, 0, 'N'},
         {"resume-at", required_argument, 0, 'A'}, {"name", required_argument, 0, 'n'},
         {"timeout", required_argument, 0, 'T'}, {"git-bisect", no_argument, 0, 'B'},
+        {"keep", no_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     o->runs = 2;
@@ -129,6 +135,7 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         case 'J': o->junit = optarg; break;
         case 'G': o->require_golden = 1; break;
         case 'B': break; /* read before parsing (wants_git_bisect) */
+        case 'K': o->keep = 1; break;
         case 'n':
             if (repro_golden_name_check(optarg))
                 return -1;
@@ -317,6 +324,23 @@ static void worker_notes(const repro_multirun *m, const check_opts *o)
                worker_runs ? " and the worker count only moves loading between threads" : "");
 }
 
+/* runs/ does not grow without end: a passing check's traces go (unless
+ * --keep: nothing there is needed to act on a pass), and the name's
+ * directory keeps only the newest run directories. */
+static void tidy_runs(const repro_multirun *m, const check_opts *o, int exit_code)
+{
+    if (exit_code == 0 && !o->keep && repro_runs_remove(m->root) && !o->json)
+        fprintf(stderr, "repro: %s\n", repro_error_message());
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s", m->root);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+        if (repro_runs_prune(dir, repro_runs_keep_default(), 0, NULL, NULL) && !o->json)
+            fprintf(stderr, "repro: %s\n", repro_error_message());
+    }
+}
+
 /* The verdict of the runs and the golden, as text or JSON; the exit code. */
 static int report(repro_multirun *m, const check_opts *o)
 {
@@ -377,6 +401,7 @@ static int report(repro_multirun *m, const check_opts *o)
     if (o->junit && write_junit(m, o, grc, gtext))
         exit_code = repro_report_error();
     free(gtext);
+    tidy_runs(m, o, exit_code);
     return repro_finish_stdout(exit_code);
 }
 

@@ -32,6 +32,8 @@ const repro_command repro_commands[] = {
     {"keygen", repro_cmd_keygen, "make an Ed25519 key pair for signing bundles and receipts",
      repro_keygen_usage},
     {"env", repro_cmd_env, "print the environment fingerprint and class", repro_env_usage},
+    {"gc", repro_cmd_gc, "delete old run directories under runs/ (keep the newest K)",
+     repro_gc_usage},
     {"help", repro_cmd_help, "show help for a command, or `repro help config` for the keys",
      repro_help_usage},
     {NULL, NULL, NULL, NULL},
