@@ -119,7 +119,7 @@ START_TEST(test_bless_check_round_trip_and_log)
        repo);
     ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 1);
     ck_assert_ptr_nonnull(strstr(out, "different config"));
-    ck_assert_ptr_nonnull(strstr(out, "experiments/tiny.ini changed in 1 commit since"));
+    ck_assert_ptr_nonnull(strstr(out, "experiments/tiny.ini (1 commit): "));
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
     sh("cd %s && git add golden && " GIT " commit -q -m 'rebless tiny'", repo);
     ck_assert_int_eq(repro_in(repo, "log experiments/tiny.ini"), 0);
@@ -284,10 +284,33 @@ START_TEST(test_mismatch_names_commits)
     ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 1);
     unsetenv("REPRO_FAULT");
     ck_assert_ptr_nonnull(strstr(out, "golden: MISMATCH"));
-    ck_assert_ptr_nonnull(strstr(out, "kernels/k.c changed in 2 commits since"));
-    ck_assert_ptr_nonnull(strstr(out, "kernel tweak two, "));
-    ck_assert_ptr_nonnull(strstr(out, "harness/h.c changed in 1 commit since"));
+    /* closest to the numerics first: the kernel before the harness */
+    char *k = strstr(out, "kernels/k.c (2 commits): "), *h = strstr(out, "harness/h.c (1 commit)");
+    ck_assert_ptr_nonnull(k);
+    ck_assert_ptr_nonnull(h);
+    ck_assert(k < h);
+    ck_assert_ptr_nonnull(strstr(out, "kernel tweak two"));
     ck_assert_ptr_null(strstr(out, "docs only"));
+    ck_assert_ptr_nonnull(strstr(out, "to find the commit: repro bisect --commits "));
+    ck_assert_ptr_nonnull(strstr(out, "..HEAD experiments/tiny.ini"));
+    /* An uncommitted kernel edit is named first, before any commit, and
+     * the JUnit file carries the golden's failure. */
+    sh("cd %s && echo e >> kernels/k.c && echo f >> harness/h.c", repo);
+    char junit[300];
+    snprintf(junit, sizeof junit, "check experiments/tiny.ini --junit %s/r.xml", repo);
+    setenv("REPRO_FAULT", "flip:step=4:tensor=param.fc1.weight:run=0", 1);
+    ck_assert_int_eq(repro_in(repo, junit), 1);
+    unsetenv("REPRO_FAULT");
+    char *u = strstr(out, "uncommitted changes to the numerics paths");
+    ck_assert_ptr_nonnull(u);
+    ck_assert_ptr_nonnull(strstr(u, "M kernels/k.c"));
+    ck_assert(strstr(u, "M kernels/k.c") < strstr(u, "M harness/h.c"));
+    ck_assert(u < strstr(out, "committed changes since"));
+    char xml[1 << 16], path[320];
+    snprintf(path, sizeof path, "%s/r.xml", repo);
+    slurp(path, xml, sizeof xml);
+    ck_assert_ptr_nonnull(strstr(xml, "run 1 vs golden"));
+    ck_assert_ptr_nonnull(strstr(xml, "<failure message=\"golden mismatch\""));
 }
 END_TEST
 

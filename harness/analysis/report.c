@@ -127,14 +127,25 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
         const repro_trace_step *sa = repro_trace_find_step(a, d->first_step);
         const repro_trace_step *sb = repro_trace_find_step(b, d->first_step);
         if (!d->first_has_detail) {
-            fprintf(out,
-                    "  no tensor detail at step %ld (trace level %s, every %d / %d): "
-                    "re-run with trace.every = 1 to see which tensor differs\n",
+            /* Say what would help: a golden keeps detail only every K
+             * steps (trace.every of a fresh run would change nothing). */
+            const char *golden = strstr(a->path, "golden/") ? "A" : strstr(b->path, "golden/")
+                                                                      ? "B"
+                                                                      : NULL;
+            fprintf(out, "  no tensor detail at step %ld (trace level %s, every %d / %d): ",
                     d->first_step,
                     a->level == REPRO_TRACE_STEP ? "step"
                     : a->level == REPRO_TRACE_OP ? "op"
                                                  : "tensor",
                     a->every, b->every);
+            if (golden)
+                fprintf(out,
+                        "the golden (%s) keeps tensor detail every %d steps; to see which "
+                        "tensor differs, re-bless with `repro bless --every 1`, or compare two "
+                        "fresh runs (`repro check --runs 2 --set trace.every=1`)\n",
+                        golden, golden[0] == 'A' ? a->every : b->every);
+            else
+                fprintf(out, "re-run with --set trace.every=1 to see which tensor differs\n");
         } else {
             if (sa->loss_bits != sb->loss_bits)
                 fprintf(out, "  loss: A %.9g (0x%08" PRIx32 "), B %.9g (0x%08" PRIx32 ")\n",

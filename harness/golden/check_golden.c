@@ -26,7 +26,136 @@ static const char *golden_commit(const repro_trace *g, const char *key)
     return json_string_value(json_object_get(json_object_get(gj, "commit"), key));
 }
 
-/* The commits since the golden's that touched the numerics paths. */
+/* How close a changed path is to the numerics, for ranking the report:
+ * kernels first, then the trainer, then the experiment, then the rest. */
+static int closeness(const char *path, const char *exp_file)
+{
+    if (!strncmp(path, "kernels/", 8))
+        return 0;
+    if (!strncmp(path, "harness/core/", 13))
+        return 1;
+    if (exp_file && !strcmp(path, exp_file))
+        return 2;
+    return 3;
+}
+
+/* Uncommitted changes to the numerics paths: the likeliest cause when a
+ * developer runs check locally, so they come first. */
+static void report_uncommitted(repro_git *git, const char *const *prefixes, size_t np, FILE *out,
+                               json_t *json)
+{
+    repro_git_dirty *d = NULL;
+    if (repro_git_dirty_list(git, prefixes, np, &d)) {
+        repro_error_clear();
+        return;
+    }
+    json_t *arr = json_array();
+    if (out && d->n > 0)
+        fprintf(out, "  uncommitted changes to the numerics paths (the likeliest cause):\n");
+    /* closest to the numerics first, as for commits (a stable order) */
+    for (int rank = 0, shown = 0; rank <= 3; rank++)
+        for (size_t i = 0; i < d->n; i++) {
+            if (closeness(d->entries[i].path, NULL) != rank)
+                continue;
+            if (out && shown++ < 10)
+                fprintf(out, "    %c %s\n", d->entries[i].status, d->entries[i].path);
+            json_array_append_new(arr, json_string(d->entries[i].path));
+        }
+    if (out && d->n > 10)
+        fprintf(out, "    ... and %zu more\n", d->n - 10);
+    if (json)
+        json_object_set_new(json, "uncommitted_paths", arr);
+    else
+        json_decref(arr);
+    repro_git_dirty_free(d);
+}
+
+typedef struct {
+    const repro_git_path_changes *p;
+    int rank;
+} ranked_path;
+
+static int by_rank(const void *x, const void *y)
+{
+    const ranked_path *a = x, *b = y;
+    return a->rank != b->rank ? a->rank - b->rank : strcmp(a->p->path, b->p->path);
+}
+
+enum { SCREENFUL = 12 };
+
+static void print_path(FILE *out, const repro_git_changes *ch, const repro_git_path_changes *p,
+                       const char *since)
+{
+    /* One line a path: the newest commit with its subject (cut), the
+     * others by id. */
+    const repro_git_commit *c0 = &ch->commits[p->commits[0]].commit;
+    fprintf(out, "    %s (%zu commit%s): %s %.50s%s", p->path, p->ncommits,
+            p->ncommits == 1 ? "" : "s", c0->short_id, c0->summary,
+            strlen(c0->summary) > 50 ? "..." : "");
+    for (size_t k = 1; k < p->ncommits && k < 4; k++)
+        fprintf(out, ", %s", ch->commits[p->commits[k]].commit.short_id);
+    fprintf(out, "%s\n", p->ncommits > 4 ? ", ..." : "");
+    (void)since;
+}
+
+/* Committed changes since the golden, closest to the numerics first, a
+ * screenful at most, then the command that finds the commit. */
+static void report_committed(repro_git *git, const repro_trace *golden, const char *since,
+                             const char *const *prefixes, size_t np, const char *exp_file,
+                             FILE *out, json_t *json)
+{
+    repro_git_changes *ch = NULL;
+    if (repro_git_changes_since(git, since, prefixes, np, &ch)) {
+        if (out)
+            fprintf(out, "  (cannot list changes since %.7s: %s)\n", since, repro_error_message());
+        return;
+    }
+    ranked_path *r = calloc(ch->npaths ? ch->npaths : 1, sizeof *r);
+    for (size_t i = 0; r && i < ch->npaths; i++)
+        r[i] = (ranked_path){&ch->paths[i], closeness(ch->paths[i].path, exp_file)};
+    if (r)
+        qsort(r, ch->npaths, sizeof *r, by_rank);
+    json_t *paths = json_array();
+    if (out && ch->npaths == 0)
+        fprintf(out, "  no commit since %.7s touched the numerics paths (kernels/, harness/, "
+                     "Makefile, the experiment): the environment or uncommitted changes differ\n",
+                since);
+    else if (out)
+        fprintf(out, "  committed changes since the golden was blessed at %.7s, closest to the "
+                     "numerics first (kernels, trainer, experiment, the rest):\n",
+                since);
+    for (size_t i = 0; r && i < ch->npaths; i++) {
+        const repro_git_path_changes *p = r[i].p;
+        if (out && i < SCREENFUL)
+            print_path(out, ch, p, since);
+        json_t *commits = json_array();
+        for (size_t k = 0; k < p->ncommits; k++) {
+            const repro_git_commit *c = &ch->commits[p->commits[k]].commit;
+            json_array_append_new(commits, json_pack("{s:s, s:s}", "id", c->id, "summary",
+                                                     c->summary));
+        }
+        json_array_append_new(paths, json_pack("{s:s, s:o}", "path", p->path, "commits", commits));
+    }
+    if (out && ch->npaths > SCREENFUL)
+        fprintf(out, "    ... and %zu more paths (--json lists them all)\n",
+                ch->npaths - SCREENFUL);
+    if (ch->incomplete && out)
+        fprintf(out, "  (%s)\n", ch->note ? ch->note : "history incomplete");
+    if (out && ch->npaths > 0)
+        fprintf(out, "  to find the commit: repro bisect --commits %.12s..HEAD %s\n", since,
+                golden->experiment_path[0] ? golden->experiment_path : "EXP");
+    if (json) {
+        json_object_set_new(json, "changed_paths", paths);
+        json_object_set_new(json, "history_incomplete", json_boolean(ch->incomplete));
+    } else {
+        json_decref(paths);
+    }
+    free(r);
+    repro_git_changes_free(ch);
+}
+
+/* What changed since the golden was blessed: uncommitted edits first, then
+ * commits, ranked. */
 static void report_changes(repro_git *git, const repro_trace *golden, FILE *out, json_t *json)
 {
     const char *since = golden_commit(golden, "id");
@@ -40,48 +169,8 @@ static void report_changes(repro_git *git, const repro_trace *golden, FILE *out,
     const char *exp_file = json_string_value(json_object_get(gj, "experiment_file"));
     if (exp_file)
         prefixes[np++] = exp_file;
-    repro_git_changes *ch = NULL;
-    if (repro_git_changes_since(git, since, prefixes, np, &ch)) {
-        if (out)
-            fprintf(out, "  (cannot list changes since %.7s: %s)\n", since, repro_error_message());
-        return;
-    }
-    json_t *paths = json_array();
-    if (out) {
-        if (ch->npaths == 0)
-            fprintf(out, "  no commit since %.7s touched the numerics paths (kernels/, harness/, "
-                         "Makefile, the experiment): the environment or uncommitted changes "
-                         "differ\n",
-                    since);
-        else
-            fprintf(out, "  numerics paths changed since the golden was blessed at %.7s:\n", since);
-    }
-    for (size_t i = 0; i < ch->npaths; i++) {
-        const repro_git_path_changes *p = &ch->paths[i];
-        json_t *commits = json_array();
-        if (out)
-            fprintf(out, "    %s changed in %zu commit%s since %.7s:", p->path, p->ncommits,
-                    p->ncommits == 1 ? "" : "s", since);
-        for (size_t k = 0; k < p->ncommits; k++) {
-            const repro_git_commit *c = &ch->commits[p->commits[k]].commit;
-            if (out)
-                fprintf(out, "%s %s %s", k ? "," : "", c->short_id, c->summary);
-            json_array_append_new(commits, json_pack("{s:s, s:s}", "id", c->id, "summary",
-                                                     c->summary));
-        }
-        if (out)
-            fputc('\n', out);
-        json_array_append_new(paths, json_pack("{s:s, s:o}", "path", p->path, "commits", commits));
-    }
-    if (ch->incomplete && out)
-        fprintf(out, "  (%s)\n", ch->note ? ch->note : "history incomplete");
-    if (json) {
-        json_object_set_new(json, "changed_paths", paths);
-        json_object_set_new(json, "history_incomplete", json_boolean(ch->incomplete));
-    } else {
-        json_decref(paths);
-    }
-    repro_git_changes_free(ch);
+    report_uncommitted(git, prefixes, np, out, json);
+    report_committed(git, golden, since, prefixes, np, exp_file, out, json);
 }
 
 /* Largest rel_l2 of the divergence curve: how far apart, by the stats. */
