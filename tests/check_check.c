@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -129,11 +130,42 @@ START_TEST(test_worker_count_cause_named)
 }
 END_TEST
 
+/* Progress: one updating line with step and ETA on a terminal (faked with
+ * script(1)), nothing of it when stderr is a file. */
+START_TEST(test_progress_only_on_a_terminal)
+{
+    static char out[1 << 16], err[1 << 16];
+    int rc = tu_run_repro("check experiments/cnn.ini --steps 40 --no-golden", out, sizeof out,
+                          err, sizeof err);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_ptr_null(strstr(err, "ETA"));
+    ck_assert_ptr_null(strchr(err, '\r'));
+    const char *bin = getenv("REPRO_BIN");
+    char cmd[1024], log[] = "/tmp/repro-tty-XXXXXX";
+    int fd = mkstemp(log);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd,
+             "script -qec '%s check experiments/cnn.ini --steps 40 --no-golden' %s "
+             ">/dev/null 2>&1",
+             bin ? bin : "build/repro", log);
+    ck_assert_int_eq(system(cmd), 0);
+    FILE *f = fopen(log, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    remove(log);
+    ck_assert_msg(strstr(out, "step ") && strstr(out, "/40, ETA "), "%s", out);
+}
+END_TEST
+
 Suite *check_suite(void)
 {
     Suite *s = suite_create("check");
     TCase *tc = tcase_create("check");
     tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_progress_only_on_a_terminal);
     tcase_add_test(tc, test_worker_count_cause_named);
     tcase_add_test(tc, test_shipped_experiments_reproduce);
     tcase_add_test(tc, test_thread_and_worker_counts_reproduce);

@@ -131,10 +131,48 @@ int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *lis
     return 0;
 }
 
+/* The progress of one running child on a terminal: the steps its trace
+ * has so far (lines after the header), read incrementally, and an ETA. */
+typedef struct {
+    const char *trace, *what;
+    long total, steps;
+    off_t read_to;
+    double start;
+} run_progress;
+
+static void draw_progress(void *arg)
+{
+    run_progress *p = arg;
+    FILE *f = fopen(p->trace, "r");
+    if (f && fseeko(f, p->read_to, SEEK_SET) == 0) {
+        char buf[65536];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+            for (size_t i = 0; i < n; i++)
+                p->steps += buf[i] == '\n';
+            p->read_to += (off_t)n;
+        }
+    }
+    if (f)
+        fclose(f);
+    long done = p->steps > 1 ? p->steps - 1 : 0; /* the header is line 1 */
+    double el = repro_now() - p->start;
+    if (p->total > 0 && done > 0) {
+        double eta = el / (double)done * (double)(p->total - done);
+        fprintf(stderr, "\r\033[K  %s: step %ld/%ld, ETA %.0f s", p->what, done, p->total,
+                eta > 0 ? eta : 0);
+    } else {
+        fprintf(stderr, "\r\033[K  %s: step %ld, %.0f s", p->what, done, el);
+    }
+    fflush(stderr);
+}
+
 /* `repro run ARGV...` as a fresh process, output to DIR/stdout.txt and
  * DIR/stderr.txt; a failure shows what the child said (its exit code says
- * what kind of failure). 0, the child's exit status, or -1. */
-static int run_child(char *const argv[], int idx, const char *dir, const char *what)
+ * what kind of failure). On a terminal (and not quiet) one updating line
+ * shows the run's steps and an ETA. 0, the child's exit status, or -1. */
+static int run_child_progress(char *const argv[], int idx, const char *dir, const char *what,
+                              const char *trace, long total, int show)
 {
     char out[1400], err[1400], env[64];
     snprintf(out, sizeof out, "%s/stdout.txt", dir);
@@ -143,7 +181,11 @@ static int run_child(char *const argv[], int idx, const char *dir, const char *w
     const char *const env_set[] = {env, NULL};
     if (repro_mkdirs(dir))
         return -1;
-    int rc = repro_child_run_self(argv, env_set, out, err);
+    run_progress prog = {trace, what, total, 0, 0, repro_now()};
+    int tty = show && trace && isatty(STDERR_FILENO);
+    int rc = repro_child_run_self_tick(argv, env_set, out, err, tty ? draw_progress : NULL, &prog);
+    if (tty)
+        fprintf(stderr, "\r\033[K");
     if (rc <= 0)
         return rc;
     FILE *f = fopen(err, "r");
@@ -154,6 +196,11 @@ static int run_child(char *const argv[], int idx, const char *dir, const char *w
     if (f)
         fclose(f);
     return rc;
+}
+
+static int run_child(char *const argv[], int idx, const char *dir, const char *what)
+{
+    return run_child_progress(argv, idx, dir, what, NULL, 0, 0);
 }
 
 /* The first process of a resumed run: argv[0..n) with its trace in
@@ -220,7 +267,9 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
         argv[n++] = dump;
     }
     argv[n] = NULL;
-    return run_child(argv, idx, dir, p->label);
+    return run_child_progress(argv, idx, dir, p->label, trace, dump_step > 0 ? dump_step
+                                                              : m->total_steps - p->resume_at,
+                              !m->quiet);
 }
 
 /* Re-runs run 1 and run idx to the divergent step with dumps, and compares

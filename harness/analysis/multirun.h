@@ -40,6 +40,7 @@ typedef struct {
     int nplan;
     char root[1024];    /* runs/<exp>/<kind>-<stamp>-<pid> */
     int quiet;          /* no progress on stderr */
+    long total_steps;   /* steps per run, for the progress line (0: unknown) */
     int no_element_detail; /* skip the re-runs for element-level detail */
     /* results */
     repro_trace *traces;      /* nplan */

@@ -202,6 +202,7 @@ static int run_all(bless_ctx *b)
     else
         snprintf(dir_name, sizeof dir_name, "%s", b->name);
     repro_multirun_init(m, b->exp, dir_name, "bless");
+    m->total_steps = b->program ? 0 : b->cfg.train_steps;
     if (b->program) { /* the program keeps its own detail setting */
         m->cmd = b->program;
         m->timeout_s = b->timeout_s;

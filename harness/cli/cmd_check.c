@@ -236,6 +236,7 @@ static int plan_runs(repro_multirun *m, check_opts *o)
     o->augments = cfg.data_shift > 0 || cfg.data_flip || cfg.data_noise > 0;
     o->augment_by_worker = cfg.data_augment_seed == REPRO_AUGMENT_SEED_WORKER;
     repro_multirun_init(m, o->exp, cfg.name, "check");
+    m->total_steps = cfg.train_steps;
     repro_multirun_add_pass(m, &o->pass);
     m->quiet = o->json;
     for (int i = 0; i < o->runs; i++) {

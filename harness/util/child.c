@@ -304,9 +304,14 @@ int repro_child_wait(repro_child *c, repro_child_status *st)
     /* With a deadline or an interruption to watch, poll (1 ms, growing to
      * 10 ms: nothing against any run): a blocking waitpid would miss a
      * signal that lands just before it. Otherwise, block. */
-    int poll = c->deadline > 0 || c->interrupt;
+    int poll = c->deadline > 0 || c->interrupt || c->tick;
     long nap_ns = 1000000;
+    double next_tick = repro_now() + 0.2;
     for (;;) {
+        if (c->tick && repro_now() >= next_tick) {
+            c->tick(c->tick_arg);
+            next_tick = repro_now() + 0.2;
+        }
         forward_interrupt(c, &forwarded);
         pid_t w = waitpid(c->pid, &wst, poll ? WNOHANG : 0);
         if (w == c->pid)
@@ -364,6 +369,13 @@ const char *repro_child_status_text(const repro_child_status *st, const repro_ch
 int repro_child_run_self(char *const args[], const char *const *env_set, const char *out_path,
                          const char *err_path)
 {
+    return repro_child_run_self_tick(args, env_set, out_path, err_path, NULL, NULL);
+}
+
+int repro_child_run_self_tick(char *const args[], const char *const *env_set,
+                              const char *out_path, const char *err_path,
+                              void (*tick)(void *), void *tick_arg)
+{
     char self[PATH_MAX];
     if (repro_child_self_path(self, sizeof self))
         return -1;
@@ -380,6 +392,8 @@ int repro_child_run_self(char *const args[], const char *const *env_set, const c
     c.env_set = env_set;
     c.out_path = out_path;
     c.err_path = err_path;
+    c.tick = tick;
+    c.tick_arg = tick_arg;
     repro_child_status st;
     int rc = repro_child_run(&c, &st);
     free(argv);

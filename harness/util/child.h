@@ -55,6 +55,10 @@ typedef struct {
      * it), wait sends that signal to the child's group, once, and goes on
      * waiting for it. */
     volatile sig_atomic_t *interrupt;
+    /* Optional: called about every 200 ms while wait() waits (progress
+     * displays); wait then polls. */
+    void (*tick)(void *arg);
+    void *tick_arg;
     /* --- state (set by start) */
     pid_t pid;                /* also the process group id; 0 when not running */
     double deadline;          /* monotonic seconds; 0: none */
@@ -102,5 +106,9 @@ int repro_child_self_path(char *buf, size_t len);
  * start. */
 int repro_child_run_self(char *const args[], const char *const *env_set, const char *out_path,
                          const char *err_path);
+/* The same with a tick (see repro_child.tick; may be NULL). */
+int repro_child_run_self_tick(char *const args[], const char *const *env_set,
+                              const char *out_path, const char *err_path,
+                              void (*tick)(void *), void *tick_arg);
 
 #endif
