@@ -84,8 +84,15 @@ run: deps
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: $(BUILD)/check_all $(BUILD)/repro
-	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples $(BUILD)/check_all
+# The layer rule (docs/DESIGN.md) and its self-test, then the suite, with
+# the examples built as users build them. The Python tests get the library
+# to load (REPRO_LIB), except in sanitizer builds: python3 cannot load an
+# ASan library (they say "skipped" there).
+check-run: $(BUILD)/check_all $(BUILD)/repro examples
+	@scripts/check-layers.sh
+	@scripts/check-layers.sh --self-test
+	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples \
+	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) $(BUILD)/check_all
 
 # ---- the library as users get it -------------------------------------------
 # `make install PREFIX=/opt/repro DESTDIR=...`: the CLI, the public headers,

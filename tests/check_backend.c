@@ -98,6 +98,38 @@ START_TEST(test_lookup_by_name)
 }
 END_TEST
 
+/* The entries added for device backends, on the CPU: every algorithm is
+ * deterministic, memory figures count what is allocated and freed, and
+ * there is no device to describe (with a reason). tensor_leaves is tested
+ * against OpenSSL in check_sha256_shared.c. */
+START_TEST(test_device_entries_on_cpu)
+{
+    const repro_backend *b = &repro_backend_cpu;
+    repro_backend_options opt = {1, 0};
+    char why[256] = "";
+    void *ctx = NULL;
+    ck_assert_int_eq(b->create(&ctx, &opt, why, sizeof why), 0);
+    ck_assert_ptr_nonnull(ctx);
+    repro_conv_shape s = {2, 3, 8, 8, 4, 3, 1};
+    for (int a = 0; a < REPRO_CONV_NALGOS; a++)
+        if (b->conv_algo_eligible(ctx, (repro_conv_algo)a, &s))
+            ck_assert(b->conv_algo_deterministic(ctx, (repro_conv_algo)a, &s));
+    repro_memory_stats m0, m1;
+    b->memory_stats(ctx, &m0);
+    void *p = b->alloc(ctx, 4096);
+    ck_assert_ptr_nonnull(p);
+    b->memory_stats(ctx, &m1);
+    ck_assert_uint_ge(m1.in_use, m0.in_use);
+    ck_assert_uint_ge(m1.peak, m1.in_use);
+    b->free(ctx, p);
+    b->empty_cache(ctx);
+    repro_device_info info;
+    char dwhy[256] = "";
+    (void)b->describe_device(0, &info, dwhy, sizeof dwhy);
+    b->destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_table_complete)
 {
     const repro_backend *b = &repro_backend_cpu;
@@ -114,6 +146,12 @@ START_TEST(test_table_complete)
     ENTRY(softmax_xent_forward), ENTRY(softmax_xent_backward), ENTRY(sgd_step);
     ENTRY(adamw_step), ENTRY(index_add), ENTRY(round_to), ENTRY(div_scalar);
     ENTRY(mul_scalar), ENTRY(add), ENTRY(unscale_check);
+    ENTRY(conv_algo_deterministic), ENTRY(tensor_leaves), ENTRY(memory_stats);
+    ENTRY(empty_cache), ENTRY(describe_device);
+    /* The CPU has no algorithm chooser of its own: the harness's rule and
+     * timing choose (core/algo_select.c); a device backend fills it. */
+    ck_assert_ptr_null(b->conv_algo_choose);
+    n++;
 #undef ENTRY
     /* Every entry of the struct is listed (and tested below): a new entry
      * without a test changes the count. */
@@ -471,6 +509,7 @@ Suite *backend_suite(void)
     TCase *tc = tcase_create("backend");
     tcase_add_test(tc, test_lookup_by_name);
     tcase_add_test(tc, test_table_complete);
+    tcase_add_test(tc, test_device_entries_on_cpu);
     tcase_add_test(tc, test_context_and_memory);
     tcase_add_test(tc, test_linear);
     tcase_add_test(tc, test_conv2d);
