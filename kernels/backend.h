@@ -292,8 +292,9 @@ typedef struct repro_backend {
                      float momentum, float wd, int first_step);
     /* torch.optim.AdamW (single-tensor path), step t >= 1, with
      * bc1 = 1 - beta1^t, bc2 = 1 - beta2^t from the caller (host, by
-     * repeated multiplication). Constants, in double then rounded to float:
-     *   decay = 1 - lr*wd, w = 1 - beta1, c2 = 1 - beta2,
+     * repeated multiplication). lr, the betas and wd are doubles, as
+     * PyTorch's Python floats are. Constants, in double then rounded to float:
+     *   decay = 1 - lr*wd, w = 1 - beta1, c2 = 1 - beta2, beta2 (as float),
      *   neg_step = -(lr / bc1), bc2_sqrt = sqrt(bc2) (correctly rounded);
      * per element, in float, left to right:
      *   p = p * decay
@@ -301,7 +302,7 @@ typedef struct repro_backend {
      *   v = v * beta2;  v = v + c2 * g * g
      *   p = p + neg_step * m / (sqrtf(v) / bc2_sqrt + eps)  (sqrtf correctly rounded) */
     void (*adamw_step)(void *ctx, float *p, const float *g, float *m, float *v, long n,
-                       float lr, float beta1, float beta2, float eps, float wd, double bc1,
+                       double lr, double beta1, double beta2, float eps, double wd, double bc1,
                        double bc2);
 
     /* -- scatter -- */

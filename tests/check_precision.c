@@ -16,7 +16,9 @@
 #include "core/memory.h"
 #include "util/fault.h"
 #include "core/mixed.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/precision.h"
+#include "kernels/shared/optim.h"
 #include "testutil.h"
 #include "record/trace.h"
 #include "core/train.h"
@@ -531,12 +533,62 @@ START_TEST(test_memory_mlp_sizes)
 }
 END_TEST
 
+/* PyTorch's optimizer scalars are Python floats (doubles): 1 - beta2 is
+ * formed in double and rounded once, giving 1e-3 as a float, not the
+ * 9.99987e-4 of 1 - (float)0.999. */
+START_TEST(test_adamw_scalars_as_pytorch)
+{
+    repro_adamw_consts k;
+    repro_adamw_constants(&k, 0.001, 0.9, 0.999, 1e-8f, 0.01, 0.1, 0.001);
+    ck_assert(k.one_minus_b2 == (float)(1.0 - 0.999));
+    ck_assert(k.one_minus_b2 == 0.001f);
+    ck_assert(k.one_minus_b2 != 1.0f - 0.999f); /* the old, biased value */
+    ck_assert(k.w == (float)(1.0 - 0.9));
+    ck_assert(k.beta2 == 0.999f);
+    ck_assert(k.decay == (float)(1.0 - 0.001 * 0.01));
+    ck_assert(k.neg_step == (float)(-(0.001 / 0.1)));
+}
+END_TEST
+
+/* GradScaler as torch._amp_update_scale_ and _amp_foreach_non_finite_
+ * check_and_unscale_: the float scale times the double factor rounded
+ * once; inf/NaN tested on the scaled gradient, before unscaling. */
+START_TEST(test_grad_scaler_as_pytorch)
+{
+    repro_scaler s = {0};
+    s.enabled = 1;
+    s.scale = 3.0f;
+    s.growth_factor = 1.1;
+    s.backoff_factor = 0.3;
+    s.growth_interval = 1;
+    repro_scaler_update(&s);
+    ck_assert(s.scale == (float)(3.0 * 1.1));
+    ck_assert(s.scale != 3.0f * 1.1f);
+    float before = s.scale;
+    s.last_skipped = 1;
+    repro_scaler_update(&s);
+    ck_assert(s.scale == (float)((double)before * 0.3));
+    /* finite scaled values are never "found", whatever the product */
+    float g[3] = {1e30f, -2.0f, 0.5f};
+    ck_assert_int_eq(repro_unscale_check(g, 3, 1e10f), 0);
+    ck_assert(isinf(g[0]));
+    ck_assert(g[1] == -2.0f * 1e10f);
+    float h[2] = {INFINITY, 1.0f};
+    ck_assert_int_eq(repro_unscale_check(h, 2, 0.5f), 1);
+    float one[1] = {3.0f};
+    ck_assert_int_eq(repro_unscale_check(one, 1, 1.0f), 0);
+    ck_assert(one[0] == 3.0f);
+}
+END_TEST
+
 Suite *precision_suite(void)
 {
     Suite *s = suite_create("precision");
     TCase *tc = tcase_create("precision");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_bf16_known_values);
+    tcase_add_test(tc, test_adamw_scalars_as_pytorch);
+    tcase_add_test(tc, test_grad_scaler_as_pytorch);
     tcase_add_test(tc, test_f16_known_values);
     tcase_add_test(tc, test_f16_exhaustive_round_trip);
     tcase_add_test(tc, test_bf16_dense_nearest_even);

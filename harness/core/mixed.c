@@ -11,8 +11,8 @@ int repro_scaler_init(repro_scaler *s, const repro_config *cfg)
     s->enabled = cfg->train_precision == REPRO_PRECISION_FP16;
     s->scale = s->enabled ? (float)cfg->train_init_scale : 1.0f;
     s->last_scale = s->scale;
-    s->growth_factor = (float)cfg->train_growth_factor;
-    s->backoff_factor = (float)cfg->train_backoff_factor;
+    s->growth_factor = cfg->train_growth_factor;
+    s->backoff_factor = cfg->train_backoff_factor;
     s->growth_interval = cfg->train_growth_interval;
     /* fault_step stays 0: the test-only overflow fault is read by the CLI
      * (util/fault.h) and set on the scaler there, never from here. */
@@ -43,8 +43,9 @@ int repro_scaler_unscale(repro_scaler *s, repro_model *m, long step)
     s->last_skipped = 0;
     if (!s->enabled)
         return 0;
-    /* GradScaler.unscale_: inv_scale = float(1 / double(scale)), grads *=
-     * inv_scale, found_inf = any non-finite result. */
+    /* GradScaler.unscale_: inv_scale = float(1 / double(scale)); found_inf
+     * = any non-finite SCALED gradient (tested before unscaling, as
+     * PyTorch does); grads *= inv_scale. */
     float inv = (float)(1.0 / (double)s->scale);
     size_t bytes;
     float *grads = repro_model_arena(m, REPRO_ARENA_GRADS, &bytes);
@@ -59,12 +60,14 @@ void repro_scaler_update(repro_scaler *s)
 {
     if (!s->enabled)
         return;
-    /* torch._amp_update_scale_ */
+    /* torch._amp_update_scale_: the float scale times the double factor,
+     * in double, rounded to float (float x float rounded differently for
+     * non-default factors from step 4 on). */
     if (s->last_skipped) {
-        s->scale = s->scale * s->backoff_factor;
+        s->scale = (float)((double)s->scale * s->backoff_factor);
         s->growth_tracker = 0;
     } else if (s->growth_tracker + 1 == s->growth_interval) {
-        float grown = s->scale * s->growth_factor;
+        float grown = (float)((double)s->scale * s->growth_factor);
         if (isfinite(grown))
             s->scale = grown;
         s->growth_tracker = 0;

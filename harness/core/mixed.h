@@ -24,7 +24,7 @@ typedef struct {
     int enabled;          /* precision = fp16 */
     float scale;          /* the scale the current step's backward uses */
     int growth_tracker;   /* consecutive good steps since the last change */
-    float growth_factor, backoff_factor;
+    double growth_factor, backoff_factor; /* Python floats in PyTorch: doubles */
     int growth_interval;
     int last_skipped;     /* the last step's update was skipped (found inf/NaN) */
     float last_scale;     /* the scale that step's backward used (recorded) */

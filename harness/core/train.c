@@ -128,8 +128,8 @@ static void optimizer_step(repro_trainer *t)
                          t->updates == 0);
         else
             be->adamw_step(m->be_ctx, p->data, p->grad, p->state1, p->state2, p->numel,
-                           (float)c->train_lr, (float)c->train_beta1, (float)c->train_beta2,
-                           (float)c->train_eps, (float)c->train_weight_decay,
+                           c->train_lr, c->train_beta1, c->train_beta2,
+                           (float)c->train_eps, c->train_weight_decay,
                            1.0 - t->beta1_pow, 1.0 - t->beta2_pow);
     }
 }

@@ -97,22 +97,26 @@ static void adamw_chunk(void *vctx, long chunk)
         repro_hd_adamw(&c->k, c->g[i], &c->p[i], &c->m[i], &c->v[i]);
 }
 
-void repro_adamw_constants(repro_adamw_consts *k, float lr, float beta1, float beta2, float eps,
-                           float wd, double bc1, double bc2)
+void repro_adamw_constants(repro_adamw_consts *k, double lr, double beta1, double beta2, float eps,
+                           double wd, double bc1, double bc2)
 {
-    double w = 1.0 - (double)beta1;
-    k->decay = (float)(1.0 - (double)lr * (double)wd);
+    /* As PyTorch forms them: the hyperparameters are Python floats
+     * (doubles); each scalar is computed in double and rounded to float
+     * only where it meets the float tensor. (Rounding beta2 to float first
+     * made 1 - beta2 come out 9.99987e-4 instead of 1e-3.) */
+    double w = 1.0 - beta1;
+    k->decay = (float)(1.0 - lr * wd);
     k->w = (float)w;
-    k->one_minus_b2 = (float)(1.0 - (double)beta2);
-    k->beta2 = beta2;
-    k->neg_step = (float)(-((double)lr / bc1));
+    k->one_minus_b2 = (float)(1.0 - beta2);
+    k->beta2 = (float)beta2;
+    k->neg_step = (float)(-(lr / bc1));
     k->bc2_sqrt = (float)repro_sqrt(bc2);
     k->eps = eps;
     k->lerp_from_end = !(w < 0.5 && w > -0.5);
 }
 
 void repro_adamw_step(repro_pool *pool, float *p, const float *g, float *m, float *v, long n,
-                      float lr, float beta1, float beta2, float eps, float wd,
+                      double lr, double beta1, double beta2, float eps, double wd,
                       double bc1, double bc2)
 {
     adamw_ctx c = {.p = p, .m = m, .v = v, .g = g, .n = n};

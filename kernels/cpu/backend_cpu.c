@@ -232,7 +232,7 @@ static void cpu_sgd_step(void *ctx, float *p, const float *g, float *buf, long n
 }
 
 static void cpu_adamw_step(void *ctx, float *p, const float *g, float *m, float *v, long n,
-                           float lr, float beta1, float beta2, float eps, float wd, double bc1,
+                           double lr, double beta1, double beta2, float eps, double wd, double bc1,
                            double bc2)
 {
     repro_adamw_step(pool_of(ctx), p, g, m, v, n, lr, beta1, beta2, eps, wd, bc1, bc2);

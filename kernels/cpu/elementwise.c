@@ -25,10 +25,7 @@ void repro_add_into(float *y, const float *x, long n)
 int repro_unscale_check(float *g, long n, float inv)
 {
     int found = 0;
-    for (long i = 0; i < n; i++) {
-        float v = g[i] * inv;
-        g[i] = v;
-        found |= !repro_hd_isfinite(v);
-    }
+    for (long i = 0; i < n; i++)
+        g[i] = repro_hd_unscale(g[i], inv, &found);
     return found;
 }

@@ -118,7 +118,7 @@ void repro_sgd_step(repro_pool *pool, float *p, const float *g, float *buf, long
  * bc1 = 1 - beta1^t and bc2 = 1 - beta2^t are passed in by the caller, who
  * keeps beta^t by repeated multiplication (libm pow differs between libcs). */
 void repro_adamw_step(repro_pool *pool, float *p, const float *g, float *m, float *v, long n,
-                      float lr, float beta1, float beta2, float eps, float wd,
+                      double lr, double beta1, double beta2, float eps, double wd,
                       double bc1, double bc2);
 
 #endif

@@ -64,7 +64,7 @@ void repro_cuda_softmax_xent_backward(void *ctx, const float *probs, const int32
 void repro_cuda_sgd_step(void *ctx, float *p, const float *g, float *buf, long n, float lr,
                          float momentum, float wd, int first_step);
 void repro_cuda_adamw_step(void *ctx, float *p, const float *g, float *m, float *v, long n,
-                           float lr, float beta1, float beta2, float eps, float wd, double bc1,
+                           double lr, double beta1, double beta2, float eps, double wd, double bc1,
                            double bc2);
 void repro_cuda_index_add(void *ctx, int variant, float *out, int nrows, const int32_t *index,
                           const float *src, long n, int width);

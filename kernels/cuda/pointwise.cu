@@ -315,7 +315,7 @@ void repro_cuda_sgd_step(void *ctx, float *p, const float *g, float *buf, long n
 }
 
 void repro_cuda_adamw_step(void *ctx, float *p, const float *g, float *m, float *v, long n,
-                           float lr, float beta1, float beta2, float eps, float wd, double bc1,
+                           double lr, double beta1, double beta2, float eps, double wd, double bc1,
                            double bc2)
 {
     repro_adamw_consts k; /* the CPU's host code makes the constants for both */
@@ -397,9 +397,9 @@ __global__ void unscale_k(float *g, long n, float inv, int *found)
 {
     REPRO_CUDA_FOR(i, n)
     {
-        float v = g[i] * inv;
-        g[i] = v;
-        if (!repro_hd_isfinite(v))
+        int f = 0;
+        g[i] = repro_hd_unscale(g[i], inv, &f);
+        if (f)
             *found = 1;
     }
 }

@@ -82,8 +82,8 @@ extern "C" {
 #endif
 /* Fills *c for one step (host code, kernels/cpu/adamw.c): bc1 = 1 - beta1^t,
  * bc2 = 1 - beta2^t from the caller. */
-void repro_adamw_constants(repro_adamw_consts *c, float lr, float beta1, float beta2, float eps,
-                           float wd, double bc1, double bc2);
+void repro_adamw_constants(repro_adamw_consts *c, double lr, double beta1, double beta2, float eps,
+                           double wd, double bc1, double bc2);
 #ifdef __cplusplus
 }
 #endif

@@ -47,4 +47,15 @@ static inline REPRO_HD int repro_hd_isfinite(float v)
     return (repro_hd_f32_bits(v) & 0x7f800000u) != 0x7f800000u;
 }
 
+/* GradScaler's unscale of one gradient element, as PyTorch's
+ * _amp_foreach_non_finite_check_and_unscale_: the scaled value is tested
+ * for inf/NaN (*found = 1) before it is multiplied by inv_scale, and an
+ * inv_scale of exactly 1 leaves it untouched. */
+static inline REPRO_HD float repro_hd_unscale(float g, float inv, int *found)
+{
+    if (!repro_hd_isfinite(g))
+        *found = 1;
+    return inv == 1.0f ? g : g * inv;
+}
+
 #endif
