@@ -213,11 +213,45 @@ START_TEST(test_gc_and_passing_check_tidy)
 }
 END_TEST
 
+/* Mistyped commands, options and keys get a "did you mean". */
+START_TEST(test_did_you_mean)
+{
+    char out[1 << 16], err[8192], ini[300];
+    ck_assert_int_eq(tu_run_repro("chekc experiments/mlp.ini", out, sizeof out, err, sizeof err),
+                     2);
+    ck_assert_ptr_nonnull(strstr(err, "did you mean 'check'?"));
+    ck_assert_int_eq(tu_run_repro("check --stpes 3 experiments/mlp.ini", out, sizeof out, err,
+                                  sizeof err),
+                     2);
+    ck_assert_ptr_nonnull(strstr(err, "did you mean '--steps'?"));
+    ck_assert_int_eq(tu_run_repro("run experiments/mlp.ini --set lrr=0.1", out, sizeof out, err,
+                                  sizeof err),
+                     2);
+    ck_assert_ptr_nonnull(strstr(err, "did you mean 'lr'?"));
+    tu_write_temp(ini, sizeof ini, "k.ini", "[model]\ntype = mlp\nhiden = 8\n[train]\nsteps = 2\n");
+    char args[400];
+    snprintf(args, sizeof args, "run %s", ini);
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 2);
+    ck_assert_ptr_nonnull(strstr(err, ":3: unknown key 'hiden' in section [model] (did you mean "
+                                      "'hidden'?)"));
+    /* nothing close: no guess */
+    ck_assert_int_eq(tu_run_repro("frobnicate", out, sizeof out, err, sizeof err), 2);
+    ck_assert_ptr_null(strstr(err, "did you mean"));
+    /* help is current */
+    ck_assert_int_eq(tu_run_repro("help bisect", out, sizeof out, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--quarantine"));
+    ck_assert_ptr_nonnull(strstr(out, "--steps"));
+    ck_assert_int_eq(tu_run_repro("help config", out, sizeof out, err, sizeof err), 0);
+    ck_assert_ptr_null(strstr(out, "later version"));
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_did_you_mean);
     tcase_add_test(tc, test_gc_and_passing_check_tidy);
     tcase_add_test(tc, test_check_git_bisect_codes);
     tcase_add_test(tc, test_version_and_help);

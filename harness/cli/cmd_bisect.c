@@ -25,6 +25,19 @@ const char repro_bisect_usage[] =
     "                                 whose output differs, and whether its inputs\n"
     "                                 were identical)\n"
     "\n"
+    "Op level (without --commits): runs EXP K times at trace level op, finds the\n"
+    "first divergent op output and the kernel variant that produced it, says\n"
+    "whether its inputs were identical (then the op itself is nondeterministic),\n"
+    "and switches the nondeterministic variants in use one by one (ddmin) to name\n"
+    "the culprit(s).\n"
+    "  --repeat K        runs (default 3)\n"
+    "  --steps N, --seed S, --set KEY=VALUE\n"
+    "                    as for `repro run`, applied to every run\n"
+    "  --quarantine OP   substitute run 1's outputs of OP (an op output such as\n"
+    "                    bwd.fc1.dw, or a variant op such as linear.bwd_weight) in\n"
+    "                    the other runs, to find a second culprit behind the first\n"
+    "  --json            the report as one JSON document\n"
+    "\n"
     "With --commits: finds the first commit on BAD's first-parent chain after GOOD\n"
     "where EXP stops reproducing. Each probed commit is checked out into a temporary\n"
     "linked worktree (incremental builds: only what changed is rebuilt), built with\n"
@@ -97,9 +110,7 @@ static int parse_args(int argc, char **argv, bisect_cli *o)
             return repro_error_set(REPRO_EINVAL, "bisect: %s needs a value",
                                    argv[optind - 1]);
         default:
-            return repro_error_set(REPRO_EINVAL,
-                                   "bisect: bad option '%s' (see `repro help bisect`)",
-                                   argv[optind - 1]);
+            return repro_cli_unknown_option("bisect", argv[optind - 1], opts);
         }
     }
     if (optind + 1 != argc)
@@ -148,9 +159,7 @@ static int parse_ops_args(int argc, char **argv, bisect_ops_cli *o)
             return repro_error_set(REPRO_EINVAL, "bisect: option '%s' needs a value",
                                    argv[optind - 1]);
         default:
-            return repro_error_set(REPRO_EINVAL,
-                                   "bisect: unknown option '%s' (see `repro help bisect`)",
-                                   argv[optind - 1]);
+            return repro_cli_unknown_option("bisect", argv[optind - 1], opts);
         }
     }
     if (optind + 1 != argc)

@@ -104,9 +104,7 @@ static int parse_args(int argc, char **argv, bless_ctx *b)
             return repro_error_set(REPRO_EINVAL, "bless: option '%s' needs a value",
                                    argv[optind - 1]);
         default:
-            return repro_error_set(REPRO_EINVAL,
-                                   "bless: unknown option '%s' (see `repro help bless`)",
-                                   argv[optind - 1]);
+            return repro_cli_unknown_option("bless", argv[optind - 1], opts);
         }
     }
     if (b->program) {

@@ -163,9 +163,7 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
             return repro_error_set(REPRO_EINVAL, "check: option '%s' needs a value",
                                    argv[optind - 1]);
         default:
-            return repro_error_set(REPRO_EINVAL,
-                                   "check: unknown option '%s' (see `repro help check`)",
-                                   argv[optind - 1]);
+            return repro_cli_unknown_option("check", argv[optind - 1], opts);
         }
     }
     if (o->program) {

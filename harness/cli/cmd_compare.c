@@ -265,9 +265,7 @@ static int parse_args(int argc, char **argv, compare_ctx *x)
             break;
         case 'h': fputs(repro_compare_usage, stdout); return 1;
         default:
-            return repro_error_set(REPRO_EINVAL,
-                                   "compare: bad option '%s' (see `repro help compare`)",
-                                   argv[optind - 1]);
+            return repro_cli_unknown_option("compare", argv[optind - 1], opts);
         }
     }
     if (x->program) {

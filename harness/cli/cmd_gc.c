@@ -54,8 +54,7 @@ int repro_cmd_gc(int argc, char **argv)
             fputs(repro_gc_usage, stdout);
             return repro_finish_stdout(0);
         } else if (c != 'k') {
-            repro_error_set(REPRO_EINVAL, "gc: bad option '%s' (see `repro help gc`)",
-                            argv[optind - 1]);
+            repro_cli_unknown_option("gc", argv[optind - 1], opts);
             return repro_report_error();
         }
     }

@@ -77,8 +77,7 @@ int repro_cmd_log(int argc, char **argv)
             break;
         case 'h': fputs(repro_log_usage, stdout); return repro_finish_stdout(0);
         default:
-            repro_error_set(REPRO_EINVAL, "log: bad option '%s' (see `repro help log`)",
-                            argv[optind - 1]);
+            repro_cli_unknown_option("log", argv[optind - 1], opts);
             return repro_report_error();
         }
     }

@@ -202,8 +202,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
             return repro_error_set(REPRO_EINVAL, "run: option '%s' needs a value",
                                    argv[optind - 1]);
         default:
-            return repro_error_set(REPRO_EINVAL, "run: unknown option '%s' (see `repro help run`)",
-                                   argv[optind - 1]);
+            return repro_cli_unknown_option("run", argv[optind - 1], opts);
         }
         if (key) {
             snprintf(set, sizeof set, "%s=%s", key, optarg);

@@ -4,7 +4,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include <getopt.h>
+
 #include "util/error.h"
+#include "util/suggest.h"
 
 const repro_command repro_commands[] = {
     {"run", repro_cmd_run, "train an experiment once, hashing every step into a trace",
@@ -74,6 +77,22 @@ int repro_cli_split_program(int *argc, char **argv, char ***program)
         return 0;
     }
     return 0;
+}
+
+int repro_cli_unknown_option(const char *cmd, const char *arg, const struct option *opts)
+{
+    const char *names[128];
+    char flags[128][40];
+    size_t n = 0;
+    for (; opts && opts[n].name && n < 128; n++) {
+        snprintf(flags[n], sizeof flags[n], "--%s", opts[n].name);
+        names[n] = flags[n];
+    }
+    char flag[64], hint[96];
+    snprintf(flag, sizeof flag, "%.*s", (int)strcspn(arg, "="), arg);
+    repro_suggest_phrase(hint, sizeof hint, flag, names, n);
+    return repro_error_set(REPRO_EINVAL, "%s: unknown option '%s'%s (see `repro help %s`)", cmd,
+                           arg, hint, cmd);
 }
 
 int repro_report_error(void)

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "util/error.h"
+#include "util/suggest.h"
 #include "util/version.h"
 
 int main(int argc, char **argv)
@@ -24,7 +25,13 @@ int main(int argc, char **argv)
     }
     const repro_command *c = repro_command_find(cmd);
     if (!c) {
-        fprintf(stderr, "repro: '%s' is not a repro command\n\n", cmd);
+        const char *names[64];
+        size_t n = 0;
+        for (const repro_command *k = repro_commands; k->name && n < 64; k++)
+            names[n++] = k->name;
+        char hint[96];
+        fprintf(stderr, "repro: '%s' is not a repro command%s\n\n", cmd,
+                repro_suggest_phrase(hint, sizeof hint, cmd, names, n));
         repro_print_usage(stderr);
         return REPRO_EXIT_USAGE;
     }

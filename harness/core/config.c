@@ -18,6 +18,7 @@
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/numparse.h"
+#include "util/suggest.h"
 #include "kernels/variants.h"
 
 typedef enum { T_INT, T_U64, T_REAL, T_BOOL, T_ENUM, T_STR, T_LIST } key_type;
@@ -116,6 +117,25 @@ static int find_in_section(const char *section, const char *name)
         if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name))
             return i;
     return -1;
+}
+
+/* " (did you mean 'x'?)" for an unknown key: among the keys of `section`
+ * (NULL: every key, as "section.key" and bare names). */
+static const char *key_hint(char *buf, size_t len, const char *section, const char *name)
+{
+    static char dotted[REPRO_KEY_COUNT][96];
+    const char *cands[2 * REPRO_KEY_COUNT];
+    size_t n = 0;
+    for (int i = 0; i < REPRO_KEY_COUNT; i++) {
+        if (section && strcmp(keys[i].section, section))
+            continue;
+        cands[n++] = keys[i].name;
+        if (!section) {
+            snprintf(dotted[i], sizeof dotted[i], "%s.%s", keys[i].section, keys[i].name);
+            cands[n++] = dotted[i];
+        }
+    }
+    return repro_suggest_phrase(buf, len, name, cands, n);
 }
 
 static int is_section(const char *s)
@@ -491,7 +511,11 @@ static int handler(void *user, const char *section, const char *name, const char
         return 1; /* already reported by the reader */
     int k = find_in_section(section, name);
     if (k < 0) {
-        record_error(ps, "unknown key '%s' in section [%s]", name, section);
+        char hint[160];
+        char msg[300];
+        snprintf(msg, sizeof msg, "unknown key '%.80s' in section [%.30s]%s", name, section,
+                 key_hint(hint, sizeof hint, section, name));
+        record_error(ps, "%s%s", msg, "");
         return 1;
     }
     if (ps->seen[k]) {
@@ -586,9 +610,12 @@ int repro_config_set(repro_config *cfg, const char *assignment)
         return repro_error_set(REPRO_EINVAL, "--set %s: key '%s' is ambiguous, use section.key",
                                assignment, name);
     if (k < 0)
+    {
+        char hint[160];
         return repro_error_set(REPRO_EINVAL,
-                               "--set %s: unknown key '%s' (see `repro help config`)", assignment,
-                               name);
+                               "--set %s: unknown key '%s'%s (see `repro help config`)",
+                               assignment, name, key_hint(hint, sizeof hint, NULL, name));
+    }
     char err[400];
     if (set_value(cfg, k, eq + 1, err, sizeof err) != 0)
         return repro_error_set(REPRO_EINVAL, "--set %s: %s", assignment, err);

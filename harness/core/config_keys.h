@@ -51,7 +51,7 @@ X(train, eps,           REAL, "1e-8",   0, 1,    "min-open", "adamw epsilon (> 0
 X(train, threads,       INT,  "1",      1, 256,  "",       "kernel threads; results are bitwise identical for any value")
 X(train, backend,       ENUM, "cpu",    0, 0,    "cpu|cuda", "kernel backend: cpu, or cuda (GPU: cuDNN convolutions and our own kernels; changes bits; exit 3 without a usable GPU or a CUDA build)")
 X(train, deterministic, ENUM, "on",     0, 0,    "on|off|warn", "on: refuse nondeterministic kernel variants (exit 2); warn: run them with a warning; off: run them")
-X(train, benchmark,     BOOL, "off",    0, 0,    "",       "autotune algorithm choice per call site (parsed; used by a later version)")
+X(train, benchmark,     BOOL, "off",    0, 0,    "",       "autotune the convolution algorithm per call site (time eligible ones at the first call, keep the fastest; off: a fixed rule)")
 X(train, accumulation_steps, INT, "1",  1, 64,   "",       "micro-batches of batch_size whose gradients accumulate into one optimizer step (loss = their mean)")
 X(train, zero_grad,     ENUM, "zero",   0, 0,    "zero|none", "zero: memset the gradients before each step; none: set_to_none (the first micro-batch writes them); bitwise identical")
 X(train, precision,     ENUM, "fp32",   0, 0,    "fp32|bf16|fp16", "compute precision (emulated: every op output rounded to nearest even); fp32 master weights; fp16 uses a loss scaler")
