@@ -156,6 +156,18 @@ START_TEST(test_compare_accumulation_vs_big_batch)
     ck_assert(json_is_false(json_object_get(v1, "bitwise_equal_to_first")));
     double rel = json_real_value(json_object_get(v1, "final_rel_l2_vs_first"));
     ck_assert_msg(rel > 0 && rel < 1e-4, "rel L2 %g", rel); /* close, not equal */
+    /* The true distance from the dumps, beside the norm gap under its name:
+     * different parameters, so the distance is > 0 and ULP max >= p99 >= p50. */
+    double dist = json_real_value(json_object_get(v1, "final_rel_distance_vs_first"));
+    ck_assert_msg(dist > 0 && dist < 1e-2, "distance %g", dist);
+    ck_assert(json_is_real(json_object_get(v1, "final_norm_gap_vs_first")));
+    json_t *u = json_object_get(v1, "ulp_vs_first");
+    ck_assert_ptr_nonnull(u);
+    json_int_t p50 = json_integer_value(json_object_get(u, "p50")),
+               p99 = json_integer_value(json_object_get(u, "p99")),
+               mx = json_integer_value(json_object_get(u, "max"));
+    ck_assert(mx >= p99 && p99 >= p50 && mx > 0);
+    ck_assert(json_is_integer(json_object_get(u, "sign_crossings")));
     json_decref(doc);
     ck_assert_int_eq(tu_run_repro("compare experiments/cnn.ini --vary "
                                   "accumulation_steps=1,2+nosuch=3 --steps 1",

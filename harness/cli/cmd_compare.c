@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analysis/multirun.h"
+#include "analysis/paramdist.h"
 #include "cli/cli.h"
 #include "analysis/compare.h"
 #include "core/config.h"
@@ -60,7 +61,8 @@ typedef struct {
     repro_divergence div;    /* vs value 0, run 1 */
     int have_div;
     uint64_t max_ulp;        /* params at the end vs value 0 */
-    double end_rel_l2;
+    double end_rel_l2;       /* the norm gap at the end (trace stats) */
+    repro_param_distance dist; /* the true distance at the end (dumps) */
 } value_result;
 
 /* One comparison: its options, the values and their runs; owned by
@@ -190,7 +192,7 @@ static void plot_axes(FILE *f, const plot_frame *p, const char *title, const cha
     fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step (1..%ld)</text>\n",
             (p->L + p->W - p->R) / 2, p->H - 15, p->maxstep);
     fprintf(f, "<text x=\"15\" y=\"%g\" transform=\"rotate(-90 15 %g)\" text-anchor=\"middle\">"
-               "relative L2 difference of parameters vs %s (log)</text>\n",
+               "norm gap of parameters vs %s (log)</text>\n",
             (p->T + p->H - p->B) / 2, (p->T + p->H - p->B) / 2, first);
 }
 
@@ -202,7 +204,9 @@ static int plot_multi(const char *path, const char *title, const value_result *v
     FILE *f = fopen(path, "w");
     if (!f)
         return repro_error_set_errno(REPRO_EIO, "%s: cannot create", path);
-    plot_frame p = {760, 420, 70, 20, 40, 50, log10(1e-12), 0, 1};
+    /* The legend sits in a margin of its own, right of the plot, so it
+     * never covers a curve. */
+    plot_frame p = {920, 420, 70, 200, 40, 50, log10(1e-12), 0, 1};
     double top = 1e-6;
     for (int i = 0; i < n; i++)
         for (long k = 0; v[i].have_div && k < v[i].div.ncurve; k++) {
@@ -214,15 +218,19 @@ static int plot_multi(const char *path, const char *title, const value_result *v
     p.hi = ceil(log10(top));
     plot_axes(f, &p, title, v[0].value);
     for (int i = 0; i < n; i++) {
-        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
-                colors[i % 8]);
+        /* a value whose own runs disagree: dashed, and said in the legend */
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"",
+                colors[i % 8], v[i].identical ? "" : " stroke-dasharray=\"6,4\"");
         for (long k = 0; v[i].have_div && k < v[i].div.ncurve; k++) {
             double x = p.L + (double)(v[i].div.curve[k].step - 1) /
                                  (double)(p.maxstep > 1 ? p.maxstep - 1 : 1) * (p.W - p.L - p.R);
             fprintf(f, "%.1f,%.1f ", x, plot_y(&p, v[i].div.curve[k].rel_l2));
         }
-        fprintf(f, "\"/>\n<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", p.W - p.R - 150,
-                p.T + 16.0 * (i + 1), colors[i % 8], v[i].value);
+        fprintf(f, "\"/>\n<text x=\"%g\" y=\"%g\" fill=\"%s\">", p.W - p.R + 12,
+                p.T + 16.0 * (i + 1), colors[i % 8]);
+        for (const char *c = v[i].value; *c; c++)
+            fputs(*c == '<' ? "&lt;" : *c == '&' ? "&amp;" : (char[]){*c, 0}, f);
+        fprintf(f, "%s</text>\n", v[i].identical ? "" : " (runs disagree)");
     }
     fprintf(f, "</svg>\n");
     if (fclose(f) != 0)
@@ -441,6 +449,8 @@ static int measure_value(compare_ctx *x, int i)
     v->have_div = 1;
     v->end_rel_l2 = v->div.ncurve ? v->div.curve[v->div.ncurve - 1].rel_l2 : 0;
     v->max_ulp = x->program ? 0 : params_max_ulp(t0, t, t->nsteps); /* no dumps from a program */
+    if (!x->program && repro_param_distance_at(t0, t, t->nsteps, &v->dist))
+        return -1;
     return 0;
 }
 
@@ -462,6 +472,19 @@ static void report_json(const compare_ctx *x)
         json_object_set_new(o, "max_ulp_vs_first",
                             v->max_ulp == REPRO_ULP_NAN ? json_null() /* not comparable: NaN */
                                                         : json_integer((json_int_t)v->max_ulp));
+        /* the norm gap above is kept under its real name too */
+        json_object_set_new(o, "final_norm_gap_vs_first", json_real(v->end_rel_l2));
+        if (v->dist.valid) {
+            json_object_set_new(o, "final_rel_distance_vs_first",
+                                isfinite(v->dist.rel_l2) ? json_real(v->dist.rel_l2) : json_null());
+            json_object_set_new(o, "ulp_vs_first",
+                                json_pack("{s:I, s:I, s:I, s:I, s:I}", "p50",
+                                          (json_int_t)v->dist.ulp_p50, "p99",
+                                          (json_int_t)v->dist.ulp_p99, "max",
+                                          (json_int_t)v->dist.ulp_max, "sign_crossings",
+                                          (json_int_t)v->dist.sign_crossings, "nan_pairs",
+                                          (json_int_t)v->dist.nan_pairs));
+        }
         json_object_set_new(o, "first_divergent_step_vs_first",
                             v->div.first_step ? json_integer(v->div.first_step) : json_null());
         json_object_set_new(o, "bitwise_equal_to_first", json_boolean(v->div.identical));
@@ -486,13 +509,20 @@ static void report_row(const value_result *v, int first, int w)
         snprintf(vs, sizeof vs, "step %ld", v->div.first_step);
     else
         snprintf(vs, sizeof vs, "prefix");
-    if (v->max_ulp == REPRO_ULP_NAN)
-        snprintf(ulp, sizeof ulp, "NaN");
-    else
-        snprintf(ulp, sizeof ulp, "%llu", (unsigned long long)v->max_ulp);
-    printf("%-*s %-10s %9.2f %11.6f %8.2f%% %12s %11.3g %9s  %s%s\n", w, v->value,
-           v->identical ? "yes" : "NO", v->step_ms, v->final_loss, 100 * v->accuracy, vs,
-           v->end_rel_l2, ulp, algo_summary(v->algos, algos, sizeof algos),
+    char dist[24] = "-", ulps[48] = "-";
+    if (v->dist.valid) {
+        snprintf(dist, sizeof dist, "%.3g", v->dist.rel_l2);
+        snprintf(ulps, sizeof ulps, "%llu/%llu/%llu%s", (unsigned long long)v->dist.ulp_p50,
+                 (unsigned long long)v->dist.ulp_p99, (unsigned long long)v->dist.ulp_max,
+                 v->dist.nan_pairs ? " NaN" : "");
+    } else if (v->max_ulp == REPRO_ULP_NAN) {
+        snprintf(ulps, sizeof ulps, "NaN");
+    }
+    (void)ulp;
+    printf("%-*s %-10s %9.2f %11.6f %8.2f%% %12s %11s %18s %6ld %9.3g  %s%s\n", w, v->value,
+           v->identical ? "yes" : "NO", v->step_ms, v->final_loss, 100 * v->accuracy, vs, dist,
+           ulps, v->dist.sign_crossings, v->end_rel_l2,
+           algo_summary(v->algos, algos, sizeof algos),
            v->algos_changed ? " (changed between runs)" : "");
 }
 
@@ -505,13 +535,16 @@ static void report_text(const compare_ctx *x)
     for (int i = 0; i < x->nv; i++)
         if ((int)strlen(x->v[i].value) > w)
             w = (int)strlen(x->v[i].value);
-    printf("%-*s %-10s %9s %11s %9s %12s %11s %9s  %s\n", w, x->key, "identical", "step ms",
-           "final loss", "accuracy", "vs first", "rel L2 end", "max ULP",
-           "conv algorithms per call site");
+    printf("%-*s %-10s %9s %11s %9s %12s %11s %18s %6s %9s  %s\n", w, x->key, "identical",
+           "step ms", "final loss", "accuracy", "vs first", "|A-B|/|A|", "ULP p50/p99/max",
+           "sign", "norm gap", "conv algorithms per call site");
     for (int i = 0; i < x->nv; i++)
         report_row(&x->v[i], i == 0, w);
     printf("identical: all %d runs of the value agree bit for bit; vs first: where the value's "
-           "run 1 departs from %s=%s's\n",
+           "run 1 departs from %s=%s's; |A-B|/|A|: the parameters' relative L2 distance at the "
+           "end, and their float32 ULP distances (median/p99/max) with sign crossings counted "
+           "apart (sign); norm gap: | ||A|| - ||B|| | / ||A|| from the trace stats (not a "
+           "distance: different parameters can have equal norms)\n",
            x->runs, x->key, x->v[0].value);
 }
 
