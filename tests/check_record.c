@@ -2,6 +2,7 @@
  * order; that trace levels and trace_every change only the detail, never
  * the chain; that hashing never changes training; and dumps. */
 #include <check.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "core/train_record.h"
 #include "record/trace.h"
 #include "core/train.h"
+#include "testutil.h"
 
 static repro_config cfg;
 
@@ -203,6 +205,59 @@ START_TEST(test_dumps)
 }
 END_TEST
 
+static int exists(const char *dir, const char *rel)
+{
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    return access(p, F_OK) == 0;
+}
+
+/* Dumps a PyTorch user can load: step 0 (the initial state), ranges, the
+ * dropout masks and optimizer scalars, a name filter, the model described
+ * in the header, and at level op a gradient dumped once. */
+START_TEST(test_dumps_for_a_reader)
+{
+    char dir[] = "/tmp/repro-dumps-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char args[700], out[1 << 15], err[1 << 14], d[600];
+    snprintf(args, sizeof args,
+             "run experiments/mlp.ini --steps 4 --dump 0-4/2 -q -o %s/a/t.jsonl --set "
+             "trace.level=op",
+             dir);
+    ck_assert_msg(tu_run_repro(args, out, sizeof out, err, sizeof err) == 0, "%s", err);
+    snprintf(d, sizeof d, "%s/a/dump", dir);
+    ck_assert(exists(d, "step-000000/param.fc1.weight.npy"));     /* the initial state */
+    ck_assert(exists(d, "step-000000/sgd.momentum.fc1.weight.npy"));
+    ck_assert(!exists(d, "step-000001"));                          /* 0-4/2: 0, 2, 4 */
+    ck_assert(exists(d, "step-000002/mask.drop1.npy"));
+    ck_assert(exists(d, "step-000004/optim.step_updates.npy"));
+    ck_assert(exists(d, "step-000002/grad.fc1.weight.npy"));
+    ck_assert(!exists(d, "step-000002/bwd.fc1.dw.npy"));          /* once, not twice */
+    ck_assert(exists(d, "step-000002/fwd.fc1.npy"));              /* op outputs at level op */
+    snprintf(args, sizeof args,
+             "run experiments/mlp.ini --steps 2 --dump 2 --dump-only 'param.*' -q -o %s/b/t.jsonl",
+             dir);
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 0);
+    snprintf(d, sizeof d, "%s/b/dump", dir);
+    ck_assert(exists(d, "step-000002/param.fc3.bias.npy"));
+    ck_assert(!exists(d, "step-000002/grad.fc3.bias.npy"));
+    ck_assert(!exists(d, "step-000002/mask.drop1.npy"));
+    repro_trace t;
+    snprintf(d, sizeof d, "%s/a/t.jsonl", dir);
+    ck_assert_int_eq(repro_trace_read(&t, d), 0);
+    json_t *model = json_object_get(t.header_json, "model");
+    ck_assert_ptr_nonnull(model);
+    json_t *p0 = json_array_get(json_object_get(model, "params"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(p0, "name")), "fc1.weight");
+    ck_assert_str_eq(json_string_value(json_object_get(p0, "layout")), "[out,in]");
+    ck_assert_int_eq(json_array_size(json_object_get(model, "layers")), 7); /* fc1 relu drop fc2 relu drop fc3 */
+    repro_trace_release(&t);
+    snprintf(args, sizeof args, "run experiments/mlp.ini --steps 2 --dump 3-1 -o %s/c.jsonl",
+             dir);
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 2);
+}
+END_TEST
+
 Suite *record_suite(void)
 {
     Suite *s = suite_create("record");
@@ -213,6 +268,7 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_hashing_never_changes_training);
     tcase_add_test(tc, test_dumps);
     tcase_add_test(tc, test_overlapped_hasher_equals_synchronous);
+    tcase_add_test(tc, test_dumps_for_a_reader);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,5 +1,6 @@
 /* `repro run EXP`: one training run, hashed at every step into a trace. */
 #include <getopt.h>
+#include <limits.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -45,7 +46,11 @@ const char repro_run_usage[] =
     "  --no-trace        hash every step but write no trace file\n"
     "  --dump STEP[,STEP...]\n"
     "                    also write every hashed tensor of those steps as .npy\n"
-    "                    (dump/step-NNNNNN/NAME.npy beside the trace)\n"
+    "                    (dump/step-NNNNNN/NAME.npy beside the trace), with the\n"
+    "                    dropout masks (mask.LAYER) and the optimizer's scalars\n"
+    "                    (optim.*); an item may be a range A-B or A-B/K (every K-th);\n"
+    "                    step 0 is the initial state (parameters before any update)\n"
+    "  --dump-only GLOB  only the tensors whose name matches, e.g. 'param.*'\n"
     "  --tap-write OP=FILE, --tap-read OP=FILE\n"
     "                    quarantine taps (used by `repro bisect --quarantine`): save\n"
     "                    every output of OP (an op output such as bwd.fc1.dw, or a\n"
@@ -86,23 +91,57 @@ typedef struct {
     const char *resume;
     long dump[MAX_DUMP];
     int ndump;
+    const char *dump_only; /* a glob over tensor names, or NULL: all */
 } run_opts;
 
+/* One decimal step number at *p (digits only); advances *p. */
+static int dump_number(const char **p, long *out)
+{
+    if (**p < '0' || **p > '9')
+        return -1;
+    long v = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++) {
+        if (v > (LONG_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (**p - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static int dump_add(run_opts *o, long v)
+{
+    if (o->ndump == MAX_DUMP)
+        return repro_error_set(REPRO_EINVAL, "run: --dump: at most %d steps", MAX_DUMP);
+    o->dump[o->ndump++] = v;
+    return 0;
+}
+
+/* --dump STEP[,STEP...] where each item is N, or A-B, or A-B/K (every K-th
+ * step from A to B). Step 0 is the initial state, before any update. */
 static int parse_dump(const char *spec, run_opts *o)
 {
     const char *p = spec;
     while (*p) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || (*end && *end != ','))
-            return repro_error_set(REPRO_EINVAL, "run: --dump %s: expected STEP[,STEP...]",
-                                   spec);
-        if (o->ndump == MAX_DUMP)
-            return repro_error_set(REPRO_EINVAL, "run: --dump: at most %d steps", MAX_DUMP);
-        o->dump[o->ndump++] = v;
-        p = *end ? end + 1 : end;
+        long a, b, k = 1;
+        if (dump_number(&p, &a))
+            goto bad;
+        b = a;
+        if (*p == '-' && (p++, dump_number(&p, &b) || b < a))
+            goto bad;
+        if (*p == '/' && (p++, dump_number(&p, &k) || k < 1))
+            goto bad;
+        if (*p && *p != ',')
+            goto bad;
+        for (long s = a; s <= b; s += k)
+            if (dump_add(o, s))
+                return -1;
+        p = *p ? p + 1 : p;
     }
     return 0;
+bad:
+    return repro_error_set(REPRO_EINVAL,
+                           "run: --dump %s: expected STEP, A-B or A-B/K, comma-separated", spec);
 }
 
 /* Parses `repro run` options into cfg (loaded from the file first). */
@@ -119,7 +158,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         {"checkpoint-every", required_argument, 0, 'K'},
         {"checkpoint-dir", required_argument, 0, 'C'},
         {"resume", required_argument, 0, 'U'},
-        {"backend", required_argument, 0, 'B'},
+        {"backend", required_argument, 0, 'B'},  {"dump-only", required_argument, 0, 'O'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     /* First pass: find EXP (the one non-option) without applying anything. */
@@ -137,7 +176,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
                         !strcmp(a, "--tap-write") || !strcmp(a, "--tap-read") ||
                         !strcmp(a, "--algo-lock") || !strcmp(a, "--checkpoint-every") ||
                         !strcmp(a, "--checkpoint-dir") || !strcmp(a, "--resume") ||
-                        !strcmp(a, "--backend");
+                        !strcmp(a, "--backend") || !strcmp(a, "--dump-only");
             i += takes;
             continue;
         }
@@ -172,6 +211,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         case 'o': o->output = optarg; break;
         case 'n': o->no_trace = 1; break;
         case 'L': o->algo_lock = optarg; break;
+        case 'O': o->dump_only = optarg; break;
         case 'C': o->checkpoint_dir = optarg; break;
         case 'U': o->resume = optarg; break;
         case 'K': {
@@ -309,6 +349,7 @@ static int start_recorder(run_ctx *c)
         .total_steps = c->cfg.train_steps,
         .dump_steps = c->o.dump,
         .ndump = c->o.ndump,
+        .dump_only = c->o.dump_only,
         .dump_dir = c->dump_dir,
         .tap_op = c->o.tap_mode ? c->o.tap_op : NULL,
         .tap_path = c->o.tap_path,

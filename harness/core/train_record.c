@@ -4,6 +4,7 @@
 #include "core/train_record.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -235,7 +236,7 @@ static int dump_tensor(const repro_train_recorder *r, long step, const char *nam
                        const char *dtype, int ndim, const long *shape, const void *data,
                        size_t nbytes)
 {
-    if (!dump_step(r, step))
+    if (!dump_step(r, step) || (r->o.dump_only && fnmatch(r->o.dump_only, name, 0) != 0))
         return 0;
     char dir[1200], path[1400];
     snprintf(dir, sizeof dir, "%s/step-%06ld", r->dump_dir, step);
@@ -245,6 +246,75 @@ static int dump_tensor(const repro_train_recorder *r, long step, const char *nam
         return repro_error_set_errno(REPRO_EIO, "%s: cannot create dump directory", dir);
     snprintf(path, sizeof path, "%s/%s.npy", dir, name);
     return repro_npy_write(path, dtype, ndim, shape, data, nbytes);
+}
+
+/* Backend memory (host or device) dumped through a host copy. */
+static int dump_backend(const repro_train_recorder *r, long step, const char *name,
+                        const char *dtype, int ndim, const long *shape, const void *data,
+                        size_t nbytes)
+{
+    if (!dump_step(r, step))
+        return 0;
+    void *host = malloc(nbytes ? nbytes : 1);
+    if (!host)
+        return repro_error_set(REPRO_ENOMEM, "out of memory dumping %s", name);
+    fetch(r, host, data, nbytes);
+    int rc = dump_tensor(r, step, name, dtype, ndim, shape, host, nbytes);
+    free(host);
+    return rc;
+}
+
+/* Step 0 (--dump 0): the initial parameters and optimizer state, before
+ * any update (after a resume: the checkpoint's). */
+static int dump_initial(const repro_train_recorder *r)
+{
+    long step = r->o.start_step;
+    for (int i = 0; i < r->nentries; i++) {
+        const entry *e = &r->entries[i];
+        if (e->phase == PHASE_P && e->live &&
+            dump_backend(r, step, e->name, e->dtype, e->ndim, e->shape, e->live, e->nbytes))
+            return -1;
+    }
+    return 0;
+}
+
+/* On a dumped step, what the trace does not hash but a reader rebuilding
+ * the step needs: each dropout layer's mask (after the forward, before
+ * the next) ... */
+static int dump_masks(const repro_train_recorder *r, long step)
+{
+    const repro_model *m = &r->t->model;
+    int B = r->t->batch ? r->t->batch->size : 0;
+    for (int i = 0; dump_step(r, step) && i < m->nlayers; i++) {
+        const repro_layer *l = &m->layers[i];
+        if (l->kind != REPRO_LAYER_DROPOUT || !l->mask)
+            continue;
+        char name[64];
+        long shape[4] = {B, l->out_c, l->out_h, l->out_w};
+        snprintf(name, sizeof name, "mask.%s", l->name);
+        if (dump_backend(r, step, name, "u8", l->out_h * l->out_w > 1 ? 4 : 2, shape, l->mask,
+                         (size_t)B * (size_t)l->out_c * (size_t)l->out_h * (size_t)l->out_w))
+            return -1;
+    }
+    return 0;
+}
+
+/* ... and the optimizer's scalars after the update (step count, updates
+ * applied, and AdamW's beta powers). */
+static int dump_optim(const repro_train_recorder *r, long step)
+{
+    const repro_trainer *t = r->t;
+    if (!dump_step(r, step))
+        return 0;
+    int64_t counts[2] = {t->step, t->updates};
+    double pows[2] = {t->beta1_pow, t->beta2_pow};
+    long s2[1] = {2};
+    if (dump_tensor(r, step, "optim.step_updates", "i64", 1, s2, counts, sizeof counts))
+        return -1;
+    if (t->model.optimizer == REPRO_OPT_ADAMW &&
+        dump_tensor(r, step, "optim.beta_pows", "f64", 1, s2, pows, sizeof pows))
+        return -1;
+    return 0;
 }
 
 /* One entry into the public recorder (and its dump). */
@@ -433,13 +503,18 @@ static void on_op(void *ctx, const char *name, float *data, int ndim, const long
         data = r->op_host;
         m->be->copy_d2h(m->be_ctx, data, live, n);
     }
+    /* A gradient reported as an op output (bwd.fc1.dw) is also a recorded
+     * tensor (grad.fc1.weight): dumped once, under the tensor's name. */
+    int is_grad = 0;
+    for (int i = 0; i < m->nparams; i++)
+        is_grad |= live == m->params[i].grad;
     tap_op(r, name, data, n);
     if (data != live && r->o.tap_mode == REPRO_TAP_READ && r->tap &&
         repro_op_matches(r->o.tap_op, name))
         m->be->copy_h2d(m->be_ctx, live, data, n); /* the substitute goes back */
     if (r->o.level != REPRO_TRACE_OP || wait_done(r, PHASE_P, step - 1))
         return; /* installed only for the tap, or already failed */
-    if (dump_tensor(r, step, name, "f32", ndim, shape, data, n) ||
+    if ((!is_grad && dump_tensor(r, step, name, "f32", ndim, shape, data, n)) ||
         repro_recorder_op(r->pub, name, REPRO_F32, ndim, shape64, data))
         fail_now(r, repro_error_code(), repro_error_message());
 }
@@ -513,6 +588,8 @@ int repro_train_recorder_after_backward(repro_train_recorder *r)
             repro_fault_apply(&r->fault, step, e->name,
                               e->live ? (void *)e->live : e->copy[par], e->nbytes);
     }
+    if (dump_masks(r, step))
+        fail_now(r, repro_error_code(), repro_error_message());
     enqueue(r, PHASE_G, step);
     if (r->o.synchronous)
         return wait_done(r, PHASE_G, step);
@@ -538,6 +615,8 @@ int repro_train_recorder_after_update(repro_train_recorder *r)
         else if (e->phase == PHASE_P)
             repro_fault_apply(&r->fault, step, e->name, (void *)e->live, e->nbytes);
     }
+    if (dump_optim(r, step))
+        fail_now(r, repro_error_code(), repro_error_message());
     enqueue(r, PHASE_P, step);
     if (r->o.synchronous)
         return wait_done(r, PHASE_P, step);
@@ -545,6 +624,39 @@ int repro_train_recorder_after_update(repro_train_recorder *r)
 }
 
 /* ---- opening and closing ----------------------------------------------------- */
+
+/* The network, so a reader can rebuild it without model.c: its layers in
+ * order with their per-sample shapes (NCHW; a linear layer's features as
+ * C x 1 x 1) and each parameter's name, shape and layout. */
+static json_t *model_json(const repro_model *m)
+{
+    static const char *const kinds[] = {"linear", "conv2d", "relu", "maxpool2d", "dropout"};
+    json_t *layers = json_array(), *params = json_array();
+    for (int i = 0; i < m->nlayers; i++) {
+        const repro_layer *l = &m->layers[i];
+        json_t *o = json_pack("{s:s, s:s, s:[i,i,i], s:[i,i,i]}", "name", l->name, "kind",
+                              kinds[l->kind], "in", l->in_c, l->in_h, l->in_w, "out", l->out_c,
+                              l->out_h, l->out_w);
+        if (l->kind == REPRO_LAYER_CONV || l->kind == REPRO_LAYER_MAXPOOL)
+            json_object_set_new(o, "kernel", json_integer(l->k));
+        if (l->kind == REPRO_LAYER_CONV)
+            json_object_set_new(o, "padding", json_integer(l->pad));
+        if (l->kind == REPRO_LAYER_DROPOUT)
+            json_object_set_new(o, "p", json_real(l->p));
+        json_array_append_new(layers, o);
+    }
+    for (int i = 0; i < m->nparams; i++) {
+        const repro_param *p = &m->params[i];
+        json_t *shape = json_array();
+        for (int d = 0; d < p->ndim; d++)
+            json_array_append_new(shape, json_integer(p->shape[d]));
+        const char *layout = p->ndim == 4 ? "[out,in,kh,kw]" : p->ndim == 2 ? "[out,in]" : "[out]";
+        json_array_append_new(params, json_pack("{s:s, s:o, s:s}", "name", p->name, "shape", shape,
+                                                "layout", layout));
+    }
+    return json_pack("{s:s, s:o, s:o}", "activations", "NCHW", "layers", layers, "params",
+                     params);
+}
 
 /* The trainer's header keys on top of the public recorder's: its config
  * with both digests, and where a resumed run resumed from. */
@@ -561,6 +673,7 @@ static char *header_json(const repro_train_recorder *r, const repro_digest *star
     json_object_set_new(h, "config", repro_config_to_json(cfg));
     json_object_set_new(h, "config_digest", json_string(ahex));
     json_object_set_new(h, "numerics_digest", json_string(nhex));
+    json_object_set_new(h, "model", model_json(&r->t->model));
     if (r->o.fault_spec)
         json_object_set_new(h, "fault", json_string(r->o.fault_spec));
     if (r->o.start_step > 0 && r->o.resumed_from) {
@@ -629,7 +742,7 @@ static int start(repro_train_recorder *r, const repro_train_recorder_opts *opts)
         t->model.on_op = on_op;
         t->model.on_op_ctx = r;
     }
-    return 0;
+    return dump_initial(r);
 }
 
 int repro_train_recorder_new(repro_train_recorder **out, repro_trainer *t,

@@ -25,8 +25,10 @@ typedef struct {
     int level;              /* REPRO_TRACE_* */
     int every;              /* detail every K-th step (and the last) */
     long total_steps;
-    const long *dump_steps; /* steps whose tensors are written as .npy */
+    const long *dump_steps; /* steps whose tensors are written as .npy (0: the
+                               initial parameters and optimizer state) */
     int ndump;
+    const char *dump_only;  /* fnmatch glob over tensor names, or NULL: all */
     const char *dump_dir;   /* where: <dump_dir>/step-000037/<tensor>.npy */
     /* Quarantine taps (bisect --quarantine): every output of the op(s)
      * `tap_op` selects (opnames.h) is appended to `tap_path` (mode write), or

@@ -12,8 +12,13 @@
 int repro_npy_write(const char *path, const char *dtype, int ndim, const long *shape,
                     const void *data, size_t nbytes)
 {
-    const char *descr = !strcmp(dtype, "f32") ? "<f4" : !strcmp(dtype, "i32") ? "<i4"
-                        : !strcmp(dtype, "u32") ? "<u4" : NULL;
+    const char *descr = !strcmp(dtype, "f32")   ? "<f4"
+                        : !strcmp(dtype, "i32") ? "<i4"
+                        : !strcmp(dtype, "u32") ? "<u4"
+                        : !strcmp(dtype, "f64") ? "<f8"
+                        : !strcmp(dtype, "i64") ? "<i8"
+                        : !strcmp(dtype, "u8")  ? "|u1"
+                                                : NULL;
     if (!descr)
         return repro_error_set(REPRO_EINVAL, "%s: cannot dump dtype %s", path, dtype);
     char dict[512];

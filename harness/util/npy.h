@@ -5,7 +5,8 @@
 
 #include <stddef.h>
 
-/* dtype: "f32", "i32" or "u32" (written little-endian: '<f4', '<i4', '<u4').
+/* dtype: "f32", "i32", "u32", "f64", "i64" or "u8" (written little-endian:
+ * '<f4', '<i4', '<u4', '<f8', '<i8', '|u1').
  * ndim 0 writes a scalar. Returns 0 or -1 (error slot, exit 3). */
 int repro_npy_write(const char *path, const char *dtype, int ndim, const long *shape,
                     const void *data, size_t nbytes);
