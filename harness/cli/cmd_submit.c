@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "core/config.h"
 #include "util/error.h"
+#include "util/escape.h"
 #include "golden/git.h"
 #include "analysis/multirun.h"
 #include "util/child.h"
@@ -224,12 +225,13 @@ static void print_summary(const submit_ctx *s)
 {
     char chain[65];
     repro_digest_hex(&s->tr.trailer_chain, chain);
-    printf("bundle %s: %s, seed %s, %ld steps, environment class %s\n", s->o->dir,
-           s->tr.experiment, s->tr.seed, s->tr.trailer_steps, s->tr.env_class);
+    printf("bundle %s: %s, seed %s, %ld steps, environment class %s\n", repro_esc(s->o->dir),
+           repro_esc(s->tr.experiment), repro_esc(s->tr.seed), s->tr.trailer_steps,
+           repro_esc(s->tr.env_class));
     json_t *sig = json_object_get(s->doc, "signature");
     if (sig)
         printf("  signed, submitter key id %.16s\n",
-               json_string_value(json_object_get(sig, "key_id")));
+               repro_esc(json_string_value(json_object_get(sig, "key_id"))));
     else
         printf("  not signed (use --key to sign)\n");
     printf("chain %s\n", chain);

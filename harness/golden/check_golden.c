@@ -9,6 +9,7 @@
 #include "analysis/compare.h"
 #include "record/env.h"
 #include "util/error.h"
+#include "util/escape.h"
 #include "golden/git.h"
 #include "golden/golden.h"
 #include "analysis/multirun.h"
@@ -43,7 +44,8 @@ static void report_changes(repro_git *git, const repro_trace *golden, FILE *out,
     repro_git_changes *ch = NULL;
     if (repro_git_changes_since(git, since, prefixes, np, &ch)) {
         if (out)
-            fprintf(out, "  (cannot list changes since %.7s: %s)\n", since, repro_error_message());
+            fprintf(out, "  (cannot list changes since %.7s: %s)\n", repro_esc(since),
+                    repro_esc(repro_error_message()));
         return;
     }
     json_t *paths = json_array();
@@ -52,20 +54,21 @@ static void report_changes(repro_git *git, const repro_trace *golden, FILE *out,
             fprintf(out, "  no commit since %.7s touched the numerics paths (kernels/, harness/, "
                          "Makefile, the experiment): the environment or uncommitted changes "
                          "differ\n",
-                    since);
+                    repro_esc(since));
         else
-            fprintf(out, "  numerics paths changed since the golden was blessed at %.7s:\n", since);
+            fprintf(out, "  numerics paths changed since the golden was blessed at %.7s:\n",
+                    repro_esc(since));
     }
     for (size_t i = 0; i < ch->npaths; i++) {
         const repro_git_path_changes *p = &ch->paths[i];
         json_t *commits = json_array();
         if (out)
-            fprintf(out, "    %s changed in %zu commit%s since %.7s:", p->path, p->ncommits,
-                    p->ncommits == 1 ? "" : "s", since);
+            fprintf(out, "    %s changed in %zu commit%s since %.7s:", repro_esc(p->path),
+                    p->ncommits, p->ncommits == 1 ? "" : "s", repro_esc(since));
         for (size_t k = 0; k < p->ncommits; k++) {
             const repro_git_commit *c = &ch->commits[p->commits[k]].commit;
             if (out)
-                fprintf(out, "%s %s %s", k ? "," : "", c->short_id, c->summary);
+                fprintf(out, "%s %s %s", k ? "," : "", c->short_id, repro_esc(c->summary));
             json_array_append_new(commits, json_pack("{s:s, s:s}", "id", c->id, "summary",
                                                      c->summary));
         }
@@ -104,11 +107,11 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
     int best = -1;
     double best_d = INFINITY;
     if (out)
-        fprintf(out, "golden: none for environment class %s%s", cls,
+        fprintf(out, "golden: none for environment class %s%s", repro_esc(cls),
                 n ? "; goldens exist for: " : " (and none for any other class)");
     for (int i = 0; i < n; i++) {
         if (out)
-            fprintf(out, "%s%s", i ? ", " : "", classes[i]);
+            fprintf(out, "%s%s", i ? ", " : "", repro_esc(classes[i]));
         json_array_append_new(others, json_string(classes[i]));
     }
     if (out)
@@ -139,7 +142,7 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
                 "golden: closest class %s: max relative difference of ||params|| %.3g over the "
                 "common steps (a tolerance view; bitwise identity is promised only within a "
                 "class)\n",
-                classes[best], best_d);
+                repro_esc(classes[best]), best_d);
     if (json) {
         json_object_set_new(json, "status", json_string("none"));
         json_object_set_new(json, "classes", others);
@@ -153,7 +156,7 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
     if (require && out)
         fprintf(out, "golden: required (--require-golden) but missing: bless it with "
                      "`repro bless %s`\n",
-                run->experiment_path);
+                repro_esc(run->experiment_path));
     repro_golden_classes_free(classes, n);
     return require ? REPRO_GOLDEN_DIFFERS : 0;
 }
@@ -212,7 +215,7 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
             if (out)
                 fprintf(out, "golden: not compared: the check overrides the config (--set/--seed), "
                              "and %s is for the committed config\n",
-                        path);
+                        repro_esc(path));
             if (json)
                 json_object_set_new(json, "status", json_string("skipped"));
             goto done;
@@ -221,7 +224,7 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
             fprintf(out,
                     "golden: MISMATCH: %s was blessed (at %s) with a different config of %s; "
                     "the experiment changed since: re-bless it\n",
-                    shown, blessed ? blessed : "?", experiment);
+                    repro_esc(shown), blessed ? repro_esc(blessed) : "?", repro_esc(experiment));
         if (json)
             json_object_set_new(json, "status", json_string("config-changed"));
         report_changes(git, &g, out, json);
@@ -235,16 +238,16 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
     snprintf(d.scope, sizeof d.scope, "golden (blessed at %s)", blessed ? blessed : "?");
     if (matches(&d)) {
         if (out)
-            fprintf(out, "golden: matches %s (blessed at %s) over %ld steps\n", shown,
-                    blessed ? blessed : "?", d.common_steps);
+            fprintf(out, "golden: matches %s (blessed at %s) over %ld steps\n", repro_esc(shown),
+                    blessed ? repro_esc(blessed) : "?", d.common_steps);
         if (json)
             json_object_set_new(json, "status", json_string("match"));
     } else {
         if (out) {
-            fprintf(out, "== golden %s vs run 1 ==\n", shown);
+            fprintf(out, "== golden %s vs run 1 ==\n", repro_esc(shown));
             repro_report_text(out, &g, run, &d);
-            fprintf(out, "golden: MISMATCH with %s (blessed at %s)\n", shown,
-                    blessed ? blessed : "?");
+            fprintf(out, "golden: MISMATCH with %s (blessed at %s)\n", repro_esc(shown),
+                    blessed ? repro_esc(blessed) : "?");
         }
         if (json) {
             json_object_set_new(json, "status", json_string("mismatch"));
