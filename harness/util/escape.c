@@ -1,7 +1,6 @@
 /* Escaping untrusted text for the terminal (see escape.h). */
 #include "util/escape.h"
 
-#include <stdio.h>
 #include <string.h>
 
 static int plain(unsigned char c)
@@ -16,29 +15,26 @@ char *repro_escape(char *buf, size_t len, const char *s)
         return buf;
     if (!s)
         s = "(null)";
-    size_t o = 0;
+    /* o: bytes written; cut: the last whole-piece boundary that leaves room
+     * for "..." and the NUL, where the text is cut if the rest does not fit. */
+    size_t o = 0, cut = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char piece[5];
-        size_t n;
+        char piece[4];
+        size_t n = 0;
         if (plain(*p)) {
-            piece[0] = (char)*p;
-            n = 1;
+            piece[n++] = (char)*p;
         } else if (*p == '\\') {
-            piece[0] = piece[1] = '\\';
-            n = 2;
+            piece[n++] = '\\';
+            piece[n++] = '\\';
         } else {
-            piece[0] = '\\';
-            piece[1] = 'x';
-            piece[2] = hex[*p >> 4];
-            piece[3] = hex[*p & 15];
-            n = 4;
+            piece[n++] = '\\';
+            piece[n++] = 'x';
+            piece[n++] = hex[*p >> 4];
+            piece[n++] = hex[*p & 15];
         }
-        /* Room for this piece and, if more follows, for "..." after it. */
-        size_t reserve = p[1] ? 3 : 0;
-        if (o + n + reserve >= len) {
-            if (len >= 4) { /* cut: "..." in place of what does not fit */
-                while (o + 3 >= len)
-                    o--;
+        if (o + n >= len) { /* does not fit: cut at the last boundary */
+            o = cut;
+            if (len >= 4) {
                 memcpy(buf + o, "...", 3);
                 o += 3;
             }
@@ -46,8 +42,10 @@ char *repro_escape(char *buf, size_t len, const char *s)
         }
         memcpy(buf + o, piece, n);
         o += n;
+        if (o + 3 < len)
+            cut = o;
     }
-    buf[o < len ? o : len - 1] = '\0';
+    buf[o] = '\0';
     return buf;
 }
 
