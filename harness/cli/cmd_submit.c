@@ -140,9 +140,13 @@ static int run_child(submit_ctx *s, char *const tail[], const char *out_path)
     int st = repro_child_run_self(args, NULL, out_path, s->p_err);
     if (st <= 0)
         return st;
-    char *e = slurp(s->p_err);
+    char *e = slurp(s->p_err), silence[1600];
     fputs(e, stderr);
     free(e);
+    if (repro_child_explain_silence(s->p_err, silence, sizeof silence))
+        return repro_error_set(st == 2 ? REPRO_EINVAL : REPRO_EIO,
+                               "submit: `repro run %s` failed (exit %d) and said nothing: %s",
+                               o->exp, st, silence);
     return repro_error_set(st == 2 ? REPRO_EINVAL : REPRO_EIO,
                            "submit: `repro run %s` failed (exit %d)", o->exp, st);
 }

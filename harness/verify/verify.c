@@ -383,6 +383,12 @@ static int rerun(verify_run *v)
         if (code == RUN_EXIT_INPUT)
             return decide(r, REPRO_VERDICT_INVALID, 0, "the re-run refused the submission: %s",
                           line);
+        char silence[1600];
+        if (!line[0] && repro_child_explain_silence(v->p_err, silence, sizeof silence))
+            return repro_error_set(REPRO_EIO,
+                                   "verify: the re-run failed on this host (exit %d) and said "
+                                   "nothing: %s",
+                                   code, silence);
         return repro_error_set(REPRO_EIO, "verify: the re-run failed on this host (exit %d): %s",
                                code, line);
     }
