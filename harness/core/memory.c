@@ -206,7 +206,8 @@ static void estimate_data(shape_walk *s, uint64_t head_in)
 {
     const repro_config *cfg = s->cfg;
     repro_memory_estimate *e = s->e;
-    uint64_t B = s->cap, train = (uint64_t)cfg->data_train_size, test = (uint64_t)cfg->data_test_size;
+    uint64_t B = s->cap, train = (uint64_t)cfg->data_train_size;
+    uint64_t test = (uint64_t)cfg->data_test_size;
     uint64_t slots = cfg->data_num_workers == 0
                          ? 1
                          : (uint64_t)cfg->data_num_workers * (uint64_t)cfg->data_prefetch;

@@ -131,6 +131,7 @@ typedef struct {
     char p_cfg[1200], p_trace[1200], p_out[1200], p_err[1200];
     repro_trace claim, re;
     repro_config cfg;
+    uint64_t own_vm; /* our address space before the claimed trace was read */
 } verify_run;
 
 /* Steps 3-6 below return -1 for a host-side failure (error slot), 0 to go
@@ -263,8 +264,9 @@ static uint64_t own_address_space(void)
 
 /* The re-run's RLIMIT_AS: as the caller set it, else max_memory plus
  * headroom for what the estimate does not count — this executable's own
- * mappings (measured on ourselves), a stack per thread (train.threads,
- * data.num_workers, and a few of repro's own) and the malloc arenas
+ * mappings (measured on ourselves, before the claimed trace was read), a
+ * stack per thread (train.threads, data.num_workers, and a few of repro's
+ * own) and the malloc arenas
  * (MALLOC_ARENA_MAX=2 in the re-run's environment: one extra 64 MiB heap
  * reservation) — plus 256 MiB of slack. Address space, not memory: the
  * headroom is mostly reserved, never touched. 0: no limit (none asked
@@ -277,15 +279,14 @@ static uint64_t address_space_limit(const verify_run *v)
         return o->limits.as_bytes;
     if (v->cfg.train_backend != REPRO_BACKEND_CPU || REPRO_SANITIZED_ADDRESSES)
         return 0;
+    /* glibc gives a thread RLIMIT_STACK's soft limit as its stack, a
+     * default when that is unlimited (2 MiB on x86-64; counted as 32). */
     struct rlimit rl;
-    uint64_t stack = 32u << 20; /* glibc's thread stack when RLIMIT_STACK is unlimited */
-    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < stack)
+    uint64_t stack = 32u << 20;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         stack = rl.rlim_cur;
     uint64_t threads = (uint64_t)v->cfg.train_threads + (uint64_t)v->cfg.data_num_workers + 8;
-    uint64_t base = own_address_space();
-    if (!base)
-        base = 1ull << 30;
+    uint64_t base = v->own_vm ? v->own_vm : 1ull << 30;
     uint64_t headroom = base + threads * (stack + (64u << 10)) + (128ull << 20) + (256ull << 20);
     return o->max_memory > UINT64_MAX - headroom ? 0 : o->max_memory + headroom;
 }
@@ -548,6 +549,7 @@ static int verify_bundle(const repro_verify_opts *o, repro_verify_result *r)
     v->o = o;
     v->b = &r->bundle;
     v->r = r;
+    v->own_vm = own_address_space();
     const char *td = getenv("TMPDIR");
     snprintf(v->tmp, sizeof v->tmp, "%s/repro-verify-XXXXXX", td && *td ? td : "/tmp");
     if (!mkdtemp(v->tmp)) {
