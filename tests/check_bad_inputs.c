@@ -48,9 +48,11 @@ typedef struct {
 #define GOOD_MF MF("tiny", "6", "trace.jsonl", "")
 
 /* A trace header that passes every check; EXTRA adds members. */
-#define TH(EXTRA)                                                                                  \
-    "{\"repro_trace\":1,\"type\":\"header\",\"experiment\":\"x\",\"experiment_path\":\"x.ini\","   \
-    "\"config\":{},\"config_digest\":\"" Z64 "\",\"numerics_digest\":\"" Z64 "\",\"seed\":\"0\","  \
+#define TH(EXTRA) TH_EXP("x", "0", EXTRA)
+#define TH_AS(EXP, SEED) TH_EXP(EXP, SEED, "")
+#define TH_EXP(EXP, SEED, EXTRA)                                                                   \
+    "{\"repro_trace\":1,\"type\":\"header\",\"experiment\":\"" EXP "\",\"experiment_path\":\"x.ini\"," \
+    "\"config\":{},\"config_digest\":\"" Z64 "\",\"numerics_digest\":\"" Z64 "\",\"seed\":\"" SEED "\"," \
     "\"seed_scheme\":\"repro-seed/v1\",\"rng\":\"philox4x32-10/v1\","                              \
     "\"tensor_hash\":\"repro-tensor/v1\",\"repro_version\":\"0.1.0\",\"compiler\":\"cc\","         \
     "\"cflags\":\"\",\"level\":\"step\",\"every\":1,\"threads\":1,\"num_workers\":0" EXTRA "}\n"
@@ -128,6 +130,10 @@ static const row rows[] = {
     {"config", "8 conv blocks (layers[32] overflow)", "[model]\ntype = cnn\nconv_channels = 1,1,1,1,1,1,1,1\npadding = 4\n"
      "dropout = 0.1\n[data]\ntrain_size = 64\ntest_size = 64\n[train]\nsteps = 1\n", NULL, 0, "", 0},
     {"config", "FIFO", MIN_INI, NULL, 2, "not a regular file (a FIFO)", 4},
+    /* Terminal escapes in what an error quotes: shown as \xNN, never raw. */
+    {"config", "ESC in a value", "[train]\nsteps = \x1b[2J\x1b[1;1Hreproduced\n", NULL, 2,
+     "'\\x1b[2J\\x1b[1;1Hreproduced' is not an integer", 0},
+    {"config", "ESC in a key", "[train]\n\x1b]0;owned\x07 = 1\n", NULL, 2, "\\x1b]0;owned\\x07", 0},
     {"config", "FIFO as IDX data", MIN_INI, NULL, 2, "fifo.idx: not a regular file (a FIFO)", 5},
     /* ---- traces: `repro diff` ---- */
     {"trace", "truncated", "{\"repro_trace\":1,\"type\":\"hea", NULL, 2, "the last line is incomplete", 0},
@@ -154,6 +160,11 @@ static const row rows[] = {
      NULL, 0, "", 0},
     {"trace", "line over the limit", NULL, over_limit_trace_line, 2, "bad.jsonl:1: line longer than the 1024 KiB limit", 0},
     {"trace", "FIFO", "{}\n", NULL, 2, "bad.jsonl: not a regular file (a FIFO)", 4},
+    {"trace", "ESC in the experiment (a fake verdict line)",
+     TH_AS("\\u001b[2J\\u001b[1;1Hreproduced", "0") STEP("1") TRAILER("1", C1), NULL, 0, "", 0},
+    {"trace", "ESC in the seed", TH_AS("x", "\\u001b[31m0") STEP("1") TRAILER("1", C1), NULL, 0, "", 0},
+    {"trace", "ESC in a quoted member", "{\"repro_trace\":1,\"type\":\"head\\u001b[2Jer\"}\n", NULL, 2,
+     "head\\x1b[2Jer", 0},
     /* ---- bundle manifests: `repro verify` ---- */
     {"manifest", "truncated", "{\"repro_bundle\":1,\"experiment\":\"ti", NULL, 2, "not valid JSON", 0},
     {"manifest", "garbled", "\x01\x02\xff{{{", NULL, 2, "not valid JSON", 0},
@@ -173,6 +184,8 @@ static const row rows[] = {
     {"manifest", "seed overflow", "{\"repro_bundle\":1,\"experiment\":\"tiny\",\"config\":\"x\",\"seed\":\"18446744073709551616\"}", NULL, 2, "decimal uint64", 0},
     {"manifest", "bad chain", "{\"repro_bundle\":1,\"experiment\":\"tiny\",\"config\":\"x\",\"seed\":\"0\",\"steps\":1,\"trace\":\"t\",\"chain\":\"" "ABCDEF" Z64 "\"}", NULL, 2, "\"chain\" must be 64 to 64 bytes", 0},
     {"manifest", "shell in a name", MF("tiny;rm -rf ~", "6", "trace.jsonl", ""), NULL, 2, "\"experiment\" has a character not allowed", 0},
+    {"manifest", "ESC in a name", MF("tiny\\u001b[2J", "6", "trace.jsonl", ""), NULL, 2, "\"experiment\" has a character not allowed", 0},
+    {"manifest", "ESC in an unknown key", MF("tiny", "6", "trace.jsonl", ",\"\\u001b[2Jx\":1"), NULL, 2, "unknown key \"\\x1b[2Jx\"", 0},
     {"manifest", "path traversal", MF("tiny", "6", "../../../etc/passwd", ""), NULL, 2, "no empty, \".\" or \"..\" components", 0},
     {"manifest", "absolute path", MF("tiny", "6", "/etc/passwd", ""), NULL, 2, "not absolute", 0},
     {"manifest", "symlink out of the bundle", GOOD_MF, NULL, 2, "resolves outside the bundle", 1},
@@ -280,6 +293,9 @@ START_TEST(test_bad_input)
                   r->label, rc, r->exit, err);
     ck_assert_msg(strstr(err, r->phrase) != NULL, "%s / %s: expected '%s' in stderr: %.400s",
                   r->kind, r->label, r->phrase, err);
+    /* No terminal escape reaches the terminal, whatever the input. */
+    ck_assert_msg(!strchr(out, 0x1b) && !strchr(err, 0x1b), "%s / %s: ESC in the output: %.400s%.400s",
+                  r->kind, r->label, out, err);
     /* No sanitizer report, whatever the exit code. */
     ck_assert_msg(!strstr(err, "Sanitizer"), "%s / %s: %.2000s", r->kind, r->label, err);
 }

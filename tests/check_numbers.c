@@ -120,6 +120,31 @@ START_TEST(test_seeds_are_decimal)
 }
 END_TEST
 
+/* Sizes (verify --max-memory): bytes or binary units, strictly. */
+START_TEST(test_sizes)
+{
+    uint64_t v;
+    static const struct {
+        const char *text;
+        uint64_t bytes;
+    } good[] = {{"512M", 512ull << 20}, {"2G", 2ull << 30}, {"4GiB", 4ull << 30},
+                {"3g", 3ull << 30},     {"1t", 1ull << 40}, {"1048576", 1 << 20},
+                {"2048K", 2 << 20},     {"5MB", 5ull << 20}, {"1048576B", 1 << 20},
+                {"8388607T", 8388607ull << 40}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        ck_assert_msg(repro_parse_size("x", good[i].text, 1 << 20, &v) == 0, "%s: %s",
+                      good[i].text, repro_error_message());
+        ck_assert_uint_eq(v, good[i].bytes);
+    }
+    static const char *const bad[] = {"",     "G",   "2X",   "2 G", "-1G", "+1G", "1.5G",
+                                      "0x10M", "2iB", "2GiBs", "1K",  "8388608T", "0",
+                                      "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(repro_parse_size("x", bad[i], 1 << 20, &v) == -1, "%s accepted", bad[i]);
+    ck_assert_ptr_nonnull(strstr(repro_error_message(), "x 99999999999999999999: expected a size"));
+}
+END_TEST
+
 Suite *numbers_suite(void)
 {
     Suite *s = suite_create("numbers");
@@ -128,6 +153,7 @@ Suite *numbers_suite(void)
     tcase_add_test(tc, test_counts_are_strict_decimal);
     tcase_add_test(tc, test_count_lists);
     tcase_add_test(tc, test_seeds_are_decimal);
+    tcase_add_test(tc, test_sizes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "core/config.h"
 #include "record/trace.h"
@@ -135,6 +139,76 @@ static void make_checkpoint(char *ckpt, size_t len)
     snprintf(ckpt, len, "%s/ckpt-3.bin", dir);
     ck_assert_int_eq(access(ckpt, R_OK), 0);
 }
+
+/* A run killed while writing a checkpoint (kill -9) leaves its temporary;
+ * the next run that checkpoints into that directory removes it — only the
+ * abandoned ones: a temporary whose writer still runs, the checkpoints
+ * themselves and other files stay. (They used to pile up: ckpt-N.bin.tmp,
+ * one per kill, each the size of a checkpoint.) */
+static void touch(const char *dir, const char *name, long age_s)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("partial checkpoint", f);
+    ck_assert_int_eq(fclose(f), 0);
+    if (age_s) {
+        struct utimbuf t = {time(NULL) - age_s, time(NULL) - age_s};
+        ck_assert_int_eq(utime(p, &t), 0);
+    }
+}
+
+static int exists(const char *dir, const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+START_TEST(test_abandoned_checkpoint_temporaries_are_removed)
+{
+    char dir[64], cmd[512], dead[64], live[64];
+    tmpdir(dir, sizeof dir);
+    pid_t pid = fork(); /* a pid that is certainly gone: a child, reaped */
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+    snprintf(dead, sizeof dead, "ckpt-3.bin.%ld.tmp", (long)pid);
+    snprintf(live, sizeof live, "ckpt-6.bin.%ld.tmp", (long)getpid()); /* alive: this test */
+    touch(dir, dead, 0);
+    touch(dir, live, 0);
+    touch(dir, "ckpt-9.bin.tmp", 7200);   /* an older repro's, untouched for 2 hours */
+    touch(dir, "ckpt-12.bin.tmp", 0);     /* an older repro's, fresh: maybe being written */
+    touch(dir, "ckpt-x.bin.1.tmp", 0);    /* not a checkpoint's name */
+    touch(dir, "notes.tmp", 0);
+    touch(dir, "ckpt-15.bin", 0);
+    snprintf(cmd, sizeof cmd,
+             "run experiments/mlp.ini --steps 2 --set data.train_size=256 -o %s/t.jsonl "
+             "--checkpoint-every 2",
+             dir);
+    ck_assert_msg(tu_run_repro(cmd, out, sizeof out, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(strstr(err, "removed 2 abandoned checkpoint temporaries from") != NULL, "%s",
+                  err);
+    ck_assert(!exists(dir, dead));
+    ck_assert(!exists(dir, "ckpt-9.bin.tmp"));
+    ck_assert(exists(dir, live));
+    ck_assert(exists(dir, "ckpt-12.bin.tmp"));
+    ck_assert(exists(dir, "ckpt-x.bin.1.tmp"));
+    ck_assert(exists(dir, "notes.tmp"));
+    ck_assert(exists(dir, "ckpt-15.bin"));
+    ck_assert(exists(dir, "ckpt-2.bin"));
+    /* The run's own temporary was renamed into place: nothing of it left. */
+    char own[64];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c 'ckpt-2.bin.*tmp' || true", dir);
+    FILE *ls = popen(cmd, "r");
+    ck_assert_ptr_nonnull(ls);
+    ck_assert_ptr_nonnull(fgets(own, sizeof own, ls));
+    pclose(ls);
+    ck_assert_str_eq(own, "0\n");
+}
+END_TEST
 
 START_TEST(test_corrupted_checkpoint)
 {
@@ -308,6 +382,7 @@ Suite *resume_suite(void)
     tcase_add_test(tc, test_resume_cnn_mid_epoch_workers);
     tcase_add_test(tc, test_check_resume_at);
     tcase_add_test(tc, test_corrupted_checkpoint);
+    tcase_add_test(tc, test_abandoned_checkpoint_temporaries_are_removed);
     tcase_add_test(tc, test_mismatched_checkpoint);
     tcase_add_test(tc, test_resumed_trace_needs_its_header);
     tcase_add_test(tc, test_eval_every_keeps_the_chain);

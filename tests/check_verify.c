@@ -10,9 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "record/hash.h"
 #include "testutil.h"
 #include "util/error.h"
@@ -100,6 +103,9 @@ static void rewrite_manifest(const char *bundle, const char *chain, const char *
 
 enum { ALTER_DIGEST_ONLY, ALTER_DIGEST_RECHAIN, ALTER_TENSOR };
 static char altered_tensor[64];
+/* When set, ALTER_TENSOR also renames the altered tensor, and the header's
+ * experiment is replaced (both names are someone else's text). */
+static const char *altered_name, *header_experiment;
 
 /* Rewrites the bundle's trace, at step `step` (0: none): ALTER_DIGEST_ONLY
  * changes one hex digit of the step digest and nothing else;
@@ -124,6 +130,8 @@ static const char *rewrite_trace(const char *bundle, long step, int mode, const 
         const char *type = json_string_value(json_object_get(o, "type"));
         if (!strcmp(type, "header") && env_class)
             json_object_set_new(o, "env_class", json_string(env_class));
+        if (!strcmp(type, "header") && header_experiment)
+            json_object_set_new(o, "experiment", json_string(header_experiment));
         if (!strcmp(type, "step")) {
             long n = (long)json_integer_value(json_object_get(o, "step"));
             char hex[65];
@@ -143,6 +151,8 @@ static const char *rewrite_trace(const char *bundle, long step, int mode, const 
                     if (i == 6) {
                         th[0] = th[0] == '0' ? '1' : '0';
                         json_object_set_new(t, "digest", json_string(th));
+                        if (altered_name)
+                            json_object_set_new(t, "name", json_string(altered_name));
                         snprintf(altered_tensor, sizeof altered_tensor, "%s",
                                  json_string_value(json_object_get(t, "name")));
                     }
@@ -178,6 +188,55 @@ static const char *rewrite_trace(const char *bundle, long step, int mode, const 
     ck_assert_int_eq(fclose(f), 0);
     free(text);
     return final_hex;
+}
+
+/* The bundle's config replaced by `ini` (the manifest then unsigned) and
+ * the claimed trace's header made to claim that config's numerics digest:
+ * a submission that passes every check before the memory estimate, whose
+ * trace no real run of that config made (it cannot matter: it must be
+ * refused before anything runs). */
+static void forge_config(const char *bundle, const char *ini)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/forged.ini", dir);
+    spit(p, ini);
+    repro_config cfg;
+    ck_assert_msg(repro_config_load(&cfg, p) == 0, "%s", repro_error_message());
+    repro_digest all, num;
+    ck_assert_int_eq(repro_config_digests(&cfg, &all, &num), 0);
+    char hx[65];
+    repro_digest_hex(&num, hx);
+
+    snprintf(p, sizeof p, "%s/trace.jsonl", bundle);
+    char *text = slurp(p), *nl = strchr(text, '\n');
+    ck_assert_ptr_nonnull(nl);
+    *nl = '\0';
+    json_t *h = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(h);
+    json_object_set_new(h, "numerics_digest", json_string(hx));
+    char *hs = json_dumps(h, JSON_COMPACT);
+    size_t len = strlen(hs) + strlen(nl + 1) + 2;
+    char *t = malloc(len);
+    snprintf(t, len, "%s\n%s", hs, nl + 1);
+    spit(p, t);
+    free(t);
+    free(hs);
+    json_decref(h);
+    free(text);
+
+    snprintf(p, sizeof p, "%s/manifest.json", bundle);
+    json_t *m = load_json(p);
+    json_object_del(m, "signature");
+    json_object_set_new(m, "config", json_string(ini));
+    ck_assert_int_eq(json_dump_file(m, p, JSON_INDENT(2)), 0);
+    json_decref(m);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 START_TEST(test_genuine_submission_verifies)
@@ -386,6 +445,170 @@ START_TEST(test_over_step_limit_is_refused_before_training)
 }
 END_TEST
 
+/* A submission whose config asks for more memory than the host allows is
+ * refused from its config alone — "exceeded limits", a signed receipt that
+ * says why — before anything is allocated for it: the verification is
+ * fast and no process of it grows. (Before --max-memory the host re-ran
+ * whatever the config asked for: hidden = 65536,65536 is 48 GiB of
+ * parameters, gradients and momentum.) */
+static const char big_mlp[] = "[model]\ntype = mlp\nhidden = 4096,4096\n\n"
+                              "[data]\ndataset = synthetic\ntrain_size = 256\ntest_size = 64\n\n"
+                              "[train]\nsteps = 6\n";
+static const char huge_mlp[] = "[model]\ntype = mlp\nhidden = 65536,65536\n\n"
+                               "[data]\ndataset = synthetic\ntrain_size = 256\ntest_size = 64\n\n"
+                               "[train]\nsteps = 6\n";
+/* 4096 loader slots of 65536 samples: 840 GB of batches. */
+static const char huge_loader[] = "[model]\ntype = mlp\nhidden = 16\n\n"
+                                  "[data]\ndataset = synthetic\ntrain_size = 65536\ntest_size = 64\n"
+                                  "num_workers = 64\nprefetch = 64\n\n"
+                                  "[train]\nsteps = 6\nbatch_size = 65536\n";
+
+START_TEST(test_over_memory_limit_is_refused_before_training)
+{
+    setup();
+    char b[600], r[600];
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(r, sizeof r, "%s/r.json", dir);
+    forge_config(b, big_mlp); /* ~250 MiB: over 64M */
+    double t0 = now_s();
+    ck_assert_msg(repro("verify %s --max-memory 64M --key %s/host.pem -o %s", b, dir, r) == 1,
+                  "%s%s", out, err);
+    ck_assert_ptr_nonnull(strstr(out, ": exceeded limits"));
+    ck_assert_msg(strstr(out, "this host's limit is 64.0 MiB (--max-memory): refused before "
+                              "training") != NULL, "%s", out);
+    json_t *j = load_json(r);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "exceeded limits");
+    ck_assert(json_is_false(json_object_get(j, "ran")));
+    json_t *lim = json_object_get(j, "limits");
+    ck_assert_int_eq(json_integer_value(json_object_get(lim, "max_memory_bytes")), 64 << 20);
+    json_int_t est = json_integer_value(json_object_get(json_object_get(j, "memory_estimate"),
+                                                        "total"));
+    ck_assert_int_gt(est, 200 << 20);
+    json_decref(j);
+    ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", r, dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "verdict: exceeded limits"));
+
+    /* Under the default limit (4G): 48 GiB of model, and a loader of 840 GB. */
+    const char *const huge[] = {huge_mlp, huge_loader};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/h%d", dir, dir, i), 0);
+        snprintf(b, sizeof b, "%s/h%d", dir, i);
+        forge_config(b, huge[i]);
+        ck_assert_msg(repro("verify %s --key %s/host.pem -o %s", b, dir, r) == 1, "%s%s", out,
+                      err);
+        ck_assert_ptr_nonnull(strstr(out, ": exceeded limits"));
+        ck_assert_ptr_nonnull(strstr(out, "limit is 4096.0 MiB (--max-memory)"));
+        ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", r, dir), 0);
+    }
+    /* Nothing ran: seconds, not minutes, and no process of this test
+     * (submits, verifies) ever held more than a few tens of MiB. */
+    ck_assert_double_lt(now_s() - t0, 20);
+    struct rusage ru;
+    ck_assert_int_eq(getrusage(RUSAGE_CHILDREN, &ru), 0);
+    ck_assert_msg(ru.ru_maxrss < 200 * 1024, "a child's peak RSS: %ld KiB", ru.ru_maxrss);
+
+    /* The size syntax. */
+    ck_assert_int_eq(repro("verify %s --max-memory 2X", b), 2);
+    ck_assert_ptr_nonnull(strstr(err, "--max-memory 2X: expected a size such as 512M or 4G"));
+    ck_assert_int_eq(repro("verify %s --max-memory 1K", b), 2);
+    ck_assert_int_eq(repro("verify %s --max-memory=1G", b), 2);
+}
+END_TEST
+
+/* The estimate is not trusted alone: the re-run's address space is limited
+ * too, so a workload that takes more than estimated (here: a limit the
+ * caller set far below what the loader allocates) runs out of memory in
+ * its own process — "exceeded limits", not a host brought down. */
+START_TEST(test_address_space_limit_backs_the_estimate)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return; /* ASan cannot start under an address-space limit (verify.h) */
+#endif
+    setup();
+    /* 1024 loader slots of 64 samples: ~200 MiB of batches, in 16 threads. */
+    char p[600], b[600];
+    snprintf(p, sizeof p, "%s/slots.ini", dir);
+    spit(p, "[model]\ntype = mlp\nhidden = 16\n\n[data]\ndataset = synthetic\n"
+            "train_size = 256\ntest_size = 64\nnum_workers = 16\nprefetch = 64\n\n"
+            "[train]\nsteps = 6\n");
+    snprintf(b, sizeof b, "%s/slots", dir);
+    ck_assert_msg(repro("submit %s -o %s", p, b) == 0, "%s", err);
+    const char *bin = getenv("REPRO_BIN");
+    repro_verify_opts o;
+    repro_verify_opts_init(&o);
+    ck_assert_uint_eq(o.max_memory, 4ull << 30);
+    o.bundle_dir = b;
+    o.repro_bin = bin ? bin : "./build/repro";
+    repro_verify_result r;
+    ck_assert_msg(repro_verify(&o, &r) == 0, "%s", repro_error_message());
+    ck_assert_int_eq(r.verdict, REPRO_VERDICT_REPRODUCED);
+    ck_assert(r.memory_estimated);
+    ck_assert_uint_gt(r.memory.loader, 190u << 20);
+    ck_assert_uint_gt(r.as_bytes, o.max_memory); /* derived: the limit plus headroom */
+    repro_verify_result_release(&r);
+
+    o.limits.as_bytes = 160u << 20;
+    ck_assert_msg(repro_verify(&o, &r) == 0, "%s", repro_error_message());
+    ck_assert_int_eq(r.verdict, REPRO_VERDICT_EXCEEDED);
+    ck_assert(r.ran && !r.have_host_chain);
+    const char *why = json_string_value(json_array_get(r.reasons, 0));
+    ck_assert_msg(strstr(why, "the re-run ran out of memory in the 160.0 MiB of address space") != NULL,
+                  "%s", why);
+    repro_verify_result_release(&r);
+}
+END_TEST
+
+/* Strings from a bundle reach the host's terminal escaped: a claimed
+ * trace's tensor names and experiment, quoted in the verdict's reasons
+ * and in `repro diff`, could otherwise clear the screen and print a fake
+ * "reproduced" over the real verdict. */
+static void assert_no_escape(void)
+{
+    ck_assert_msg(!strchr(out, 0x1b), "ESC on stdout: %s", out);
+    ck_assert_msg(!strchr(err, 0x1b), "ESC on stderr: %s", err);
+}
+
+START_TEST(test_bundle_strings_are_escaped)
+{
+    static const char fake[] = "\x1b[2J\x1b[1;1Hreproduced";
+    static const char shown[] = "\\x1b[2J\\x1b[1;1Hreproduced";
+    setup();
+    char b[600], p[600];
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/b.forged", dir, dir), 0);
+    snprintf(b, sizeof b, "%s/b.forged", dir);
+    altered_name = fake;
+    const char *chain = rewrite_trace(b, 3, ALTER_TENSOR, NULL);
+    altered_name = NULL;
+    rewrite_manifest(b, chain, NULL);
+    ck_assert_int_eq(repro("verify %s", b), 1);
+    assert_no_escape();
+    ck_assert_ptr_nonnull(strstr(out, ": diverged at step 3"));
+    ck_assert_msg(strstr(out, shown) != NULL, "%s", out);
+
+    snprintf(p, sizeof p, "%s/b/trace.jsonl", dir);
+    ck_assert_int_eq(repro("diff %s %s/trace.jsonl", p, b), 1);
+    assert_no_escape();
+    ck_assert_msg(strstr(out, shown) != NULL, "%s", out);
+    ck_assert_int_eq(repro("diff %s/trace.jsonl %s/trace.jsonl", b, b), 0);
+    assert_no_escape();
+
+    /* The claimed trace's experiment, quoted by an invalid verdict. */
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s/b.exp", dir, dir), 0);
+    snprintf(b, sizeof b, "%s/b.exp", dir);
+    header_experiment = fake;
+    rewrite_trace(b, 0, ALTER_DIGEST_ONLY, NULL);
+    header_experiment = NULL;
+    rewrite_manifest(b, NULL, NULL);
+    ck_assert_int_eq(repro("verify %s", b), 2);
+    assert_no_escape();
+    ck_assert_msg(strstr(out, "claimed trace is of experiment '\\x1b[2J") != NULL, "%s", out);
+    ck_assert_msg(strstr(err, "claimed trace is of experiment '\\x1b[2J") != NULL, "%s", err);
+    ck_assert_int_eq(repro("diff %s/trace.jsonl %s/trace.jsonl", b, b), 0);
+    assert_no_escape();
+    ck_assert_msg(strstr(out, shown) != NULL, "%s", out);
+}
+END_TEST
+
 START_TEST(test_other_environment_class_uses_the_policy)
 {
     setup();
@@ -506,6 +729,9 @@ Suite *verify_suite(void)
     tcase_add_test(tc, test_trace_from_another_seed_is_rejected);
     tcase_add_test(tc, test_edited_or_forged_receipt_fails);
     tcase_add_test(tc, test_over_step_limit_is_refused_before_training);
+    tcase_add_test(tc, test_over_memory_limit_is_refused_before_training);
+    tcase_add_test(tc, test_address_space_limit_backs_the_estimate);
+    tcase_add_test(tc, test_bundle_strings_are_escaped);
     tcase_add_test(tc, test_other_environment_class_uses_the_policy);
     tcase_add_test(tc, test_library_returns_verdicts);
     tcase_add_test(tc, test_submit_child_failures_and_seeds);

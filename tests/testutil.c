@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 void tu_write_temp(char *path_out, size_t len, const char *name, const char *text)
 {
@@ -45,5 +47,43 @@ int tu_run_repro(const char *args, char *out, size_t outlen, char *err, size_t e
     remove(op);
     remove(ep);
     remove(dir);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int tu_run_repro_fsize(const char *cwd, unsigned long fsize_bytes, const char *args, char *out,
+                       size_t outlen)
+{
+    const char *bin = getenv("REPRO_BIN");
+    char abs[4096], cmd[8192];
+    if (!bin)
+        bin = "./build/repro";
+    ck_assert_ptr_nonnull(realpath(bin, abs));
+    snprintf(cmd, sizeof cmd, "exec %s %s </dev/null", abs, args);
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct rlimit rl = {fsize_bytes, fsize_bytes};
+        if (dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0 || chdir(cwd) != 0 ||
+            setrlimit(RLIMIT_FSIZE, &rl) != 0)
+            _exit(126);
+        close(p[0]);
+        close(p[1]);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n < outlen - 1 && (r = read(p[0], out + n, outlen - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = '\0';
+    char sink[4096]; /* drain what did not fit, so the child never blocks */
+    while (read(p[0], sink, sizeof sink) > 0)
+        ;
+    close(p[0]);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

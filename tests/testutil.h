@@ -13,4 +13,11 @@ void tu_write_temp(char *path_out, size_t len, const char *name, const char *tex
  * returns the exit status, fills out/err (NUL-terminated, truncated). */
 int tu_run_repro(const char *args, char *out, size_t outlen, char *err, size_t errlen);
 
+/* Runs `$REPRO_BIN args` (through /bin/sh) in directory `cwd` with its
+ * file-size limit (RLIMIT_FSIZE) at fsize_bytes — a full disk, as far as
+ * the files it writes can tell — and its stdout and stderr together in
+ * `out` (a pipe: not limited). Returns the exit status (128 + signal). */
+int tu_run_repro_fsize(const char *cwd, unsigned long fsize_bytes, const char *args, char *out,
+                       size_t outlen);
+
 #endif

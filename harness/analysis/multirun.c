@@ -195,6 +195,11 @@ static int run_child_progress(char *const argv[], int idx, const char *dir, cons
         fprintf(stderr, "  %s", line);
     if (f)
         fclose(f);
+    /* Nothing to show: on a full disk the child could not write its error
+     * either. Say so, and what writing there gives us now. */
+    char silence[1600];
+    if (repro_child_explain_silence(err, silence, sizeof silence))
+        fprintf(stderr, "  (it said nothing: %s)\n", silence);
     return rc;
 }
 

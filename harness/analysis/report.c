@@ -8,6 +8,7 @@
 
 #include "analysis/compare.h"
 #include "util/error.h"
+#include "util/escape.h"
 #include "util/ulp.h"
 
 /* Text reports list at most this many op outputs; JSON has them all. */
@@ -53,7 +54,9 @@ static void text_tensor(FILE *out, const repro_tensor_diff *d, int origin)
     const repro_trace_tensor *any = d->in_a ? &d->a : &d->b;
     char shape[96];
     shape_str(any, shape, sizeof shape);
-    fprintf(out, "    %s  %s%s\n", d->name, shape, origin ? "   <- likely origin" : "");
+    /* Names and dtypes come from the traces: someone else's text. */
+    fprintf(out, "    %s  %s%s\n", repro_esc(d->name), repro_esc(shape),
+            origin ? "   <- likely origin" : "");
     if (!d->in_a || !d->in_b) {
         fprintf(out, "        only in %s\n", d->in_a ? "A" : "B");
         return;
@@ -99,10 +102,10 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
     char ca[13], cb[13];
     hex12(&d->final_chain_a, ca);
     hex12(&d->final_chain_b, cb);
-    fprintf(out, "experiment %s\n", a->experiment);
-    fprintf(out, "  A: %s (%ld steps%s, chain %s)\n", a->path, d->steps_a,
+    fprintf(out, "experiment %s\n", repro_esc(a->experiment));
+    fprintf(out, "  A: %s (%ld steps%s, chain %s)\n", repro_esc(a->path), d->steps_a,
             d->truncated_a ? ", no trailer" : "", ca);
-    fprintf(out, "  B: %s (%ld steps%s, chain %s)\n", b->path, d->steps_b,
+    fprintf(out, "  B: %s (%ld steps%s, chain %s)\n", repro_esc(b->path), d->steps_b,
             d->truncated_b ? ", no trailer" : "", cb);
     if (d->truncated_a)
         fprintf(out, "warning: A has no trailer: the run did not finish (%ld steps recorded)\n",
@@ -123,7 +126,7 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
         fprintf(out, "DIVERGED at step %ld (of A: %ld, B: %ld)\n", d->first_step, d->steps_a,
                 d->steps_b);
         if (d->scope[0])
-            fprintf(out, "  scope: %s\n", d->scope);
+            fprintf(out, "  scope: %s\n", repro_esc(d->scope));
         const repro_trace_step *sa = repro_trace_find_step(a, d->first_step);
         const repro_trace_step *sb = repro_trace_find_step(b, d->first_step);
         if (!d->first_has_detail) {
@@ -177,18 +180,20 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
                     "  %s: the re-runs of both sides to step %ld agreed on it: the difference "
                     "does not repeat, the mark of nondeterminism (not of a config or code "
                     "difference)\n",
-                    e->tensor, d->first_step);
+                    repro_esc(e->tensor), d->first_step);
         else if (e->valid && e->max_ulp == REPRO_ULP_NAN)
             fprintf(out,
                     "  %s: elements %ld..%ld of %ld differ (leaves %ld..%ld), %ld elements, "
                     "max |a-b| %.3g, ULP distance not comparable (a NaN differs)\n",
-                    e->tensor, e->first, e->last, e->numel, e->first_leaf, e->last_leaf, e->count,
+                    repro_esc(e->tensor), e->first, e->last, e->numel, e->first_leaf,
+                    e->last_leaf, e->count,
                     e->max_abs);
         else if (e->valid)
             fprintf(out,
                     "  %s: elements %ld..%ld of %ld differ (leaves %ld..%ld), %ld elements, "
                     "max |a-b| %.3g, max %" PRIu64 " ULP\n",
-                    e->tensor, e->first, e->last, e->numel, e->first_leaf, e->last_leaf, e->count,
+                    repro_esc(e->tensor), e->first, e->last, e->numel, e->first_leaf,
+                    e->last_leaf, e->count,
                     e->max_abs, e->max_ulp);
     }
 

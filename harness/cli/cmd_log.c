@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "core/config.h"
 #include "util/error.h"
+#include "util/escape.h"
 #include "golden/git.h"
 #include "golden/golden.h"
 #include "analysis/multirun.h"
@@ -113,15 +114,15 @@ int repro_cmd_log(int argc, char **argv)
     ncls = repro_golden_classes(repro_git_workdir(g), name, &classes);
     json_t *arr = json_array();
     if (!json)
-        printf("golden history of %s (%zu commit%s changed %s)\n", name, h->n,
-               h->n == 1 ? "" : "s", prefix);
+        printf("golden history of %s (%zu commit%s changed %s)\n", repro_esc(name), h->n,
+               h->n == 1 ? "" : "s", repro_esc(prefix));
     for (size_t i = 0; i < h->n; i++) {
         const repro_git_commit *cm = &h->commits[i];
         json_t *o = json_pack("{s:s, s:s, s:s}", "commit", cm->id, "time", cm->time_iso,
                               "summary", cm->summary);
         json_t *chains = json_object();
         if (!json)
-            printf("%s %s %s\n", cm->short_id, cm->time_iso, cm->summary);
+            printf("%s %s %s\n", cm->short_id, cm->time_iso, repro_esc(cm->summary));
         for (int k = 0; k < ncls; k++) {
             char path[400], chain[65];
             snprintf(path, sizeof path, "%s%s.jsonl", prefix, classes[k]);
@@ -135,7 +136,8 @@ int repro_cmd_log(int argc, char **argv)
             free(data);
             json_object_set_new(chains, classes[k], json_string(chain));
             if (!json)
-                printf("    %-28s chain %s\n", classes[k], chain[0] ? chain : "(no trailer)");
+                printf("    %-28s chain %s\n", repro_esc(classes[k]),
+                       chain[0] ? repro_esc(chain) : "(no trailer)");
         }
         json_object_set_new(o, "chains", chains);
         json_array_append_new(arr, o);

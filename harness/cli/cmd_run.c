@@ -362,6 +362,19 @@ static int start_recorder(run_ctx *c)
     return repro_train_recorder_new(&c->rec, &c->t, &ro, &fault);
 }
 
+/* Temporaries of checkpoints whose writer was killed, left in the
+ * directory this run checkpoints into: removed before it writes there. */
+static int clean_checkpoint_temps(const run_ctx *c)
+{
+    int removed;
+    if (repro_checkpoint_clean_temps(c->ckpt_dir, &removed))
+        return -1;
+    if (removed && !c->o.quiet)
+        fprintf(stderr, "repro: removed %d abandoned checkpoint temporar%s from %s\n", removed,
+                removed == 1 ? "y" : "ies", c->ckpt_dir);
+    return 0;
+}
+
 static int setup(run_ctx *c)
 {
     double t0 = repro_now();
@@ -372,7 +385,7 @@ static int setup(run_ctx *c)
     if ((c->o.algo_lock && repro_algo_policy_lock(&c->t.model.algo, c->o.algo_lock)) ||
         resume(c) || start_recorder(c))
         return -1;
-    if (c->o.checkpoint_every && repro_mkdirs(c->ckpt_dir))
+    if (c->o.checkpoint_every && (repro_mkdirs(c->ckpt_dir) || clean_checkpoint_temps(c)))
         return -1;
     c->setup_s = repro_now() - t0;
     return 0;

@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "util/error.h"
 #include "util/fault.h"
+#include "util/escape.h"
 #include "golden/git.h"
 #include "analysis/multirun.h"
 #include "util/child.h"
@@ -148,9 +149,13 @@ static int run_child(submit_ctx *s, char *const tail[], const char *out_path)
     int st = repro_child_run_self(args, NULL, out_path, s->p_err);
     if (st <= 0)
         return st;
-    char *e = slurp(s->p_err);
+    char *e = slurp(s->p_err), silence[1600];
     fputs(e, stderr);
     free(e);
+    if (repro_child_explain_silence(s->p_err, silence, sizeof silence))
+        return repro_error_set(st == 2 ? REPRO_EINVAL : REPRO_EIO,
+                               "submit: `repro run %s` failed (exit %d) and said nothing: %s",
+                               o->exp, st, silence);
     return repro_error_set(st == 2 ? REPRO_EINVAL : REPRO_EIO,
                            "submit: `repro run %s` failed (exit %d)", o->exp, st);
 }
@@ -236,12 +241,13 @@ static void print_summary(const submit_ctx *s)
 {
     char chain[65];
     repro_digest_hex(&s->tr.trailer_chain, chain);
-    printf("bundle %s: %s, seed %s, %ld steps, environment class %s\n", s->o->dir,
-           s->tr.experiment, s->tr.seed, s->tr.trailer_steps, s->tr.env_class);
+    printf("bundle %s: %s, seed %s, %ld steps, environment class %s\n", repro_esc(s->o->dir),
+           repro_esc(s->tr.experiment), repro_esc(s->tr.seed), s->tr.trailer_steps,
+           repro_esc(s->tr.env_class));
     json_t *sig = json_object_get(s->doc, "signature");
     if (sig)
         printf("  signed, submitter key id %.16s\n",
-               json_string_value(json_object_get(sig, "key_id")));
+               repro_esc(json_string_value(json_object_get(sig, "key_id"))));
     else
         printf("  not signed (use --key to sign)\n");
     printf("chain %s\n", chain);

@@ -17,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "util/error.h"
+#include "util/escape.h"
 #include "util/numparse.h"
 #include "verify/receipt.h"
 #include "verify/sign.h"
@@ -38,6 +39,10 @@ const char repro_verify_usage[] =
     "                    relative error X); default rtol:1e-4\n"
     "  --max-steps N     refuse submissions of more than N steps (default 100000)\n"
     "  --max-seconds S   kill the re-run after S seconds (default 3600; 0 = none)\n"
+    "  --max-memory SIZE refuse a submission whose memory, estimated from its\n"
+    "                    config before anything runs, is over SIZE (bytes, or\n"
+    "                    with K, M, G, T: 512M, 2G; default 4G), and limit the\n"
+    "                    re-run's address space to SIZE plus headroom\n"
     "  --key FILE        the host's Ed25519 private key (PEM): signs the receipt\n"
     "  -o, --output FILE write the receipt there (unsigned without --key)\n"
     "  --json            print the receipt on stdout instead of the summary\n"
@@ -88,6 +93,8 @@ static int parse_option(verify_cli *o, const char *a, const char *v)
                                    v);
         return 0;
     }
+    if (!strcmp(a, "--max-memory"))
+        return repro_parse_size("verify: --max-memory", v, 1 << 20, &o->v.max_memory);
     if (!strcmp(a, "--key"))
         o->key_path = v;
     else
@@ -109,7 +116,8 @@ static int parse_args(int argc, char **argv, verify_cli *o)
             o->json = 1;
         } else if (a[0] == '-' && a[1]) {
             int known = !strcmp(a, "--policy") || !strcmp(a, "--max-steps") ||
-                        !strcmp(a, "--max-seconds") || !strcmp(a, "--key") || !strcmp(a, "-o") ||
+                        !strcmp(a, "--max-seconds") || !strcmp(a, "--max-memory") ||
+                        !strcmp(a, "--key") || !strcmp(a, "-o") ||
                         !strcmp(a, "--output");
             if (!known)
                 return repro_error_set(REPRO_EINVAL,
@@ -130,28 +138,37 @@ static int parse_args(int argc, char **argv, verify_cli *o)
     return 0;
 }
 
-/* The human summary on stdout. */
+/* The human summary on stdout. Every string in it that came from the
+ * bundle (names, classes, the reasons, which quote the claimed trace and
+ * the config) is escaped: a stranger's ESC sequences could otherwise
+ * print a fake verdict over the real one. */
 static void print_summary(const verify_cli *o, const repro_verify_result *r, int signed_)
 {
     char text[96], hx[65];
     const repro_bundle *b = &r->bundle;
     repro_verify_verdict_text(r, text, sizeof text);
-    printf("repro verify %s: %s\n", o->v.bundle_dir, text);
+    printf("repro verify %s: %s\n", repro_esc(o->v.bundle_dir), text);
     if (r->bundle_ok)
-        printf("  %s, seed %s, %ld steps; submitter class %s, host class %s\n", b->experiment,
-               b->seed, b->steps, b->env_class, r->host.class_id);
-    printf("  comparison: %s (%s)\n", r->comparison[0] ? r->comparison : "none", r->why);
+        printf("  %s, seed %s, %ld steps; submitter class %s, host class %s\n",
+               repro_esc(b->experiment), repro_esc(b->seed), b->steps, repro_esc(b->env_class),
+               repro_esc(r->host.class_id));
+    printf("  comparison: %s (%s)\n", r->comparison[0] ? repro_esc(r->comparison) : "none",
+           repro_esc(r->why));
     size_t i;
     json_t *v;
-    json_array_foreach(r->reasons, i, v) printf("  reason: %s\n", json_string_value(v));
+    json_array_foreach(r->reasons, i, v) printf("  reason: %s\n", repro_esc(json_string_value(v)));
+    if (r->memory_estimated)
+        printf("  memory: about %.1f MiB estimated, limit %.1f MiB (--max-memory)\n",
+               (double)r->memory.total / (1024.0 * 1024.0),
+               (double)o->v.max_memory / (1024.0 * 1024.0));
     if (r->bundle_ok)
-        printf("  claimed chain %s\n", b->chain_hex);
+        printf("  claimed chain %s\n", repro_esc(b->chain_hex));
     if (r->have_host_chain) {
         repro_digest_hex(&r->host_chain, hx);
         printf("  re-run  chain %s\n", hx);
     }
     if (o->out_path)
-        printf("  receipt %s (%s)\n", o->out_path, signed_ ? "signed" : "NOT signed");
+        printf("  receipt %s (%s)\n", repro_esc(o->out_path), signed_ ? "signed" : "NOT signed");
 }
 
 /* Writes the receipt where asked and reports it; 0 or -1 (error slot). */
@@ -182,7 +199,7 @@ static int exit_code_for(const repro_verify_result *r)
 {
     if (r->verdict == REPRO_VERDICT_INVALID)
         fprintf(stderr, "repro: invalid submission: %s\n",
-                json_string_value(json_array_get(r->reasons, 0)));
+                repro_esc(json_string_value(json_array_get(r->reasons, 0))));
     return r->verdict == REPRO_VERDICT_REPRODUCED ? REPRO_EXIT_OK
            : r->verdict == REPRO_VERDICT_INVALID  ? REPRO_EXIT_USAGE
                                                   : REPRO_EXIT_MISMATCH;
@@ -248,11 +265,15 @@ int repro_cmd_verify_receipt(int argc, char **argv)
     json_t *doc;
     if (repro_receipt_check(path, pub, &doc))
         return repro_report_error();
-    printf("%s: valid receipt, signed by key id %.16s\n", path,
-           json_string_value(json_object_get(json_object_get(doc, "signature"), "key_id")));
-    printf("  verdict: %s\n", json_string_value(json_object_get(doc, "verdict_text")));
+    /* Signed by the host, but printed escaped all the same: a receipt's
+     * strings quote the submission. */
+    const char *k = json_string_value(json_object_get(json_object_get(doc, "signature"), "key_id"));
+    char kid[17];
+    snprintf(kid, sizeof kid, "%s", k ? k : "?");
+    printf("%s: valid receipt, signed by key id %s\n", repro_esc(path), repro_esc(kid));
+    printf("  verdict: %s\n", repro_esc(json_string_value(json_object_get(doc, "verdict_text"))));
     const char *t = json_string_value(json_object_get(doc, "time"));
-    printf("  time: %s\n", t ? t : "?");
+    printf("  time: %s\n", t ? repro_esc(t) : "?");
     json_decref(doc);
     return repro_finish_stdout(0);
 }

@@ -8,6 +8,7 @@
 
 #include "util/error.h"
 #include "util/suggest.h"
+#include "util/escape.h"
 
 const repro_command repro_commands[] = {
     {"run", repro_cmd_run, "train an experiment once, hashing every step into a trace",
@@ -97,7 +98,9 @@ int repro_cli_unknown_option(const char *cmd, const char *arg, const struct opti
 
 int repro_report_error(void)
 {
-    fprintf(stderr, "repro: %s\n", repro_error_message());
+    /* Messages quote files and programs that are not ours (a bundle's
+     * config, a trace's names, a golden's header): never raw to a terminal. */
+    fprintf(stderr, "repro: %s\n", repro_esc(repro_error_message()));
     return repro_exit_code_for(repro_error_code());
 }
 

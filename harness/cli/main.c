@@ -1,5 +1,6 @@
 /* repro's entry point: dispatches to a subcommand of the table in
  * commands.c. The only place that turns errors into exit codes. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,10 @@
 
 int main(int argc, char **argv)
 {
+    /* A write past the file-size limit (RLIMIT_FSIZE) fails with EFBIG, a
+     * write error reported with the file's name like a full disk's ENOSPC,
+     * instead of killing repro without a word. Children inherit it. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         repro_print_usage(stderr);
         return REPRO_EXIT_USAGE;

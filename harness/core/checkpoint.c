@@ -1,11 +1,15 @@
 /* Saving and restoring a trainer's complete state (format: checkpoint.h). */
 #include "core/checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/error.h"
@@ -88,10 +92,13 @@ static char *config_text(const repro_config *cfg, size_t *len)
     return text;
 }
 
+/* PATH.<pid>.tmp: the writer's pid in the name says whether a temporary
+ * left in the directory is being written or was abandoned (its writer was
+ * killed): repro_checkpoint_clean_temps removes only the abandoned. */
 static int write_atomic(const char *path, const void *data, size_t n)
 {
     char tmp[1200], dir[1200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
         return repro_error_set(REPRO_EINVAL, "%s: path too long", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
@@ -139,6 +146,77 @@ static int write_atomic(const char *path, const void *data, size_t n)
             return repro_error_set_errno(REPRO_EIO, "%s: fsync of the directory failed",
                                          dir);
     }
+    return 0;
+}
+
+/* ---- abandoned temporaries ------------------------------------------------ */
+
+/* Digits from s up to `end` (exclusive), at least one, as a number; -1
+ * when anything else is there or it is too long to be a pid or a step. */
+static long digits(const char *s, const char *end)
+{
+    if (end <= s || end - s > 18)
+        return -1;
+    long v = 0;
+    for (; s < end; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        v = v * 10 + (*s - '0');
+    }
+    return v;
+}
+
+/* Is `name` a checkpoint temporary, "ckpt-<N>.bin.<PID>.tmp" (pid > 0 in
+ * *pid) or the pid-less "ckpt-<N>.bin.tmp" of older repros (*pid = 0)? */
+static int temp_name(const char *name, long *pid)
+{
+    size_t n = strlen(name);
+    if (strncmp(name, "ckpt-", 5) || n < 14 || strcmp(name + n - 4, ".tmp"))
+        return 0;
+    const char *bin = strstr(name + 5, ".bin.");
+    if (!bin || digits(name + 5, bin) < 0)
+        return 0;
+    const char *p = bin + 5, *end = name + n - 4;
+    if (p == end + 1) { /* ckpt-N.bin.tmp: ".bin" runs into ".tmp" */
+        *pid = 0;
+        return 1;
+    }
+    *pid = digits(p, end);
+    return *pid > 0;
+}
+
+/* Is the writer gone? A pid that answers (even a stranger's, EPERM) may
+ * still be writing: its file is left alone. */
+static int writer_gone(long pid)
+{
+    if (pid == (long)getpid()) /* our own pid, recycled: we write nothing yet */
+        return 1;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+int repro_checkpoint_clean_temps(const char *dir, int *removed)
+{
+    *removed = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return repro_error_set_errno(REPRO_EIO, "%s: cannot list checkpoints", dir);
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid;
+        if (!temp_name(e->d_name, &pid))
+            continue;
+        char p[2400];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        int stale = pid > 0 ? writer_gone(pid)
+                            : now - st.st_mtime > REPRO_CHECKPOINT_TEMP_AGE_S;
+        if (stale && unlink(p) == 0)
+            (*removed)++;
+    }
+    closedir(d);
     return 0;
 }
 

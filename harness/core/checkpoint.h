@@ -48,9 +48,21 @@ typedef struct {
 } repro_checkpoint_info;
 
 /* Waits for the trainer's recorder (if any) to hash every finished step,
- * then writes the checkpoint atomically: PATH.tmp, fsync, rename to PATH,
- * fsync of the directory. Returns 0, or -1 with the error slot set (exit 3). */
+ * then writes the checkpoint atomically: PATH.<pid>.tmp, fsync, rename to
+ * PATH, fsync of the directory. Returns 0, or -1 with the error slot set
+ * (exit 3). */
 int repro_checkpoint_save(const repro_trainer *t, const char *path);
+
+/* A run killed while it wrote a checkpoint (kill -9, a crash, the OOM
+ * killer) leaves its temporary behind. Removes from `dir` the abandoned
+ * ones: files named ckpt-<N>.bin.<PID>.tmp whose writer PID no longer
+ * exists, and the pid-less ckpt-<N>.bin.tmp of older repros once not
+ * modified for REPRO_CHECKPOINT_TEMP_AGE_S (nothing says who writes
+ * those). Any other file, and a temporary whose writer still runs, is left
+ * alone. `repro run --checkpoint-every` calls it before it writes there.
+ * 0 with *removed set, or -1 (REPRO_EIO) when dir cannot be listed. */
+#define REPRO_CHECKPOINT_TEMP_AGE_S 3600
+int repro_checkpoint_clean_temps(const char *dir, int *removed);
 
 /* Restores a checkpoint into a trainer fresh from repro_trainer_init (no
  * step taken, no recorder yet). Validates first: magic and version, the

@@ -17,6 +17,7 @@
  * by the caller). */
 #include "core/loader.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,9 +229,11 @@ static int start_threads(repro_loader *l)
         return 0;
     }
     for (int i = 0; i < l->nw; i++) {
-        if (pthread_create(&l->workers[i].thread, NULL, worker_main, &l->workers[i]) != 0) {
+        int rc = pthread_create(&l->workers[i].thread, NULL, worker_main, &l->workers[i]);
+        if (rc != 0) {
             stop_workers(l, i);
-            return repro_error_set(REPRO_EIO, "loader: cannot start worker thread %d", i);
+            errno = rc; /* EAGAIN: out of memory or of threads */
+            return repro_error_set_errno(REPRO_EIO, "loader: cannot start worker thread %d", i);
         }
     }
     l->running = 1;

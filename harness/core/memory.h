@@ -18,8 +18,10 @@
 #define REPRO_MEMORY_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
+#include "core/config.h"
 #include "core/model.h"
 
 typedef struct {
@@ -41,5 +43,32 @@ void repro_memory_account(const repro_model *m, int zero_grad, repro_memory *out
 
 /* A few lines, each starting with `indent`. */
 void repro_memory_print(FILE *f, const repro_memory *mem, const char *indent);
+
+/* ---- the estimate from the config alone ------------------------------------
+ * What `repro run` of cfg will allocate, computed from the config without
+ * building the model, creating a backend or allocating anything: `repro
+ * verify` refuses a submission whose estimate is over the host's limit
+ * before any training. Unlike the accounting above it counts the bytes
+ * this implementation allocates — 4 per element under bf16/fp16 too (the
+ * emulation keeps floats), arenas padded as model.h lays them out, conv
+ * workspaces by the CPU backend's rules (the largest any eligible
+ * algorithm needs) — and adds what a model does not hold: the loader's
+ * batch slots, both datasets, the step and eval buffers, the recorder's
+ * copies. Every sum saturates at UINT64_MAX: a config asking for more
+ * than 2^64 bytes reads as "too much", never wraps to a small number.
+ * Not counted: code, libraries, thread stacks (the caller's headroom). */
+typedef struct {
+    uint64_t params, grads, optimizer, working_weights; /* the arenas */
+    uint64_t activations; /* every layer output and its gradient, maxpool argmax,
+                             dropout masks, the input batch's copy */
+    uint64_t workspace;   /* linear and conv workspaces, accumulation scratch */
+    uint64_t loader;      /* batch slots (num_workers x prefetch, or 1), permutation */
+    uint64_t dataset;     /* training and held-out images and labels (idx: from
+                             train_size and test_size, as a stand-in) */
+    uint64_t other;       /* step and eval buffers, the recorder's copies */
+    uint64_t total;
+} repro_memory_estimate;
+
+void repro_memory_estimate_config(const repro_config *cfg, repro_memory_estimate *out);
 
 #endif

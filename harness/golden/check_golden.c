@@ -9,6 +9,7 @@
 #include "analysis/compare.h"
 #include "record/env.h"
 #include "util/error.h"
+#include "util/escape.h"
 #include "golden/git.h"
 #include "golden/golden.h"
 #include "analysis/multirun.h"
@@ -58,7 +59,7 @@ static void report_uncommitted(repro_git *git, const char *const *prefixes, size
             if (closeness(d->entries[i].path, NULL) != rank)
                 continue;
             if (out && shown++ < 10)
-                fprintf(out, "    %c %s\n", d->entries[i].status, d->entries[i].path);
+                fprintf(out, "    %c %s\n", d->entries[i].status, repro_esc(d->entries[i].path));
             json_array_append_new(arr, json_string(d->entries[i].path));
         }
     if (out && d->n > 10)
@@ -89,8 +90,10 @@ static void print_path(FILE *out, const repro_git_changes *ch, const repro_git_p
     /* One line a path: the newest commit with its subject (cut), the
      * others by id. */
     const repro_git_commit *c0 = &ch->commits[p->commits[0]].commit;
-    fprintf(out, "    %s (%zu commit%s): %s %.50s%s", p->path, p->ncommits,
-            p->ncommits == 1 ? "" : "s", c0->short_id, c0->summary,
+    char path[512];
+    snprintf(path, sizeof path, "%s", repro_esc(p->path));
+    fprintf(out, "    %s (%zu commit%s): %s %.50s%s", path, p->ncommits,
+            p->ncommits == 1 ? "" : "s", c0->short_id, repro_esc(c0->summary),
             strlen(c0->summary) > 50 ? "..." : "");
     for (size_t k = 1; k < p->ncommits && k < 4; k++)
         fprintf(out, ", %s", ch->commits[p->commits[k]].commit.short_id);
@@ -107,7 +110,8 @@ static void report_committed(repro_git *git, const repro_trace *golden, const ch
     repro_git_changes *ch = NULL;
     if (repro_git_changes_since(git, since, prefixes, np, &ch)) {
         if (out)
-            fprintf(out, "  (cannot list changes since %.7s: %s)\n", since, repro_error_message());
+            fprintf(out, "  (cannot list changes since %.7s: %s)\n", repro_esc(since),
+                    repro_esc(repro_error_message()));
         return;
     }
     ranked_path *r = calloc(ch->npaths ? ch->npaths : 1, sizeof *r);
@@ -142,8 +146,9 @@ static void report_committed(repro_git *git, const repro_trace *golden, const ch
     if (ch->incomplete && out)
         fprintf(out, "  (%s)\n", ch->note ? ch->note : "history incomplete");
     if (out && ch->npaths > 0)
-        fprintf(out, "  to find the commit: repro bisect --commits %.12s..HEAD %s\n", since,
-                golden->experiment_path[0] ? golden->experiment_path : "EXP");
+        fprintf(out, "  to find the commit: repro bisect --commits %.12s..HEAD %s\n",
+                repro_esc(since),
+                golden->experiment_path[0] ? repro_esc(golden->experiment_path) : "EXP");
     if (json) {
         json_object_set_new(json, "changed_paths", paths);
         json_object_set_new(json, "history_incomplete", json_boolean(ch->incomplete));
@@ -193,11 +198,11 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
     int best = -1;
     double best_d = INFINITY;
     if (out)
-        fprintf(out, "golden: none for environment class %s%s", cls,
+        fprintf(out, "golden: none for environment class %s%s", repro_esc(cls),
                 n ? "; goldens exist for: " : " (and none for any other class)");
     for (int i = 0; i < n; i++) {
         if (out)
-            fprintf(out, "%s%s", i ? ", " : "", classes[i]);
+            fprintf(out, "%s%s", i ? ", " : "", repro_esc(classes[i]));
         json_array_append_new(others, json_string(classes[i]));
     }
     if (out)
@@ -228,7 +233,7 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
                 "golden: closest class %s: max relative difference of ||params|| %.3g over the "
                 "common steps (a tolerance view; bitwise identity is promised only within a "
                 "class)\n",
-                classes[best], best_d);
+                repro_esc(classes[best]), best_d);
     if (json) {
         json_object_set_new(json, "status", json_string("none"));
         json_object_set_new(json, "classes", others);
@@ -242,7 +247,7 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
     if (require && out)
         fprintf(out, "golden: required (--require-golden) but missing: bless it with "
                      "`repro bless %s`\n",
-                run->experiment_path);
+                repro_esc(run->experiment_path));
     repro_golden_classes_free(classes, n);
     return require ? REPRO_GOLDEN_DIFFERS : 0;
 }
@@ -301,7 +306,7 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
             if (out)
                 fprintf(out, "golden: not compared: the check overrides the config (--set/--seed), "
                              "and %s is for the committed config\n",
-                        path);
+                        repro_esc(path));
             if (json)
                 json_object_set_new(json, "status", json_string("skipped"));
             goto done;
@@ -310,7 +315,7 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
             fprintf(out,
                     "golden: MISMATCH: %s was blessed (at %s) with a different config of %s; "
                     "the experiment changed since: re-bless it\n",
-                    shown, blessed ? blessed : "?", experiment);
+                    repro_esc(shown), blessed ? repro_esc(blessed) : "?", repro_esc(experiment));
         if (json)
             json_object_set_new(json, "status", json_string("config-changed"));
         report_changes(git, &g, out, json);
@@ -324,16 +329,16 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
     snprintf(d.scope, sizeof d.scope, "golden (blessed at %s)", blessed ? blessed : "?");
     if (matches(&d)) {
         if (out)
-            fprintf(out, "golden: matches %s (blessed at %s) over %ld steps\n", shown,
-                    blessed ? blessed : "?", d.common_steps);
+            fprintf(out, "golden: matches %s (blessed at %s) over %ld steps\n", repro_esc(shown),
+                    blessed ? repro_esc(blessed) : "?", d.common_steps);
         if (json)
             json_object_set_new(json, "status", json_string("match"));
     } else {
         if (out) {
-            fprintf(out, "== golden %s vs run 1 ==\n", shown);
+            fprintf(out, "== golden %s vs run 1 ==\n", repro_esc(shown));
             repro_report_text(out, &g, run, &d);
-            fprintf(out, "golden: MISMATCH with %s (blessed at %s)\n", shown,
-                    blessed ? blessed : "?");
+            fprintf(out, "golden: MISMATCH with %s (blessed at %s)\n", repro_esc(shown),
+                    blessed ? repro_esc(blessed) : "?");
         }
         if (json) {
             json_object_set_new(json, "status", json_string("mismatch"));

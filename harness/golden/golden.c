@@ -35,13 +35,20 @@ static int injected(const char *name)
     return f && !strcmp(f, name);
 }
 
-static int copy_with_header(FILE *in, FILE *out, const char *src, json_t *golden)
+/* Copies the trace at `src` to `out` (the temporary of golden `dest`) with
+ * the golden's provenance in its header. A failure names the file at
+ * fault: the source when it cannot be read, the golden when it cannot be
+ * written (a full disk: the golden is what could not be made). */
+static int copy_with_header(FILE *in, FILE *out, const char *src, const char *dest,
+                            json_t *golden)
 {
     char *line = NULL;
     size_t cap = 0;
     ssize_t n = getline(&line, &cap, in);
     if (n <= 0) {
         free(line);
+        if (ferror(in))
+            return repro_error_set_errno(REPRO_EIO, "cannot read %s", src);
         return repro_error_set(REPRO_EINVAL, "%s: empty trace", src);
     }
     json_error_t je;
@@ -55,6 +62,7 @@ static int copy_with_header(FILE *in, FILE *out, const char *src, json_t *golden
     char *s = json_dumps(h, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(h);
     int ok = s && fputs(s, out) >= 0 && fputc('\n', out) != EOF;
+    int write_errno = ok ? 0 : errno;
     free(s);
     if (ok && injected("bless-stall")) {
         fflush(out);
@@ -62,10 +70,15 @@ static int copy_with_header(FILE *in, FILE *out, const char *src, json_t *golden
             pause();
     }
     while (ok && (n = getline(&line, &cap, in)) > 0)
-        ok = fwrite(line, 1, (size_t)n, out) == (size_t)n;
+        if (!(ok = fwrite(line, 1, (size_t)n, out) == (size_t)n))
+            write_errno = errno;
     free(line);
-    if (!ok || ferror(in))
-        return repro_error_set_errno(REPRO_EIO, "copying %s", src);
+    if (ferror(in))
+        return repro_error_set_errno(REPRO_EIO, "cannot read %s", src);
+    if (!ok) {
+        errno = write_errno ? write_errno : EIO;
+        return repro_error_set_errno(REPRO_EIO, "cannot write the golden %s", dest);
+    }
     return 0;
 }
 
@@ -178,22 +191,27 @@ int repro_golden_install(const char *src_trace, const char *dest, json_t *golden
     int rc = 0;
     if (fd < 0) {
         tmp[0] = '\0';
-        rc = repro_error_set_errno(REPRO_EIO, "%s: cannot create a temporary file", dir);
+        rc = repro_error_set_errno(REPRO_EIO,
+                                   "cannot write the golden %s: cannot create its temporary "
+                                   "file in %s",
+                                   dest, dir);
         goto fail;
     }
     fchmod(fd, 0644); /* mkstemp makes 0600; a golden is a committed file */
     out = fdopen(fd, "w");
     in = fopen(src_trace, "r");
     if (!out || !in) {
-        rc = repro_error_set_errno(REPRO_EIO, "%s", !in ? src_trace : tmp);
+        rc = !in ? repro_error_set_errno(REPRO_EIO, "cannot read %s", src_trace)
+                 : repro_error_set_errno(REPRO_EIO, "cannot write the golden %s", dest);
         goto fail;
     }
-    if (copy_with_header(in, out, src_trace, golden)) {
+    if (copy_with_header(in, out, src_trace, dest, golden)) {
         rc = -1;
         goto fail;
     }
     if (fflush(out) != 0 || fsync(fileno(out)) != 0) {
-        rc = repro_error_set_errno(REPRO_EIO, "%s: cannot write", tmp);
+        rc = repro_error_set_errno(REPRO_EIO, "cannot write the golden %s (its temporary %s)",
+                                   dest, tmp);
         goto fail;
     }
     if (injected("bless-before-rename")) {

@@ -27,9 +27,34 @@
 #endif
 
 #include "util/error.h"
+#include "util/fsutil.h"
 #include "util/progress.h"
 
 extern char **environ;
+
+int repro_child_explain_silence(const char *err_path, char *buf, size_t len)
+{
+    struct stat st;
+    char what[600], dir[4096], why[300];
+    buf[0] = '\0';
+    int rc = stat(err_path, &st), e = errno;
+    if (rc == 0 && st.st_size > 0)
+        return 0;
+    if (rc != 0)
+        snprintf(what, sizeof what, "its error output %s is missing (%s)", err_path, strerror(e));
+    else
+        snprintf(what, sizeof what, "its error output %s is empty", err_path);
+    const char *slash = strrchr(err_path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - err_path) : 1,
+             slash ? err_path : ".");
+    if (!dir[0])
+        snprintf(dir, sizeof dir, "/");
+    if (repro_write_probe(dir, why, sizeof why))
+        snprintf(buf, len, "%s; writing in %s fails: %s", what, dir, why);
+    else
+        snprintf(buf, len, "%s; writing in %s works now", what, dir);
+    return 1;
+}
 
 int repro_child_self_path(char *buf, size_t len)
 {

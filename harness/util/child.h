@@ -95,6 +95,15 @@ int repro_child_status_code(const repro_child_status *st);
 const char *repro_child_status_text(const repro_child_status *st, const repro_child *c,
                                     char *buf, size_t len);
 
+/* After a child failed: when its error output, the file err_path, is
+ * empty or missing, the likely cause is that nothing could be written
+ * where it ran (a full disk, a file-size limit), its error message
+ * included. Fills buf with what the parent sees — "its error output
+ * runs/x/stderr.txt is empty; writing in runs/x fails: cannot write: No
+ * space left on device (0 bytes free there)" — and returns 1; 0 (buf "")
+ * when the file holds something to show. */
+int repro_child_explain_silence(const char *err_path, char *buf, size_t len);
+
 /* The running executable's path (/proc/self/exe), for re-running repro
  * itself: 0 or -1 (REPRO_EIO). */
 int repro_child_self_path(char *buf, size_t len);

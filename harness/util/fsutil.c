@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "util/error.h"
@@ -24,6 +25,52 @@ int repro_mkdirs(const char *dir)
         *p = '/';
     }
     return 0;
+}
+
+/* "(N MiB free there)", from statvfs: what is left for us (f_bavail). */
+static void free_space(const char *dir, char *buf, size_t len)
+{
+    struct statvfs vs;
+    if (statvfs(dir, &vs) != 0) {
+        snprintf(buf, len, "free space unknown: %s", strerror(errno));
+        return;
+    }
+    unsigned long long b = (unsigned long long)vs.f_bavail * vs.f_frsize;
+    if (b < (1u << 20))
+        snprintf(buf, len, "%llu bytes free there", b);
+    else
+        snprintf(buf, len, "%.1f MiB free there", (double)b / (1024.0 * 1024.0));
+}
+
+int repro_write_probe(const char *dir, char *why, size_t len)
+{
+    char p[4200], space[96];
+    snprintf(p, sizeof p, "%s/.repro-write-probe-%ld", dir, (long)getpid());
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int e = 0;
+    const char *step = "cannot create a file";
+    if (fd < 0) {
+        e = errno;
+    } else {
+        ssize_t w = write(fd, "x", 1);
+        if (w != 1) {
+            e = w < 0 ? errno : EIO;
+            step = "cannot write";
+        } else if (fsync(fd) != 0) {
+            e = errno;
+            step = "cannot write (fsync)";
+        }
+        if (close(fd) != 0 && !e) {
+            e = errno;
+            step = "cannot write (close)";
+        }
+        unlink(p);
+    }
+    if (!e)
+        return 0;
+    free_space(dir, space, sizeof space);
+    snprintf(why, len, "%s: %s (%s)", step, strerror(e), space);
+    return -1;
 }
 
 static const char *file_kind(mode_t m)

@@ -10,6 +10,14 @@
  * with the error slot set (exit 3) naming the directory that failed. */
 int repro_mkdirs(const char *dir);
 
+/* Can this process write a file in `dir` now? Creates a small probe file
+ * there (O_EXCL, removed at once), writes a byte and fsyncs it — what a
+ * full disk (ENOSPC), a quota (EDQUOT), a file-size limit (EFBIG), a
+ * read-only mount (EROFS) or permissions refuse. 0 when it works; -1 with
+ * `why` saying what failed, e.g. "No space left on device (0 bytes free
+ * there)". Leaves the error slot alone: for explaining another failure. */
+int repro_write_probe(const char *dir, char *why, size_t len);
+
 /* Opens `path` read-only, close-on-exec, for reading untrusted input, and
  * only if it is a regular file: it is opened with O_NONBLOCK (so a FIFO or
  * a device given as the path cannot block the open), checked with fstat,

@@ -84,3 +84,33 @@ int repro_parse_seed(const char *what, const char *value, uint64_t *out)
                                value);
     return 0;
 }
+
+int repro_parse_size(const char *what, const char *value, uint64_t lo, uint64_t *out)
+{
+    static const char units[] = "KkMmGgTt";
+    char digits[32];
+    size_t n = strspn(value, "0123456789");
+    const char *p = value + n, *u = *p ? strchr(units, *p) : NULL;
+    int shift = u ? 10 * (int)((u - units) / 2 + 1) : 0;
+    if (u)
+        p++;
+    if (u && !strcmp(p, "iB"))
+        p += 2;
+    else if (!strcmp(p, "B"))
+        p++;
+    uint64_t v = 0;
+    int ok = n > 0 && n < sizeof digits && !*p;
+    if (ok) {
+        memcpy(digits, value, n);
+        digits[n] = '\0';
+        ok = repro_parse_decimal_u64(digits, &v) == 0 && v <= (uint64_t)INT64_MAX >> shift &&
+             (v << shift) >= lo;
+    }
+    if (!ok)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s %s: expected a size such as 512M or 4G (bytes, or K, M, G, "
+                               "T: binary units), at least %llu bytes",
+                               what, value, (unsigned long long)lo);
+    *out = v << shift;
+    return 0;
+}

@@ -28,6 +28,13 @@ int repro_parse_count_int(const char *what, const char *value, int lo, int hi, i
 int repro_parse_count_list(const char *what, const char *list, long lo, long hi, long *out,
                            int max, int *n);
 
+/* A size in bytes: decimal digits, then optionally a binary unit K, M, G
+ * or T (1024-based; any case, optionally followed by "iB" or "B": "512M",
+ * "2G", "4GiB"; a bare number is bytes), at least `lo` bytes and at most
+ * 2^63 - 1. 0, or -1 with the error slot set:
+ * "verify: --max-memory 2X: expected a size such as 512M or 4G". */
+int repro_parse_size(const char *what, const char *value, uint64_t lo, uint64_t *out);
+
 /* A seed: any uint64 in decimal. */
 int repro_parse_seed(const char *what, const char *value, uint64_t *out);
 

@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,6 +78,7 @@ void repro_verify_opts_init(repro_verify_opts *o)
     memset(o, 0, sizeof *o);
     o->max_steps = 100000;
     o->max_seconds = 3600;
+    o->max_memory = REPRO_VERIFY_MAX_MEMORY;
     repro_verify_policy_parse("rtol:1e-4", &o->policy);
 }
 
@@ -128,6 +131,7 @@ typedef struct {
     char p_cfg[1200], p_trace[1200], p_out[1200], p_err[1200];
     repro_trace claim, re;
     repro_config cfg;
+    uint64_t own_vm; /* our address space before the claimed trace was read */
 } verify_run;
 
 /* Steps 3-6 below return -1 for a host-side failure (error slot), 0 to go
@@ -205,6 +209,88 @@ static int check_config(verify_run *v)
     return 0;
 }
 
+static double mib(uint64_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+/* 4b. The memory the workload will take, from the config alone: over the
+ * host's limit, refused before anything is allocated for it. */
+static int check_memory(verify_run *v)
+{
+    repro_verify_result *r = v->r;
+    const repro_memory_estimate *e = &r->memory;
+    repro_memory_estimate_config(&v->cfg, &r->memory);
+    r->memory_estimated = 1;
+    if (!v->o->max_memory || e->total <= v->o->max_memory)
+        return 0;
+    return decide(r, REPRO_VERDICT_EXCEEDED, 0,
+                  "the workload needs about %.1f MiB (model %.1f, activations and workspaces "
+                  "%.1f, loader %.1f, dataset %.1f, other %.1f); this host's limit is %.1f MiB "
+                  "(--max-memory): refused before training",
+                  mib(e->total),
+                  mib(e->params + e->grads + e->optimizer + e->working_weights),
+                  mib(e->activations + e->workspace), mib(e->loader), mib(e->dataset),
+                  mib(e->other), mib(v->o->max_memory));
+}
+
+/* AddressSanitizer maps terabytes of shadow memory at start: under an
+ * address-space limit a sanitizer build of repro cannot start at all. */
+#if defined(__SANITIZE_ADDRESS__)
+#define REPRO_SANITIZED_ADDRESSES 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define REPRO_SANITIZED_ADDRESSES 1
+#endif
+#endif
+#ifndef REPRO_SANITIZED_ADDRESSES
+#define REPRO_SANITIZED_ADDRESSES 0
+#endif
+
+/* This process's address space in bytes (VmSize), or 0 when unknown: the
+ * re-run is this executable, so its libraries map about as much. */
+static uint64_t own_address_space(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+/* The re-run's RLIMIT_AS: as the caller set it, else max_memory plus
+ * headroom for what the estimate does not count — this executable's own
+ * mappings (measured on ourselves, before the claimed trace was read), a
+ * stack per thread (train.threads, data.num_workers, and a few of repro's
+ * own) and the malloc arenas
+ * (MALLOC_ARENA_MAX=2 in the re-run's environment: one extra 64 MiB heap
+ * reservation) — plus 256 MiB of slack. Address space, not memory: the
+ * headroom is mostly reserved, never touched. 0: no limit (none asked
+ * for, or backend = cuda, whose driver reserves address space by the
+ * terabyte, or a sanitizer build, whose shadow memory does the same). */
+static uint64_t address_space_limit(const verify_run *v)
+{
+    const repro_verify_opts *o = v->o;
+    if (o->limits.as_bytes || !o->max_memory)
+        return o->limits.as_bytes;
+    if (v->cfg.train_backend != REPRO_BACKEND_CPU || REPRO_SANITIZED_ADDRESSES)
+        return 0;
+    /* glibc gives a thread RLIMIT_STACK's soft limit as its stack, a
+     * default when that is unlimited (2 MiB on x86-64; counted as 32). */
+    struct rlimit rl;
+    uint64_t stack = 32u << 20;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        stack = rl.rlim_cur;
+    uint64_t threads = (uint64_t)v->cfg.train_threads + (uint64_t)v->cfg.data_num_workers + 8;
+    uint64_t base = v->own_vm ? v->own_vm : 1ull << 30;
+    uint64_t headroom = base + threads * (stack + (64u << 10)) + (128ull << 20) + (256ull << 20);
+    return o->max_memory > UINT64_MAX - headroom ? 0 : o->max_memory + headroom;
+}
+
 /* The last "repro: " line of a child's stderr (not a warning), without the
  * prefix: the error it exited with. Progress lines are skipped. */
 static void child_error_line(const char *path, char *buf, size_t len)
@@ -227,6 +313,20 @@ static void child_error_line(const char *path, char *buf, size_t len)
     free(s);
 }
 
+/* Did the re-run die of its address-space limit? `repro run` exits 3
+ * saying "out of memory" when an allocation fails, or that it cannot start
+ * a thread (its stack is address space too); an allocation it does not
+ * check (a library's) shows as an abort or a segfault. */
+static int out_of_memory(const repro_child_status *st, const char *line)
+{
+    if (st->how == REPRO_CHILD_SIGNALED)
+        return st->code == SIGSEGV || st->code == SIGABRT || st->code == SIGBUS;
+    return st->how == REPRO_CHILD_EXITED && st->code == 3 &&
+           (strstr(line, "out of memory") || strstr(line, "Cannot allocate memory") ||
+            strstr(line, "Resource temporarily unavailable") ||
+            (strstr(line, "cannot start") && strstr(line, "thread")));
+}
+
 /* Starts `repro run CONFIG --seed S --steps N -o TRACE -q` and waits for it
  * under the time and resource limits. */
 static int run_child(verify_run *v, repro_child_status *st)
@@ -241,12 +341,18 @@ static int run_child(verify_run *v, repro_child_status *st)
     snprintf(steps, sizeof steps, "%ld", v->b->steps);
     char *argv[] = {(char *)bin, "run", v->p_cfg, "--seed", (char *)v->b->seed, "--steps", steps,
                     "-o", v->p_trace, "-q", NULL};
+    /* Two malloc arenas at most: each thread arena reserves 64 MiB of
+     * address space, which the limit below would otherwise have to allow
+     * for every thread. Allocation never changes the bits. */
+    static const char *const env_set[] = {"MALLOC_ARENA_MAX=2", NULL};
     repro_child c = {0};
     c.argv = argv;
+    c.env_set = env_set;
     c.out_path = v->p_out;
     c.err_path = v->p_err;
     c.timeout_s = v->o->max_seconds;
     c.limits = v->o->limits;
+    c.limits.as_bytes = v->r->as_bytes = address_space_limit(v);
     return repro_child_run(&c, st);
 }
 
@@ -268,9 +374,22 @@ static int rerun(verify_run *v)
     if (code != 0) {
         char line[600];
         child_error_line(v->p_err, line, sizeof line);
+        if (r->as_bytes && out_of_memory(&st, line))
+            return decide(r, REPRO_VERDICT_EXCEEDED, 0,
+                          "the re-run ran out of memory in the %.1f MiB of address space this "
+                          "host allows it (--max-memory %.1f MiB plus headroom; the estimate "
+                          "was %.1f MiB): %s",
+                          mib(r->as_bytes), mib(v->o->max_memory), mib(r->memory.total),
+                          line[0] ? line : repro_child_status_text(&st, NULL, line, sizeof line));
         if (code == RUN_EXIT_INPUT)
             return decide(r, REPRO_VERDICT_INVALID, 0, "the re-run refused the submission: %s",
                           line);
+        char silence[1600];
+        if (!line[0] && repro_child_explain_silence(v->p_err, silence, sizeof silence))
+            return repro_error_set(REPRO_EIO,
+                                   "verify: the re-run failed on this host (exit %d) and said "
+                                   "nothing: %s",
+                                   code, silence);
         return repro_error_set(REPRO_EIO, "verify: the re-run failed on this host (exit %d): %s",
                                code, line);
     }
@@ -430,6 +549,7 @@ static int verify_bundle(const repro_verify_opts *o, repro_verify_result *r)
     v->o = o;
     v->b = &r->bundle;
     v->r = r;
+    v->own_vm = own_address_space();
     const char *td = getenv("TMPDIR");
     snprintf(v->tmp, sizeof v->tmp, "%s/repro-verify-XXXXXX", td && *td ? td : "/tmp");
     if (!mkdtemp(v->tmp)) {
@@ -443,6 +563,8 @@ static int verify_bundle(const repro_verify_opts *o, repro_verify_result *r)
     int rc = check_claim(v);
     if (rc == 0)
         rc = check_config(v);
+    if (rc == 0)
+        rc = check_memory(v);
     if (rc == 0)
         rc = rerun(v);
     if (rc == 0)
@@ -542,6 +664,25 @@ static json_t *host_json(const repro_verify_result *r)
     return j;
 }
 
+/* JSON integers are int64: a saturated estimate reads as the largest. */
+static json_int_t clamp_i64(uint64_t v)
+{
+    return v > (uint64_t)INT64_MAX ? (json_int_t)INT64_MAX : (json_int_t)v;
+}
+
+static json_t *memory_json(const repro_verify_result *r)
+{
+    const repro_memory_estimate *e = &r->memory;
+    if (!r->memory_estimated)
+        return json_null();
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "total",
+                     clamp_i64(e->total), "params", clamp_i64(e->params), "grads",
+                     clamp_i64(e->grads), "optimizer", clamp_i64(e->optimizer), "working_weights",
+                     clamp_i64(e->working_weights), "activations", clamp_i64(e->activations),
+                     "workspace", clamp_i64(e->workspace), "loader", clamp_i64(e->loader),
+                     "dataset", clamp_i64(e->dataset), "other", clamp_i64(e->other));
+}
+
 json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_result *r)
 {
     char text[96], when[32];
@@ -552,13 +693,15 @@ json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_resu
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     const char *cmp = r->comparison[0] ? r->comparison : "none";
     return json_pack(
-        "{s:i, s:s, s:s, s:I, s:O, s:b, s:s, s:{s:s, s:s, s:s}, s:{s:I, s:I}, s:o, s:o, s:o, "
-        "s:s, s:s}",
+        "{s:i, s:s, s:s, s:I, s:O, s:b, s:s, s:{s:s, s:s, s:s}, s:{s:I, s:I, s:I, s:I}, s:o, "
+        "s:o, s:o, s:o, s:s, s:s}",
         "repro_receipt", REPRO_RECEIPT_VERSION, "verdict", verdict_names[r->verdict],
         "verdict_text", text, "step",
         (json_int_t)(r->verdict == REPRO_VERDICT_DIVERGED ? r->step : 0), "reasons", r->reasons,
         "ran", r->ran, "comparison", cmp, "policy", "requested", o->policy.text, "applied", cmp,
         "why", r->why, "limits", "max_steps", (json_int_t)o->max_steps, "max_seconds_ms",
-        (json_int_t)(o->max_seconds * 1000), "bundle", bundle_json(o, r), "submitter",
-        submitter_json(r), "host", host_json(r), "repro_version", REPRO_VERSION, "time", when);
+        (json_int_t)(o->max_seconds * 1000), "max_memory_bytes", clamp_i64(o->max_memory),
+        "address_space_bytes", clamp_i64(r->as_bytes), "memory_estimate", memory_json(r),
+        "bundle", bundle_json(o, r), "submitter", submitter_json(r), "host", host_json(r),
+        "repro_version", REPRO_VERSION, "time", when);
 }

@@ -7,7 +7,9 @@
  *   1. the manifest (bundle.h: size, JSON, known keys, types, ranges, a
  *      trace path inside the bundle, the submitter's signature if any)
  *   2. the host's limits: steps > max_steps is refused here, before any
- *      training (verdict "exceeded limits")
+ *      training (verdict "exceeded limits"); so is, after step 4, a config
+ *      whose memory estimate (core/memory.h: repro_memory_estimate_config,
+ *      from the config alone, nothing allocated) is over max_memory
  *   3. the claimed trace: read strictly (trace_read.c verifies its chain),
  *      finished, and consistent with the manifest (experiment, seed, steps,
  *      final chain, environment class)
@@ -17,7 +19,14 @@
  *      says, numerics digest as the claimed trace's header says
  *   5. the re-run: `repro run` as a child (util/child.h: an argument
  *      vector, never a shell; its own process group; killed at
- *      max_seconds, verdict "exceeded limits"; optional resource limits)
+ *      max_seconds, verdict "exceeded limits"; resource limits). Its
+ *      address space is limited (RLIMIT_AS) to max_memory plus headroom
+ *      for what the estimate leaves out (this executable's own mappings,
+ *      thread stacks, malloc arenas), so an estimate that is wrong still
+ *      cannot take the host's memory: a re-run that runs out of memory
+ *      there gets "exceeded limits" too. Not for backend = cuda (the CUDA
+ *      driver reserves far more address space than it uses) nor in an
+ *      AddressSanitizer build (its shadow memory does the same).
  *   6. the comparison: bitwise (chain digests) when the host's environment
  *      class is the submitter's — that is the determinism contract's
  *      promise; otherwise under the policy, per step from the loss bits and
@@ -36,6 +45,10 @@
  *   {requested, applied, why}; limits {max_steps, max_seconds_ms};
  *   bundle {path, manifest_sha256, experiment, seed, steps, trace,
  *   submitter_signature ("valid" | "none"), submitter_key_id};
+ *   limits also {max_memory_bytes, address_space_bytes (the re-run's
+ *   RLIMIT_AS, 0 when none)}; memory_estimate {total, params, grads,
+ *   optimizer, working_weights, activations, workspace, loader, dataset,
+ *   other} in bytes (null when the config was not read that far);
  *   submitter {env, env_class, chain, commit, repro_version} (null when the
  *   manifest could not be read); host {env, env_class, chain (null when
  *   nothing ran), rerun_ms}; repro_version; time (ISO 8601 UTC). */
@@ -46,6 +59,7 @@
 
 #include <jansson.h>
 
+#include "core/memory.h"
 #include "record/env.h"
 #include "record/hash.h"
 #include "util/child.h"
@@ -77,11 +91,17 @@ typedef struct {
     repro_verify_policy policy;
     long max_steps;           /* refuse more steps than this */
     double max_seconds;       /* kill the re-run after this long; 0: never */
-    repro_child_limits limits; /* the re-run's resource limits; 0: inherited */
+    uint64_t max_memory;      /* refuse a workload whose estimate is over this
+                                 many bytes, and limit the re-run's address
+                                 space from it; 0: no limit */
+    repro_child_limits limits; /* the re-run's resource limits; 0: inherited,
+                                  except as_bytes: 0 derives it from max_memory */
     const char *repro_bin;    /* the repro that re-runs; NULL: this executable */
 } repro_verify_opts;
 
-/* Defaults: policy rtol:1e-4, 100000 steps, 3600 s, no resource limits. */
+/* Defaults: policy rtol:1e-4, 100000 steps, 3600 s, 4 GiB of memory
+ * (REPRO_VERIFY_MAX_MEMORY), no other resource limits. */
+#define REPRO_VERIFY_MAX_MEMORY (4ull << 30)
 void repro_verify_opts_init(repro_verify_opts *o);
 
 typedef struct {
@@ -94,6 +114,9 @@ typedef struct {
     long rerun_ms;
     int have_host_chain;
     repro_digest host_chain;
+    int memory_estimated;  /* memory holds the config's estimate */
+    repro_memory_estimate memory;
+    uint64_t as_bytes;     /* the re-run's RLIMIT_AS (0: none) */
     int bundle_ok;         /* the manifest was read; bundle is filled */
     repro_bundle bundle;
     repro_env host;
