@@ -84,8 +84,12 @@ run: deps
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: $(BUILD)/check_all $(BUILD)/repro
-	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples $(BUILD)/check_all
+# The examples and the staged install they are built against are part of
+# the suite: tests run the examples (REPRO_EXAMPLES) and build programs of
+# their own against the install (REPRO_STAGE).
+check-run: $(BUILD)/check_all $(BUILD)/repro examples
+	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples REPRO_STAGE=$(STAGE) \
+	    $(BUILD)/check_all
 
 # ---- the library as users get it -------------------------------------------
 # `make install PREFIX=/opt/repro DESTDIR=...`: the CLI, the public headers,
