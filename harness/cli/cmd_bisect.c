@@ -1,5 +1,6 @@
 /* `repro bisect`: one command, two searches, both engines in the library.
- * With --commits GOOD..BAD it finds the first commit where the experiment
+ * With --commits GOOD..BAD it finds the first commit where the experiment,
+ * or with `-- PROGRAM ARGS` the user's program in the user's repository,
  * stops reproducing (golden/bisect_commits.c); without it, the first
  * divergent op and the culprit variants (analysis/bisect_ops.c). Here: the
  * options, the reports and the exit codes of both. */
