@@ -8,6 +8,7 @@
 #include <check.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,6 +343,49 @@ START_TEST(test_good_cannot_be_tested)
 }
 END_TEST
 
+/* SIGTERM while the program runs: the program gets it too, the worktree
+ * and the temporary directory are removed, and the exit status is 128 + 15,
+ * as a shell reports a command a signal stopped (it used to be 2). */
+START_TEST(test_interrupted)
+{
+    char range[100], errp[600], pidp[600], script[2048], buf[4096];
+    snprintf(range, sizeof range, "%s..HEAD", id_G);
+    snprintf(errp, sizeof errp, "%s/interrupted.err", base);
+    snprintf(pidp, sizeof pidp, "%s/sleep.pid", base);
+    snprintf(script, sizeof script, "echo $$ > '%s.tmp' && mv '%s.tmp' '%s' && exec sleep 60",
+             pidp, pidp, pidp);
+    unlink(pidp);
+    pid_t pid = fork();
+    ck_assert_int_ne(pid, -1);
+    if (pid == 0) {
+        setenv("HOME", base, 1);
+        setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+        setenv("TMPDIR", tmp_dir, 1);
+        unsetenv("GIT_DIR");
+        unsetenv("MAKEFLAGS");
+        if (chdir(repo) || !freopen("/dev/null", "w", stdout) || !freopen(errp, "w", stderr))
+            _exit(127);
+        execl(bin, bin, "bisect", "--commits", range, "--", "sh", "-c", script, (char *)NULL);
+        _exit(127);
+    }
+    long sleeper = 0;
+    for (int i = 0; i < 600 && sleeper <= 0; i++) { /* up to 60 s under load */
+        usleep(100000);
+        slurp(pidp, buf, sizeof buf);
+        sleeper = atol(buf);
+    }
+    ck_assert_msg(sleeper > 0, "the program never started");
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    slurp(errp, buf, sizeof buf);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM, "status %d:\n%s", st, buf);
+    ck_assert_msg(strstr(buf, "bisect: interrupted (signal 15)"), "%s", buf);
+    ck_assert_msg(kill((pid_t)sleeper, 0) == -1, "the program was left running");
+    assert_clean();
+}
+END_TEST
+
 START_TEST(test_usage)
 {
     static result r;
@@ -382,6 +426,7 @@ Suite *bisect_program_suite(void)
     tcase_add_test(tc, test_json_without_golden);
     tcase_add_test(tc, test_bad_reproduces);
     tcase_add_test(tc, test_good_cannot_be_tested);
+    tcase_add_test(tc, test_interrupted);
     tcase_add_test(tc, test_usage);
     suite_add_tcase(s, tc);
     return s;

@@ -75,7 +75,9 @@ const char repro_bisect_usage[] =
     "Exit: 0 a first bad commit was found, 1 BAD reproduces (nothing to bisect),\n"
     "2 usage or input error (bad range, GOOD not an ancestor of BAD, GOOD not good),\n"
     "3 environment (not a git repository, worktree failure), 125 only skipped\n"
-    "commits were left, so no first bad commit can be named.\n";
+    "commits were left, so no first bad commit can be named; 130 (143) after Ctrl-C\n"
+    "(SIGTERM), which reaches the running build or program too, and the worktree\n"
+    "is removed.\n";
 
 /* Is `name` (or name=...) among the options (before a "--")? */
 static int has_option(int argc, char **argv, const char *name)
@@ -397,7 +399,12 @@ int repro_cmd_bisect(int argc, char **argv)
     repro_bisect_result r;
     int rc = repro_bisect_commits(&o.b, &r);
     if (rc < 0) {
+        /* Interrupted: the engine's code is 128 + the signal, which is
+         * what a shell reports for a command a signal stopped. */
+        int code = repro_error_code();
         rc = repro_report_error();
+        if (code > 128 && code < 128 + 65)
+            rc = code;
     } else if (o.json) {
         json_t *doc = repro_bisect_json(&r);
         json_dumpf(doc, stdout, JSON_INDENT(2));

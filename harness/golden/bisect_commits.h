@@ -91,8 +91,10 @@ typedef struct {
 int repro_bisect_parse_range(const char *arg, char **good, char **bad);
 
 /* Runs the whole bisection. Returns the outcome (0, 1, 125), or -1 with the
- * error slot set; r is filled as far as the search got either way and must
- * be released. The temporary worktree is gone when this returns. */
+ * error slot set (its code 128 + the signal after a SIGINT or SIGTERM,
+ * which is forwarded to the running build or program); r is filled as far
+ * as the search got either way and must be released. The temporary
+ * worktree is gone when this returns. */
 int repro_bisect_commits(const repro_bisect_opts *o, repro_bisect_result *r);
 void repro_bisect_result_release(repro_bisect_result *r);
 
