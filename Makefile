@@ -84,14 +84,16 @@ run: deps
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-# The layer rule (docs/DESIGN.md) and its self-test, then the suite, with
-# the examples built as users build them. The Python tests get the library
-# to load (REPRO_LIB), except in sanitizer builds: python3 cannot load an
-# ASan library (they say "skipped" there).
+# The layer rule (docs/DESIGN.md) and its self-test, then the suite. The
+# examples and the staged install they are built against are part of it:
+# tests run the examples (REPRO_EXAMPLES) and build programs of their own
+# against the install (REPRO_STAGE). The Python tests get the library to
+# load (REPRO_LIB), except in sanitizer builds: python3 cannot load an ASan
+# library (they say "skipped" there).
 check-run: $(BUILD)/check_all $(BUILD)/repro examples
 	@scripts/check-layers.sh
 	@scripts/check-layers.sh --self-test
-	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples \
+	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples REPRO_STAGE=$(STAGE) \
 	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) $(BUILD)/check_all
 
 # ---- the library as users get it -------------------------------------------

@@ -200,11 +200,17 @@ int repro_multirun_run_external(repro_multirun *m, int idx, const char *dir)
     c.out_path = out;
     c.err_path = err;
     c.timeout_s = m->timeout_s;
+    c.cwd = m->cwd;
+    c.env_unset = m->env_unset;
+    c.interrupt = m->interrupt;
     repro_child_status st;
     int rc = repro_child_run(&c, &st);
     env_free(&e);
-    if (rc)
-        return could_not_test(m, idx, repro_error_message(), err);
+    if (rc) {
+        char why[512]; /* the slot's own text cannot be formatted into the slot */
+        snprintf(why, sizeof why, "%s", repro_error_message());
+        return could_not_test(m, idx, why, err);
+    }
     if (st.how != REPRO_CHILD_EXITED || st.code != 0) {
         char what[128], why[192];
         repro_child_status_text(&st, &c, what, sizeof what);

@@ -6,6 +6,7 @@
 #define REPRO_MULTIRUN_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 
 #include "analysis/compare.h"
@@ -34,6 +35,15 @@ typedef struct {
      * (repro/repro.h); exp is then only a label. */
     char *const *cmd;
     double timeout_s;   /* external: kill a run after this long (0: never) */
+    /* External runs only (all may stay NULL): the program's working
+     * directory (root must then be absolute, since the trace path given to
+     * the program is root/run-N/trace.jsonl), environment variables removed
+     * from its environment, and a flag a signal handler sets, forwarded to
+     * the program's process group (util/child.h). `repro bisect --commits`
+     * runs each commit's program in its worktree with these. */
+    const char *cwd;
+    const char *const *env_unset;
+    volatile sig_atomic_t *interrupt;
     char *pass[REPRO_MULTIRUN_MAX_PASS]; /* options given to every `repro run` */
     int npass;
     repro_run_plan plan[REPRO_MULTIRUN_MAX];

@@ -1,5 +1,6 @@
 /* `repro bisect`: one command, two searches, both engines in the library.
- * With --commits GOOD..BAD it finds the first commit where the experiment
+ * With --commits GOOD..BAD it finds the first commit where the experiment,
+ * or with `-- PROGRAM ARGS` the user's program in the user's repository,
  * stops reproducing (golden/bisect_commits.c); without it, the first
  * divergent op and the culprit variants (analysis/bisect_ops.c). Here: the
  * options, the reports and the exit codes of both. */
@@ -11,13 +12,19 @@
 
 #include "golden/bisect_commits.h"
 #include "analysis/bisect_ops.h"
+#include "analysis/multirun.h"
 #include "cli/cli.h"
+#include "golden/golden.h"
 #include "util/error.h"
 #include "util/numparse.h"
 #include "util/opnames.h"
 
 const char repro_bisect_usage[] =
     "usage: repro bisect --commits GOOD..BAD EXP [--build CMD] [--repeat K] [--json] [-q]\n"
+    "       repro bisect --commits GOOD..BAD [--build CMD] [--repeat K] [--name NAME]\n"
+    "                    [--timeout S] [--steps N] [--seed S] [--set K=V] [--json] [-q]\n"
+    "                    -- PROGRAM [ARGS...]\n"
+    "                                 (your repository's history, your program)\n"
     "       repro bisect EXP          (op level: the first divergent op and its variant)\n"
     "       repro bisect [--repeat K] [--steps N] [--set K=V] -- PROGRAM [ARGS...]\n"
     "                                 (op level, for a program that records its op\n"
@@ -50,10 +57,29 @@ const char repro_bisect_usage[] =
     "it is decided; at the end, the first bad commit, the numerics paths it changed\n"
     "(kernels/, harness/, Makefile, EXP) and the work it took.\n"
     "\n"
+    "With --commits and `-- PROGRAM ARGS...`: the same search over the history of the\n"
+    "git repository you are in, for a program of yours that records through librepro\n"
+    "or the Python client (docs/PROTOCOL.md). At each probed commit CMD builds the\n"
+    "worktree, then PROGRAM (an argument vector, never a shell) runs K times through\n"
+    "the runner protocol with the worktree's top level as its working directory: a\n"
+    "relative PROGRAM such as ./build/prog is that commit's build. GOOD is always\n"
+    "built and run first; its runs must agree, and its reference is its golden\n"
+    "golden/NAME/CLASS.jsonl at GOOD (NAME: --name, else the experiment name GOOD's\n"
+    "program records; CLASS: the class its trace records, else this machine's),\n"
+    "which its run 1 must match, or without one its own run 1. A commit whose build\n"
+    "fails or whose program cannot be tested (it exits non-zero, times out, writes\n"
+    "no complete trace: what `repro check -- PROGRAM` exits 3 for) is skipped. At the\n"
+    "end: the first bad commit and every path it changed.\n"
+    "  --name NAME       the program's golden name\n"
+    "  --timeout S       kill a run of the program after S seconds\n"
+    "  --steps N, --seed S, --set KEY=VALUE\n"
+    "                    given to every run (REPRO_SET_STEPS, REPRO_SEED,\n"
+    "                    REPRO_SET_<KEY>); --seed and --set leave the golden out\n"
+    "\n"
     "  --commits GOOD..BAD  the range, one argument as git writes it; any revs git\n"
     "                    accepts (HEAD~5..HEAD, v1.0..main, a1b2c3d..f00ba47)\n"
     "  --build CMD       build command, run by /bin/sh -c in the worktree\n"
-    "                    (default: make); it must leave ./repro there\n"
+    "                    (default: make); for EXP it must leave ./repro there\n"
     "  --repeat K        runs per commit (default 2)\n"
     "  --json            the report as one JSON document (probes on stderr)\n"
     "  -q, --quiet       no progress on stderr\n"
@@ -62,7 +88,9 @@ const char repro_bisect_usage[] =
     "Exit: 0 a first bad commit was found, 1 BAD reproduces (nothing to bisect),\n"
     "2 usage or input error (bad range, GOOD not an ancestor of BAD, GOOD not good),\n"
     "3 environment (not a git repository, worktree failure), 125 only skipped\n"
-    "commits were left, so no first bad commit can be named.\n";
+    "commits were left, so no first bad commit can be named; 130 (143) after Ctrl-C\n"
+    "(SIGTERM), which reaches the running build or program too, and the worktree\n"
+    "is removed.\n";
 
 /* Is `name` (or name=...) among the options (before a "--")? */
 static int has_option(int argc, char **argv, const char *name)
@@ -80,20 +108,75 @@ static int has_option(int argc, char **argv, const char *name)
 typedef struct {
     repro_bisect_opts b;
     int json;
+    repro_run_pass pass; /* --steps, --seed, --set for a program's runs */
+    int program_only;    /* an option only a program takes was given */
 } bisect_cli;
 
-static int parse_args(int argc, char **argv, bisect_cli *o)
+/* The options that only a program after '--' takes: --name, --timeout and
+ * the pass-through ones. 0 or -1 (error slot). */
+static int parse_program_option(bisect_cli *o, const char *name, const char *value)
+{
+    o->program_only = 1;
+    if (!strcmp(name, "name")) {
+        if (repro_golden_name_check(value))
+            return -1;
+        o->b.name = value;
+        return 0;
+    }
+    if (!strcmp(name, "timeout")) {
+        long t;
+        if (repro_parse_count("bisect: --timeout", value, 1, 7 * 24 * 3600, &t))
+            return -1;
+        o->b.timeout_s = (double)t;
+        return 0;
+    }
+    return repro_run_pass_add(&o->pass, "bisect", name, value) < 0 ? -1 : 0;
+}
+
+/* After the options: one EXP, or none with a program after '--'. */
+static int parse_subject(int argc, char **argv, bisect_cli *o, char **program)
+{
+    if (program) {
+        if (optind < argc)
+            return repro_error_set(REPRO_EINVAL,
+                                   "bisect: '%s' and a program after '--': give one or the other",
+                                   argv[optind]);
+        o->b.program = program;
+        o->b.pass = o->pass.argv;
+        o->b.npass = o->pass.n;
+        o->b.overridden = o->pass.overridden;
+        return 0;
+    }
+    if (o->program_only)
+        return repro_error_set(REPRO_EINVAL, "bisect: --name, --timeout, --steps, --seed and "
+                                             "--set are for a program after '--'");
+    if (optind + 1 != argc)
+        return repro_error_set(REPRO_EINVAL,
+                               "bisect: expected one experiment file after the options (or "
+                               "'-- PROGRAM ARGS...')");
+    o->b.exp = argv[optind];
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, bisect_cli *o, char **program)
 {
     static const struct option opts[] = {
         {"commits", required_argument, 0, 'c'}, {"build", required_argument, 0, 'b'},
         {"repeat", required_argument, 0, 'r'},  {"json", no_argument, 0, 'j'},
-        {"quiet", no_argument, 0, 'q'},         {0, 0, 0, 0},
+        {"quiet", no_argument, 0, 'q'},         {"name", required_argument, 0, 'p'},
+        {"timeout", required_argument, 0, 'p'}, {"steps", required_argument, 0, 'p'},
+        {"seed", required_argument, 0, 'p'},    {"set", required_argument, 0, 'p'},
+        {0, 0, 0, 0},
     };
-    int c;
+    int c, li = 0;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":q", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":q", opts, &li)) != -1) {
         switch (c) {
+        case 'p':
+            if (parse_program_option(o, opts[li].name, optarg))
+                return -1;
+            break;
         case 'c': o->b.range = optarg; break;
         case 'b':
             if (!optarg[0])
@@ -113,11 +196,7 @@ static int parse_args(int argc, char **argv, bisect_cli *o)
             return repro_cli_unknown_option("bisect", argv[optind - 1], opts);
         }
     }
-    if (optind + 1 != argc)
-        return repro_error_set(REPRO_EINVAL,
-                               "bisect: expected one experiment file after the options");
-    o->b.exp = argv[optind];
-    return 0;
+    return parse_subject(argc, argv, o, program);
 }
 
 /* ---- op level --------------------------------------------------------------- */
@@ -313,23 +392,28 @@ int repro_cmd_bisect(int argc, char **argv)
         return repro_finish_stdout(0);
     }
     char **program;
-    if (!has_option(argc, argv, "--commits")) {
-        if (repro_cli_split_program(&argc, argv, &program))
-            return repro_report_error();
+    int commits = has_option(argc, argv, "--commits");
+    if (repro_cli_split_program(&argc, argv, &program))
+        return repro_report_error();
+    if (!commits)
         return program ? repro_cmd_bisect_program(argc, argv, program)
                        : cmd_bisect_ops(argc, argv);
-    }
     bisect_cli o;
     memset(&o, 0, sizeof o);
     o.b.repeat = 2;
-    if (parse_args(argc, argv, &o))
+    if (parse_args(argc, argv, &o, program))
         return repro_report_error();
     /* Probes are the report in text mode; with --json they are progress. */
     o.b.steps = o.json ? (o.b.quiet ? NULL : stderr) : stdout;
     repro_bisect_result r;
     int rc = repro_bisect_commits(&o.b, &r);
     if (rc < 0) {
+        /* Interrupted: the engine's code is 128 + the signal, which is
+         * what a shell reports for a command a signal stopped. */
+        int code = repro_error_code();
         rc = repro_report_error();
+        if (code > 128 && code < 128 + 65)
+            rc = code;
     } else if (o.json) {
         json_t *doc = repro_bisect_json(&r);
         json_dumpf(doc, stdout, JSON_INDENT(2));

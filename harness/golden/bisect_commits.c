@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "analysis/compare.h"
+#include "analysis/multirun.h"
+#include "golden/bisect_program.h"
 #include "record/env.h"
 #include "util/child.h"
 #include "util/error.h"
@@ -36,6 +38,7 @@ typedef struct {
     int has_ref;
     const char *ref_label;    /* "GOOD's golden" / "GOOD's run" */
     int probes;               /* probes decided so far */
+    char prog_name[128];      /* a program's name, for its runs' messages */
 } bisect_ctx;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -114,6 +117,16 @@ static void show_tail(const bisect_ctx *c, const char *path, int nlines)
     }
     for (int i = 0; i < nlines; i++)
         free(lines[i]);
+}
+
+/* Prints a message of several lines to stderr, indented as show_tail does. */
+static void show_text(const bisect_ctx *c, const char *text)
+{
+    for (const char *p = text; !c->o->quiet && *p;) {
+        size_t n = strcspn(p, "\n");
+        fprintf(stderr, "    | %.*s\n", (int)n, p);
+        p += n + (p[n] == '\n');
+    }
 }
 
 /* ---- interruption ---------------------------------------------------------- */
@@ -398,9 +411,9 @@ static void match_reference(bisect_ctx *c, repro_bisect_cand *cd, const repro_tr
     }
     repro_divergence d;
     if (repro_compare_traces(&c->ref, run1, &d)) {
-        set_verdict(cd, REPRO_BISECT_BAD, 0,
-                    "the experiment file changed: its config differs from %s %s", c->ref_label,
-                    refusal(repro_error_message()));
+        set_verdict(cd, REPRO_BISECT_BAD, 0, "%s: its config differs from %s %s",
+                    c->o->program ? "the recorded config changed" : "the experiment file changed",
+                    c->ref_label, refusal(repro_error_message()));
         repro_error_clear();
         return;
     }
@@ -416,6 +429,65 @@ static void match_reference(bisect_ctx *c, repro_bisect_cand *cd, const repro_tr
         set_verdict(cd, REPRO_BISECT_BAD, 0, "no step in common with %s", c->ref_label);
 }
 
+/* The commit's own `./repro run EXP` K times into runs[0..K): 0, 1 when
+ * the commit cannot be tested (its verdict says why), -1 to stop. */
+static int exp_runs(bisect_ctx *c, repro_bisect_cand *cd, const char *dir, repro_trace *runs)
+{
+    int k = c->o->repeat;
+    for (int i = 0; i < k; i++) {
+        char trace[PATH_MAX + 64], log[PATH_MAX + 64];
+        snprintf(trace, sizeof trace, "%s/run-%d/trace.jsonl", dir, i + 1);
+        snprintf(log, sizeof log, "%s/run-%d.log", dir, i + 1);
+        progress(c, "%s: run %d/%d", cd->commit.short_id, i + 1, k);
+        int st;
+        if (run_once(c, trace, log, &st))
+            return -1;
+        if (st != 0) {
+            set_verdict(cd, REPRO_BISECT_SKIP, 0, "run %d exited %d", i + 1, st);
+            show_tail(c, log, 8);
+            return 1;
+        }
+        if (repro_trace_read(&runs[i], trace)) {
+            set_verdict(cd, REPRO_BISECT_SKIP, 0, "run %d's trace cannot be read: %s", i + 1,
+                        repro_error_message());
+            repro_error_clear();
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The user's program K times, in the worktree, through the runner
+ * protocol (bisect_program.h): 0, 1 when it cannot be tested at this
+ * commit (skipped), -1 to stop. */
+static int program_runs(bisect_ctx *c, repro_bisect_cand *cd, const char *dir, repro_trace *runs)
+{
+    const repro_bisect_opts *o = c->o;
+    repro_bisect_program_spec s = {0};
+    s.argv = o->program;
+    s.name = c->prog_name;
+    s.cwd = c->wt_path;
+    s.dir = dir;
+    s.repeat = o->repeat;
+    s.timeout_s = o->timeout_s;
+    s.pass = o->pass;
+    s.npass = o->npass;
+    s.env_unset = scrubbed;
+    s.interrupt = &interrupted;
+    progress(c, "%s: running %s %d time%s", cd->commit.short_id, o->program[0], o->repeat,
+             o->repeat == 1 ? "" : "s");
+    char why[512], detail[4096];
+    c->r->runs += o->repeat;
+    int rc = repro_bisect_program_runs(&s, runs, why, sizeof why, detail, sizeof detail);
+    if (check_interrupted())
+        return -1;
+    if (rc == 1) {
+        set_verdict(cd, REPRO_BISECT_SKIP, 0, "%s", why);
+        show_text(c, detail);
+    }
+    return rc;
+}
+
 /* Runs the built commit K times and judges it. `keep`: where run 1's trace
  * goes when the commit is good (GOOD's probe makes it the reference). */
 static int test_runs(bisect_ctx *c, repro_bisect_cand *cd, const char *dir, repro_trace *keep)
@@ -424,38 +496,17 @@ static int test_runs(bisect_ctx *c, repro_bisect_cand *cd, const char *dir, repr
     repro_trace *runs = calloc((size_t)k, sizeof *runs);
     if (!runs)
         return repro_error_set(REPRO_ENOMEM, "out of memory");
-    int rc = 0;
-    for (int i = 0; i < k; i++) {
-        char trace[PATH_MAX + 64], log[PATH_MAX + 64];
-        snprintf(trace, sizeof trace, "%s/run-%d/trace.jsonl", dir, i + 1);
-        snprintf(log, sizeof log, "%s/run-%d.log", dir, i + 1);
-        progress(c, "%s: run %d/%d", cd->commit.short_id, i + 1, k);
-        int st;
-        if ((rc = run_once(c, trace, log, &st)))
-            goto done;
-        if (st != 0) {
-            set_verdict(cd, REPRO_BISECT_SKIP, 0, "run %d exited %d", i + 1, st);
-            show_tail(c, log, 8);
-            goto done;
-        }
-        if (repro_trace_read(&runs[i], trace)) {
-            set_verdict(cd, REPRO_BISECT_SKIP, 0, "run %d's trace cannot be read: %s", i + 1,
-                        repro_error_message());
-            repro_error_clear();
-            goto done;
-        }
-    }
-    if (runs_agree(cd, runs, k))
+    int rc = c->o->program ? program_runs(c, cd, dir, runs) : exp_runs(c, cd, dir, runs);
+    if (rc == 0 && runs_agree(cd, runs, k))
         match_reference(c, cd, &runs[0], k);
-    if (keep && cd->verdict == REPRO_BISECT_GOOD) {
+    if (rc == 0 && keep && cd->verdict == REPRO_BISECT_GOOD) {
         *keep = runs[0];
         memset(&runs[0], 0, sizeof runs[0]);
     }
-done:
     for (int i = 0; i < k; i++) /* (safe on the zeroed ones) */
         repro_trace_release(&runs[i]);
     free(runs);
-    return rc;
+    return rc < 0 ? -1 : 0;
 }
 
 /* One probe: check out, build, run, judge. A build or run that fails makes
@@ -590,6 +641,26 @@ static int golden_fits_good(bisect_ctx *c, char *why, size_t len)
     return 1;
 }
 
+/* After GOOD's probe: it must be good, or there is nothing to bisect from.
+ * `why`: why a golden that may not fit GOOD was checked, or NULL. */
+static int good_must_be_good(bisect_ctx *c, const char *why)
+{
+    const repro_bisect_cand *g = &c->r->good;
+    if (g->verdict == REPRO_BISECT_SKIP)
+        return repro_error_set(REPRO_EINVAL,
+                               "bisect: GOOD %s is not good: it cannot be tested (%s)",
+                               g->commit.short_id, g->reason);
+    if (g->verdict == REPRO_BISECT_GOOD)
+        return 0;
+    if (!why)
+        return repro_error_set(REPRO_EINVAL, "bisect: GOOD %s is not good: %s",
+                               g->commit.short_id, g->reason);
+    return repro_error_set(REPRO_EINVAL,
+                           "bisect: GOOD %s is not good: %s (%s; bisect from the golden's "
+                           "commit, or re-bless)",
+                           g->commit.short_id, g->reason, why);
+}
+
 /* GOOD's own probe. Without a golden, its K runs must agree and its run 1
  * becomes the reference; with a golden that may not fit it (`why`), its
  * runs must agree and match the golden. */
@@ -602,15 +673,8 @@ static int probe_good(bisect_ctx *c, const char *why)
     if (probe(c, &r->good, golden ? NULL : &c->ref))
         return -1;
     report_probe(c, -1, "GOOD", 1 + probes_left(r, -1, (long)r->ncand - 1));
-    if (r->good.verdict == REPRO_BISECT_SKIP)
-        return repro_error_set(REPRO_EINVAL,
-                               "bisect: GOOD %s is not good: it cannot be tested (%s)",
-                               r->good.commit.short_id, r->good.reason);
-    if (r->good.verdict != REPRO_BISECT_GOOD)
-        return repro_error_set(REPRO_EINVAL, "bisect: GOOD %s is not good: %s%s%s%s",
-                               r->good.commit.short_id, r->good.reason,
-                               golden ? " (" : "", golden ? why : "",
-                               golden ? "; bisect from the golden's commit, or re-bless)" : "");
+    if (good_must_be_good(c, golden ? why : NULL))
+        return -1;
     if (golden)
         return 0;
     c->has_ref = 1;
@@ -618,6 +682,64 @@ static int probe_good(bisect_ctx *c, const char *why)
     snprintf(r->reference, sizeof r->reference,
              "GOOD's run 1 (GOOD has no golden/%s/%s.jsonl)", r->exp_name, r->env_class);
     return 0;
+}
+
+/* ---- a program's reference ---------------------------------------------- */
+
+/* GOOD's program has run and its runs agree: its run 1 names the golden
+ * (golden/<--name, else the experiment it records>/<the class it records,
+ * else this machine's>.jsonl at GOOD, as `repro check -- PROGRAM` looks it
+ * up). With one, GOOD's run 1 must match it and it is the reference; else
+ * run 1 is. Takes run1 (released or kept). */
+static int program_reference(bisect_ctx *c, repro_trace *run1)
+{
+    repro_bisect_result *r = c->r;
+    const char *name = c->o->name ? c->o->name : run1->experiment;
+    const char *none = NULL; /* why no golden applies, beyond "there is none" */
+    snprintf(r->exp_name, sizeof r->exp_name, "%s", name);
+    if (run1->env_class[0])
+        snprintf(r->env_class, sizeof r->env_class, "%s", run1->env_class);
+    if (!c->o->name && repro_golden_name_check(name)) {
+        repro_error_clear();
+        none = "the name it records cannot name a golden (give --name)";
+    } else if (c->o->overridden) {
+        none = "--seed/--set change the run, so no golden applies";
+    } else if (load_golden(c)) {
+        repro_trace_release(run1);
+        return -1;
+    }
+    if (c->has_ref) { /* GOOD's golden: GOOD's run 1 must match it */
+        match_reference(c, &r->good, run1, c->o->repeat);
+        repro_trace_release(run1);
+        return 0;
+    }
+    c->ref = *run1;
+    memset(run1, 0, sizeof *run1);
+    c->has_ref = 1;
+    c->ref_label = "GOOD's run";
+    if (none)
+        snprintf(r->reference, sizeof r->reference, "GOOD's run 1 (%s)", none);
+    else
+        snprintf(r->reference, sizeof r->reference,
+                 "GOOD's run 1 (GOOD has no golden/%s/%s.jsonl)", r->exp_name, r->env_class);
+    return 0;
+}
+
+/* A program's GOOD is always built and run: its runs must agree, and then
+ * its golden, if it has one, is checked and becomes the reference. */
+static int probe_good_program(bisect_ctx *c)
+{
+    repro_bisect_result *r = c->r;
+    repro_trace run1;
+    memset(&run1, 0, sizeof run1);
+    if (probe(c, &r->good, &run1))
+        return -1;
+    if (r->good.verdict == REPRO_BISECT_GOOD && program_reference(c, &run1))
+        return -1;
+    repro_trace_release(&run1); /* (safe when taken or never filled) */
+    report_probe(c, -1, "GOOD", 1 + probes_left(r, -1, (long)r->ncand - 1));
+    return good_must_be_good(c, c->has_ref && r->good.verdict == REPRO_BISECT_BAD ? r->reference
+                                                                                  : NULL);
 }
 
 /* BAD is assumed bad, as git bisect assumes; it is verified first so that a
@@ -642,7 +764,8 @@ static int probe_bad(bisect_ctx *c)
 /* ---- what the first bad commit changed -------------------------------- */
 
 /* The numerics paths (and the experiment file) the first bad commit changed
- * against its first parent: a tree-to-tree diff limited to those prefixes.
+ * against its first parent: a tree-to-tree diff limited to those prefixes
+ * (for a program, whose numerics could be anywhere: every path).
  * This is what repro_git_changes_since(parent) reports for a HEAD at the
  * first bad commit, asked directly: the user's HEAD is theirs, and the git
  * layer opened on the worktree misses a shallow clone's boundary (libgit2
@@ -655,9 +778,10 @@ static int touched_paths(bisect_ctx *c)
     const char *parent = r->first_bad ? r->cand[r->first_bad - 1].commit.id : r->good.commit.id;
     const char *prefixes[16];
     size_t np = 0;
-    for (int i = 0; i < repro_numerics_npaths && np < 15; i++)
+    for (int i = 0; !r->program && i < repro_numerics_npaths && np < 15; i++)
         prefixes[np++] = repro_numerics_paths[i];
-    prefixes[np++] = r->exp_rel;
+    if (!r->program)
+        prefixes[np++] = r->exp_rel;
     return repro_git_diff_paths(c->g, parent, child, prefixes, np, &r->paths, &r->npaths);
 }
 
@@ -689,8 +813,66 @@ static int exp_missing(bisect_ctx *c, const repro_git_commit *at, const char *wh
                            c->r->exp_rel, which, at->short_id);
 }
 
-/* Everything before the first build: range, repository, experiment,
- * candidates, reference, worktree. */
+/* An absolute PROGRAM inside the user's checkout would be the same build
+ * at every probe (the checkout's, not the worktree's): refused, since the
+ * bisect would silently test nothing. */
+static int program_in_checkout(bisect_ctx *c)
+{
+    const char *prog = c->o->program[0];
+    char *rel = NULL;
+    if (prog[0] != '/' || repro_git_relpath(c->g, prog, &rel)) {
+        repro_error_clear();
+        return 0;
+    }
+    repro_error_set(REPRO_EINVAL,
+                    "bisect: %s is in your checkout (%s): every probe would run that one build. "
+                    "Give it relative to the repository's top level (e.g. ./%s), so that each "
+                    "commit runs its own from its worktree",
+                    prog, repro_git_workdir(c->g), rel);
+    free(rel);
+    return -1;
+}
+
+/* What is bisected: the experiment (in both ends' trees; its stem names
+ * its goldens) or the program (named by GOOD's run, later). */
+static int subject(bisect_ctx *c, const repro_git_commit *badc)
+{
+    repro_bisect_result *r = c->r;
+    if (c->o->program) {
+        repro_program_name(c->o->program, c->prog_name, sizeof c->prog_name);
+        return program_in_checkout(c);
+    }
+    if (repro_git_relpath(c->g, c->o->exp, &r->exp_rel))
+        return -1;
+    exp_stem(r->exp_rel, r->exp_name, sizeof r->exp_name);
+    return exp_missing(c, badc, "BAD") || exp_missing(c, &r->good.commit, "GOOD") ? -1 : 0;
+}
+
+/* The temporary directory, absolute (a program runs in the worktree, and
+ * is told where to write its trace). */
+static int make_tmp(bisect_ctx *c)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(c->tmp, sizeof c->tmp, "%s/repro-bisect-XXXXXX",
+             tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    if (!mkdtemp(c->tmp)) {
+        repro_error_set_errno(REPRO_EIO, "bisect: cannot create %s", c->tmp);
+        c->tmp[0] = '\0';
+        return -1;
+    }
+    char abs[PATH_MAX];
+    if (!realpath(c->tmp, abs)) {
+        repro_error_set_errno(REPRO_EIO, "bisect: cannot resolve %s", c->tmp);
+        remove_tree(c->tmp);
+        c->tmp[0] = '\0';
+        return -1;
+    }
+    snprintf(c->tmp, sizeof c->tmp, "%s", abs);
+    return 0;
+}
+
+/* Everything before the first build: range, repository, experiment or
+ * program, candidates, reference, worktree. */
 static int setup(bisect_ctx *c)
 {
     repro_bisect_result *r = c->r;
@@ -698,12 +880,8 @@ static int setup(bisect_ctx *c)
     int rc = -1;
     repro_git_commit badc = {0};
     if (repro_bisect_parse_range(c->o->range, &good_rev, &bad_rev) ||
-        repro_git_open(&c->g, NULL) || repro_git_relpath(c->g, c->o->exp, &r->exp_rel) ||
-        repro_git_lookup(c->g, good_rev, &r->good.commit) ||
-        repro_git_lookup(c->g, bad_rev, &badc))
-        goto done;
-    exp_stem(r->exp_rel, r->exp_name, sizeof r->exp_name);
-    if (exp_missing(c, &badc, "BAD") || exp_missing(c, &r->good.commit, "GOOD"))
+        repro_git_open(&c->g, NULL) || repro_git_lookup(c->g, good_rev, &r->good.commit) ||
+        repro_git_lookup(c->g, bad_rev, &badc) || subject(c, &badc))
         goto done;
     if (list_candidates(c, r->good.commit.id, badc.id))
         goto done;
@@ -711,19 +889,14 @@ static int setup(bisect_ctx *c)
     if (repro_env_get(&env))
         goto done;
     snprintf(r->env_class, sizeof r->env_class, "%s", env.class_id);
-    const char *tmpdir = getenv("TMPDIR");
-    snprintf(c->tmp, sizeof c->tmp, "%s/repro-bisect-XXXXXX",
-             tmpdir && tmpdir[0] ? tmpdir : "/tmp");
-    if (!mkdtemp(c->tmp)) {
-        repro_error_set_errno(REPRO_EIO, "bisect: cannot create %s", c->tmp);
-        c->tmp[0] = '\0';
-        goto done;
-    }
-    if (load_golden(c))
+    if (make_tmp(c) || (!c->o->program && load_golden(c)))
         goto done;
     progress(c, "%zu commit%s after GOOD %s up to BAD %s; reference: %s", r->ncand,
              r->ncand == 1 ? "" : "s", r->good.commit.short_id, badc.short_id,
-             c->has_ref ? r->reference : "GOOD's own run (no golden for this class)");
+             c->has_ref       ? r->reference
+             : c->o->program ? "GOOD's golden if it has one, else its own run (GOOD is built "
+                               "first)"
+                             : "GOOD's own run (no golden for this class)");
     rc = worktree_create(c, badc.id);
 done:
     repro_git_commit_release(&badc);
@@ -735,8 +908,12 @@ done:
 static int bisect(bisect_ctx *c)
 {
     char why[600] = "";
-    if ((!c->has_ref || !golden_fits_good(c, why, sizeof why)) && probe_good(c, why))
+    if (c->o->program) {
+        if (probe_good_program(c))
+            return -1;
+    } else if ((!c->has_ref || !golden_fits_good(c, why, sizeof why)) && probe_good(c, why)) {
         return -1;
+    }
     int rc = probe_bad(c);
     if (rc != REPRO_BISECT_FOUND)
         return rc;
@@ -758,6 +935,7 @@ int repro_bisect_commits(const repro_bisect_opts *o, repro_bisect_result *r)
     memset(&c, 0, sizeof c);
     c.o = o;
     c.r = r;
+    r->program = o->program;
     c.build = o->build && o->build[0] ? o->build : "make";
     double t0 = repro_now();
     signal_state sigs;
@@ -787,163 +965,4 @@ void repro_bisect_result_release(repro_bisect_result *r)
     free(r->paths);
     free(r->exp_rel);
     memset(r, 0, sizeof *r);
-}
-
-/* ---- reports ------------------------------------------------------------------ */
-
-const char *repro_bisect_verdict_name(int verdict)
-{
-    switch (verdict) {
-    case REPRO_BISECT_GOOD: return "good";
-    case REPRO_BISECT_BAD: return "bad";
-    case REPRO_BISECT_SKIP: return "skip";
-    default: return "untested";
-    }
-}
-
-void repro_bisect_print_probe(FILE *out, const repro_bisect_cand *c, const char *role, int n,
-                              int total)
-{
-    fprintf(out, "probe %d/%d: %s %s%s%s%s \xe2\x80\x94 %s (%s)\n", n, total, c->commit.short_id,
-            c->commit.summary, role ? " (" : "", role ? role : "", role ? ")" : "",
-            repro_bisect_verdict_name(c->verdict), c->reason);
-}
-
-static void print_commit_line(FILE *out, const repro_bisect_cand *c)
-{
-    fprintf(out, "  %s %s (%s: %s)\n", c->commit.short_id, c->commit.summary,
-            repro_bisect_verdict_name(c->verdict), c->reason);
-}
-
-static void print_skipped(FILE *out, const repro_bisect_result *r)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->ncand; i++)
-        n += r->cand[i].verdict == REPRO_BISECT_SKIP;
-    if (!n)
-        return;
-    fprintf(out, "skipped (did not build or run): %zu commit%s\n", n, n == 1 ? "" : "s");
-    for (size_t i = 0; i < r->ncand; i++)
-        if (r->cand[i].verdict == REPRO_BISECT_SKIP)
-            print_commit_line(out, &r->cand[i]);
-}
-
-static void print_first_bad(FILE *out, const repro_bisect_result *r)
-{
-    const repro_bisect_cand *fb = &r->cand[r->first_bad];
-    fprintf(out, "first bad commit: %s\n", fb->commit.id);
-    fprintf(out, "  subject:     %s\n", fb->commit.summary);
-    fprintf(out, "  author time: %s\n", fb->commit.time_iso);
-    fprintf(out, "  verdict:     %s\n", fb->reason);
-    if (r->npaths) {
-        fprintf(out, "  numerics paths it changed:\n");
-        for (size_t i = 0; i < r->npaths; i++)
-            fprintf(out, "    %s\n", r->paths[i]);
-    } else {
-        fprintf(out, "  it changed none of the numerics paths (");
-        for (int i = 0; i < repro_numerics_npaths; i++)
-            fprintf(out, "%s, ", repro_numerics_paths[i]);
-        fprintf(out, "%s): look at what else it changed\n", r->exp_rel);
-    }
-}
-
-void repro_bisect_print_summary(FILE *out, const repro_bisect_result *r)
-{
-    if (r->outcome == REPRO_BISECT_NOTHING) {
-        const repro_bisect_cand *b = &r->cand[r->ncand - 1];
-        fprintf(out, "BAD reproduces: nothing to bisect (%s %s: %s)\n", b->commit.short_id,
-                b->commit.summary, b->reason);
-    } else if (r->outcome == REPRO_BISECT_FOUND && r->first_bad >= 0) {
-        print_first_bad(out, r);
-    } else if (r->range_lo >= 0 && r->range_lo == (long)r->ncand - 1 &&
-               r->cand[r->range_lo].verdict == REPRO_BISECT_SKIP) {
-        const repro_bisect_cand *b = &r->cand[r->range_lo];
-        fprintf(out, "cannot bisect: BAD %s %s cannot be tested (%s)\n", b->commit.short_id,
-                b->commit.summary, b->reason);
-    } else if (r->range_lo >= 0) {
-        fprintf(out, "cannot name the first bad commit: only skipped commits are left between "
-                     "the last good and the first bad one; it is one of:\n");
-        for (long i = r->range_lo; i <= r->range_hi; i++)
-            print_commit_line(out, &r->cand[i]);
-    }
-    if (r->outcome != REPRO_BISECT_NOTHING)
-        print_skipped(out, r);
-    fprintf(out, "%zu probe%s, %d build%s, %d run%s, %.1f s; reference: %s\n", r->nsteps,
-            r->nsteps == 1 ? "" : "s", r->builds, r->builds == 1 ? "" : "s", r->runs,
-            r->runs == 1 ? "" : "s", r->seconds, r->reference);
-}
-
-static json_t *commit_json(const repro_git_commit *c)
-{
-    return json_pack("{s:s, s:s, s:s, s:I, s:s}", "commit", c->id, "short_id", c->short_id,
-                     "summary", c->summary, "time", (json_int_t)c->time, "time_iso", c->time_iso);
-}
-
-static json_t *cand_json(const repro_bisect_cand *c)
-{
-    json_t *o = commit_json(&c->commit);
-    json_object_set_new(o, "verdict", json_string(repro_bisect_verdict_name(c->verdict)));
-    json_object_set_new(o, "reason", json_string(c->reason));
-    json_object_set_new(o, "step", c->step ? json_integer(c->step) : json_null());
-    return o;
-}
-
-static json_t *steps_json(const repro_bisect_result *r)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < r->nsteps; i++) {
-        long idx = r->steps[i];
-        json_t *o = cand_json(idx < 0 ? &r->good : &r->cand[idx]);
-        const char *role = idx < 0 ? "GOOD" : idx == (long)r->ncand - 1 ? "BAD" : NULL;
-        json_object_set_new(o, "probe", json_integer((json_int_t)i + 1));
-        json_object_set_new(o, "role", role ? json_string(role) : json_null());
-        json_array_append_new(a, o);
-    }
-    return a;
-}
-
-static json_t *first_bad_json(const repro_bisect_result *r)
-{
-    if (r->outcome != REPRO_BISECT_FOUND || r->first_bad < 0)
-        return json_null();
-    json_t *o = cand_json(&r->cand[r->first_bad]);
-    const repro_git_commit *parent =
-        r->first_bad ? &r->cand[r->first_bad - 1].commit : &r->good.commit;
-    json_object_set_new(o, "parent", json_string(parent->id));
-    json_t *paths = json_array();
-    for (size_t i = 0; i < r->npaths; i++)
-        json_array_append_new(paths, json_string(r->paths[i]));
-    json_object_set_new(o, "numerics_paths", paths);
-    return o;
-}
-
-json_t *repro_bisect_json(const repro_bisect_result *r)
-{
-    static const char *const outcomes[] = {"found", "nothing", "unresolved"};
-    int oi = r->outcome == REPRO_BISECT_FOUND ? 0 : r->outcome == REPRO_BISECT_NOTHING ? 1 : 2;
-    json_t *skipped = json_array(), *unresolved = json_array();
-    for (size_t i = 0; i < r->ncand; i++)
-        if (r->cand[i].verdict == REPRO_BISECT_SKIP)
-            json_array_append_new(skipped, cand_json(&r->cand[i]));
-    if (r->outcome == REPRO_BISECT_UNRESOLVED)
-        for (long i = r->range_lo; i >= 0 && i <= r->range_hi; i++)
-            json_array_append_new(unresolved, cand_json(&r->cand[i]));
-    json_t *doc = json_object();
-    json_object_set_new(doc, "experiment", json_string(r->exp_rel ? r->exp_rel : ""));
-    json_object_set_new(doc, "env_class", json_string(r->env_class));
-    json_object_set_new(doc, "outcome", json_string(outcomes[oi]));
-    json_object_set_new(doc, "exit", json_integer(r->outcome));
-    json_object_set_new(doc, "good", commit_json(&r->good.commit));
-    json_object_set_new(doc, "bad", r->ncand ? commit_json(&r->cand[r->ncand - 1].commit)
-                                             : json_null());
-    json_object_set_new(doc, "reference", json_string(r->reference));
-    json_object_set_new(doc, "candidates", json_integer((json_int_t)r->ncand));
-    json_object_set_new(doc, "steps", steps_json(r));
-    json_object_set_new(doc, "first_bad", first_bad_json(r));
-    json_object_set_new(doc, "skipped", skipped);
-    json_object_set_new(doc, "unresolved", unresolved);
-    json_object_set_new(doc, "builds", json_integer(r->builds));
-    json_object_set_new(doc, "runs", json_integer(r->runs));
-    json_object_set_new(doc, "seconds", json_real(r->seconds));
-    return doc;
 }
