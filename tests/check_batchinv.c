@@ -11,17 +11,35 @@
  *    the harness can see what it guards against. Dropout in train mode is
  *    keyed by position in the batch (registered as not batch-invariant);
  *    in eval (p = 0, or the model's copy) it is the identity.
- *  - the engine (analysis/batchinv.h) and `repro check --batch-invariance`:
- *    further down. */
+ *  - the engine (analysis/batchinv.h) in process on the shipped experiments:
+ *    batch-invariant with the default kernels; with linear.fwd = splitk the
+ *    samples differ, each named with its two batches and fwd.fc1 (variant
+ *    splitk) as the first op; sizes 1 and 7 (both 4 chunks) pass the eval
+ *    compositions while the training batch (64 vs 8 x 8) still fails;
+ *  - the CLI: `repro check EXP --batch-invariance` exits 0 for mlp and cnn
+ *    and 1 with splitk (scope, sample, op in text, JSON and JUnit), bad
+ *    combinations exit 2; `repro bisect EXP --batch-invariance` names
+ *    variant.linear.fwd = splitk;
+ *  - programs: `repro check --batch-invariance -- PROGRAM` compares the
+ *    row.<id> tensors of one run per batch size (a NumPy program that is
+ *    invariant, one that splits its sums by batch size, one whose training
+ *    depends on the batch size and one with no rows: exit 0, 1, 3, 3), and
+ *    the PyTorch example's rows are comparable (exit 0 or 1, never 3). */
 #include <check.h>
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "analysis/batchinv.h"
+#include "core/config.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/philox.h"
 #include "kernels/variants.h"
+#include "testutil.h"
+#include "util/error.h"
 
 enum { NROWS = 64 };
 
@@ -433,6 +451,330 @@ START_TEST(test_registry_batch_flags)
 }
 END_TEST
 
+/* ---- the engine, in process -------------------------------------------------- */
+
+static void load(repro_config *cfg, const char *exp, const char *extra)
+{
+    ck_assert_int_eq(repro_config_load(cfg, exp), 0);
+    ck_assert_int_eq(repro_config_set(cfg, "data.test_size=96"), 0); /* quick */
+    ck_assert_int_eq(repro_config_set(cfg, "data.num_workers=0"), 0);
+    if (extra)
+        ck_assert_int_eq(repro_config_set(cfg, extra), 0);
+    ck_assert_int_eq(repro_config_validate(cfg), 0);
+}
+
+static repro_batchinv_result *run_engine(const char *exp, const char *extra, const char *sizes)
+{
+    repro_config cfg;
+    load(&cfg, exp, extra);
+    repro_batchinv_opts o = {.quiet = 1};
+    ck_assert_int_eq(repro_batchinv_parse_sizes(&o, "sizes", sizes), 0);
+    repro_batchinv_result *r = calloc(1, sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(repro_batchinv_run(&cfg, &o, r) == 0, "%s", repro_error_message());
+    return r;
+}
+
+START_TEST(test_engine_shipped_experiments_invariant)
+{
+    const char *exps[] = {"experiments/mlp.ini", "experiments/cnn.ini"};
+    for (int i = 0; i < 2; i++) {
+        repro_batchinv_result *r = run_engine(exps[i], NULL, "1,7,64");
+        ck_assert_msg(r->batch_invariant, "%s is not batch-invariant", exps[i]);
+        ck_assert_int_eq(r->nsamples, 96);
+        ck_assert_int_eq(r->ncomps, 5); /* 1, 7, 64, shuffled 7, shuffled 64 */
+        ck_assert_str_eq(r->comps[4].label, "shuffled batch 64");
+        ck_assert(r->train_checked);
+        ck_assert_int_eq(r->train_batch, 64);
+        ck_assert_int_eq(r->train_micro_size, 8);
+        /* the MLP has dropout (positional mask): its training forward runs in
+         * eval mode; the CNN has none */
+        ck_assert_int_eq(r->train_mode, i == 1);
+        free(r);
+    }
+}
+END_TEST
+
+START_TEST(test_engine_splitk_names_sample_and_op)
+{
+    const char *exps[] = {"experiments/mlp.ini", "experiments/cnn.ini"};
+    for (int i = 0; i < 2; i++) {
+        repro_batchinv_result *r = run_engine(exps[i], "linear.fwd=splitk", "1,7,64");
+        ck_assert(!r->batch_invariant);
+        ck_assert_int_eq(r->comps[1].ndiffer, 0); /* 1 and 7 rows: both 4 chunks */
+        ck_assert_int_gt(r->comps[2].ndiffer, 0); /* 64: one chunk */
+        ck_assert_int_gt(r->nshown, 0);
+        const repro_batchinv_mismatch *m = &r->shown[0];
+        ck_assert_str_eq(m->what, "logits");
+        ck_assert_str_eq(m->a.label, "batch 1");
+        ck_assert_str_eq(m->b.label, "batch 64");
+        ck_assert_int_eq(m->a.bsize, 1);
+        ck_assert_int_eq(m->b.bsize, 64);
+        ck_assert_int_eq(m->b.pos, (int)(m->sample % 64));
+        ck_assert_str_eq(m->first_op, "fwd.fc1"); /* the first linear layer of either net */
+        ck_assert_str_eq(m->op, "linear.fwd");
+        ck_assert_str_eq(m->variant, "splitk");
+        ck_assert_int_eq(m->batch_invariant, 0);
+        ck_assert_int_gt(m->ndiffer_elem, 0);
+        ck_assert_int_gt(r->train_ndiffer, 0);
+        ck_assert_str_eq(r->train_shown[0].first_op, "fwd.fc1");
+        free(r);
+    }
+}
+END_TEST
+
+START_TEST(test_engine_training_split_caught_alone)
+{
+    /* batches of 1 and 7 both split K in 4: the eval compositions agree,
+     * but the training batch (64: 1 chunk) vs its micro-batches of 8 (2
+     * chunks) does not, and that alone fails the check */
+    repro_batchinv_result *r = run_engine("experiments/mlp.ini", "linear.fwd=splitk", "1,7");
+    ck_assert_int_eq(r->ndiffer, 0);
+    ck_assert_int_eq(r->train_ndiffer, 64);
+    ck_assert(!r->batch_invariant);
+    ck_assert_str_eq(r->train_shown[0].a.label, "training batch of 64");
+    ck_assert_str_eq(r->train_shown[0].b.label, "8 micro-batches of 8");
+    free(r);
+}
+END_TEST
+
+START_TEST(test_parse_sizes)
+{
+    repro_batchinv_opts o = {0};
+    ck_assert_int_eq(repro_batchinv_parse_sizes(&o, "x", "1,7,64"), 0);
+    ck_assert_int_eq(o.nsizes, 3);
+    ck_assert_int_eq(o.sizes[2], 64);
+    ck_assert_int_eq(repro_batchinv_parse_sizes(&o, "x", "0"), -1);
+    ck_assert_int_eq(repro_batchinv_parse_sizes(&o, "x", "1,,2"), -1);
+    ck_assert_int_eq(repro_batchinv_parse_sizes(&o, "x", "4097"), -1);
+    ck_assert_int_eq(repro_batchinv_parse_sizes(&o, "x", "0x10"), -1);
+}
+END_TEST
+
+/* ---- the CLI ------------------------------------------------------------------ */
+
+static char out[1 << 20], err[1 << 16];
+
+START_TEST(test_cli_check_exit_codes_and_reports)
+{
+    const char *exps[] = {"mlp", "cnn"};
+    for (int i = 0; i < 2; i++) {
+        char args[512];
+        snprintf(args, sizeof args,
+                 "check experiments/%s.ini --batch-invariance --set data.test_size=96", exps[i]);
+        ck_assert_msg(tu_run_repro(args, out, sizeof out, err, sizeof err) == 0, "%s\n%s", out,
+                      err);
+        ck_assert_ptr_nonnull(strstr(out, "batch-invariant: every sample's logits identical"));
+        snprintf(args, sizeof args,
+                 "check experiments/%s.ini --batch-invariance --set data.test_size=96 "
+                 "--set linear.fwd=splitk",
+                 exps[i]);
+        ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 1);
+        ck_assert_ptr_nonnull(strstr(out, "NOT batch-invariant (scope: batch composition)"));
+        ck_assert_ptr_nonnull(strstr(out, "sample 0: logits differ between batch 1 (batch 0, "
+                                          "row 0 of 1) and batch 64 (batch 0, row 0 of 64)"));
+        ck_assert_ptr_nonnull(strstr(out, "first differing op: fwd.fc1 (linear.fwd, variant "
+                                          "splitk: NOT batch-invariant)"));
+    }
+}
+END_TEST
+
+START_TEST(test_cli_check_json_and_junit)
+{
+    char junit[256], args[600];
+    tu_write_temp(junit, sizeof junit, "bi.xml", "");
+    snprintf(args, sizeof args,
+             "check experiments/mlp.ini --batch-invariance --batch-sizes 1,64 --json "
+             "--junit %s --set data.test_size=64 --set linear.fwd=splitk",
+             junit);
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 1);
+    json_error_t je;
+    json_t *doc = json_loads(out, 0, &je);
+    ck_assert_msg(doc != NULL, "not JSON: %s", je.text);
+    ck_assert_str_eq(json_string_value(json_object_get(doc, "scope")), "batch composition");
+    ck_assert(json_is_false(json_object_get(doc, "batch_invariant")));
+    json_t *m0 = json_array_get(json_object_get(doc, "mismatches"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(m0, "sample")), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(m0, "first_op")), "fwd.fc1");
+    ck_assert_str_eq(json_string_value(json_object_get(m0, "variant")), "splitk");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(m0, "b"), "composition")),
+                     "batch 64");
+    json_decref(doc);
+    FILE *f = fopen(junit, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(out, "batch 1 vs batch 64 (batch composition)"));
+    ck_assert_ptr_nonnull(strstr(out, "<failure"));
+    ck_assert_ptr_nonnull(strstr(out, "vs 8 micro-batches (batch composition)"));
+}
+END_TEST
+
+START_TEST(test_cli_bad_combinations)
+{
+    static const char *bad[] = {
+        "check experiments/mlp.ini --batch-invariance --runs 3",
+        "check experiments/mlp.ini --batch-invariance --threads 1,2",
+        "check experiments/mlp.ini --batch-sizes 1,2",
+        "check experiments/mlp.ini --batch-invariance --batch-sizes 0,8",
+        "check experiments/mlp.ini --batch-invariance --set linear.fwd=nope",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ck_assert_msg(tu_run_repro(bad[i], out, sizeof out, err, sizeof err) == 2, "%s: %s",
+                      bad[i], err);
+    /* splitk is deterministic: deterministic = on admits it */
+    char trace[256], args[600];
+    tu_write_temp(trace, sizeof trace, "t.jsonl", "");
+    snprintf(args, sizeof args, "run experiments/mlp.ini --steps 2 -q --set linear.fwd=splitk "
+                                "--set deterministic=on -o %s", trace);
+    ck_assert_msg(tu_run_repro(args, out, sizeof out, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(tu_run_repro("kernels", out, sizeof out, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(out, "batch-invariant"));
+    const char *row = strstr(out, "linear.fwd         splitk    yes  no ");
+    ck_assert_msg(row != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(test_cli_bisect_names_splitk)
+{
+    ck_assert_int_eq(tu_run_repro("bisect experiments/cnn.ini --batch-invariance "
+                                  "--set data.test_size=64 --set linear.fwd=splitk",
+                                  out, sizeof out, err, sizeof err),
+                     1);
+    ck_assert_ptr_nonnull(strstr(out, "first divergent op: fwd.fc1 (op linear.fwd, variant "
+                                      "splitk)"));
+    ck_assert_ptr_nonnull(strstr(out, "  variant.linear.fwd = splitk (not batch-invariant)"));
+    ck_assert_int_eq(tu_run_repro("bisect experiments/cnn.ini --batch-invariance "
+                                  "--set data.test_size=64",
+                                  out, sizeof out, err, sizeof err),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "nothing to bisect"));
+}
+END_TEST
+
+/* ---- programs ------------------------------------------------------------------ */
+
+/* A NumPy program of the runner protocol: 40 samples evaluated in batches
+ * of REPRO_BATCH_SIZE, each row one float32 dot product summed in order;
+ * mode=splitk sums in 4 chunks when a batch has fewer than 8 rows (as the
+ * splitk kernel), mode=train records a parameter that depends on the batch
+ * size, mode=norows records no rows. */
+static const char rows_program[] =
+    "import os, sys\n"
+    "sys.path.insert(0, os.environ['PYDIR'])\n"
+    "import numpy as np, repro\n"
+    "env = repro.RunEnv.read(default_seed=5)\n"
+    "mode = repro.RunEnv.setting('mode', 'ordered')\n"
+    "B = env.batch_size or 4\n"
+    "X = np.random.default_rng(1).standard_normal((40, 301)).astype(np.float32)\n"
+    "w = np.random.default_rng(2).standard_normal(301).astype(np.float32)\n"
+    "def dot(x, nk):\n"
+    "    L = (len(x) + nk - 1) // nk\n"
+    "    tot = np.float32(0)\n"
+    "    for j in range(nk):\n"
+    "        part = np.float32(0)\n"
+    "        for i in range(j * L, min((j + 1) * L, len(x))):\n"
+    "            part = np.float32(part + np.float32(x[i] * w[i]))\n"
+    "        tot = part if j == 0 else np.float32(tot + part)\n"
+    "    return tot\n"
+    "with repro.Recorder('rows-demo', env.seed) as rec:\n"
+    "    rec.tensor('param.w', np.array([B if mode == 'train' else 1], dtype=np.float32))\n"
+    "    for s in range(0, 40, B):\n"
+    "        xb = X[s:s + B]\n"
+    "        nk = 4 if mode == 'splitk' and xb.shape[0] < 8 else 1\n"
+    "        for i in range(xb.shape[0]):\n"
+    "            if mode != 'norows':\n"
+    "                rec.tensor('row.%d' % (s + i), np.array([dot(xb[i], nk)], np.float32))\n"
+    "    rec.step(1, 0.0)\n";
+
+/* 0 and the script's path when python3 with NumPy and a loadable librepro
+ * are there; -1 (skip) otherwise. */
+static int rows_script(char *path, size_t len)
+{
+    const char *lib = getenv("REPRO_LIB");
+    if (access("/usr/bin/python3", X_OK) != 0 || (lib && !*lib) ||
+        system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "batchinv: program tests skipped (no python3 with NumPy, or a "
+                        "sanitizer build)\n");
+        return -1;
+    }
+    tu_write_temp(path, len, "rows.py", rows_program);
+    return 0;
+}
+
+START_TEST(test_program_rows_compared)
+{
+    char script[256], cwd[512], args[1200];
+    if (rows_script(script, sizeof script))
+        return;
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    static const struct {
+        const char *mode;
+        int rc;
+        const char *says;
+    } cases[] = {
+        {"ordered", 0, "batch-invariant: every sample's row identical bit for bit in 3 batch sizes"},
+        {"splitk", 1, "samples' rows depend on the batch size"},
+        {"train", 3, "differs from batch 1 outside its rows (step 1, param.w)"},
+        {"norows", 3, "its trace has no rows"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(args, sizeof args,
+                 "check --batch-invariance --batch-sizes 1,3,8 --set mode=%s -- /usr/bin/env "
+                 "PYDIR=%s/python /usr/bin/python3 %s",
+                 cases[i].mode, cwd, script);
+        int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+        ck_assert_msg(rc == cases[i].rc, "%s: exit %d\n%s\n%s", cases[i].mode, rc, out, err);
+        ck_assert_msg(strstr(out, cases[i].says) || strstr(err, cases[i].says), "%s:\n%s\n%s",
+                      cases[i].mode, out, err);
+    }
+    /* splitk's rows differ at 1 and 3 (4 chunks) vs 8 (1 chunk): 1 vs 3 agree */
+    snprintf(args, sizeof args,
+             "check --batch-invariance --batch-sizes 1,3 --set mode=splitk -- /usr/bin/env "
+             "PYDIR=%s/python /usr/bin/python3 %s",
+             cwd, script);
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 0);
+    /* the sample is named by its id, numeric ids in order */
+    snprintf(args, sizeof args,
+             "check --batch-invariance --batch-sizes 1,8 --json --set mode=splitk -- "
+             "/usr/bin/env PYDIR=%s/python /usr/bin/python3 %s",
+             cwd, script);
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 1);
+    json_t *doc = json_loads(out, 0, NULL);
+    ck_assert_ptr_nonnull(doc);
+    json_t *m = json_object_get(doc, "mismatches");
+    ck_assert_int_eq(json_array_size(m), 8);
+    for (size_t i = 1; i < json_array_size(m); i++) /* row.9 before row.10 */
+        ck_assert_int_lt(atoi(json_string_value(json_object_get(json_array_get(m, i - 1),
+                                                                "sample"))),
+                         atoi(json_string_value(json_object_get(json_array_get(m, i), "sample"))));
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(m, 0), "b")), "batch 8");
+    json_decref(doc);
+}
+END_TEST
+
+START_TEST(test_torch_example_rows)
+{
+    /* Stock PyTorch's own verdict depends on its CPU kernels (README: what
+     * we observed); here only that the example's rows are recorded and
+     * compared: exit 0 or 1, never "could not be tested". */
+    if (access("/usr/bin/python3", X_OK) != 0 ||
+        system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0 ||
+        (getenv("REPRO_LIB") && !*getenv("REPRO_LIB"))) {
+        fprintf(stderr, "batchinv: torch example skipped (no PyTorch for /usr/bin/python3)\n");
+        return;
+    }
+    int rc = tu_run_repro("check --batch-invariance --batch-sizes 1,64 --set steps=2 --set "
+                          "rows=64 -- /usr/bin/python3 examples/torch/mlp.py",
+                          out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0 || rc == 1, "exit %d\n%s\n%s", rc, out, err);
+    ck_assert_ptr_nonnull(strstr(out, "batch invariance of torch-mlp (scope: batch composition): "
+                                      "64 rows per run"));
+}
+END_TEST
+
 Suite *batchinv_suite(void)
 {
     Suite *s = suite_create("batchinv");
@@ -447,6 +789,22 @@ Suite *batchinv_suite(void)
     tcase_add_test(tc, test_elementwise_and_pooling_batch_invariant);
     tcase_add_test(tc, test_dropout_eval_is_identity_train_is_positional);
     tcase_add_test(tc, test_registry_batch_flags);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("engine");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_engine_shipped_experiments_invariant);
+    tcase_add_test(tc, test_engine_splitk_names_sample_and_op);
+    tcase_add_test(tc, test_engine_training_split_caught_alone);
+    tcase_add_test(tc, test_parse_sizes);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cli");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_cli_check_exit_codes_and_reports);
+    tcase_add_test(tc, test_cli_check_json_and_junit);
+    tcase_add_test(tc, test_cli_bad_combinations);
+    tcase_add_test(tc, test_cli_bisect_names_splitk);
+    tcase_add_test(tc, test_program_rows_compared);
+    tcase_add_test(tc, test_torch_example_rows);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -41,12 +41,31 @@ static int is_row(const repro_trace_tensor *t)
     return !strncmp(t->name, REPRO_ROW_PREFIX, strlen(REPRO_ROW_PREFIX));
 }
 
+static int all_digits(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return 0;
+    return 1;
+}
+
+/* (step, id), numeric ids first and in numeric order (row.2 before
+ * row.10): the report lists the first samples first. */
 static int row_cmp(const void *pa, const void *pb)
 {
     const row_ref *a = pa, *b = pb;
     if (a->step != b->step)
         return a->step < b->step ? -1 : 1;
-    return strcmp(a->t->name, b->t->name);
+    const char *ia = a->t->name + strlen(REPRO_ROW_PREFIX);
+    const char *ib = b->t->name + strlen(REPRO_ROW_PREFIX);
+    int da = all_digits(ia), db = all_digits(ib);
+    if (da != db) /* numeric ids first: a total order, as qsort and bsearch need */
+        return da ? -1 : 1;
+    if (da && strlen(ia) != strlen(ib))
+        return strlen(ia) < strlen(ib) ? -1 : 1;
+    return strcmp(ia, ib);
 }
 
 /* The trace's rows, sorted by (step, name): malloc'd, count in *n. */
