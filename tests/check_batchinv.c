@@ -763,7 +763,7 @@ START_TEST(test_torch_example_rows)
     if (access("/usr/bin/python3", X_OK) != 0 ||
         system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0 ||
         (getenv("REPRO_LIB") && !*getenv("REPRO_LIB"))) {
-        fprintf(stderr, "batchinv: torch example skipped (no PyTorch for /usr/bin/python3)\n");
+        fprintf(stderr, "batchinv: torch example skipped (no PyTorch for /usr/bin/python3, or a sanitizer build)\n");
         return;
     }
     int rc = tu_run_repro("check --batch-invariance --batch-sizes 1,64 --set steps=2 --set "

@@ -31,6 +31,15 @@ typedef struct {
     float *logits[REPRO_BATCHINV_MAX_COMPS];  /* N x 10: each sample's row */
 } bi_state;
 
+void repro_batchinv_opts_init(repro_batchinv_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->sizes[0] = 1;
+    o->sizes[1] = 7;
+    o->sizes[2] = 64;
+    o->nsizes = 3;
+}
+
 int repro_batchinv_parse_sizes(repro_batchinv_opts *o, const char *what, const char *list)
 {
     o->nsizes = 0;

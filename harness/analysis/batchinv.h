@@ -51,6 +51,9 @@ typedef struct {
     int quiet;        /* no progress on stderr */
 } repro_batchinv_opts;
 
+/* The defaults: sizes 1, 7, 64 (alone, below and above the usual split
+ * thresholds), no training, every held-out sample, 8 micro-batches. */
+void repro_batchinv_opts_init(repro_batchinv_opts *o);
 /* Parses "1,7,64" into o->sizes. 0, or -1 (error slot, naming `what`). */
 int repro_batchinv_parse_sizes(repro_batchinv_opts *o, const char *what, const char *list);
 

@@ -136,7 +136,7 @@ static int parse_ops_args(int argc, char **argv, bisect_ops_cli *o)
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     o->b.repeat = 3;
-    o->bi.sizes[0] = 1, o->bi.sizes[1] = 7, o->bi.sizes[2] = 64, o->bi.nsizes = 3;
+    repro_batchinv_opts_init(&o->bi);
     optind = 1;
     opterr = 0;
     int c, li = 0;

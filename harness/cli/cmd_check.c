@@ -144,7 +144,7 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     o->runs = 2;
-    o->bi.sizes[0] = 1, o->bi.sizes[1] = 7, o->bi.sizes[2] = 64, o->bi.nsizes = 3;
+    repro_batchinv_opts_init(&o->bi);
     if (repro_cli_split_program(&argc, argv, &o->program))
         return -1;
     optind = 1;
