@@ -87,10 +87,21 @@ const char *repro_conv_algo_name(repro_conv_algo a);
 int repro_conv_algo_from_name(const char *name);
 
 /* Kernel variant ids (kernels/variants.h names them per op). 0 is every
- * op's deterministic default ("ordered", or "direct" for conv2d), 1 the
- * unordered atomic-add one; an entry treats any nonzero id as ATOMIC. The
- * ids equal the index of the variant in the op's choices in the config. */
-enum { REPRO_VARIANT_ORDERED = 0, REPRO_VARIANT_ATOMIC = 1 };
+ * op's deterministic, batch-invariant default ("ordered", or "direct" for
+ * conv2d); 1 is the op's other variant: the unordered atomic-add one for the
+ * backward reductions and index_add (an entry treats any nonzero id as
+ * ATOMIC), the split-K one for linear_forward. The ids equal the index of
+ * the variant in the op's choices in the config. */
+enum { REPRO_VARIANT_ORDERED = 0, REPRO_VARIANT_ATOMIC = 1, REPRO_VARIANT_SPLITK = 1 };
+
+/* linear_forward's SPLITK variant: the input dimension is cut into this
+ * many contiguous chunks of ceil(in / chunks) inputs, chosen from the row
+ * count B as BLAS libraries and cuBLAS heuristics choose a split-K for
+ * skinny problems: 4 below 8 rows, 2 for 8..31, 1 from 32. Deterministic
+ * (fixed for a shape), NOT batch-invariant: a row's rounding depends on how
+ * many rows share its call. The negative control of `repro check
+ * --batch-invariance`. */
+static inline int repro_splitk_chunks(int B) { return B >= 32 ? 1 : B >= 8 ? 2 : 4; }
 
 /* Reduced-precision formats of round_to (round to nearest, ties to even,
  * stored back as float: the mixed-precision emulation). */
@@ -168,9 +179,15 @@ typedef struct repro_backend {
     /* y = x w^T + b: y[b][o] = b[o] + x[b][0]*w[o][0] + x[b][1]*w[o][1] + ...
      * summed in ascending input index. workspace holds
      * linear_workspace_bytes(B, in, out) bytes; its contents on return are
-     * unspecified. */
-    void (*linear_forward)(void *ctx, const float *x, const float *w, const float *b, float *y,
-                           int B, int in, int out, void *workspace);
+     * unspecified. Each row of y depends on its row of x only: batch-invariant.
+     * SPLITK (variant 1): with n = repro_splitk_chunks(B) chunks of
+     * L = ceil(in / n) inputs, chunk 0's partial starts from b[o] and chunk
+     * j > 0's from +0, each adding its inputs [jL, min((j+1)L, in)) in
+     * ascending index; y = ((p0 + p1) + p2) + p3 (n = 1: exactly the
+     * ordered sum). A backend without it returns having written nothing and
+     * says so in last_error (and synchronize fails). */
+    void (*linear_forward)(void *ctx, int variant, const float *x, const float *w,
+                           const float *b, float *y, int B, int in, int out, void *workspace);
     /* dx = dy w: dx[b][i] = sum over o ascending of dy[b][o]*w[o][i]
      * (overwrites dx). */
     void (*linear_backward_data)(void *ctx, const float *dy, const float *w, float *dx, int B,

@@ -212,7 +212,7 @@ START_TEST(test_linear)
         float *db = up(&f, bias, FB(OUT)), *ddy = up(&f, dy, FB(B * OUT));
         float *dyy = up(&f, y, FB(B * OUT)), *ddx = up(&f, dx, FB(B * IN));
         repro_linear_forward(f.pool, x, w, bias, y, B, IN, OUT, scratch);
-        b->linear_forward(f.ctx, dxx, dw, db, dyy, B, IN, OUT, dws);
+        b->linear_forward(f.ctx, REPRO_VARIANT_ORDERED, dxx, dw, db, dyy, B, IN, OUT, dws);
         same(&f, dyy, y, FB(B * OUT));
         repro_linear_backward_data(f.pool, dy, w, dx, B, IN, OUT);
         b->linear_backward_data(f.ctx, ddy, dw, ddx, B, IN, OUT);

@@ -6,6 +6,14 @@ certifies it like repro's own experiments.
 
 Settings come from the runner protocol (REPRO_SEED, REPRO_THREADS,
 REPRO_WORKERS, REPRO_BATCH_SIZE; --set steps=N, --set recommended=0|1):
+  REPRO_BATCH_SIZE=N (`--set batch_size=N`, or `repro check --batch-invariance
+  --batch-sizes 1,64 -- python3 THIS`): after training, the model in eval
+  mode evaluates a fixed held-out set (rows=R samples, default 256) in
+  batches of N and records each sample's logits as the tensor row.<index>
+  in the last step, for repro to compare sample by sample across batch
+  sizes (docs/PROTOCOL.md); training is unchanged by it (its batch is
+  train_batch=B, default 64). Unset: no held-out rows, the run is exactly
+  what it was before;
   recommended=1 (default) follows PyTorch's reproducibility notes: seed
   everything, deterministic algorithms, a seeded DataLoader generator and
   worker_init_fn;
@@ -31,7 +39,9 @@ steps = int(repro.RunEnv.setting("steps", "100"))
 recommended = repro.RunEnv.setting("recommended", "1") == "1"
 clip = float(repro.RunEnv.setting("clip", "0"))  # gradient-norm clipping (0: off)
 l1 = float(repro.RunEnv.setting("l1", "0"))      # L1 penalty on all parameters (0: off)
-batch = env.batch_size or 64
+batch = int(repro.RunEnv.setting("train_batch", "64"))  # training batch, whatever REPRO_BATCH_SIZE
+eval_batch = env.batch_size  # 0 (unset): no held-out rows
+eval_rows = int(repro.RunEnv.setting("rows", "256"))
 torch.set_num_threads(env.threads)
 if recommended:
     repro.seed_everything(env.seed)
@@ -45,6 +55,27 @@ def synthetic(n, seed):
     y = torch.randint(0, 10, (n,), generator=g)
     x = protos[y] + 0.5 * torch.randn(n, 784, generator=g)
     return torch.utils.data.TensorDataset(x, y)
+
+
+def heldout(n, seed):
+    """n samples of the same classes (the prototypes of `seed`) from their own
+    stream: the same set in every run, whatever the batch size."""
+    protos = torch.rand(10, 784, generator=torch.Generator().manual_seed(seed))
+    g = torch.Generator().manual_seed(seed + 1)
+    y = torch.randint(0, 10, (n,), generator=g)
+    return protos[y] + 0.5 * torch.randn(n, 784, generator=g)
+
+
+def record_rows(rec, model, x, eval_batch):
+    """Eval mode (no dropout), batches of eval_batch: each sample's logits
+    recorded as its own row, named by its index in the held-out set."""
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, x.shape[0], eval_batch):
+            logits = model(x[start:start + eval_batch])
+            for i in range(logits.shape[0]):
+                rec.tensor("row.%d" % (start + i), logits[i])
+    model.train()
 
 
 data = synthetic(8192, env.seed)
@@ -82,6 +113,8 @@ with repro.Recorder("torch-mlp", env.seed, config=config, total_steps=steps) as 
             rec.tensor("logits", logits)
             opt.step()
             repro.record_model(rec, model, loss)
+            if eval_batch and step == steps:
+                record_rows(rec, model, heldout(eval_rows, env.seed), eval_batch)
             rec.step(step, float(loss))
             if step == steps:
                 break

@@ -16,6 +16,7 @@
 #ifndef REPRO_BISECT_OPS_H
 #define REPRO_BISECT_OPS_H
 
+#include "analysis/batchinv.h"
 #include "analysis/multirun.h"
 #include "core/config.h"
 
@@ -64,5 +65,28 @@ int repro_bisect_ops_locate(const repro_bisect_ops_opts *o, repro_bisect_ops_res
  * culprits (none: no candidate differs on its own within test_steps x
  * repeat runs), or -1 (error slot). */
 int repro_bisect_ops_culprits(const repro_bisect_ops_opts *o, repro_bisect_ops_result *r);
+
+/* ---- batch invariance (bisect_batchinv.c) ---------------------------------
+ * `repro bisect EXP --batch-invariance`: the batch-invariance check
+ * (batchinv.h) with the experiment's variants; when it fails, each variant
+ * in use that the registry marks not batch-invariant is switched to its
+ * default on its own and the check repeated: the variants whose switch
+ * makes it pass are the culprits (all of them together when no single
+ * switch does). In process, like the check. */
+typedef struct {
+    repro_config cfg;
+    repro_batchinv_result check; /* with the experiment's own variants */
+    int cand[REPRO_BISECT_OPS_MAX_CAND]; /* variant keys in use, not batch-invariant */
+    int ncand;
+    int culprits[REPRO_BISECT_OPS_MAX_CAND];
+    int nculprits;
+    int jointly;            /* no single switch passes; switching them all does */
+    int tests;              /* checks run */
+} repro_bisect_batchinv_result;
+
+/* 0 with the result (r->check.batch_invariant: nothing to bisect), or -1
+ * (error slot). `bo` gives the batch sizes; o the experiment and options. */
+int repro_bisect_batchinv(const repro_bisect_ops_opts *o, const repro_batchinv_opts *bo,
+                          repro_bisect_batchinv_result *r);
 
 #endif

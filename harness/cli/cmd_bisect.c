@@ -26,6 +26,13 @@ const char repro_bisect_usage[] =
     "                    -- PROGRAM [ARGS...]\n"
     "                                 (your repository's history, your program)\n"
     "       repro bisect EXP          (op level: the first divergent op and its variant)\n"
+    "       repro bisect EXP --batch-invariance [--batch-sizes 1,7,64]\n"
+    "                                 (which variant makes a sample's bits depend on\n"
+    "                                 its batch: `repro check --batch-invariance`, then\n"
+    "                                 each variant in use that is registered not\n"
+    "                                 batch-invariant switched to its default on its\n"
+    "                                 own; exit 0 when the check passes, 1 when it\n"
+    "                                 fails, with the culprits named)\n"
     "       repro bisect [--repeat K] [--steps N] [--set K=V] -- PROGRAM [ARGS...]\n"
     "                                 (op level, for a program that records its op\n"
     "                                 outputs at REPRO_TRACE_LEVEL=op: the first op\n"
@@ -204,6 +211,8 @@ static int parse_args(int argc, char **argv, bisect_cli *o, char **program)
 typedef struct {
     repro_bisect_ops_opts b;
     int json;
+    int batch_invariance;   /* --batch-invariance */
+    repro_batchinv_opts bi; /* its batch sizes */
 } bisect_ops_cli;
 
 /* 0, 1 for --help (printed), or -1 (error slot). */
@@ -213,9 +222,11 @@ static int parse_ops_args(int argc, char **argv, bisect_ops_cli *o)
         {"repeat", required_argument, 0, 'r'}, {"steps", required_argument, 0, 's'},
         {"seed", required_argument, 0, 'S'},   {"set", required_argument, 0, 'k'},
         {"quarantine", required_argument, 0, 'q'}, {"json", no_argument, 0, 'j'},
+        {"batch-invariance", no_argument, 0, 'I'}, {"batch-sizes", required_argument, 0, 'Z'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     o->b.repeat = 3;
+    repro_batchinv_opts_init(&o->bi);
     optind = 1;
     opterr = 0;
     int c, li = 0;
@@ -233,6 +244,11 @@ static int parse_ops_args(int argc, char **argv, bisect_ops_cli *o)
             break;
         case 'q': o->b.quarantine = optarg; break;
         case 'j': o->json = 1; break;
+        case 'I': o->batch_invariance = 1; break;
+        case 'Z':
+            if (repro_batchinv_parse_sizes(&o->bi, "bisect: --batch-sizes", optarg))
+                return -1;
+            break;
         case 'h': fputs(repro_bisect_usage, stdout); return 1;
         case ':':
             return repro_error_set(REPRO_EINVAL, "bisect: option '%s' needs a value",
@@ -364,6 +380,96 @@ static int bisect_ops(const bisect_ops_cli *o, repro_bisect_ops_result *r)
     return repro_finish_stdout(exit_code);
 }
 
+/* ---- batch invariance ---------------------------------------------------------- */
+
+static void report_batchinv(const bisect_ops_cli *o, const repro_bisect_batchinv_result *r,
+                            json_t *doc)
+{
+    const repro_batchinv_result *c = &r->check;
+    const repro_batchinv_mismatch *m = c->nshown ? &c->shown[0]
+                                       : c->train_nshown ? &c->train_shown[0] : NULL;
+    json_t *cul = json_array();
+    for (int i = 0; i < r->nculprits; i++) {
+        char v[64];
+        repro_config_variant_name(&r->cfg, r->culprits[i], v, sizeof v);
+        json_array_append_new(cul, json_pack("{s:s, s:s}", "op",
+                                             repro_config_key_name(r->culprits[i]), "variant", v));
+    }
+    json_object_set_new(doc, "first_divergent_op",
+                        m && m->first_op[0]
+                            ? json_pack("{s:s, s:s, s:s, s:I}", "name", m->first_op, "op", m->op,
+                                        "variant", m->variant, "sample", (json_int_t)m->sample)
+                            : json_null());
+    json_object_set_new(doc, "candidates", json_integer(r->ncand));
+    json_object_set_new(doc, "culprits", cul);
+    json_object_set_new(doc, "jointly", json_boolean(r->jointly));
+    if (o->json)
+        return;
+    printf("NOT batch-invariant (scope: %s): %d of %d held-out samples and %d of %d training "
+           "samples differ with their batch\n",
+           REPRO_BATCHINV_SCOPE, c->ndiffer, c->nsamples, c->train_ndiffer, c->train_batch);
+    if (m)
+        printf("first divergent op: %s (op %s, variant %s), sample %ld: %s vs %s\n",
+               m->first_op[0] ? m->first_op : "?", m->op[0] ? m->op : "?",
+               m->variant[0] ? m->variant : "?", m->sample, m->a.label, m->b.label);
+    if (r->ncand == 0)
+        printf("no variant in use is registered not batch-invariant: a kernel registered "
+               "batch-invariant is not (%s): the kernel or its registration is wrong\n",
+               m && m->op[0] ? m->op : "see the first divergent op");
+    else if (r->nculprits == 0)
+        printf("culprits: none: with the %d non-batch-invariant variant%s at %s default the check "
+               "still fails\n",
+               r->ncand, r->ncand == 1 ? "" : "s", r->ncand == 1 ? "its" : "their");
+    else
+        printf("culprit%s (with %s at the default the check passes%s):\n",
+               r->nculprits == 1 ? "" : "s", r->nculprits == 1 ? "it" : "them",
+               r->jointly ? "; no one alone suffices" : "");
+    for (int i = 0; i < r->nculprits; i++) {
+        char v[64];
+        repro_config_variant_name(&r->cfg, r->culprits[i], v, sizeof v);
+        printf("  variant.%s = %s (not batch-invariant)\n", repro_config_key_name(r->culprits[i]),
+               v);
+    }
+}
+
+/* `bisect EXP --batch-invariance`: 0 invariant, 1 not (culprits named). */
+static int bisect_batchinv(bisect_ops_cli *o)
+{
+    repro_bisect_batchinv_result *r = calloc(1, sizeof *r);
+    if (!r) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        return repro_report_error();
+    }
+    int exit_code = 0;
+    if (repro_bisect_batchinv(&o->b, &o->bi, r)) {
+        free(r);
+        return repro_report_error();
+    }
+    json_t *doc = json_object();
+    json_object_set_new(doc, "experiment", json_string(r->cfg.name));
+    json_object_set_new(doc, "scope", json_string(REPRO_BATCHINV_SCOPE));
+    json_object_set_new(doc, "batch_invariant", json_boolean(r->check.batch_invariant));
+    if (r->check.batch_invariant) {
+        if (!o->json)
+            printf("batch-invariant: every sample's rows identical bit for bit in %d "
+                   "compositions: nothing to bisect\n",
+                   r->check.ncomps);
+    } else {
+        report_batchinv(o, r, doc);
+        exit_code = REPRO_EXIT_MISMATCH;
+    }
+    json_object_set_new(doc, "checks", json_integer(r->tests));
+    if (o->json) {
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+    } else {
+        printf("%d in-process checks\n", r->tests);
+    }
+    json_decref(doc);
+    free(r);
+    return repro_finish_stdout(exit_code);
+}
+
 static int cmd_bisect_ops(int argc, char **argv)
 {
     bisect_ops_cli o;
@@ -373,6 +479,8 @@ static int cmd_bisect_ops(int argc, char **argv)
                : repro_error_set(REPRO_ENOMEM, "out of memory");
     if (rc == 1)
         rc = repro_finish_stdout(0);
+    else if (rc == 0 && o.batch_invariance)
+        rc = bisect_batchinv(&o);
     else if (rc || repro_bisect_ops_prepare(&o.b, r))
         rc = repro_report_error();
     else

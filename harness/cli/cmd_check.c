@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "analysis/batchinv.h"
+#include "analysis/batchinv_rows.h"
 #include "analysis/compare.h"
 #include "core/loader.h"
 #include "util/error.h"
@@ -57,6 +59,18 @@ const char repro_check_usage[] =
     "  --keep             keep the traces of a passing check (by default they are\n"
     "                     removed; a failing check's always stay, and runs/NAME/\n"
     "                     keeps the newest $REPRO_KEEP_RUNS run directories, default 20)\n"
+    "  --batch-invariance check only that each sample gets the same bits whatever\n"
+    "                     batch it is in (scope batch composition): the held-out\n"
+    "                     samples through the eval forward in batches of each\n"
+    "                     --batch-sizes and in shuffled compositions, and one\n"
+    "                     training batch whole vs in 8 micro-batches, compared row\n"
+    "                     by row bit for bit; a sample that differs is named with\n"
+    "                     its batches and the first op whose row differs. Runs in\n"
+    "                     this process (same weights: after --steps N training\n"
+    "                     steps, default 0). With -- PROGRAM: one run per size with\n"
+    "                     REPRO_BATCH_SIZE, rows compared by sample id\n"
+    "                     (docs/PROTOCOL.md)\n"
+    "  --batch-sizes LIST batch sizes for --batch-invariance (default 1,7,64)\n"
     "  --git-bisect       exit codes for `git bisect run`: 0 good, 1 bad, 125 this\n"
     "                     tree cannot be tested (environment, a run that failed),\n"
     "                     130 on a usage or input error (git aborts the bisection)\n"
@@ -97,7 +111,32 @@ typedef struct {
     int augments;                   /* shift, flip or noise is on */
     int augment_by_worker;          /* augment_seed = worker */
     int keep;                       /* --keep: a passing check keeps its traces */
+    int batch_invariance;           /* --batch-invariance: that scope only */
+    repro_batchinv_opts bi;         /* its batch sizes */
+    int bi_sizes_given, runs_given;
 } check_opts;
+
+/* --batch-invariance is a scope of its own: the options of the other
+ * scopes and of the golden do not combine with it. 0 or -1 (error slot). */
+static int batch_invariance_conflicts(const check_opts *o)
+{
+    if (!o->batch_invariance)
+        return o->bi_sizes_given ? repro_error_set(REPRO_EINVAL, "check: --batch-sizes needs "
+                                                                 "--batch-invariance")
+                                 : 0;
+    const char *other = o->runs_given      ? "--runs"
+                        : o->threads       ? "--threads"
+                        : o->workers       ? "--workers"
+                        : o->resume_at     ? "--resume-at"
+                        : o->require_golden ? "--require-golden"
+                                            : NULL;
+    if (other)
+        return repro_error_set(REPRO_EINVAL,
+                               "check: %s does not combine with --batch-invariance (a scope of "
+                               "its own: check the others in a separate call)",
+                               other);
+    return 0;
+}
 
 /* 0, 1 for --help (printed), or -1 (error slot). */
 static int parse_check_args(int argc, char **argv, check_opts *o)
@@ -111,9 +150,11 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         {"resume-at", required_argument, 0, 'A'}, {"name", required_argument, 0, 'n'},
         {"timeout", required_argument, 0, 'T'}, {"git-bisect", no_argument, 0, 'B'},
         {"keep", no_argument, 0, 'K'},
+        {"batch-invariance", no_argument, 0, 'I'}, {"batch-sizes", required_argument, 0, 'Z'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     o->runs = 2;
+    repro_batchinv_opts_init(&o->bi);
     if (repro_cli_split_program(&argc, argv, &o->program))
         return -1;
     optind = 1;
@@ -124,6 +165,13 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         case 'r':
             if (repro_parse_count_int("check: --runs", optarg, 1, 32, &o->runs))
                 return -1;
+            o->runs_given = 1;
+            break;
+        case 'I': o->batch_invariance = 1; break;
+        case 'Z':
+            if (repro_batchinv_parse_sizes(&o->bi, "check: --batch-sizes", optarg))
+                return -1;
+            o->bi_sizes_given = 1;
             break;
         case 't': o->threads = optarg; break;
         case 'A':
@@ -166,6 +214,8 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
             return repro_cli_unknown_option("check", argv[optind - 1], opts);
         }
     }
+    if (batch_invariance_conflicts(o))
+        return -1;
     if (o->program) {
         if (optind < argc)
             return repro_error_set(REPRO_EINVAL,
@@ -430,6 +480,96 @@ static int wants_git_bisect(int argc, char **argv)
 
 static int check_main(int argc, char **argv);
 
+/* ---- --batch-invariance ------------------------------------------------------ */
+
+/* Did the options give --steps (the weights are then trained that far)? */
+static int steps_given(const check_opts *o)
+{
+    for (int i = 0; i + 1 < o->pass.n; i += 2)
+        if (!strcmp(o->pass.argv[i], "--steps"))
+            return 1;
+    return 0;
+}
+
+/* The verdict as text or JSON (and JUnit); 0 invariant, 1 not. */
+static int batch_invariance_report(const check_opts *o, void *json, int invariant,
+                                   void (*print)(FILE *, const void *), const void *r,
+                                   int (*junit)(const char *, const void *))
+{
+    int exit_code = invariant ? 0 : REPRO_EXIT_MISMATCH;
+    if (o->json) {
+        json_dumpf(json, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+    } else {
+        print(stdout, r);
+    }
+    json_decref(json);
+    if (o->junit && junit(o->junit, r))
+        exit_code = repro_report_error();
+    return repro_finish_stdout(exit_code);
+}
+
+static void print_bi(FILE *out, const void *r) { repro_batchinv_print(out, r); }
+static int junit_bi(const char *path, const void *r) { return repro_batchinv_junit(path, r); }
+static void print_rows(FILE *out, const void *r) { repro_batchinv_rows_print(out, r); }
+static int junit_rows(const char *path, const void *r)
+{
+    return repro_batchinv_rows_junit(path, r);
+}
+
+/* A program: one run per batch size through the multirun engine, then
+ * its rows compared by sample id. */
+static int check_program_batch_invariance(repro_multirun *m, const check_opts *o)
+{
+    repro_batchinv_rows_result *r = calloc(1, sizeof *r);
+    if (!r) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        return junit_error(o, repro_report_error());
+    }
+    int rc = repro_batchinv_rows_plan(m, o->name, o->program, o->timeout_s, &o->pass, &o->bi);
+    if (rc == 0)
+        m->quiet = o->json;
+    if (rc == 0 && (rc = repro_multirun_execute(m)) > 0) {
+        repro_error_set(rc == REPRO_EXIT_USAGE ? REPRO_EINVAL : REPRO_EIO,
+                        "a run failed (exit %d): its stderr is shown above", rc);
+        rc = junit_error(o, rc);
+    } else if (rc < 0 || (rc = repro_batchinv_rows_compare(m, r)) < 0) {
+        rc = junit_error(o, repro_report_error());
+    } else {
+        rc = batch_invariance_report(o, repro_batchinv_rows_json(r), r->batch_invariant,
+                                     print_rows, r, junit_rows);
+    }
+    free(r);
+    return rc;
+}
+
+/* `check EXP --batch-invariance`: the engine in this process. */
+static int check_batch_invariance(repro_multirun *m, const check_opts *o)
+{
+    if (o->program)
+        return check_program_batch_invariance(m, o);
+    repro_config cfg;
+    if (repro_config_load(&cfg, o->exp) ||
+        repro_config_apply_run_options(&cfg, o->pass.argv, o->pass.n) ||
+        repro_config_validate(&cfg))
+        return junit_error(o, repro_report_error());
+    repro_batchinv_opts bo = o->bi;
+    bo.quiet = o->json;
+    bo.train_steps = steps_given(o) ? cfg.train_steps : 0;
+    repro_batchinv_result *r = calloc(1, sizeof *r);
+    int rc;
+    if (!r) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        rc = junit_error(o, repro_report_error());
+    } else if (repro_batchinv_run(&cfg, &bo, r))
+        rc = junit_error(o, repro_report_error());
+    else
+        rc = batch_invariance_report(o, repro_batchinv_json(r), r->batch_invariant, print_bi, r,
+                                     junit_bi);
+    free(r);
+    return rc;
+}
+
 int repro_cmd_check(int argc, char **argv)
 {
     int git_bisect = wants_git_bisect(argc, argv);
@@ -448,7 +588,11 @@ static int check_main(int argc, char **argv)
     int rc = parse_check_args(argc, argv, &o);
     if (rc == 1)
         rc = repro_finish_stdout(0); /* --help */
-    else if (rc || plan_runs(m, &o))
+    else if (rc)
+        rc = junit_error(&o, repro_report_error());
+    else if (o.batch_invariance)
+        rc = check_batch_invariance(m, &o);
+    else if (plan_runs(m, &o))
         rc = junit_error(&o, repro_report_error());
     else if ((rc = repro_multirun_execute(m)) > 0) { /* a child's exit status, passed on */
         repro_error_set(rc == REPRO_EXIT_USAGE ? REPRO_EINVAL : REPRO_EIO,

@@ -1,6 +1,7 @@
 /* `repro kernels`: lists the kernel-variant registry (kernels/variants.c):
- * every implementation of every op and whether it is deterministic, so a
- * user can see what `deterministic = on` refuses and why. */
+ * every implementation of every op, whether it is deterministic and whether
+ * it is batch-invariant, so a user can see what `deterministic = on`
+ * refuses, what `check --batch-invariance` would catch, and why. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,12 +16,22 @@ const char repro_kernels_usage[] =
     "\n"
     "Lists the kernel variants: for each op, every implementation, whether it\n"
     "is deterministic (bitwise identical run to run and for any thread count),\n"
-    "and why. Nondeterministic variants accumulate partial sums atomically in\n"
-    "the order threads arrive (the CPU analogue of GPU atomicAdd); with\n"
-    "deterministic = on an experiment may not select them.\n"
+    "whether it is batch-invariant (a sample's output row has the same bits\n"
+    "whatever else shares its batch: `repro check --batch-invariance`; n/a for\n"
+    "outputs that sum over the batch or update parameters), and why.\n"
+    "Nondeterministic variants accumulate partial sums atomically in the order\n"
+    "threads arrive (the CPU analogue of GPU atomicAdd); with deterministic = on\n"
+    "an experiment may not select them. linear.fwd = splitk is deterministic but\n"
+    "not batch-invariant: its split of the reduction depends on the batch size.\n"
     "\n"
-    "  --json       a JSON array of {\"op\", \"variant\", \"deterministic\", \"why\"}\n"
+    "  --json       a JSON array of {\"op\", \"variant\", \"deterministic\",\n"
+    "               \"batch_invariant\" (true, false or null for n/a), \"why\"}\n"
     "  -h, --help   this text\n";
+
+static const char *batch_word(int b)
+{
+    return b == REPRO_BATCH_NA ? "n/a" : b ? "yes" : "no";
+}
 
 static void print_text(void)
 {
@@ -31,22 +42,27 @@ static void print_text(void)
         if ((int)strlen(v->variant) > wvar)
             wvar = (int)strlen(v->variant);
     }
-    printf("%-*s  %-*s  %-3s  %s\n", wop, "op", wvar, "variant", "det", "why");
+    printf("%-*s  %-*s  %-3s  %-15s  %s\n", wop, "op", wvar, "variant", "det", "batch-invariant",
+           "why");
     for (const repro_variant_info *v = repro_variants; v->op; v++)
-        printf("%-*s  %-*s  %-3s  %s\n", wop, v->op, wvar, v->variant,
-               v->deterministic ? "yes" : "no", v->why);
+        printf("%-*s  %-*s  %-3s  %-15s  %s\n", wop, v->op, wvar, v->variant,
+               v->deterministic ? "yes" : "no", batch_word(v->batch_invariant), v->why);
 }
 
 static int print_json(void)
 {
     json_t *a = json_array();
-    for (const repro_variant_info *v = repro_variants; a && v->op; v++)
-        if (json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:s}", "op", v->op, "variant",
-                                               v->variant, "deterministic", v->deterministic,
-                                               "why", v->why))) {
+    for (const repro_variant_info *v = repro_variants; a && v->op; v++) {
+        json_t *bi = v->batch_invariant == REPRO_BATCH_NA ? json_null()
+                                                            : json_boolean(v->batch_invariant);
+        if (json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:o, s:s}", "op", v->op,
+                                               "variant", v->variant, "deterministic",
+                                               v->deterministic, "batch_invariant", bi, "why",
+                                               v->why))) {
             json_decref(a);
             a = NULL;
         }
+    }
     char *s = a ? json_dumps(a, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
     json_decref(a);
     if (!s)

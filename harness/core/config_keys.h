@@ -65,6 +65,7 @@ X(train, eval_every,    INT,  "0",      0, 100000000, "",  "evaluate the held-ou
 X(trace, level,         ENUM, "tensor", 0, 0,    "step|tensor|op", "trace detail: step (digests only), tensor (every tensor's digest and stats), op (also every kernel output)")
 X(trace, every,         INT,  "1",      1, 100000000, "",  "record tensors every K-th step (and the last); the chain still covers every step")
 /* [variant] */
+XV(linear_fwd,        "linear.fwd",        "ordered|splitk", "linear forward: ordered sums, or split-K with the split chosen from the batch size (deterministic, NOT batch-invariant: the negative control of check --batch-invariance)")
 XV(linear_bwd_weight, "linear.bwd_weight", "ordered|atomic", "linear backward weight: ordered sums, or atomic adds of per-chunk partial sums (nondeterministic)")
 XV(linear_bwd_bias,   "linear.bwd_bias",   "ordered|atomic", "linear backward bias: ordered sums, or atomic adds (nondeterministic)")
 XV(conv2d_bwd_filter, "conv2d.bwd_filter", "direct|atomic",  "conv2d backward filter and bias: fixed-order direct, or atomic adds per sample (nondeterministic)")

@@ -227,6 +227,7 @@ int repro_model_init(repro_model *m, const repro_config *cfg, int capacity,
     m->capacity = capacity;
     m->optimizer = cfg->train_optimizer;
     m->precision = cfg->train_precision;
+    m->var_linear_fwd = cfg->variant_linear_fwd;
     m->var_linear_bwd_weight = cfg->variant_linear_bwd_weight;
     m->var_linear_bwd_bias = cfg->variant_linear_bwd_bias;
     m->var_conv2d_bwd_filter = cfg->variant_conv2d_bwd_filter;

@@ -104,7 +104,7 @@ typedef struct {
     /* Convolution algorithm per call site (algo_select.h). */
     repro_algo_policy algo;
     /* Kernel variants (config [variant]): 0 = the deterministic default. */
-    int var_linear_bwd_weight, var_linear_bwd_bias, var_conv2d_bwd_filter;
+    int var_linear_fwd, var_linear_bwd_weight, var_linear_bwd_bias, var_conv2d_bwd_filter;
     /* Optional observer of every kernel output, in forward then backward
      * order ("fwd.conv1", "bwd.fc2.dw", "bwd.fc2.db", "bwd.fc2.dx"): trace
      * level op. Called on the training thread right after the kernel. The

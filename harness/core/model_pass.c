@@ -114,8 +114,8 @@ static int layer_forward(repro_model *m, repro_layer *l, const float *in, float 
     const repro_param *w = l->param >= 0 ? &m->params[l->param] : NULL;
     switch (l->kind) {
     case REPRO_LAYER_LINEAR:
-        be->linear_forward(ctx, in, weights(w), weights(w + 1), out, B, l->in_c, l->out_c,
-                           m->scratch);
+        be->linear_forward(ctx, m->var_linear_fwd, in, weights(w), weights(w + 1), out, B,
+                           l->in_c, l->out_c, m->scratch);
         break;
     case REPRO_LAYER_CONV: {
         repro_conv_shape s = conv_shape(l, B);

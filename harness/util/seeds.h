@@ -23,7 +23,9 @@ typedef enum {
     REPRO_PURPOSE_DROPOUT = 3,    /* epoch = step, index = layer */
     REPRO_PURPOSE_AUGMENT = 4,    /* augment_seed = sample: seed = base_seed, index = sample id */
     REPRO_PURPOSE_DATA_PROTO = 5, /* synthetic dataset: index = class */
-    REPRO_PURPOSE_DATA_SAMPLE = 6 /* synthetic dataset: epoch = split, index = sample */
+    REPRO_PURPOSE_DATA_SAMPLE = 6, /* synthetic dataset: epoch = split, index = sample */
+    REPRO_PURPOSE_BATCH_COMPOSITION = 7 /* check --batch-invariance's shuffled batches: index =
+                                           batch size (trains nothing: no run's bits use it) */
 } repro_purpose;
 
 /* repro_seed_derive, repro_worker_seed and the generator are public:

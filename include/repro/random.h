@@ -20,8 +20,8 @@ void repro_philox4x32_10_block(const uint32_t ctr[4], uint32_t k0, uint32_t k1, 
  * purpose, epoch, rank, worker, index) ("repro-seed/v1": the first 64 bits
  * of Philox4x32-10 with key = seed and counter = (purpose, epoch,
  * rank << 16 | worker, index)). Distinct tuples give distinct streams;
- * rank and worker must be < 65536, index < 2^32. Purposes 1..6 are repro's
- * own (init, shuffle, dropout, augment, data); use 100 and up for yours. */
+ * rank and worker must be < 65536, index < 2^32. Purposes 1..7 are repro's
+ * own (init, shuffle, dropout, augment, data, batch composition); use 100 and up for yours. */
 uint64_t repro_seed_derive(uint64_t seed, uint32_t purpose, uint32_t epoch, uint32_t rank,
                            uint32_t worker, uint64_t index);
 

@@ -1,5 +1,5 @@
 /* The CPU backend: backend.h's table over the CPU kernels (ops.h, atomic.h,
- * conv_algos.h, precision.h, elementwise.h). The context is the kernels'
+ * conv_algos.h, precision.h, elementwise.h, splitk.h). The context is the kernels'
  * thread pool; memory is host memory, so the copies are memcpy and
  * synchronize has nothing to wait for. Every entry is a thin adapter: the
  * numerics are the kernels' own, unchanged. tensor_leaves hashes with the
@@ -18,6 +18,7 @@
 #include "ops.h"
 #include "pool.h"
 #include "precision.h"
+#include "splitk.h"
 #include "kernels/shared/sha256.h"
 #include "kernels/shared/stats.h"
 
@@ -101,10 +102,13 @@ static size_t cpu_linear_workspace_bytes(void *ctx, int B, int in, int out)
     return (size_t)in * (size_t)out * sizeof(float); /* w transposed */
 }
 
-static void cpu_linear_forward(void *ctx, const float *x, const float *w, const float *b,
-                               float *y, int B, int in, int out, void *workspace)
+static void cpu_linear_forward(void *ctx, int variant, const float *x, const float *w,
+                               const float *b, float *y, int B, int in, int out, void *workspace)
 {
-    repro_linear_forward(pool_of(ctx), x, w, b, y, B, in, out, workspace);
+    if (variant == REPRO_VARIANT_SPLITK) /* the batch-invariance negative control */
+        repro_linear_forward_splitk(pool_of(ctx), x, w, b, y, B, in, out, workspace);
+    else
+        repro_linear_forward(pool_of(ctx), x, w, b, y, B, in, out, workspace);
 }
 
 static void cpu_linear_backward_data(void *ctx, const float *dy, const float *w, float *dx,

@@ -24,8 +24,8 @@ void repro_cuda_copy_d2h(void *ctx, void *dst, const void *src, size_t bytes);
 void repro_cuda_copy_d2d(void *ctx, void *dst, const void *src, size_t bytes);
 void repro_cuda_zero(void *ctx, void *p, size_t bytes);
 size_t repro_cuda_linear_workspace_bytes(void *ctx, int B, int in, int out);
-void repro_cuda_linear_forward(void *ctx, const float *x, const float *w, const float *b,
-                               float *y, int B, int in, int out, void *workspace);
+void repro_cuda_linear_forward(void *ctx, int variant, const float *x, const float *w,
+                               const float *b, float *y, int B, int in, int out, void *workspace);
 void repro_cuda_linear_backward_data(void *ctx, const float *dy, const float *w, float *dx,
                                      int B, int in, int out);
 void repro_cuda_linear_backward_weight(void *ctx, int variant, const float *dy, const float *x,

@@ -10,7 +10,10 @@
  * variants.h lists: one thread per (output, chunk of 4 samples) sums its
  * chunk in order and atomicAdds the partial into the zeroed (or, when
  * accumulating, the old) output, so partials meet in whatever order the
- * hardware schedules them. */
+ * hardware schedules them.
+ *
+ * The split-K forward (REPRO_VARIANT_SPLITK) is deterministic but not
+ * batch-invariant: its split comes from the row count (backend.h). */
 #include "ctx.cuh"
 
 enum { ATOMIC_CHUNK = 4 }; /* samples per partial, as the CPU's ATOMIC_BATCH_CHUNK */
@@ -57,12 +60,55 @@ size_t repro_cuda_linear_workspace_bytes(void *ctx, int B, int in, int out)
     return 0; /* w is read in place, no transpose */
 }
 
-void repro_cuda_linear_forward(void *ctx, const float *x, const float *w, const float *b,
-                               float *y, int B, int in, int out, void *workspace)
+/* The SPLITK variant (backend.h): one thread per output; nk partials over
+ * contiguous input chunks of klen, partial 0 from the bias, the others from
+ * +0, each in ascending input order, then added in chunk order: the CPU's
+ * kernels/cpu/splitk.c bits. nk comes from the row count, so a row's bits
+ * depend on its batch: the batch-invariance negative control. */
+__global__ void linear_splitk(const float *x, const float *w, const float *b, float *y, int B,
+                              int in, int out, int nk, int klen)
+{
+    REPRO_CUDA_FOR(t, (long)B * out)
+    {
+        long r = t / out, o = t % out;
+        const float *xr = x + r * in, *wo = w + o * in;
+        float tot = 0.0f;
+        for (int j = 0; j < nk; j++) {
+            int i0 = j * klen, i1 = i0 + klen < in ? i0 + klen : in;
+            if (j > 0 && i0 >= in)
+                break;
+            float part = j == 0 ? b[o] : 0.0f;
+            for (int i = i0; i < i1; i++) {
+                float p = xr[i] * wo[i];
+                part = part + p;
+            }
+            tot = j == 0 ? part : tot + part;
+        }
+        y[t] = tot;
+    }
+}
+
+static int forward_splitk(repro_cuda_ctx *c, const float *x, const float *w, const float *b,
+                          float *y, int B, int in, int out)
+{
+    if (B <= 0 || out <= 0)
+        return 0;
+    int nk = repro_splitk_chunks(B);
+    linear_splitk<<<repro_cuda_blocks((long)B * out), REPRO_CUDA_THREADS, 0, c->stream>>>(
+        x, w, b, y, B, in, out, nk, (in + nk - 1) / nk);
+    launchCheck(c);
+    return 0;
+}
+
+void repro_cuda_linear_forward(void *ctx, int variant, const float *x, const float *w,
+                               const float *b, float *y, int B, int in, int out, void *workspace)
 {
     (void)workspace;
-    /* y[b][o] = b[o] + sum_i x[b][i] * w[o][i]: A = x, B(k=i, n=o) = w[o*in + i] */
-    gemm(repro_cuda(ctx), B, out, in, x, in, 1, w, 1, in, y, out, b, 0);
+    repro_cuda_ctx *c = repro_cuda(ctx);
+    if (variant == REPRO_VARIANT_SPLITK)
+        forward_splitk(c, x, w, b, y, B, in, out);
+    else /* y[b][o] = b[o] + sum_i x[b][i] * w[o][i]: A = x, B(k=i, n=o) = w[o*in + i] */
+        gemm(c, B, out, in, x, in, 1, w, 1, in, y, out, b, 0);
 }
 
 void repro_cuda_linear_backward_data(void *ctx, const float *dy, const float *w, float *dx,

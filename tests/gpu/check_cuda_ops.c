@@ -118,9 +118,18 @@ static void check_linear(void)
     float *gx = up(x, (size_t)B * in * 4), *gw = up(w, (size_t)out * in * 4), *gb = up(b, out * 4);
     float *gdy = up(dy, (size_t)B * out * 4), *gy = gpu->alloc(gc, (size_t)B * out * 4);
     float *gdx = gpu->alloc(gc, (size_t)B * in * 4);
-    cpu->linear_forward(cc, x, w, b, y, B, in, out, ws);
-    gpu->linear_forward(gc, gx, gw, gb, gy, B, in, out, NULL);
+    cpu->linear_forward(cc, REPRO_VARIANT_ORDERED, x, w, b, y, B, in, out, ws);
+    gpu->linear_forward(gc, REPRO_VARIANT_ORDERED, gx, gw, gb, gy, B, in, out, NULL);
     expect_bits("linear.fwd", y, down(gy, (size_t)B * out * 4), (size_t)B * out * 4);
+    /* split-K at 1, 4 and 2 chunks (B = 37, 5, 9 rows): the CPU's bits */
+    for (int rows = B; rows > 0; rows = rows == B ? 5 : rows == 5 ? 9 : 0) {
+        char what[64];
+        snprintf(what, sizeof what, "linear.fwd splitk (%d rows, %d chunks)", rows,
+                 repro_splitk_chunks(rows));
+        cpu->linear_forward(cc, REPRO_VARIANT_SPLITK, x, w, b, y, rows, in, out, ws);
+        gpu->linear_forward(gc, REPRO_VARIANT_SPLITK, gx, gw, gb, gy, rows, in, out, NULL);
+        expect_bits(what, y, down(gy, (size_t)rows * out * 4), (size_t)rows * out * 4);
+    }
     cpu->linear_backward_data(cc, dy, w, dx, B, in, out);
     gpu->linear_backward_data(gc, gdy, gw, gdx, B, in, out);
     expect_bits("linear.bwd_data", dx, down(gdx, (size_t)B * in * 4), (size_t)B * in * 4);
