@@ -14,11 +14,7 @@
 static void candidates(repro_bisect_batchinv_result *r)
 {
     for (int k = 0; k < REPRO_KEY_COUNT; k++) {
-        if (!repro_config_key_is_variant(k))
-            continue;
-        char v[64];
-        repro_config_variant_name(&r->cfg, k, v, sizeof v);
-        const repro_variant_info *vi = repro_variant_find(repro_config_key_name(k), v);
+        const repro_variant_info *vi = repro_config_variant_in_use(&r->cfg, k);
         if (vi && vi->batch_invariant == 0 && r->ncand < REPRO_BISECT_OPS_MAX_CAND)
             r->cand[r->ncand++] = k;
     }

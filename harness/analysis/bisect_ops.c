@@ -25,11 +25,7 @@ int repro_bisect_ops_prepare(const repro_bisect_ops_opts *o, repro_bisect_ops_re
         return -1;
     /* The candidates: nondeterministic variants in use, minus the quarantined. */
     for (int k = 0; k < REPRO_KEY_COUNT; k++) {
-        if (!repro_config_key_is_variant(k))
-            continue;
-        char v[64];
-        repro_config_variant_name(&r->cfg, k, v, sizeof v);
-        const repro_variant_info *vi = repro_variant_find(repro_config_key_name(k), v);
+        const repro_variant_info *vi = repro_config_variant_in_use(&r->cfg, k);
         if (!vi || vi->deterministic)
             continue;
         if (o->quarantine && !strcmp(o->quarantine, repro_config_key_name(k)))

@@ -111,6 +111,15 @@ const char *repro_config_variant_name(const repro_config *cfg, int key, char *bu
     return buf;
 }
 
+const repro_variant_info *repro_config_variant_in_use(const repro_config *cfg, int key)
+{
+    if (!repro_config_key_is_variant(key))
+        return NULL;
+    char v[64];
+    repro_config_variant_name(cfg, key, v, sizeof v);
+    return repro_variant_find(keys[key].name, v);
+}
+
 static int find_in_section(const char *section, const char *name)
 {
     for (int i = 0; i < REPRO_KEY_COUNT; i++)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kernels/variants.h"
 #include "repro/digest.h"
 
 #define REPRO_CONFIG_LIST_MAX 8
@@ -84,6 +85,10 @@ void repro_config_print_reference(FILE *out);
  * ("linear.bwd_weight") and chosen variant name. */
 int repro_config_key_is_variant(int key);
 const char *repro_config_variant_name(const repro_config *cfg, int key, char *buf, size_t len);
+/* The registry entry of the variant cfg selects for `key` (its
+ * determinism and batch invariance), or NULL when key is not a variant
+ * key. */
+const repro_variant_info *repro_config_variant_in_use(const repro_config *cfg, int key);
 
 /* The nondeterministic variants cfg selects, as "op = variant" lines
  * (for deterministic = warn's warning); returns how many. */

@@ -10,6 +10,7 @@
 #include "build_info.h"
 #include "record/env.h"
 #include "util/error.h"
+#include "util/fsutil.h"
 #include "kernels/philox.h"
 #include "util/seeds.h"
 #include "record/trace.h"
@@ -19,23 +20,6 @@ struct repro_trace_writer {
     FILE *f;
     char path[1024];
 };
-
-/* mkdir -p of the directory part of `path`. */
-static int make_parents(const char *path)
-{
-    char buf[1024];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return repro_error_set(REPRO_EINVAL, "%s: path too long", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return repro_error_set_errno(REPRO_EIO, "%s: cannot create directory", buf);
-        *p = '/';
-    }
-    return 0;
-}
 
 static json_t *hex_json(const repro_digest *d)
 {
@@ -109,7 +93,7 @@ int repro_trace_writer_open(repro_trace_writer **out, const char *path, void *he
         if (!json_object_get(h, required[i]))
             return repro_error_set(REPRO_EINVAL, "%s: trace header lacks \"%s\"", path,
                                    required[i]);
-    if (make_parents(path))
+    if (repro_mkdirs_for(path))
         return -1;
     repro_trace_writer *w = calloc(1, sizeof *w);
     if (!w)

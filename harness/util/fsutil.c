@@ -27,6 +27,34 @@ int repro_mkdirs(const char *dir)
     return 0;
 }
 
+int repro_mkdirs_for(const char *path)
+{
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return repro_error_set(REPRO_EINVAL, "%s: path too long", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = '\0';
+    return repro_mkdirs(dir);
+}
+
+void repro_fsync_parent_dir(const char *path)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    int dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+}
+
 /* "(N MiB free there)", from statvfs: what is left for us (f_bavail). */
 static void free_space(const char *dir, char *buf, size_t len)
 {

@@ -9,6 +9,11 @@
 /* mkdir -p of `dir` itself (every component, 0777 & umask). Returns 0, or -1
  * with the error slot set (exit 3) naming the directory that failed. */
 int repro_mkdirs(const char *dir);
+/* mkdir -p of the directory part of a file path ("a/b/c.txt": a/b). */
+int repro_mkdirs_for(const char *path);
+/* fsyncs the directory holding `path`, so a rename into it is durable
+ * (best effort: nothing to report if the directory cannot be opened). */
+void repro_fsync_parent_dir(const char *path);
 
 /* Can this process write a file in `dir` now? Creates a small probe file
  * there (O_EXCL, removed at once), writes a byte and fsyncs it — what a

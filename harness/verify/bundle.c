@@ -89,18 +89,7 @@ int repro_write_file_atomic(const char *path, const void *data, size_t len)
         return -1;
     }
     /* The rename is durable only once the directory is synced. */
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
-    int dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    repro_fsync_parent_dir(path);
     return 0;
 }
 

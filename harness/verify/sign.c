@@ -72,22 +72,6 @@ static int write_pem_temp(const char *path, EVP_PKEY *k, int priv, char *tmp, si
     return 0;
 }
 
-static void sync_parent_dir(const char *path)
-{
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
-    int dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-}
-
 int repro_sign_keygen(const char *priv_path, const char *pub_path)
 {
     /* Refuse early, before the work; link() below is what guarantees it. */
@@ -121,7 +105,7 @@ int repro_sign_keygen(const char *priv_path, const char *pub_path)
         goto cleanup;
     }
     pub_tmp[0] = '\0';
-    sync_parent_dir(priv_path);
+    repro_fsync_parent_dir(priv_path);
     rc = 0;
 cleanup:
     if (priv_tmp[0])
