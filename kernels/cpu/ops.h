@@ -32,11 +32,16 @@ double repro_log(double x);
  *                A[m*a_rs + k*a_cs] * B[k*ldb + n]
  * init is C's current value when `accumulate`, else bias[n] when bias is not
  * NULL, else 0. A may be strided (so A^T costs nothing); B rows must be
- * contiguous. Chunks are fixed blocks of rows of C. */
+ * contiguous. Chunks are fixed blocks of C. The vector path (kernels/isa.h)
+ * changes only the speed. */
 void repro_gemm(repro_pool *pool, int M, int N, int K,
                 const float *A, long a_rs, long a_cs,
                 const float *B, long ldb,
                 float *C, long ldc, const float *bias, int accumulate);
+/* The same on the calling thread alone (for use inside a pool chunk). */
+void repro_gemm_serial(int M, int N, int K, const float *A, long a_rs, long a_cs,
+                       const float *B, long ldb, float *C, long ldc, const float *bias,
+                       int accumulate);
 
 /* ---- linear (linear.c): x [B][in], w [out][in] (PyTorch layout), b [out],
  *      y [B][out] ---------------------------------------------------------- */
