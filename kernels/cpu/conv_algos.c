@@ -13,6 +13,8 @@
 
 #include <string.h>
 
+#include "scratch.h"
+
 #include "vec4.h"
 
 static inline long lmax(long a, long b) { return a > b ? a : b; }
@@ -87,8 +89,8 @@ typedef struct {
  * algorithm with its own bits, as cuDNN's IMPLICIT_GEMM vs GEMM are. */
 enum { IM2COL_QBLOCK = 16 };
 
-/* Unfold sample b into col [Q][P]. */
-static void im2col_unfold(const repro_conv_shape *s, const float *xb, float *col)
+/* Unfold sample b into col [Q][P] (conv_algos.h). */
+void repro_conv_unfold(const repro_conv_shape *s, const float *xb, float *col)
 {
     long C = s->C, H = s->H, W = s->W, R = s->R, pad = s->pad;
     long OH = repro_conv_oh(s), OW = repro_conv_ow(s), P = OH * OW;
@@ -198,7 +200,7 @@ static void im2col_chunk(void *vctx, long b)
     long Q = C * R * R, P = out_positions(s);
     float *col = cx->ws + b * Q * P;
     float *yb = cx->y + b * K * P;
-    im2col_unfold(s, cx->x + b * C * H * W, col);
+    repro_conv_unfold(s, cx->x + b * C * H * W, col);
     long p8 = P / 8 * 8, p4 = P / 4 * 4, k4 = K / 4 * 4;
     /* Position strips outside, filter quads inside: one Q x 8 strip of col
      * stays in L1 while all K filters sweep over it. */
@@ -383,14 +385,25 @@ static void wino_chunk(void *vctx, long b)
         }
     }
 
+    /* The channel sums of every k at once: for each e a GEMM
+     * Mall[k][e][t] = +0 + U[k][c][e] * V[c][e][t] over c ascending (the
+     * same order as the axpy loop below, which runs when no scratch). */
+    float *Mall = repro_scratch(REPRO_SCRATCH_CONV, (size_t)(K * 16 * T));
+    for (int e = 0; Mall && e < 16; e++)
+        repro_gemm_serial((int)K, (int)T, (int)C, U + e, C * 16, 16, V + e * T, 16 * T,
+                          Mall + e * T, 16 * T, NULL, 0);
     for (long k = 0; k < K; k++) {
-        for (long i = 0; i < 16 * T; i++)
-            M[i] = 0.0f;
-        for (long c = 0; c < C; c++) {
-            const float *u = U + (k * C + c) * 16;
-            const float *v = V + c * 16 * T;
-            for (int e = 0; e < 16; e++)
-                axpy(M + e * T, v + e * T, u[e], T);
+        if (Mall) {
+            M = Mall + k * 16 * T;
+        } else {
+            for (long i = 0; i < 16 * T; i++)
+                M[i] = 0.0f;
+            for (long c = 0; c < C; c++) {
+                const float *u = U + (k * C + c) * 16;
+                const float *v = V + c * 16 * T;
+                for (int e = 0; e < 16; e++)
+                    axpy(M + e * T, v + e * T, u[e], T);
+            }
         }
         /* Output transform, 4 tiles at a time, then init + it, stored
          * where the output exists (edge tiles are partly outside). */
