@@ -18,20 +18,8 @@
 #include "conv_algos.h"
 #include "scratch.h"
 #include "simd.h"
+#include "vec4.h"
 
-typedef float v4f __attribute__((vector_size(16)));
-
-static inline v4f v4_load(const float *p)
-{
-    v4f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void v4_store(float *p, v4f v)
-{
-    memcpy(p, &v, sizeof v);
-}
 
 /* y[i] = y[i] + a * x[i] (product rounded, then the add), i ascending;
  * every i is a different output element. */
@@ -212,12 +200,12 @@ static void bwd_data_unfold(const repro_conv_shape *s, const float *dyb, float *
                     float *r = row + iy * W;
                     long oy = iy - ry + pad;
                     if (oy < 0 || oy >= OH) {
-                        memset(r, 0, (size_t)W * sizeof *r);
+                        repro_fzero(r, W);
                         continue;
                     }
-                    memset(r, 0, (size_t)lo * sizeof *r);
-                    memcpy(r + lo, dyp + oy * OW + lo - rx + pad, (size_t)(hi - lo) * sizeof *r);
-                    memset(r + hi, 0, (size_t)(W - hi) * sizeof *r);
+                    repro_fzero(r, lo);
+                    repro_fcopy(r + lo, dyp + oy * OW + lo - rx + pad, hi - lo);
+                    repro_fzero(r + hi, W - hi);
                 }
             }
 }

@@ -105,12 +105,12 @@ void repro_conv_unfold(const repro_conv_shape *s, const float *xb, float *col)
                     float *r = row + oy * OW;
                     long iy = oy + ry - pad;
                     if (iy < 0 || iy >= H) {
-                        memset(r, 0, (size_t)OW * sizeof *r);
+                        repro_fzero(r, OW);
                         continue;
                     }
-                    memset(r, 0, (size_t)lo * sizeof *r);
-                    memcpy(r + lo, xp + iy * W + lo + rx - pad, (size_t)(hi - lo) * sizeof *r);
-                    memset(r + hi, 0, (size_t)(OW - hi) * sizeof *r);
+                    repro_fzero(r, lo);
+                    repro_fcopy(r + lo, xp + iy * W + lo + rx - pad, hi - lo);
+                    repro_fzero(r + hi, OW - hi);
                 }
             }
 }

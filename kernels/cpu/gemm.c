@@ -19,6 +19,7 @@
 
 #include "scratch.h"
 #include "simd.h"
+#include "vec4.h"
 
 enum { KC = 256, NC_PANELS = 8, MC_PANELS = 8 };
 
@@ -75,9 +76,8 @@ static void pack_b(const float *B, long ldb, long k0, long kc, long n0, long nco
         float *d = Bp + p * kc * nr;
         for (long k = 0; k < kc; k++, d += nr) {
             const float *b = B + (k0 + k) * ldb + n0 + p * nr;
-            memcpy(d, b, (size_t)cols * sizeof *d);
-            for (long j = cols; j < nr; j++)
-                d[j] = 0.0f;
+            repro_fcopy(d, b, cols);
+            repro_fzero(d + cols, nr - cols);
         }
     }
 }

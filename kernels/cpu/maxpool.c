@@ -13,9 +13,39 @@ typedef struct {
     const int32_t *argmax_in;
 } pool_ctx;
 
+/* The first maximum of a window in row-major order, a NaN winning (see
+ * fwd_chunk): one step of the scan. */
+static inline void take(float v, int32_t off, float *best, int32_t *at)
+{
+    if (v > *best || (v != v && *best == *best)) {
+        *best = v;
+        *at = off;
+    }
+}
+
+/* k = 2 (the CNN's pool): the same scan written out for the 2 x 2 window. */
+static void fwd_plane_k2(const pool_ctx *p, const float *xp, float *yp, int32_t *ap)
+{
+    for (int oy = 0; oy < p->OH; oy++)
+        for (int ox = 0; ox < p->OW; ox++) {
+            int32_t first = 2 * oy * p->W + 2 * ox, at = first;
+            float best = xp[first];
+            take(xp[first + 1], first + 1, &best, &at);
+            take(xp[first + p->W], first + p->W, &best, &at);
+            take(xp[first + p->W + 1], first + p->W + 1, &best, &at);
+            yp[oy * p->OW + ox] = best;
+            ap[oy * p->OW + ox] = at;
+        }
+}
+
 static void fwd_chunk(void *vctx, long plane)
 {
     const pool_ctx *p = vctx;
+    if (p->k == 2) {
+        fwd_plane_k2(p, p->x + plane * p->H * p->W, p->y + plane * p->OH * p->OW,
+                     p->argmax + plane * p->OH * p->OW);
+        return;
+    }
     const float *xp = p->x + plane * p->H * p->W;
     float *yp = p->y + plane * p->OH * p->OW;
     int32_t *ap = p->argmax + plane * p->OH * p->OW;
