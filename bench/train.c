@@ -268,6 +268,7 @@ static void memory_table(void)
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows as it comes */
     const char *repro = argc > 1 ? argv[1] : "build/repro";
     const char *python = argc > 2 ? argv[2] : "python3";
     const char *script = argc > 3 ? argv[3] : "bench/torch_ref.py";
