@@ -39,13 +39,13 @@ static void write_init(int M, int N, float *C, long ldc, const float *bias)
 
 /* The reference order itself, for when scratch memory is not available. */
 static void gemm_plain(int M, int N, int K, const float *A, long a_rs, long a_cs, const float *B,
-                       long ldb, float *C, long ldc)
+                       long b_rs, long b_cs, float *C, long ldc)
 {
     for (long m = 0; m < M; m++)
         for (long n = 0; n < N; n++) {
             float c = C[m * ldc + n];
             for (long k = 0; k < K; k++) {
-                float p = A[m * a_rs + k * a_cs] * B[k * ldb + n];
+                float p = A[m * a_rs + k * a_cs] * B[k * b_rs + n * b_cs];
                 c = c + p;
             }
             C[m * ldc + n] = c;
@@ -67,17 +67,27 @@ static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, int 
     }
 }
 
-/* Panel p of Bp: [kc][nr] = B(k0 + k, n0 + p*nr + j), columns past N as 0. */
-static void pack_b(const float *B, long ldb, long k0, long kc, long n0, long ncols, int nr,
-                   float *Bp)
+/* Panel p of Bp: [kc][nr] = B(k0 + k, n0 + p*nr + j) with B(k, n) =
+ * B[k*b_rs + n*b_cs], columns past N as 0. Rows of B contiguous (b_cs = 1)
+ * copy row pieces; a transposed B (b_rs = 1: linear's weights [out][in])
+ * reads each column's run of k contiguously. */
+static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long n0, long ncols,
+                   int nr, float *Bp)
 {
     for (long p = 0; p * nr < ncols; p++) {
         long cols = lmin(nr, ncols - p * nr);
         float *d = Bp + p * kc * nr;
-        for (long k = 0; k < kc; k++, d += nr) {
-            const float *b = B + (k0 + k) * ldb + n0 + p * nr;
-            repro_fcopy(d, b, cols);
-            repro_fzero(d + cols, nr - cols);
+        if (b_cs == 1) {
+            for (long k = 0; k < kc; k++, d += nr) {
+                repro_fcopy(d, B + (k0 + k) * b_rs + n0 + p * nr, cols);
+                repro_fzero(d + cols, nr - cols);
+            }
+            continue;
+        }
+        for (long j = 0; j < nr; j++) {
+            const float *b = B + k0 * b_rs + (n0 + p * nr + j) * b_cs;
+            for (long k = 0; k < kc; k++)
+                d[k * nr + j] = j < cols ? b[k * b_rs] : 0.0f;
         }
     }
 }
@@ -98,9 +108,10 @@ static void run_tile(const repro_simd *s, long kc, const float *Ap, const float 
         memcpy(C + r * ldc, t + r * s->nr, (size_t)cols * sizeof *t);
 }
 
-void repro_gemm_serial(int M, int N, int K, const float *A, long a_rs, long a_cs,
-                       const float *B, long ldb, float *C, long ldc, const float *bias,
-                       int accumulate)
+/* The serial engine, B(k, n) = B[k*b_rs + n*b_cs]. */
+static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long a_cs,
+                           const float *B, long b_rs, long b_cs, float *C, long ldc,
+                           const float *bias, int accumulate)
 {
     if (M <= 0 || N <= 0)
         return;
@@ -114,14 +125,14 @@ void repro_gemm_serial(int M, int N, int K, const float *A, long a_rs, long a_cs
     float *Ap = repro_scratch(REPRO_SCRATCH_GEMM_A, (size_t)KC * mr);
     float *Bp = repro_scratch(REPRO_SCRATCH_GEMM_B, (size_t)KC * nc);
     if (!Ap || !Bp) {
-        gemm_plain(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc);
+        gemm_plain(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc);
         return;
     }
     for (long k0 = 0; k0 < K; k0 += KC) {
         long kc = lmin(KC, K - k0);
         for (long n0 = 0; n0 < N; n0 += nc) {
             long ncols = lmin(nc, N - n0);
-            pack_b(B, ldb, k0, kc, n0, ncols, nr, Bp);
+            pack_b(B, b_rs, b_cs, k0, kc, n0, ncols, nr, Bp);
             for (long m0 = 0; m0 < M; m0 += mr) {
                 int rows = (int)lmin(mr, M - m0);
                 pack_a(A, a_rs, a_cs, m0, rows, mr, k0, kc, Ap);
@@ -133,12 +144,19 @@ void repro_gemm_serial(int M, int N, int K, const float *A, long a_rs, long a_cs
     }
 }
 
+void repro_gemm_serial(int M, int N, int K, const float *A, long a_rs, long a_cs,
+                       const float *B, long ldb, float *C, long ldc, const float *bias,
+                       int accumulate)
+{
+    gemm_serial_ex(M, N, K, A, a_rs, a_cs, B, ldb, 1, C, ldc, bias, accumulate);
+}
+
 typedef struct {
     int M, N, K;
     const float *A;
     long a_rs, a_cs;
     const float *B;
-    long ldb;
+    long b_rs, b_cs;
     float *C;
     long ldc;
     const float *bias;
@@ -152,17 +170,16 @@ static void gemm_chunk(void *vctx, long chunk)
     long m0 = (chunk / g->col_chunks) * g->row_block;
     long n0 = (chunk % g->col_chunks) * g->col_block;
     int rows = (int)lmin(g->row_block, g->M - m0), cols = (int)lmin(g->col_block, g->N - n0);
-    repro_gemm_serial(rows, cols, g->K, g->A + m0 * g->a_rs, g->a_rs, g->a_cs, g->B + n0,
-                      g->ldb, g->C + m0 * g->ldc + n0, g->ldc, g->bias ? g->bias + n0 : NULL,
-                      g->accumulate);
+    gemm_serial_ex(rows, cols, g->K, g->A + m0 * g->a_rs, g->a_rs, g->a_cs, g->B + n0 * g->b_cs,
+                   g->b_rs, g->b_cs, g->C + m0 * g->ldc + n0, g->ldc,
+                   g->bias ? g->bias + n0 : NULL, g->accumulate);
 }
 
 /* Blocks of C: whole tiles, rows split evenly in up to MC_PANELS-panel
  * blocks. Only speed depends on them (each element's order never does). */
-void repro_gemm(repro_pool *pool, int M, int N, int K,
-                const float *A, long a_rs, long a_cs,
-                const float *B, long ldb,
-                float *C, long ldc, const float *bias, int accumulate)
+void repro_gemm_ex(repro_pool *pool, int M, int N, int K, const float *A, long a_rs, long a_cs,
+                   const float *B, long b_rs, long b_cs, float *C, long ldc, const float *bias,
+                   int accumulate)
 {
     if (M <= 0 || N <= 0)
         return;
@@ -171,8 +188,16 @@ void repro_gemm(repro_pool *pool, int M, int N, int K,
     long row_blocks = (M + mr * MC_PANELS - 1) / (mr * MC_PANELS);
     long rows = (M + row_blocks - 1) / row_blocks;
     rows = (rows + mr - 1) / mr * mr;
-    gemm_ctx g = {M, N, K < 0 ? 0 : K, A, a_rs, a_cs, B, ldb, C, ldc, bias, accumulate,
+    gemm_ctx g = {M, N, K < 0 ? 0 : K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, bias, accumulate,
                   rows, nc, (N + nc - 1) / nc};
     long nchunks = ((M + rows - 1) / rows) * g.col_chunks;
     repro_pool_run(pool, nchunks, gemm_chunk, &g);
+}
+
+void repro_gemm(repro_pool *pool, int M, int N, int K,
+                const float *A, long a_rs, long a_cs,
+                const float *B, long ldb,
+                float *C, long ldc, const float *bias, int accumulate)
+{
+    repro_gemm_ex(pool, M, N, K, A, a_rs, a_cs, B, ldb, 1, C, ldc, bias, accumulate);
 }
