@@ -12,6 +12,9 @@
 #include "core/train_record.h"
 #include "record/trace.h"
 #include "core/train.h"
+#include "record/stats.h"
+
+#include <math.h>
 
 static repro_config cfg;
 
@@ -170,6 +173,48 @@ START_TEST(test_dumps)
 }
 END_TEST
 
+
+/* The stats' order, written out: element i into lane i % 4 (non-finite
+ * elements counted and added as 0), lanes combined (0+1)+(2+3). The
+ * vectorized stats must give these bits exactly. */
+static void stats_ref(const float *x, size_t n, double *l2, double *sum, double *mx, long *nf)
+{
+    double q[4] = {0}, s[4] = {0}, m[4] = {0};
+    *nf = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = isfinite(x[i]) ? (double)x[i] : 0.0;
+        *nf += !isfinite(x[i]);
+        q[i % 4] += v * v;
+        s[i % 4] += v;
+        m[i % 4] = fabs(v) > m[i % 4] ? fabs(v) : m[i % 4];
+    }
+    *l2 = sqrt((q[0] + q[1]) + (q[2] + q[3]));
+    *sum = (s[0] + s[1]) + (s[2] + s[3]);
+    double m01 = m[0] > m[1] ? m[0] : m[1], m23 = m[2] > m[3] ? m[2] : m[3];
+    *mx = m01 > m23 ? m01 : m23;
+}
+
+START_TEST(test_stats_f32_order)
+{
+    for (size_t n = 0; n < 40; n += 3) {
+        float x[40] = {0};
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)((i * 7919) % 1000) * 0.37f - 150.0f + (float)i * 1e-3f;
+        if (n > 5) {
+            x[1] = INFINITY;
+            x[4] = NAN;
+            x[5] = -0.0f;
+            x[n - 1] = -INFINITY;
+        }
+        double a[3], b[3];
+        long nfa, nfb;
+        repro_tensor_stats_compute("f32", x, n * 4, &a[0], &a[1], &a[2], &nfa);
+        stats_ref(x, n, &b[0], &b[1], &b[2], &nfb);
+        ck_assert_msg(!memcmp(a, b, sizeof a) && nfa == nfb, "stats of %zu elements differ", n);
+    }
+}
+END_TEST
+
 Suite *record_suite(void)
 {
     Suite *s = suite_create("record");
@@ -179,6 +224,7 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_levels_and_every_keep_the_chain);
     tcase_add_test(tc, test_hashing_never_changes_training);
     tcase_add_test(tc, test_dumps);
+    tcase_add_test(tc, test_stats_f32_order);
     suite_add_tcase(s, tc);
     return s;
 }
