@@ -6,6 +6,7 @@
 #ifndef REPRO_BENCH_TORCH_PEER_H
 #define REPRO_BENCH_TORCH_PEER_H
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -27,7 +28,9 @@ static int torch_peer_start(torch_peer *p, const char *python, const char *scrip
 {
     memset(p, 0, sizeof *p);
     int in[2], out[2];
-    if (pipe(in) || pipe(out))
+    /* close-on-exec: a second peer must not inherit this one's pipe ends
+     * (its stdin would then never see EOF) */
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
         return -1;
     char nt[16];
     snprintf(nt, sizeof nt, "%d", threads);

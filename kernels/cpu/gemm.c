@@ -21,7 +21,7 @@
 #include "simd.h"
 #include "vec4.h"
 
-enum { KC = 256, NC_PANELS = 8, MC_PANELS = 8 };
+enum { KC = 256, NC_PANELS = 8, MC_PANELS = 16 };
 
 static inline long lmin(long a, long b) { return a < b ? a : b; }
 
@@ -84,10 +84,13 @@ static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long 
             }
             continue;
         }
-        for (long j = 0; j < nr; j++) {
-            const float *b = B + k0 * b_rs + (n0 + p * nr + j) * b_cs;
-            for (long k = 0; k < kc; k++)
-                d[k * nr + j] = j < cols ? b[k * b_rs] : 0.0f;
+        /* k outer: the writes run along the panel; the reads are `cols`
+         * rows of the transposed matrix, each walked in order */
+        const float *b = B + k0 * b_rs + (n0 + p * nr) * b_cs;
+        for (long k = 0; k < kc; k++, d += nr) {
+            for (long j = 0; j < cols; j++)
+                d[j] = b[k * b_rs + j * b_cs];
+            repro_fzero(d + cols, nr - cols);
         }
     }
 }
