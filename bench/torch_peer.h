@@ -20,7 +20,7 @@ extern char **environ;
 typedef struct {
     pid_t pid;
     FILE *to, *from;
-    char banner[160];
+    char banner[512];
 } torch_peer;
 
 /* Starts `python script --serve --threads N`; 0 when it answered "ready". */

@@ -123,7 +123,8 @@ def main():
         return 0
     trainers = {}
     if a.serve:
-        print("ready torch %s threads %d" % (torch.__version__, torch.get_num_threads()),
+        print("ready torch %s, %d thread(s), BLAS: %s" % (torch.__version__,
+                                                          torch.get_num_threads(), blas_name()),
               flush=True)
         for line in sys.stdin:
             parts = line.split()

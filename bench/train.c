@@ -111,8 +111,8 @@ static void versus_torch(const char *python, const char *script)
         if (torch_peer_start(&peers[t], python, script, t + 1))
             have_torch = 0;
     if (have_torch)
-        printf("PyTorch: %s (%s); BLAS as `%s %s --info` prints\n", peers[0].banner, script,
-               python, script);
+        for (int t = 0; t < 2; t++) /* "ready torch V, N thread(s), BLAS: ..." */
+            printf("PyTorch (%s): %s\n", script, peers[t].banner + 6);
     else
         printf("PyTorch was not found (%s %s): repro's figures only\n", python, script);
     printf("\n%-4s %3s %-7s %10s %10s %8s %10s %9s %9s %8s\n", "exp", "thr", "path",
