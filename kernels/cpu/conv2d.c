@@ -1,10 +1,12 @@
 /* 2-D convolution (stride 1, zero padding), direct: forward, backward data,
  * backward filter/bias, each in the exact per-element order ops.h states.
  * Determinism argument: every output element is written by exactly one chunk
- * (forward: a (b, k) plane; backward data: a (b, c) plane; backward filter:
- * a (k, c, ry) filter row, plus db[k] in the (k, 0, 0) chunk), chunk
- * boundaries depend only on the shape, and the loops that vectorize run
- * across output positions (ox / ix), never across the terms of one sum.
+ * (forward and backward data: a sample, as unfold + GEMM, or planes in the
+ * plain loops; backward filter: a (k, c, ry) filter row, plus db[k] in the
+ * (k, 0, 0) chunk), chunk boundaries depend only on the shape, and vector
+ * lanes run across output positions, never across the terms of one sum; the
+ * GEMM keeps each sum's order (gemm.c). The plain loops stay as the
+ * fallback (no scratch memory, non-finite weights in backward data).
  * Padding: in forward and backward filter the padded positions are real
  * terms whose input value is +0 (w*0 resp. dy*0 is added, exactly as "zero
  * padding" reads, so the sign of a zero result or a non-finite weight behaves

@@ -330,6 +330,12 @@ static void wino_gather(const float *xp, long H, long W, long pad, long ty, long
                         float d[4][4][4], int l)
 {
     long iy0 = 2 * ty - pad, ix0 = 2 * tx - pad;
+    if (iy0 >= 0 && ix0 >= 0 && iy0 + 4 <= H && ix0 + 4 <= W) { /* inside: no checks */
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                d[i][j][l] = xp[(iy0 + i) * W + ix0 + j];
+        return;
+    }
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) {
             long iy = iy0 + i, ix = ix0 + j;

@@ -17,10 +17,10 @@ typedef struct {
  * fwd_chunk): one step of the scan. */
 static inline void take(float v, int32_t off, float *best, int32_t *at)
 {
-    if (v > *best || (v != v && *best == *best)) {
-        *best = v;
-        *at = off;
-    }
+    /* selects, not a branch: which element wins is data, and unpredictable */
+    int win = (v > *best) | ((v != v) & (*best == *best));
+    *best = win ? v : *best;
+    *at = win ? off : *at;
 }
 
 /* k = 2 (the CNN's pool): the same scan written out for the 2 x 2 window. */
