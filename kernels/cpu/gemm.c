@@ -95,23 +95,27 @@ static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long 
     }
 }
 
-/* One tile: a full one in place, an edge one through a padded copy. */
-static void run_tile(const repro_simd *s, long kc, const float *Ap, const float *Bp, float *C,
-                     long ldc, int rows, int cols)
+/* One tile, B's panel row k at Bp + k*ldb: a full tile in place, an edge
+ * one through a padded copy of C. */
+static void run_tile(const repro_simd *s, long kc, const float *Ap, const float *Bp, long ldb,
+                     float *C, long ldc, int rows, int cols)
 {
     if (rows == s->mr && cols == s->nr) {
-        s->gemm_tile(kc, Ap, Bp, C, ldc);
+        s->gemm_tile(kc, Ap, Bp, ldb, C, ldc);
         return;
     }
     float t[16 * 32]; /* mr x nr of the widest path */
     for (int r = 0; r < rows; r++)
         memcpy(t + r * s->nr, C + r * ldc, (size_t)cols * sizeof *t);
-    s->gemm_tile(kc, Ap, Bp, t, s->nr);
+    s->gemm_tile(kc, Ap, Bp, ldb, t, s->nr);
     for (int r = 0; r < rows; r++)
         memcpy(C + r * ldc, t + r * s->nr, (size_t)cols * sizeof *t);
 }
 
-/* The serial engine, B(k, n) = B[k*b_rs + n*b_cs]. */
+/* The serial engine, B(k, n) = B[k*b_rs + n*b_cs]. B with contiguous rows
+ * is read in place by the full-width panels (no copy: the tile loads nr
+ * floats per k wherever they are); only a transposed B, and the last
+ * narrow panel (zero-padded to nr), are packed. */
 static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long a_cs,
                            const float *B, long b_rs, long b_cs, float *C, long ldc,
                            const float *bias, int accumulate)
@@ -135,13 +139,22 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
         long kc = lmin(KC, K - k0);
         for (long n0 = 0; n0 < N; n0 += nc) {
             long ncols = lmin(nc, N - n0);
-            pack_b(B, b_rs, b_cs, k0, kc, n0, ncols, nr, Bp);
+            /* in place: whole panels of a row-major B; packed: the rest */
+            long direct = b_cs == 1 ? ncols / nr * nr : 0;
+            if (direct < ncols)
+                pack_b(B, b_rs, b_cs, k0, kc, n0 + direct, ncols - direct, nr, Bp);
             for (long m0 = 0; m0 < M; m0 += mr) {
                 int rows = (int)lmin(mr, M - m0);
                 pack_a(A, a_rs, a_cs, m0, rows, mr, k0, kc, Ap);
-                for (long p = 0; p * nr < ncols; p++)
-                    run_tile(s, kc, Ap, Bp + p * kc * nr, C + m0 * ldc + n0 + p * nr, ldc,
-                             rows, (int)lmin(nr, ncols - p * nr));
+                for (long n = 0; n < ncols; n += nr) {
+                    int cols = (int)lmin(nr, ncols - n);
+                    float *c = C + m0 * ldc + n0 + n;
+                    if (n < direct)
+                        run_tile(s, kc, Ap, B + k0 * b_rs + n0 + n, b_rs, c, ldc, rows, cols);
+                    else
+                        run_tile(s, kc, Ap, Bp + (n - direct) / nr * kc * nr, nr, c, ldc, rows,
+                                 cols);
+                }
             }
         }
     }

@@ -19,11 +19,11 @@ typedef struct {
     int lanes;  /* floats per vector */
     int mr, nr; /* GEMM register tile: mr rows x nr (= 2 * lanes) columns */
     /* The GEMM register tile: C[r][j] (r < mr, j < nr, row stride ldc) =
-     * C[r][j] + Ap[0*mr + r]*Bp[0*nr + j] + Ap[1*mr + r]*Bp[1*nr + j] + ...
-     * for k = 0 .. kc-1 in that order (Ap: mr x kc packed by k, Bp: kc x nr
-     * packed by k). C holds the running sums: a caller that splits K into
-     * blocks keeps each element's order ascending in k. */
-    void (*gemm_tile)(long kc, const float *Ap, const float *Bp, float *C, long ldc);
+     * C[r][j] + Ap[0*mr + r]*Bp[0*ldb + j] + Ap[1*mr + r]*Bp[1*ldb + j] + ...
+     * for k = 0 .. kc-1 in that order (Ap: mr x kc packed by k; Bp: kc rows
+     * of nr floats, ldb apart). C holds the running sums: a caller that
+     * splits K into blocks keeps each element's order ascending in k. */
+    void (*gemm_tile)(long kc, const float *Ap, const float *Bp, long ldb, float *C, long ldc);
     /* Column sums of conv backward filter, nv (1..3 fast, any works)
      * vectors of output columns ox = v*lanes + lane, R kernel columns rx:
      *   acc[rx][ox] = acc[rx][ox] + dy[dy_off[j] + ox] * x[x_off[j] + ox + rx]

@@ -46,10 +46,11 @@ TGT static inline VF SFX(splat)(float a)
     SFX(st)(C + (r) * ldc, c##r##a);                                                   \
     SFX(st)(C + (r) * ldc + LANES, c##r##b);
 
-TGT static void SFX(gemm_tile)(long kc, const float *Ap, const float *Bp, float *C, long ldc)
+TGT static void SFX(gemm_tile)(long kc, const float *Ap, const float *Bp, long ldb, float *C,
+                               long ldc)
 {
     MR_ROWS(TILE_LOAD)
-    for (long k = 0; k < kc; k++, Ap += MR, Bp += 2 * LANES) {
+    for (long k = 0; k < kc; k++, Ap += MR, Bp += ldb) {
         VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);
         MR_ROWS(TILE_STEP)
     }
