@@ -278,6 +278,50 @@ START_TEST(test_conv_algos_same_bits_every_path)
 }
 END_TEST
 
+/* ---- max pooling ------------------------------------------------------------------ */
+
+START_TEST(test_maxpool_wide_planes)
+{
+    /* 2x2 windows four at a time: wide planes (26 -> 13 leaves a tail of
+     * one window), ties, NaNs and signed zeros against the scan rule. */
+    const int dims[][2] = {{26, 26}, {11, 13}, {8, 9}};
+    for (size_t d = 0; d < sizeof dims / sizeof *dims; d++) {
+        int B = 2, C = 3, H = dims[d][0], W = dims[d][1], OH = H / 2, OW = W / 2;
+        long nx = (long)B * C * H * W, ny = (long)B * C * OH * OW;
+        float *x = rand_floats(nx, 50 + d);
+        for (long i = 0; i < nx; i += 7)
+            x[i] = x[i + 1 < nx ? i + 1 : i]; /* ties */
+        for (long i = 3; i < nx; i += 29)
+            x[i] = NAN;
+        for (long i = 5; i < nx; i += 31)
+            x[i] = -0.0f;
+        float *y = malloc((size_t)ny * 4), *yw = malloc((size_t)ny * 4);
+        int32_t *am = malloc((size_t)ny * 4), *amw = malloc((size_t)ny * 4);
+        for (long pl = 0; pl < (long)B * C; pl++)
+            for (int oy = 0; oy < OH; oy++)
+                for (int ox = 0; ox < OW; ox++) {
+                    const float *xp = x + pl * H * W;
+                    int32_t at = 2 * oy * W + 2 * ox;
+                    float best = xp[at];
+                    for (int dy = 0; dy < 2; dy++)
+                        for (int dx = 0; dx < 2; dx++) {
+                            int32_t off = (2 * oy + dy) * W + 2 * ox + dx;
+                            if (xp[off] > best || (isnan(xp[off]) && !isnan(best))) {
+                                best = xp[off];
+                                at = off;
+                            }
+                        }
+                    yw[(pl * OH + oy) * OW + ox] = best;
+                    amw[(pl * OH + oy) * OW + ox] = at;
+                }
+        repro_maxpool2d_forward(NULL, B, C, H, W, 2, x, y, am);
+        ck_assert_msg(!memcmp(y, yw, (size_t)ny * 4), "maxpool values %dx%d", H, W);
+        ck_assert_msg(!memcmp(am, amw, (size_t)ny * 4), "maxpool argmax %dx%d", H, W);
+        free(x), free(y), free(yw), free(am), free(amw);
+    }
+}
+END_TEST
+
 /* ---- training ------------------------------------------------------------------ */
 
 /* The chain digest after `steps` recorded steps (digests only, no file). */
@@ -360,6 +404,7 @@ Suite *isa_suite(void)
     tcase_add_test(tc, test_gemm_every_path);
     tcase_add_test(tc, test_conv_every_path);
     tcase_add_test(tc, test_conv_algos_same_bits_every_path);
+    tcase_add_test(tc, test_maxpool_wide_planes);
     tcase_add_test(tc, test_mlp_training_every_path);
     tcase_add_test(tc, test_cnn_training_every_path);
     tcase_add_test(tc, test_cli_repro_isa);
