@@ -192,7 +192,9 @@ static void gemm_chunk(void *vctx, long chunk)
 }
 
 /* Blocks of C: whole tiles, rows split evenly in up to MC_PANELS-panel
- * blocks. Only speed depends on them (each element's order never does). */
+ * blocks, columns in NC_PANELS-panel blocks, narrower when that leaves
+ * fewer than 2 chunks per thread and the work is worth sharing. Only speed
+ * depends on them (each element's order never does). */
 void repro_gemm_ex(repro_pool *pool, int M, int N, int K, const float *A, long a_rs, long a_cs,
                    const float *B, long b_rs, long b_cs, float *C, long ldc, const float *bias,
                    int accumulate)
@@ -200,10 +202,15 @@ void repro_gemm_ex(repro_pool *pool, int M, int N, int K, const float *A, long a
     if (M <= 0 || N <= 0)
         return;
     const repro_simd *s = repro_simd_get();
-    long mr = s->mr, nc = (long)s->nr * NC_PANELS;
+    long mr = s->mr, nr = s->nr, nc = nr * NC_PANELS;
     long row_blocks = (M + mr * MC_PANELS - 1) / (mr * MC_PANELS);
     long rows = (M + row_blocks - 1) / row_blocks;
     rows = (rows + mr - 1) / mr * mr;
+    long want = 2L * repro_pool_threads(pool), have = row_blocks * ((N + nc - 1) / nc);
+    if (have < want && (double)M * N * K >= 1e5) { /* narrower column blocks */
+        long per = (N + want / row_blocks - 1) / (want / row_blocks > 0 ? want / row_blocks : 1);
+        nc = per < nr ? nr : (per + nr - 1) / nr * nr;
+    }
     gemm_ctx g = {M, N, K < 0 ? 0 : K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, bias, accumulate,
                   rows, nc, (N + nc - 1) / nc};
     long nchunks = ((M + rows - 1) / rows) * g.col_chunks;
