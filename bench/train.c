@@ -18,6 +18,7 @@
 #include "core/memory.h"
 #include "core/train.h"
 #include "core/train_record.h"
+#include "record/hash.h"
 #include "kernels/cpu/conv_algos.h"
 #include "kernels/isa.h"
 #include "torch_peer.h"
@@ -30,7 +31,7 @@ enum { REPEATS = 5, NO_HASH = -1 };
 static const struct {
     const char *arch, *path;
     long steps;
-} exps[] = {{"mlp", "experiments/mlp.ini", 150}, {"cnn", "experiments/cnn.ini", 40}};
+} exps[] = {{"mlp", "experiments/mlp.ini", 200}, {"cnn", "experiments/cnn.ini", 60}};
 #define NEXPS (int)(sizeof exps / sizeof *exps)
 
 static int cmp_double(const void *a, const void *b)
@@ -163,6 +164,42 @@ static void versus_torch(const char *python, const char *script)
 
 /* ---- hashing per trace level ------------------------------------------------ */
 
+/* The tree hash's speed on one thread (GB/s) and the bytes a step hashes
+ * (gradients, parameters, optimizer state, the batch): their ratio bounds
+ * a recorded run's speed, since one hasher thread hashes every step. */
+static double hash_gbps(void)
+{
+    size_t n = (size_t)4 << 20;
+    unsigned char *d = malloc(n);
+    if (!d)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        d[i] = (unsigned char)(i * 131);
+    long shape[1] = {(long)(n / 4)};
+    repro_tensor_view v = {"x", "f32", 1, shape, d, n};
+    repro_digest out;
+    double t[5];
+    for (int r = 0; r < 5; r++) {
+        double t0 = repro_now();
+        repro_tensor_digest(&v, &out, NULL);
+        t[r] = repro_now() - t0;
+    }
+    free(d);
+    return n / median(t, 5) * 1e-9;
+}
+
+static double step_bytes(const repro_config *cfg)
+{
+    repro_trainer t;
+    if (repro_trainer_init(&t, cfg))
+        die();
+    double states = cfg->train_optimizer == REPRO_OPT_ADAMW ? 2 : 1;
+    double b = 4.0 * (double)repro_model_param_count(&t.model) * (2 + states) +
+               4.0 * cfg->train_batch_size * (REPRO_IMG_PIXELS + 3 + REPRO_CLASSES);
+    repro_trainer_release(&t);
+    return b;
+}
+
 static void hashing_levels(void)
 {
     static const char *const names[] = {"step", "tensor", "op"};
@@ -182,6 +219,10 @@ static void hashing_levels(void)
                m[3]);
         printf("%-4s %-7s %10s %9.3fx %9.3fx %9.3fx\n", "", "vs off", "", m[1] / m[0],
                m[2] / m[0], m[3] / m[0]);
+        double bytes = step_bytes(&cfg), gbps = hash_gbps();
+        printf("%-4s hashes ~%.0f KiB a step; SHA-256 tree hash %.2f GB/s on one thread here:\n"
+               "%-4s the hasher thread alone allows at most ~%.0f steps/s\n", "",
+               bytes / 1024, gbps, "", gbps * 1e9 / bytes);
     }
 }
 
