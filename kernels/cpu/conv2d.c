@@ -276,7 +276,10 @@ static void bwd_bias_k(const conv_ctx *cx, long k)
         for (long b = 0; b < s->B; b++)
             for (long oy = 0; oy < OH; oy++) {
                 const float *dyrow = cx->dy + ((b * K + k) * OH + oy) * OW + s0;
-                for (long i = 0; i < n; i++)
+                long i = 0;
+                for (; i + 4 <= n; i += 4) /* four columns' sums at a time */
+                    v4_store(col + i, v4_load(col + i) + v4_load(dyrow + i));
+                for (; i < n; i++)
                     col[i] = col[i] + dyrow[i];
             }
         for (long i = 0; i < n; i++)
