@@ -12,6 +12,8 @@
 #include "core/train_record.h"
 #include "record/trace.h"
 #include "core/train.h"
+#include "record/hash.h"
+#include "record/leaf_hasher.h"
 #include "record/stats.h"
 
 #include <math.h>
@@ -215,6 +217,31 @@ START_TEST(test_stats_f32_order)
 }
 END_TEST
 
+
+START_TEST(test_leaf_hasher_equals_tree_hash)
+{
+    /* Two threads' leaves are the one-thread tree hash's, for empty, one
+     * leaf, an odd count and a short last leaf; reused across calls. */
+    const size_t sizes[] = {0, 100, 4096, 3 * 4096, 5 * 4096 + 7, (1 << 20) + 3};
+    repro_leaf_hasher *h;
+    ck_assert_int_eq(repro_leaf_hasher_new(&h), 0);
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        size_t n = sizes[k], nl = repro_leaf_count(n);
+        unsigned char *d = malloc(n + 1);
+        for (size_t i = 0; i < n; i++)
+            d[i] = (unsigned char)(i * 7 + k);
+        repro_digest *a = calloc(nl + 1, sizeof *a), *b = calloc(nl + 1, sizeof *b), ra;
+        long shape[1] = {(long)n};
+        repro_tensor_view v = {"t", "u8", 1, shape, d, n};
+        ck_assert_int_eq(repro_tensor_digest(&v, &ra, a), 0);
+        ck_assert_int_eq(repro_leaf_hasher_run(h, d, n, b), 0);
+        ck_assert_msg(!memcmp(a, b, nl * sizeof *a), "leaves of %zu bytes differ", n);
+        free(d), free(a), free(b);
+    }
+    repro_leaf_hasher_free(h);
+}
+END_TEST
+
 Suite *record_suite(void)
 {
     Suite *s = suite_create("record");
@@ -225,6 +252,7 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_hashing_never_changes_training);
     tcase_add_test(tc, test_dumps);
     tcase_add_test(tc, test_stats_f32_order);
+    tcase_add_test(tc, test_leaf_hasher_equals_tree_hash);
     suite_add_tcase(s, tc);
     return s;
 }
