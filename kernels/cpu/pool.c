@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-enum { SPIN = 4000 };
+enum { SPIN = 1000 }; /* pause loops: some tens of microseconds */
 
 struct repro_pool {
     int threads;
