@@ -149,27 +149,46 @@ asan: deps
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	    check-run CK_TIMEOUT_MULTIPLIER=4
 
+# Side by side with PyTorch (bench/torch_ref.py, run by $(PYTHON)); without
+# PyTorch the bench says so and prints repro's figures.
+PYTHON ?= python3
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/bench_train
-	$(BUILD)/bench_train
+	@$(MAKE) --no-print-directory $(BUILD)/bench_train $(BUILD)/repro
+	$(BUILD)/bench_train $(BUILD)/repro $(PYTHON) bench/torch_ref.py
 
 # Portable bits: the CPU path must give the committed goldens' bits whatever
-# the compiler or optimization level (no FMA contraction, fixed reduction
-# orders, vectorization only across independent outputs). Builds each variant
-# into its own directory (CPU-only: NVCC= ) and requires a bitwise match
-# with the golden.
+# the compiler, optimization level or vector path (no FMA contraction, fixed
+# reduction orders, vectorization only across independent outputs). Builds
+# each variant into its own directory (CPU-only: NVCC= ) and, under every vector path this CPU
+# has (REPRO_ISA, kernels/isa.h), requires a bitwise match with the golden
+# and runs the kernel suites; the AVX-512 objects must hold no FMA
+# instruction even where the CPU cannot run them.
 PORT_VARIANTS = gcc:-O2 gcc:-O3 clang:-O2
 PORT_EXPERIMENTS = experiments/mlp.ini experiments/cnn.ini
+PORT_SUITES = kernels conv_algos atomic backend isa
+# sse2 always; avx2 / avx512 where /proc/cpuinfo lists avx2 / avx512f
+PORT_ISAS = sse2 $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo avx2) \
+            $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo avx512)
 portability: deps
 	@command -v clang >/dev/null || { echo "✗ clang not found: apt-get install clang"; exit 3; }
 	@set -e; for v in $(PORT_VARIANTS); do \
 	    cc=$${v%%:*}; opt=$${v#*:}; b=build-port-$$cc$$opt; \
-	    $(MAKE) --no-print-directory BUILD=$$b CC=$$cc OPT=$$opt NVCC= $$b/repro >$$b.log 2>&1 || \
+	    $(MAKE) --no-print-directory BUILD=$$b CC=$$cc OPT=$$opt NVCC= $$b/repro $$b/check_all >$$b.log 2>&1 || \
 	        { cat $$b.log; echo "✗ $$cc $$opt: build failed"; exit 1; }; \
-	    for e in $(PORT_EXPERIMENTS); do \
-	        if $$b/repro check $$e --runs 1 --require-golden >$$b.log 2>&1; then \
-	            echo "✓ $$cc $$opt: $$e reproduces its golden bit for bit"; \
-	        else cat $$b.log; echo "✗ $$cc $$opt: $$e does not reproduce its golden"; exit 1; fi; \
+	    if objdump -d $$b/kernels/cpu/simd_*.o | grep -q 'vfn\?m\(add\|sub\)[0-9]'; then \
+	        echo "✗ $$cc $$opt: an FMA instruction in the kernels' vector paths"; exit 1; fi; \
+	    for isa in $(PORT_ISAS); do \
+	        for e in $(PORT_EXPERIMENTS); do \
+	            if REPRO_ISA=$$isa $$b/repro check $$e --runs 1 --require-golden >$$b.log 2>&1; then \
+	                echo "✓ $$cc $$opt $$isa: $$e reproduces its golden bit for bit"; \
+	            else cat $$b.log; echo "✗ $$cc $$opt $$isa: $$e does not reproduce its golden"; exit 1; fi; \
+	        done; \
+	        [ "$$v" = "gcc:-O2" ] || continue; \
+	        for s in $(PORT_SUITES); do \
+	            REPRO_ISA=$$isa CK_RUN_SUITE=$$s REPRO_BIN=$$b/repro $$b/check_all >$$b.log 2>&1 || \
+	                { cat $$b.log; echo "✗ $$cc $$opt $$isa: suite $$s fails"; exit 1; }; \
+	        done; \
+	        echo "✓ $$cc $$opt $$isa: suites $(PORT_SUITES) pass"; \
 	    done; \
 	done
 

@@ -1,31 +1,49 @@
 /* `make bench`: training speed of the shipped experiments, measured side by
- * side in one run (median of several runs each), so the ratios mean
- * something on a shared, noisy machine:
- *   - 1 vs 2 kernel threads;
- *   - per-step hashing off vs on (every tensor of every step SHA-256'd into
- *     a tensor-level trace, as `repro run` does);
- *   - peak memory and speed per precision (fp32, bf16, fp16) and zeroing
- *     mode (memory.h: reduced-precision buffers counted at 2 bytes; the CPU
- *     emulation of bf16/fp16 is no faster than fp32: it only adds rounding).
- * Not a test: nothing here passes or fails on time. */
+ * side in one run (medians of several interleaved runs each), so the ratios
+ * mean something on a shared, noisy machine:
+ *   - repro vs PyTorch (bench/torch_ref.py: the same architectures, batch
+ *     size and optimizer in stock PyTorch), at 1 and 2 threads, for every
+ *     vector path this CPU has (kernels/isa.h), hashing off and on;
+ *   - what hashing costs per trace level (step, tensor, op);
+ *   - `repro check` (2 runs) wall time over one `repro run`;
+ *   - convolution algorithms per shape; peak memory per precision.
+ * Usage: bench_train [REPRO_BIN [PYTHON [TORCH_REF]]]. Not a test: nothing
+ * here passes or fails on time. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/config.h"
-#include "kernels/cpu/conv_algos.h"
-#include "util/error.h"
 #include "core/memory.h"
-#include "util/progress.h"
-#include "core/train_record.h"
 #include "core/train.h"
+#include "core/train_record.h"
+#include "record/hash.h"
+#include "kernels/cpu/conv_algos.h"
+#include "kernels/isa.h"
+#include "torch_peer.h"
+#include "util/child.h"
+#include "util/error.h"
+#include "util/progress.h"
 
-enum { REPEATS = 5 };
+enum { REPEATS = 5, NO_HASH = -1 };
+
+static const struct {
+    const char *arch, *path;
+    long steps;
+} exps[] = {{"mlp", "experiments/mlp.ini", 200}, {"cnn", "experiments/cnn.ini", 60}};
+#define NEXPS (int)(sizeof exps / sizeof *exps)
 
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static void die(void)
@@ -34,8 +52,18 @@ static void die(void)
     exit(3);
 }
 
-/* Steps/s of one run of `steps` steps (setup and first step excluded). */
-static double one_run(const repro_config *cfg, long steps, int hashing)
+static void load(repro_config *cfg, const char *path, int threads)
+{
+    char set[64];
+    snprintf(set, sizeof set, "threads=%d", threads);
+    if (repro_config_load(cfg, path) || repro_config_set(cfg, set))
+        die();
+}
+
+/* Steps/s of one run of `steps` steps (setup and first step excluded), as
+ * `repro run` records: level NO_HASH, or a trace level with the config's
+ * trace.every, written to a trace file. */
+static double one_run(const repro_config *cfg, long steps, int level)
 {
     repro_trainer t;
     repro_train_recorder *rec = NULL;
@@ -43,9 +71,9 @@ static double one_run(const repro_config *cfg, long steps, int hashing)
     snprintf(path, sizeof path, "/tmp/repro-bench-%ld.jsonl", (long)getpid());
     if (repro_trainer_init(&t, cfg))
         die();
-    repro_train_recorder_opts ro = {.trace_path = path, .level = 1, .every = 1,
-                              .total_steps = steps + 1};
-    if (hashing && repro_train_recorder_new(&rec, &t, &ro, NULL))
+    repro_train_recorder_opts ro = {.trace_path = path, .level = level,
+                                    .every = cfg->trace_every, .total_steps = steps + 1};
+    if (level != NO_HASH && repro_train_recorder_new(&rec, &t, &ro, NULL))
         die();
     if (repro_trainer_step(&t)) /* warm-up: first touch of every buffer */
         die();
@@ -57,45 +85,184 @@ static double one_run(const repro_config *cfg, long steps, int hashing)
     if (rec && repro_train_recorder_finish(rec, &chain, NULL)) /* hashing is only done once finished */
         die();
     double rate = steps / (repro_now() - t0);
+    repro_train_recorder_free(rec);
     repro_trainer_release(&t);
     remove(path);
     return rate;
 }
 
-/* Medians of REPEATS runs of two configs (or of hashing off/on), the two
- * interleaved run by run so that machine noise hits them alike. */
-static void measure_pair(const repro_config *ca, const repro_config *cb, long steps, int hash_b,
-                         double *ra, double *rb)
+/* ---- repro vs PyTorch, per vector path ----------------------------------- */
+
+static int supported_isas(repro_isa *out)
 {
-    double a[REPEATS], b[REPEATS];
-    for (int r = 0; r < REPEATS; r++) {
-        a[r] = one_run(ca, steps, 0);
-        b[r] = one_run(cb, steps, hash_b);
-    }
-    qsort(a, REPEATS, sizeof *a, cmp_double);
-    qsort(b, REPEATS, sizeof *b, cmp_double);
-    *ra = a[REPEATS / 2];
-    *rb = b[REPEATS / 2];
+    int n = 0;
+    for (int i = 0; i < REPRO_ISA_COUNT; i++)
+        if (repro_isa_supported((repro_isa)i))
+            out[n++] = (repro_isa)i;
+    return n;
 }
 
-static void measure(const char *path, int threads, long steps, double *plain, double *hashed)
+static void versus_torch(const char *python, const char *script)
 {
-    static repro_config cfg;
-    char set[64];
-    if (repro_config_load(&cfg, path))
-        die();
-    snprintf(set, sizeof set, "threads=%d", threads);
-    if (repro_config_set(&cfg, set))
-        die();
-    double a[REPEATS], b[REPEATS];
-    for (int r = 0; r < REPEATS; r++) {
-        a[r] = one_run(&cfg, steps, 0);
-        b[r] = one_run(&cfg, steps, 1);
+    repro_isa isas[REPRO_ISA_COUNT];
+    int nisa = supported_isas(isas);
+    torch_peer peers[2];
+    int have_torch = 1;
+    for (int t = 0; t < 2; t++)
+        if (torch_peer_start(&peers[t], python, script, t + 1))
+            have_torch = 0;
+    if (have_torch)
+        for (int t = 0; t < 2; t++) /* "ready torch V, N thread(s), BLAS: ..." */
+            printf("PyTorch (%s): %s\n", script, peers[t].banner + 6);
+    else
+        printf("PyTorch was not found (%s %s): repro's figures only\n", python, script);
+    printf("\n%-4s %3s %-7s %10s %10s %8s %10s %9s %9s %8s\n", "exp", "thr", "path",
+           "repro off", "repro on", "on/off", "pytorch", "off/pt", "on/pt", "2t/1t");
+    for (int e = 0; e < NEXPS; e++) {
+        double base1[REPRO_ISA_COUNT] = {0};
+        for (int threads = 1; threads <= 2; threads++) {
+            static repro_config cfg;
+            load(&cfg, exps[e].path, threads);
+            double off[REPRO_ISA_COUNT][REPEATS], on[REPRO_ISA_COUNT][REPEATS], pt[REPEATS];
+            for (int r = 0; r < REPEATS; r++) { /* interleaved: noise hits all alike */
+                pt[r] = have_torch ? torch_peer_rate(&peers[threads - 1], exps[e].arch,
+                                                     exps[e].steps)
+                                   : 0;
+                for (int i = 0; i < nisa; i++) {
+                    repro_isa_select(isas[i]);
+                    off[i][r] = one_run(&cfg, exps[e].steps, NO_HASH);
+                    on[i][r] = one_run(&cfg, exps[e].steps, cfg.trace_level);
+                }
+            }
+            double p = have_torch ? median(pt, REPEATS) : 0;
+            for (int i = 0; i < nisa; i++) {
+                double a = median(off[i], REPEATS), b = median(on[i], REPEATS);
+                if (threads == 1)
+                    base1[i] = a;
+                char pts[3][16] = {"-", "-", "-"}, sc[16] = "";
+                if (p > 0) {
+                    snprintf(pts[0], 16, "%.1f", p);
+                    snprintf(pts[1], 16, "%.2fx", a / p);
+                    snprintf(pts[2], 16, "%.2fx", b / p);
+                }
+                if (threads == 2)
+                    snprintf(sc, sizeof sc, "%.2fx", a / base1[i]);
+                printf("%-4s %3d %-7s %10.1f %10.1f %7.3fx %10s %9s %9s %8s\n", exps[e].arch,
+                       threads, repro_isa_name(isas[i]), a, b, b / a, pts[0], pts[1], pts[2], sc);
+            }
+        }
     }
-    qsort(a, REPEATS, sizeof *a, cmp_double);
-    qsort(b, REPEATS, sizeof *b, cmp_double);
-    *plain = a[REPEATS / 2];
-    *hashed = b[REPEATS / 2];
+    repro_isa_select(repro_isa_best());
+    for (int t = 0; t < 2; t++)
+        torch_peer_stop(&peers[t]);
+    printf("steps/s, median of %d interleaved runs (mlp %ld, cnn %ld steps); repro on =\n"
+           "hashing at the experiment's trace level and every (what `repro run` does),\n"
+           "off = no recorder; pytorch = the same model, batch and optimizer on in-memory\n"
+           "batches; 2t/1t = repro off at 2 threads over 1 (bits identical either way)\n",
+           REPEATS, exps[0].steps, exps[1].steps);
+}
+
+/* ---- hashing per trace level ------------------------------------------------ */
+
+/* The tree hash's speed on one thread (GB/s) and the bytes a step hashes
+ * (gradients, parameters, optimizer state, the batch): their ratio bounds
+ * a recorded run's speed, since one hasher thread hashes every step. */
+static double hash_gbps(void)
+{
+    size_t n = (size_t)4 << 20;
+    unsigned char *d = malloc(n);
+    if (!d)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        d[i] = (unsigned char)(i * 131);
+    long shape[1] = {(long)(n / 4)};
+    repro_tensor_view v = {"x", "f32", 1, shape, d, n};
+    repro_digest out;
+    double t[5];
+    for (int r = 0; r < 5; r++) {
+        double t0 = repro_now();
+        repro_tensor_digest(&v, &out, NULL);
+        t[r] = repro_now() - t0;
+    }
+    free(d);
+    return n / median(t, 5) * 1e-9;
+}
+
+static double step_bytes(const repro_config *cfg)
+{
+    repro_trainer t;
+    if (repro_trainer_init(&t, cfg))
+        die();
+    double states = cfg->train_optimizer == REPRO_OPT_ADAMW ? 2 : 1;
+    double b = 4.0 * (double)repro_model_param_count(&t.model) * (2 + states) +
+               4.0 * cfg->train_batch_size * (REPRO_IMG_PIXELS + 3 + REPRO_CLASSES);
+    repro_trainer_release(&t);
+    return b;
+}
+
+static void hashing_levels(void)
+{
+    static const char *const names[] = {"step", "tensor", "op"};
+    printf("\n%-4s %-7s %10s %10s %10s %10s   (1 thread, path %s, trace.every as the file)\n",
+           "exp", "", "off", names[0], names[1], names[2], repro_isa_name(repro_isa_current()));
+    for (int e = 0; e < NEXPS; e++) {
+        static repro_config cfg;
+        load(&cfg, exps[e].path, 1);
+        double v[4][REPEATS];
+        for (int r = 0; r < REPEATS; r++)
+            for (int l = 0; l < 4; l++)
+                v[l][r] = one_run(&cfg, exps[e].steps, l == 0 ? NO_HASH : l - 1);
+        double m[4];
+        for (int l = 0; l < 4; l++)
+            m[l] = median(v[l], REPEATS);
+        printf("%-4s %-7s %10.1f %10.1f %10.1f %10.1f\n", exps[e].arch, "st/s", m[0], m[1], m[2],
+               m[3]);
+        printf("%-4s %-7s %10s %9.3fx %9.3fx %9.3fx\n", "", "vs off", "", m[1] / m[0],
+               m[2] / m[0], m[3] / m[0]);
+        double bytes = step_bytes(&cfg), gbps = hash_gbps();
+        printf("%-4s hashes ~%.0f KiB a step; SHA-256 tree hash %.2f GB/s on one thread here:\n"
+               "%-4s the hasher thread alone allows at most ~%.0f steps/s\n", "",
+               bytes / 1024, gbps, "", gbps * 1e9 / bytes);
+    }
+}
+
+/* ---- repro check (2 runs) over one repro run ---------------------------------- */
+
+static double wall_of(const char *repro, char *const *args)
+{
+    char *argv[12];
+    int n = 0;
+    argv[n++] = (char *)repro;
+    for (int i = 0; args[i] && n < 11; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    repro_child c;
+    memset(&c, 0, sizeof c);
+    c.path = repro;
+    c.argv = argv;
+    repro_child_status st;
+    double t0 = repro_now();
+    if (repro_child_run(&c, &st))
+        die();
+    return repro_now() - t0;
+}
+
+static void check_over_run(const char *repro)
+{
+    char trace[64];
+    snprintf(trace, sizeof trace, "/tmp/repro-bench-run-%ld.jsonl", (long)getpid());
+    char *run[] = {"run", "experiments/mlp.ini", "-o", trace, NULL};
+    char *check[] = {"check", "experiments/mlp.ini", "--runs", "2", NULL};
+    double a[3], b[3];
+    for (int r = 0; r < 3; r++) {
+        a[r] = wall_of(repro, run);
+        b[r] = wall_of(repro, check);
+    }
+    remove(trace);
+    double ma = median(a, 3), mb = median(b, 3);
+    printf("\nrepro check experiments/mlp.ini --runs 2: %.2f s; one repro run: %.2f s;"
+           " check / run %.2fx\n(median of 3 interleaved, %s, 300 steps each)\n", mb, ma,
+           mb / ma, repro);
 }
 
 /* Peak memory by category per precision and zeroing mode (bytes a real
@@ -124,7 +291,7 @@ static void memory_table(void)
                 repro_memory m;
                 repro_memory_account(&t.model, cfg.train_zero_grad, &m);
                 repro_trainer_release(&t);
-                double rate = z ? 0 : one_run(&cfg, 20, 0);
+                double rate = z ? 0 : one_run(&cfg, 20, NO_HASH);
                 char rs[16] = "";
                 if (!z)
                     snprintf(rs, sizeof rs, "%.1f", rate);
@@ -140,32 +307,19 @@ static void memory_table(void)
            "counted at 2 bytes each (a real implementation), st/s = the CPU emulation's speed\n");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    static const struct {
-        const char *path;
-        long steps;
-    } exps[] = {{"experiments/mlp.ini", 60}, {"experiments/cnn.ini", 40}};
-    printf("%-20s %7s %14s %14s %10s\n", "experiment", "threads", "no hashing", "hashing on",
-           "on / off");
-    for (size_t i = 0; i < sizeof exps / sizeof *exps; i++) {
-        double base1 = 0;
-        for (int threads = 1; threads <= 2; threads++) {
-            double plain, hashed;
-            measure(exps[i].path, threads, exps[i].steps, &plain, &hashed);
-            if (threads == 1)
-                base1 = plain;
-            printf("%-20s %7d %9.1f st/s %9.1f st/s %9.3fx\n", exps[i].path, threads, plain,
-                   hashed, hashed / plain);
-            if (threads == 2)
-                printf("%-20s %7s %14s %14s %9.2fx  (2 threads / 1, no hashing)\n", "", "", "",
-                       "", plain / base1);
-        }
-    }
-    printf("median of %d runs each; hashing on = every tensor of every step SHA-256'd\n"
-           "and written to a tensor-level trace; workers as in the experiment file\n\n",
-           REPEATS);
-
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows as it comes */
+    const char *repro = argc > 1 ? argv[1] : "build/repro";
+    const char *python = argc > 2 ? argv[2] : "python3";
+    const char *script = argc > 3 ? argv[3] : "bench/torch_ref.py";
+    char isa[256];
+    repro_isa_describe(isa, sizeof isa);
+    printf("vector paths: %s\n", isa);
+    versus_torch(python, script);
+    hashing_levels();
+    check_over_run(repro);
+    printf("\n");
     /* Convolution algorithms per shape (the CNN's two call sites), 1 thread. */
     static const repro_conv_shape shapes[] = {{64, 1, 28, 28, 8, 3, 0}, {64, 8, 13, 13, 16, 3, 0}};
     printf("%-34s %10s %10s %10s\n", "conv forward, 1 thread (median us)", "direct", "im2col",
@@ -207,8 +361,12 @@ int main(void)
     if (repro_config_load(&off, "experiments/cnn.ini") || repro_config_load(&on, "experiments/cnn.ini") ||
         repro_config_set(&on, "benchmark=on"))
         die();
-    double r_off, r_on;
-    measure_pair(&off, &on, 40, 0, &r_off, &r_on);
+    double a[REPEATS], b[REPEATS];
+    for (int r = 0; r < REPEATS; r++) {
+        a[r] = one_run(&off, 40, NO_HASH);
+        b[r] = one_run(&on, 40, NO_HASH);
+    }
+    double r_off = median(a, REPEATS), r_on = median(b, REPEATS);
     printf("\nexperiments/cnn.ini benchmark off %.1f st/s, on %.1f st/s: on / off %.2fx\n", r_off,
            r_on, r_on / r_off);
     memory_table();

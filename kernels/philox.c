@@ -65,3 +65,59 @@ void repro_rng_permute(repro_rng *rng, uint32_t *perm, uint32_t n)
         perm[j] = t;
     }
 }
+
+/* Four consecutive blocks of the block function, interleaved so that their
+ * multiply chains overlap (the same rounds as repro_philox4x32_10). */
+static void philox_blocks4(uint64_t key, uint64_t block, uint32_t out[16])
+{
+    uint32_t c0[4], c1[4], c2[4] = {0, 0, 0, 0}, c3[4] = {0, 0, 0, 0};
+    for (int l = 0; l < 4; l++) {
+        c0[l] = (uint32_t)(block + (uint64_t)l);
+        c1[l] = (uint32_t)((block + (uint64_t)l) >> 32);
+    }
+    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+    for (int round = 0; round < 10; round++) {
+#pragma GCC unroll 4
+        for (int l = 0; l < 4; l++) {
+            uint64_t p0 = (uint64_t)0xD2511F53u * c0[l], p1 = (uint64_t)0xCD9E8D57u * c2[l];
+            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
+            c1[l] = (uint32_t)p1;
+            c3[l] = (uint32_t)p0;
+            c0[l] = n0;
+            c2[l] = n2;
+        }
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    for (int l = 0; l < 4; l++) {
+        out[4 * l] = c0[l];
+        out[4 * l + 1] = c1[l];
+        out[4 * l + 2] = c2[l];
+        out[4 * l + 3] = c3[l];
+    }
+}
+
+void repro_rng_normals(repro_rng *rng, float *out, long n)
+{
+    /* q: the stream's next numbers: what is left of the current block,
+     * then four fresh blocks; four normals take 16, leaving as many as
+     * were left before, now the tail of the last fresh block. */
+    uint32_t q[20];
+    int r = 4 - rng->used;
+    long i = 0;
+    for (; i + 4 <= n; i += 4) {
+        for (int j = 0; j < r; j++)
+            q[j] = rng->buf[rng->used + j];
+        philox_blocks4(rng->key, rng->block, q + r);
+        rng->block += 4;
+        for (int k = 0; k < 4; k++) {
+            repro_philox_ctr b = {{q[4 * k], q[4 * k + 1], q[4 * k + 2], q[4 * k + 3]}};
+            out[i + k] = repro_philox_normal(b);
+        }
+        for (int j = 0; j < 4; j++) /* the last fresh block is the current one */
+            rng->buf[j] = q[r + 12 + j];
+        rng->used = 4 - r;
+    }
+    for (; i < n; i++)
+        out[i] = repro_rng_normal(rng);
+}

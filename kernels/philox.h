@@ -79,6 +79,9 @@ void repro_rng_permute(repro_rng *rng, uint32_t *perm, uint32_t n);
  * unit variance. Chosen over Box-Muller because it needs no libm (whose
  * log/cos differ between libcs) and its bits are the same everywhere. */
 float repro_rng_normal(repro_rng *rng);
+/* n successive repro_rng_normal(rng) values, the very same numbers (the
+ * block function run on four blocks at a time). */
+void repro_rng_normals(repro_rng *rng, float *out, long n);
 /* The same normal from one counter-addressed block (4 uniforms). */
 float repro_philox_normal(repro_philox_ctr block);
 

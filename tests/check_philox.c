@@ -93,6 +93,32 @@ START_TEST(test_seed_derive_distinct_and_pinned)
 }
 END_TEST
 
+
+START_TEST(test_normals_match_one_at_a_time)
+{
+    /* The batched normals are the stream's own: from every offset within a
+     * block, for lengths around the batch of four and a full image. */
+    const long lens[] = {0, 1, 3, 4, 5, 8, 13, 784};
+    for (int skip = 0; skip < 6; skip++)
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+            long n = lens[li];
+            repro_rng a, b;
+            repro_rng_init(&a, 77 + skip);
+            repro_rng_init(&b, 77 + skip);
+            for (int k = 0; k < skip; k++) {
+                repro_rng_u32(&a);
+                repro_rng_u32(&b);
+            }
+            float got[784], want[784];
+            repro_rng_normals(&a, got, n);
+            for (long i = 0; i < n; i++)
+                want[i] = repro_rng_normal(&b);
+            ck_assert_msg(!memcmp(got, want, (size_t)n * sizeof *got), "skip %d n %ld", skip, n);
+            ck_assert_uint_eq(repro_rng_u32(&a), repro_rng_u32(&b)); /* the streams go on alike */
+        }
+}
+END_TEST
+
 Suite *philox_suite(void)
 {
     Suite *s = suite_create("philox");
@@ -102,6 +128,7 @@ Suite *philox_suite(void)
     tcase_add_test(tc, test_below_and_unit_ranges);
     tcase_add_test(tc, test_normal_moments);
     tcase_add_test(tc, test_seed_derive_distinct_and_pinned);
+    tcase_add_test(tc, test_normals_match_one_at_a_time);
     suite_add_tcase(s, tc);
     return s;
 }

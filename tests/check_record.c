@@ -14,6 +14,11 @@
 #include "record/trace.h"
 #include "core/train.h"
 #include "testutil.h"
+#include "record/hash.h"
+#include "record/leaf_hasher.h"
+#include "record/stats.h"
+
+#include <math.h>
 
 static repro_config cfg;
 
@@ -258,6 +263,72 @@ START_TEST(test_dumps_for_a_reader)
 }
 END_TEST
 
+/* The stats' order, written out: element i into lane i % 4 (non-finite
+ * elements counted and added as 0), lanes combined (0+1)+(2+3). The
+ * vectorized stats must give these bits exactly. */
+static void stats_ref(const float *x, size_t n, double *l2, double *sum, double *mx, long *nf)
+{
+    double q[4] = {0}, s[4] = {0}, m[4] = {0};
+    *nf = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = isfinite(x[i]) ? (double)x[i] : 0.0;
+        *nf += !isfinite(x[i]);
+        q[i % 4] += v * v;
+        s[i % 4] += v;
+        m[i % 4] = fabs(v) > m[i % 4] ? fabs(v) : m[i % 4];
+    }
+    *l2 = sqrt((q[0] + q[1]) + (q[2] + q[3]));
+    *sum = (s[0] + s[1]) + (s[2] + s[3]);
+    double m01 = m[0] > m[1] ? m[0] : m[1], m23 = m[2] > m[3] ? m[2] : m[3];
+    *mx = m01 > m23 ? m01 : m23;
+}
+
+START_TEST(test_stats_f32_order)
+{
+    for (size_t n = 0; n < 40; n += 3) {
+        float x[40] = {0};
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)((i * 7919) % 1000) * 0.37f - 150.0f + (float)i * 1e-3f;
+        if (n > 5) {
+            x[1] = INFINITY;
+            x[4] = NAN;
+            x[5] = -0.0f;
+            x[n - 1] = -INFINITY;
+        }
+        double a[3], b[3];
+        long nfa, nfb;
+        repro_tensor_stats_compute("f32", x, n * 4, &a[0], &a[1], &a[2], &nfa);
+        stats_ref(x, n, &b[0], &b[1], &b[2], &nfb);
+        ck_assert_msg(!memcmp(a, b, sizeof a) && nfa == nfb, "stats of %zu elements differ", n);
+    }
+}
+END_TEST
+
+
+START_TEST(test_leaf_hasher_equals_tree_hash)
+{
+    /* Two threads' leaves are the one-thread tree hash's, for empty, one
+     * leaf, an odd count and a short last leaf; reused across calls. */
+    const size_t sizes[] = {0, 100, 4096, 3 * 4096, 5 * 4096 + 7, (1 << 20) + 3};
+    repro_leaf_hasher *h;
+    ck_assert_int_eq(repro_leaf_hasher_new(&h), 0);
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        size_t n = sizes[k], nl = repro_leaf_count(n);
+        unsigned char *d = malloc(n + 1);
+        for (size_t i = 0; i < n; i++)
+            d[i] = (unsigned char)(i * 7 + k);
+        repro_digest *a = calloc(nl + 1, sizeof *a), *b = calloc(nl + 1, sizeof *b), ra;
+        long shape[1] = {(long)n};
+        repro_tensor_view v = {"t", "u8", 1, shape, d, n};
+        ck_assert_int_eq(repro_tensor_digest(&v, &ra, a), 0);
+        ck_assert_int_eq(repro_leaf_hasher_run(h, d, n, b), 0);
+        ck_assert_msg(!memcmp(a, b, nl * sizeof *a), "leaves of %zu bytes differ", n);
+        free(d), free(a), free(b);
+    }
+    repro_leaf_hasher_free(h);
+}
+END_TEST
+
 Suite *record_suite(void)
 {
     Suite *s = suite_create("record");
@@ -269,6 +340,8 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_dumps);
     tcase_add_test(tc, test_overlapped_hasher_equals_synchronous);
     tcase_add_test(tc, test_dumps_for_a_reader);
+    tcase_add_test(tc, test_stats_f32_order);
+    tcase_add_test(tc, test_leaf_hasher_equals_tree_hash);
     suite_add_tcase(s, tc);
     return s;
 }

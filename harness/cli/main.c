@@ -2,12 +2,35 @@
  * commands.c. The only place that turns errors into exit codes. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "kernels/isa.h"
 #include "util/error.h"
 #include "util/suggest.h"
 #include "util/version.h"
+
+/* REPRO_ISA=sse2|avx2|avx512 forces the CPU kernels' vector path (a speed
+ * setting: every path gives the same bits; kernels/isa.h). Read here, once,
+ * so the library reads no environment. Unknown name: usage error (2); a
+ * path this CPU lacks: environment error (3). */
+static int select_isa(void)
+{
+    const char *want = getenv("REPRO_ISA");
+    if (!want || !want[0])
+        return REPRO_EXIT_OK;
+    int isa = repro_isa_from_name(want);
+    if (isa < 0) {
+        fprintf(stderr, "repro: REPRO_ISA=%s: not a vector path (sse2, avx2, avx512)\n", want);
+        return REPRO_EXIT_USAGE;
+    }
+    if (repro_isa_select((repro_isa)isa)) {
+        fprintf(stderr, "repro: REPRO_ISA=%s: this CPU does not support %s\n", want, want);
+        return REPRO_EXIT_ENV;
+    }
+    return REPRO_EXIT_OK;
+}
 
 int main(int argc, char **argv)
 {
@@ -15,6 +38,9 @@ int main(int argc, char **argv)
      * write error reported with the file's name like a full disk's ENOSPC,
      * instead of killing repro without a word. Children inherit it. */
     signal(SIGXFSZ, SIG_IGN);
+    int isa_rc = select_isa();
+    if (isa_rc != REPRO_EXIT_OK)
+        return isa_rc;
     if (argc < 2) {
         repro_print_usage(stderr);
         return REPRO_EXIT_USAGE;

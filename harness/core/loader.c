@@ -114,9 +114,12 @@ void repro_augment_sample(const repro_loader_config *cfg, repro_rng *rng, const 
             out[y * C + x] = (sy >= 0 && sy < R && sx >= 0 && sx < C) ? src[sy * C + sx] : 0.0f;
         }
     }
-    if (cfg->noise > 0.0f)
+    if (cfg->noise > 0.0f) {
+        float z[REPRO_IMG_PIXELS]; /* the same draws as one repro_rng_normal per pixel */
+        repro_rng_normals(rng, z, REPRO_IMG_PIXELS);
         for (int i = 0; i < REPRO_IMG_PIXELS; i++)
-            out[i] += cfg->noise * repro_rng_normal(rng);
+            out[i] += cfg->noise * z[i];
+    }
 }
 
 /* Fills slot s with batch k of the current epoch. `wrng` is the worker's

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "record/leaf_hasher.h"
+#include "record/stats.h"
 #include "repro/repro.h"
 #include "util/error.h"
 #include "util/fault.h"
@@ -21,6 +23,10 @@
 #include "util/opnames.h"
 
 enum { PHASE_G = 0, PHASE_P = 1 };
+
+/* Tensors of at least this many bytes have their leaves hashed on two
+ * threads (record/leaf_hasher.h); smaller ones are not worth the hand-off. */
+enum { SPLIT_BYTES = 64 * 1024 };
 
 /* One recorded tensor. `data` is either live model memory (grads, params,
  * optimizer state) or one of the two parity buffers (small copies). */
@@ -58,6 +64,8 @@ struct repro_train_recorder {
     repro_train_recorder_opts o;
     char dump_dir[1024];
     repro_recorder *pub;     /* the public recorder: digests, chain, trace */
+    repro_leaf_hasher *lh;   /* two-thread leaves of large tensors */
+    repro_digest *leaves;    /* room for the largest split tensor's leaves */
     repro_fault fault;
     FILE *tap;
     int nentries;
@@ -317,13 +325,53 @@ static int dump_optim(const repro_train_recorder *r, long step)
     return 0;
 }
 
-/* One entry into the public recorder (and its dump). */
+/* Whether the public recorder keeps step n's tensor detail (its own rule:
+ * level above step, and every K-th step or the last). */
+static int detail_step(const repro_train_recorder *r, long step)
+{
+    return r->o.level != REPRO_TRACE_STEP &&
+           (step % r->o.every == 0 || step == r->o.total_steps);
+}
+
+/* One entry into the public recorder (and its dump). A large tensor goes in
+ * as its leaf digests, hashed on two threads, with the stats the recorder
+ * would have computed on a detail step: the same digest and the same line. */
 static int record_entry(repro_train_recorder *r, const entry *e, long step)
 {
     const void *data = e->live && !e->device ? e->live : e->copy[step & 1];
     if (dump_tensor(r, step, e->name, e->dtype, e->ndim, e->shape, data, e->nbytes))
         return -1;
-    return repro_recorder_tensor(r->pub, e->name, e->type, e->ndim, e->shape64, data) ? -1 : 0;
+    if (!r->lh || e->nbytes < SPLIT_BYTES)
+        return repro_recorder_tensor(r->pub, e->name, e->type, e->ndim, e->shape64, data) ? -1
+                                                                                         : 0;
+    if (repro_leaf_hasher_run(r->lh, data, e->nbytes, r->leaves))
+        return -1;
+    repro_tensor_stats st = {0, 0, 0, 0}, *sp = NULL;
+    if (detail_step(r, step)) {
+        long nf = 0;
+        repro_tensor_stats_compute(e->dtype, data, e->nbytes, &st.l2, &st.sum, &st.max_abs, &nf);
+        st.nonfinite = nf;
+        sp = &st;
+    }
+    return repro_recorder_tensor_leaves(r->pub, e->name, e->type, e->ndim, e->shape64,
+                                        e->nbytes, r->leaves, sp)
+               ? -1
+               : 0;
+}
+
+/* The helper thread and the leaf buffer, when some tensor is large. */
+static int start_leaf_hasher(repro_train_recorder *r)
+{
+    size_t most = 0;
+    for (int i = 0; i < r->nentries; i++)
+        if (r->entries[i].nbytes >= SPLIT_BYTES && r->entries[i].nbytes > most)
+            most = r->entries[i].nbytes;
+    if (most == 0)
+        return 0;
+    r->leaves = malloc(repro_leaf_count(most) * sizeof *r->leaves);
+    if (!r->leaves)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    return repro_leaf_hasher_new(&r->lh);
 }
 
 /* Informational keys of step n's line (trace.h): step 1's algorithm
@@ -727,7 +775,7 @@ static int start(repro_train_recorder *r, const repro_train_recorder_opts *opts)
     /* Resumed: the hasher's progress starts where the checkpoint left off
      * (the waits compare with step numbers). */
     r->g_done = r->p_done = opts->start_step;
-    if (open_public(r))
+    if (open_public(r) || start_leaf_hasher(r))
         return -1;
     if (pthread_create(&r->thread, NULL, hasher_main, r) != 0)
         return repro_error_set(REPRO_EIO, "cannot start the hasher thread");
@@ -804,6 +852,8 @@ void repro_train_recorder_free(repro_train_recorder *r)
         pthread_join(r->thread, NULL);
     }
     repro_recorder_abort(r->pub);
+    repro_leaf_hasher_free(r->lh);
+    free(r->leaves);
     if (r->tap)
         fclose(r->tap);
     if (r->t && r->t->rec == r) {

@@ -16,6 +16,7 @@
 #include "util/error.h"
 #include "record/hash.h"
 #include "kernels/backend.h"
+#include "kernels/isa.h"
 #include "kernels/philox.h"
 #include "util/seeds.h"
 #include "record/trace.h"
@@ -117,33 +118,34 @@ static const char *target_arch(const char *machine)
 #endif
 }
 
-/* The ISA our kernels were compiled for, from the compiler's predefined
- * macros (same CFLAGS for every file). Informational: with no FMA
- * contraction and vectorization only across independent outputs, the bits
- * do not depend on it; a build that enables more is still said plainly. */
+/* The vector path the CPU kernels run on: chosen at run time (kernels/isa.h:
+ * the best the CPU has, or REPRO_ISA), beside what the build itself was
+ * compiled for. Informational: with no FMA contraction and vectorization
+ * only across independent outputs, the bits do not depend on it; a build
+ * that enables more is still said plainly. */
 static void isa_path(char *buf, size_t len)
 {
-    const char *isa;
+    const char *build;
 #if defined(__x86_64__) || defined(__i386__)
 #if defined(__AVX512F__)
-    isa = "x86-64 with AVX-512F";
+    build = "x86-64 with AVX-512F";
 #elif defined(__AVX2__)
-    isa = "x86-64 with AVX2";
+    build = "x86-64 with AVX2";
 #elif defined(__AVX__)
-    isa = "x86-64 with AVX";
+    build = "x86-64 with AVX";
 #elif defined(__SSE2__)
-    isa = "x86-64 baseline (SSE2)";
+    build = "x86-64 baseline (SSE2)";
 #else
-    isa = "x86 without SSE2 (x87 arithmetic)";
+    build = "x86 without SSE2 (x87 arithmetic)";
 #endif
 #elif defined(__aarch64__)
 #if defined(__ARM_FEATURE_SVE)
-    isa = "AArch64 with SVE";
+    build = "AArch64 with SVE";
 #else
-    isa = "AArch64 baseline (ASIMD/NEON)";
+    build = "AArch64 baseline (ASIMD/NEON)";
 #endif
 #else
-    isa = "generic C";
+    build = "generic C";
 #endif
 #if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
     const char *fma_isa = ", FMA instructions available";
@@ -159,7 +161,8 @@ static void isa_path(char *buf, size_t len)
 #else
     const char *fast = "";
 #endif
-    snprintf(buf, len, "%s%s%s%s", isa, fma_isa, contract, fast);
+    snprintf(buf, len, "%s kernels (run time; build: %s%s)%s%s",
+             repro_isa_name(repro_isa_current()), build, fma_isa, contract, fast);
 }
 
 /* Reads the first /proc/cpuinfo line whose key is `key` into val. */

@@ -1,10 +1,12 @@
 /* 2-D convolution (stride 1, zero padding), direct: forward, backward data,
  * backward filter/bias, each in the exact per-element order ops.h states.
  * Determinism argument: every output element is written by exactly one chunk
- * (forward: a (b, k) plane; backward data: a (b, c) plane; backward filter:
- * a (k, c, ry) filter row, plus db[k] in the (k, 0, 0) chunk), chunk
- * boundaries depend only on the shape, and the loops that vectorize run
- * across output positions (ox / ix), never across the terms of one sum.
+ * (forward and backward data: a sample, as unfold + GEMM, or planes in the
+ * plain loops; backward filter: a (k, c, ry) filter row, plus db[k] in the
+ * (k, 0, 0) chunk), chunk boundaries depend only on the shape, and vector
+ * lanes run across output positions, never across the terms of one sum; the
+ * GEMM keeps each sum's order (gemm.c). The plain loops stay as the
+ * fallback (no scratch memory, non-finite weights in backward data).
  * Padding: in forward and backward filter the padded positions are real
  * terms whose input value is +0 (w*0 resp. dy*0 is added, exactly as "zero
  * padding" reads, so the sign of a zero result or a non-finite weight behaves
@@ -15,19 +17,11 @@
 
 #include <string.h>
 
-typedef float v4f __attribute__((vector_size(16)));
+#include "conv_algos.h"
+#include "scratch.h"
+#include "simd.h"
+#include "vec4.h"
 
-static inline v4f v4_load(const float *p)
-{
-    v4f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void v4_store(float *p, v4f v)
-{
-    memcpy(p, &v, sizeof v);
-}
 
 /* y[i] = y[i] + a * x[i] (product rounded, then the add), i ascending;
  * every i is a different output element. */
@@ -118,13 +112,38 @@ static void fwd_chunk(void *vctx, long chunk)
     }
 }
 
+/* ---- forward as unfold + GEMM: chunk = sample b --------------------------
+ * y_b[k][p] = bias[k] + sum over q = (c, ry, rx) ascending of w[k][q] *
+ * col[q][p]: repro_gemm's order (start value, then ascending k) is exactly
+ * the direct order, and a padded position's col entry is +0, so its term is
+ * w * 0 as fwd_chunk adds it. Same bits, at GEMM speed. */
+static void fwd_gemm_chunk(void *vctx, long b)
+{
+    const conv_ctx *cx = vctx;
+    const repro_conv_shape *s = cx->s;
+    long Q = (long)s->C * s->R * s->R, P = (long)repro_conv_oh(s) * repro_conv_ow(s);
+    float *col = repro_scratch(REPRO_SCRATCH_CONV, (size_t)(Q * P));
+    if (!col) { /* no memory for the unfold: the plain planes */
+        for (long k = 0; k < s->K; k++)
+            fwd_chunk(vctx, b * s->K + k);
+        return;
+    }
+    repro_conv_unfold(s, cx->x + b * s->C * s->H * s->W, col);
+    float *yb = cx->y + b * s->K * P;
+    if (cx->b) /* the GEMM's bias is per column; here it is per row k */
+        for (long k = 0; k < s->K; k++)
+            for (long p = 0; p < P; p++)
+                yb[k * P + p] = cx->b[k];
+    repro_gemm_serial(s->K, (int)P, (int)Q, cx->w, Q, 1, col, P, yb, P, NULL, cx->b != NULL);
+}
+
 void repro_conv2d_forward(repro_pool *pool, const repro_conv_shape *s, const float *x,
                           const float *w, const float *b, float *y)
 {
     if (repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0)
         return;
     conv_ctx cx = {.s = s, .x = x, .w = w, .b = b, .y = y};
-    repro_pool_run(pool, (long)s->B * s->K, fwd_chunk, &cx);
+    repro_pool_run(pool, s->B, fwd_gemm_chunk, &cx);
 }
 
 /* ---- backward data: chunk = (b, c) input-gradient plane ------------------ */
@@ -155,11 +174,86 @@ static void bwd_data_chunk(void *vctx, long chunk)
     }
 }
 
+/* ---- backward data as unfold + GEMM: chunk = sample b ---------------------
+ * dx_b[c][i] = +0 + sum over q' = (k, ry, rx) ascending of wt[c][q'] *
+ * E[q'][i], E[(k, ry, rx)][(iy, ix)] = dy[b][k][iy-ry+pad][ix-rx+pad], or +0
+ * where that is out of range. The contract skips those terms; adding w * 0
+ * instead is the same bits when w is finite (the product is a zero, and a
+ * sum that starts from +0 is never -0, so adding a zero changes nothing),
+ * so this path runs only when every weight is finite. */
+typedef struct {
+    const conv_ctx *cx;
+    const float *wt; /* [C][K*R*R] */
+} bwdd_ctx;
+
+static void bwd_data_unfold(const repro_conv_shape *s, const float *dyb, float *E)
+{
+    long K = s->K, H = s->H, W = s->W, R = s->R, pad = s->pad;
+    long OH = repro_conv_oh(s), OW = repro_conv_ow(s);
+    for (long k = 0; k < K; k++)
+        for (long ry = 0; ry < R; ry++)
+            for (long rx = 0; rx < R; rx++) {
+                float *row = E + ((k * R + ry) * R + rx) * H * W;
+                const float *dyp = dyb + k * OH * OW;
+                /* ix whose dy column ix - rx + pad lies in [0, OW) */
+                long lo = lmin(W, lmax(0, rx - pad));
+                long hi = lmax(lo, lmin(W, OW + rx - pad));
+                for (long iy = 0; iy < H; iy++) {
+                    float *r = row + iy * W;
+                    long oy = iy - ry + pad;
+                    if (oy < 0 || oy >= OH) {
+                        repro_fzero(r, W);
+                        continue;
+                    }
+                    repro_fzero(r, lo);
+                    repro_fcopy(r + lo, dyp + oy * OW + lo - rx + pad, hi - lo);
+                    repro_fzero(r + hi, W - hi);
+                }
+            }
+}
+
+static void bwd_data_gemm_chunk(void *vctx, long b)
+{
+    const bwdd_ctx *d = vctx;
+    const repro_conv_shape *s = d->cx->s;
+    long C = s->C, HW = (long)s->H * s->W, Q = (long)s->K * s->R * s->R;
+    long OHW = (long)repro_conv_oh(s) * repro_conv_ow(s);
+    float *E = repro_scratch(REPRO_SCRATCH_CONV, (size_t)(Q * HW));
+    if (!E) {
+        for (long c = 0; c < C; c++)
+            bwd_data_chunk((void *)d->cx, b * C + c);
+        return;
+    }
+    bwd_data_unfold(s, d->cx->dy + b * s->K * OHW, E);
+    repro_gemm_serial((int)C, (int)HW, (int)Q, d->wt, Q, 1, E, HW, d->cx->dx + b * C * HW, HW,
+                      NULL, 0);
+}
+
+static int all_finite(const float *a, long n)
+{
+    for (long i = 0; i < n; i++)
+        if (!(a[i] - a[i] == 0.0f)) /* inf - inf and NaN - NaN are NaN */
+            return 0;
+    return 1;
+}
+
 void repro_conv2d_backward_data(repro_pool *pool, const repro_conv_shape *s, const float *dy,
                                 const float *w, float *dx)
 {
     conv_ctx cx = {.s = s, .dy = dy, .w = w, .dx = dx};
-    repro_pool_run(pool, (long)s->B * s->C, bwd_data_chunk, &cx);
+    long C = s->C, K = s->K, RR = (long)s->R * s->R, nw = K * C * RR;
+    float *wt = repro_conv_oh(s) > 0 && repro_conv_ow(s) > 0 && all_finite(w, nw)
+                    ? repro_scratch(REPRO_SCRATCH_CALL, (size_t)nw)
+                    : NULL;
+    if (!wt) {
+        repro_pool_run(pool, (long)s->B * s->C, bwd_data_chunk, &cx);
+        return;
+    }
+    for (long c = 0; c < C; c++) /* wt[c][(k, r)] = w[k][c][r] */
+        for (long k = 0; k < K; k++)
+            memcpy(wt + (c * K + k) * RR, w + (k * C + c) * RR, (size_t)RR * sizeof *wt);
+    bwdd_ctx d = {&cx, wt};
+    repro_pool_run(pool, s->B, bwd_data_gemm_chunk, &d);
 }
 
 /* ---- backward filter: chunk = (k, c, ry), owning dw[k][c][ry][0..R) ------- */
@@ -182,7 +276,10 @@ static void bwd_bias_k(const conv_ctx *cx, long k)
         for (long b = 0; b < s->B; b++)
             for (long oy = 0; oy < OH; oy++) {
                 const float *dyrow = cx->dy + ((b * K + k) * OH + oy) * OW + s0;
-                for (long i = 0; i < n; i++)
+                long i = 0;
+                for (; i + 4 <= n; i += 4) /* four columns' sums at a time */
+                    v4_store(col + i, v4_load(col + i) + v4_load(dyrow + i));
+                for (; i < n; i++)
                     col[i] = col[i] + dyrow[i];
             }
         for (long i = 0; i < n; i++)
@@ -242,6 +339,92 @@ static void bwd_filter_chunk(void *vctx, long chunk)
     }
 }
 
+/* ---- backward filter, vectorized over output columns --------------------
+ * The same sums in the same order as bwd_filter_chunk: col[rx][ox] = +0 +
+ * the (b, oy) terms ascending, then dw = start + col[.][ox] for ox
+ * ascending. Here a chunk (k, c, ry) keeps col in vector registers across
+ * the whole (b, oy) loop (simd.h: colsum), one strip of up to 3 vectors of
+ * output columns at a time. The input is copied once per call into a
+ * zero-padded image (so padded positions are real +0 terms, as the contract
+ * says, and the last lanes of a strip may read past a row), dy into a copy
+ * with slack after it. */
+enum { FAST_COLS = 1024, FAST_R = 8 };
+
+typedef struct {
+    const conv_ctx *cx;
+    const repro_simd *simd;
+    const float *xpad, *dyc;
+    const long *x_off, *dy_off; /* per row j = b*OH + oy */
+    long Hp, Wp;
+} bwdf_ctx;
+
+static void bwd_filter_fast_chunk(void *vctx, long chunk)
+{
+    const bwdf_ctx *f = vctx;
+    const conv_ctx *cx = f->cx;
+    const repro_conv_shape *s = cx->s;
+    long C = s->C, R = s->R, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
+    long ry = chunk % R, c = (chunk / R) % C, k = chunk / (R * C);
+    float *dwrow = cx->dw + ((k * C + c) * R + ry) * R;
+    if (cx->db && c == 0 && ry == 0)
+        bwd_bias_k(cx, k);
+    long lanes = f->simd->lanes, nrows = (long)s->B * OH;
+    const float *xb = f->xpad + c * s->B * f->Hp * f->Wp + ry * f->Wp;
+    const float *dyb = f->dyc + k * OH * OW;
+    float col[FAST_R * FAST_COLS], acc[FAST_R * 3 * 16];
+    for (long s0 = 0; s0 < OW; s0 += 3 * lanes) {
+        long n = lmin(3 * lanes, OW - s0);
+        int nv = (int)((n + lanes - 1) / lanes);
+        long w = nv * lanes;
+        for (long i = 0; i < R * w; i++)
+            acc[i] = 0.0f;
+        f->simd->colsum((int)R, nv, nrows, dyb + s0, f->dy_off, xb + s0, f->x_off, acc);
+        for (long rx = 0; rx < R; rx++)
+            memcpy(col + rx * OW + s0, acc + rx * w, (size_t)n * sizeof *col);
+    }
+    for (long rx = 0; rx < R; rx++) {
+        float a = cx->accumulate ? dwrow[rx] : 0.0f;
+        for (long ox = 0; ox < OW; ox++)
+            a = a + col[rx * OW + ox];
+        dwrow[rx] = a;
+    }
+}
+
+/* Copies and offsets into the calling thread's scratch; 0, or -1 when it
+ * is not available (the caller then runs the plain kernel). */
+static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx)
+{
+    const repro_conv_shape *s = cx->s;
+    long B = s->B, C = s->C, K = s->K, H = s->H, W = s->W, R = s->R, pad = s->pad;
+    long OH = repro_conv_oh(s), OW = repro_conv_ow(s);
+    long Hp = H + 2 * pad, Wp = W + 2 * pad, rows = B * OH;
+    if (R > FAST_R || OW > FAST_COLS)
+        return -1;
+    size_t nx = (size_t)(C * B * Hp * Wp), ndy = (size_t)(B * K * OH * OW);
+    size_t noff = (size_t)(2 * rows) * sizeof(long) / sizeof(float) + 16;
+    float *buf = repro_scratch(REPRO_SCRATCH_CALL, noff + nx + ndy + 64);
+    if (!buf)
+        return -1;
+    long *x_off = (long *)buf, *dy_off = x_off + rows;
+    float *xpad = buf + noff, *dyc = xpad + nx;
+    for (long j = 0; j < rows; j++) {
+        long b = j / OH, oy = j % OH;
+        x_off[j] = (b * Hp + oy) * Wp;
+        dy_off[j] = b * K * OH * OW + oy * OW;
+    }
+    memset(xpad, 0, nx * sizeof *xpad);
+    for (long c = 0; c < C; c++)
+        for (long b = 0; b < B; b++)
+            for (long iy = 0; iy < H; iy++)
+                memcpy(xpad + ((c * B + b) * Hp + iy + pad) * Wp + pad,
+                       cx->x + ((b * C + c) * H + iy) * W, (size_t)W * sizeof *xpad);
+    memcpy(dyc, cx->dy, ndy * sizeof *dyc);
+    memset(dyc + ndy, 0, 64 * sizeof *dyc); /* the slack the last strip may read */
+    bwdf_ctx f = {cx, repro_simd_get(), xpad, dyc, x_off, dy_off, Hp, Wp};
+    repro_pool_run(pool, K * C * R, bwd_filter_fast_chunk, &f);
+    return 0;
+}
+
 void repro_conv2d_backward_filter(repro_pool *pool, const repro_conv_shape *s, const float *dy,
                                   const float *x, float *dw, float *db, int accumulate)
 {
@@ -255,5 +438,6 @@ void repro_conv2d_backward_filter(repro_pool *pool, const repro_conv_shape *s, c
             db[k] = 0.0f;
         return;
     }
-    repro_pool_run(pool, (long)s->K * s->C * s->R, bwd_filter_chunk, &cx);
+    if (bwd_filter_fast(pool, &cx))
+        repro_pool_run(pool, (long)s->K * s->C * s->R, bwd_filter_chunk, &cx);
 }

@@ -13,6 +13,8 @@
 
 #include <string.h>
 
+#include "scratch.h"
+
 #include "vec4.h"
 
 static inline long lmax(long a, long b) { return a > b ? a : b; }
@@ -87,8 +89,8 @@ typedef struct {
  * algorithm with its own bits, as cuDNN's IMPLICIT_GEMM vs GEMM are. */
 enum { IM2COL_QBLOCK = 16 };
 
-/* Unfold sample b into col [Q][P]. */
-static void im2col_unfold(const repro_conv_shape *s, const float *xb, float *col)
+/* Unfold sample b into col [Q][P] (conv_algos.h). */
+void repro_conv_unfold(const repro_conv_shape *s, const float *xb, float *col)
 {
     long C = s->C, H = s->H, W = s->W, R = s->R, pad = s->pad;
     long OH = repro_conv_oh(s), OW = repro_conv_ow(s), P = OH * OW;
@@ -103,12 +105,12 @@ static void im2col_unfold(const repro_conv_shape *s, const float *xb, float *col
                     float *r = row + oy * OW;
                     long iy = oy + ry - pad;
                     if (iy < 0 || iy >= H) {
-                        memset(r, 0, (size_t)OW * sizeof *r);
+                        repro_fzero(r, OW);
                         continue;
                     }
-                    memset(r, 0, (size_t)lo * sizeof *r);
-                    memcpy(r + lo, xp + iy * W + lo + rx - pad, (size_t)(hi - lo) * sizeof *r);
-                    memset(r + hi, 0, (size_t)(OW - hi) * sizeof *r);
+                    repro_fzero(r, lo);
+                    repro_fcopy(r + lo, xp + iy * W + lo + rx - pad, hi - lo);
+                    repro_fzero(r + hi, OW - hi);
                 }
             }
 }
@@ -198,7 +200,7 @@ static void im2col_chunk(void *vctx, long b)
     long Q = C * R * R, P = out_positions(s);
     float *col = cx->ws + b * Q * P;
     float *yb = cx->y + b * K * P;
-    im2col_unfold(s, cx->x + b * C * H * W, col);
+    repro_conv_unfold(s, cx->x + b * C * H * W, col);
     long p8 = P / 8 * 8, p4 = P / 4 * 4, k4 = K / 4 * 4;
     /* Position strips outside, filter quads inside: one Q x 8 strip of col
      * stays in L1 while all K filters sweep over it. */
@@ -328,6 +330,12 @@ static void wino_gather(const float *xp, long H, long W, long pad, long ty, long
                         float d[4][4][4], int l)
 {
     long iy0 = 2 * ty - pad, ix0 = 2 * tx - pad;
+    if (iy0 >= 0 && ix0 >= 0 && iy0 + 4 <= H && ix0 + 4 <= W) { /* inside: no checks */
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                d[i][j][l] = xp[(iy0 + i) * W + ix0 + j];
+        return;
+    }
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) {
             long iy = iy0 + i, ix = ix0 + j;
@@ -383,14 +391,25 @@ static void wino_chunk(void *vctx, long b)
         }
     }
 
+    /* The channel sums of every k at once: for each e a GEMM
+     * Mall[k][e][t] = +0 + U[k][c][e] * V[c][e][t] over c ascending (the
+     * same order as the axpy loop below, which runs when no scratch). */
+    float *Mall = repro_scratch(REPRO_SCRATCH_CONV, (size_t)(K * 16 * T));
+    for (int e = 0; Mall && e < 16; e++)
+        repro_gemm_serial((int)K, (int)T, (int)C, U + e, C * 16, 16, V + e * T, 16 * T,
+                          Mall + e * T, 16 * T, NULL, 0);
     for (long k = 0; k < K; k++) {
-        for (long i = 0; i < 16 * T; i++)
-            M[i] = 0.0f;
-        for (long c = 0; c < C; c++) {
-            const float *u = U + (k * C + c) * 16;
-            const float *v = V + c * 16 * T;
-            for (int e = 0; e < 16; e++)
-                axpy(M + e * T, v + e * T, u[e], T);
+        if (Mall) {
+            M = Mall + k * 16 * T;
+        } else {
+            for (long i = 0; i < 16 * T; i++)
+                M[i] = 0.0f;
+            for (long c = 0; c < C; c++) {
+                const float *u = U + (k * C + c) * 16;
+                const float *v = V + c * 16 * T;
+                for (int e = 0; e < 16; e++)
+                    axpy(M + e * T, v + e * T, u[e], T);
+            }
         }
         /* Output transform, 4 tiles at a time, then init + it, stored
          * where the output exists (edge tiles are partly outside). */

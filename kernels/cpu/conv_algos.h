@@ -48,4 +48,9 @@ void repro_conv2d_forward_algo(repro_pool *pool, repro_conv_algo a, const repro_
                                const float *x, const float *w, const float *b, float *y,
                                float *workspace);
 
+/* Unfolds one sample xb (C x H x W) into col [Q = C*R*R][P = OH*OW]:
+ * col[(c*R + ry)*R + rx][oy*OW + ox] = x[c][oy+ry-pad][ox+rx-pad], +0 where
+ * that is padding. Shared by im2col and direct (conv2d.c). */
+void repro_conv_unfold(const repro_conv_shape *s, const float *xb, float *col);
+
 #endif

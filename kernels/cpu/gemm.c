@@ -1,138 +1,220 @@
 /* repro_gemm: C = init + A*B with a fixed per-element summation order, the
- * engine under linear. Determinism argument: every C element starts from its
- * init and adds its products A(m,k)*B(k,n) one by one in ascending k, each
- * product rounded to float before the add (no FMA: -ffp-contract=off, and
- * the vector code below multiplies then adds). Vectorization and register
- * blocking only ever group *different* C elements (4 rows x 8 columns at a
- * time), never terms of one sum, so SSE2 or any other vector width gives the
- * same bits as the plain triple loop. Chunks are fixed tiles of C (16 rows x
- * 256 columns) that depend only on M and N, each written by one chunk, so
- * the thread count changes nothing (pool.h). */
+ * engine under linear and convolution. Determinism argument: every C
+ * element starts from its init and adds its products A(m,k)*B(k,n) one by
+ * one in ascending k, each product rounded to float before the add (no FMA:
+ * -ffp-contract=off, and the register tile multiplies then adds).
+ *
+ * How it is fast under that order (simd.h's register tile per vector
+ * path): A is packed into mr-row panels and B into nr-column panels, the
+ * tile keeps mr x nr sums in registers (many independent accumulators hide
+ * the add latency), and K is cut into blocks of KC: between blocks each sum
+ * is stored to C and reloaded, exactly, so its order stays ascending in k.
+ * Vector lanes and tiles only ever group *different* C elements, so every
+ * path (SSE2, AVX2, AVX-512) and the plain triple loop give the same bits.
+ * Chunks are fixed blocks of C, each written by one chunk, so the thread
+ * count changes nothing (pool.h). */
 #include "ops.h"
 
 #include <string.h>
 
-/* GCC/Clang vector extension: elementwise IEEE arithmetic on 4 floats. Used
- * instead of hoping the -O2 auto-vectorizer fires (its cheap cost model
- * rarely does for unknown trip counts); each lane is an independent C
- * element, so the arithmetic is exactly the scalar arithmetic. */
+#include "scratch.h"
+#include "simd.h"
 #include "vec4.h"
 
-enum { ROWS_PER_CHUNK = 16, COLS_PER_CHUNK = 256 };
+enum { KC = 256, NC_PANELS = 8, MC_PANELS = 16 };
+
+static inline long lmin(long a, long b) { return a < b ? a : b; }
+
+/* C's start value (ops.h): C itself with accumulate, else bias[n] or +0. */
+static void write_init(int M, int N, float *C, long ldc, const float *bias)
+{
+    for (long m = 0; m < M; m++) {
+        float *c = C + m * ldc;
+        if (bias)
+            memcpy(c, bias, (size_t)N * sizeof *c);
+        else
+            memset(c, 0, (size_t)N * sizeof *c); /* all-zero bits: +0.0f */
+    }
+}
+
+/* The reference order itself, for when scratch memory is not available. */
+static void gemm_plain(int M, int N, int K, const float *A, long a_rs, long a_cs, const float *B,
+                       long b_rs, long b_cs, float *C, long ldc)
+{
+    for (long m = 0; m < M; m++)
+        for (long n = 0; n < N; n++) {
+            float c = C[m * ldc + n];
+            for (long k = 0; k < K; k++) {
+                float p = A[m * a_rs + k * a_cs] * B[k * b_rs + n * b_cs];
+                c = c + p;
+            }
+            C[m * ldc + n] = c;
+        }
+}
+
+/* Ap[k*mr + r] = A(m0 + r, k0 + k), rows past M as 0. */
+static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, int mr, long k0,
+                   long kc, float *Ap)
+{
+    for (long k = 0; k < kc; k++) {
+        const float *a = A + m0 * a_rs + (k0 + k) * a_cs;
+        float *d = Ap + k * mr;
+        int r = 0;
+        for (; r < rows; r++)
+            d[r] = a[r * a_rs];
+        for (; r < mr; r++)
+            d[r] = 0.0f;
+    }
+}
+
+/* Panel p of Bp: [kc][nr] = B(k0 + k, n0 + p*nr + j) with B(k, n) =
+ * B[k*b_rs + n*b_cs], columns past N as 0. Rows of B contiguous (b_cs = 1)
+ * copy row pieces; a transposed B (b_rs = 1: linear's weights [out][in])
+ * reads each column's run of k contiguously. */
+static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long n0, long ncols,
+                   int nr, float *Bp)
+{
+    for (long p = 0; p * nr < ncols; p++) {
+        long cols = lmin(nr, ncols - p * nr);
+        float *d = Bp + p * kc * nr;
+        if (b_cs == 1) {
+            for (long k = 0; k < kc; k++, d += nr) {
+                repro_fcopy(d, B + (k0 + k) * b_rs + n0 + p * nr, cols);
+                repro_fzero(d + cols, nr - cols);
+            }
+            continue;
+        }
+        /* k outer: the writes run along the panel; the reads are `cols`
+         * rows of the transposed matrix, each walked in order */
+        const float *b = B + k0 * b_rs + (n0 + p * nr) * b_cs;
+        for (long k = 0; k < kc; k++, d += nr) {
+            for (long j = 0; j < cols; j++)
+                d[j] = b[k * b_rs + j * b_cs];
+            repro_fzero(d + cols, nr - cols);
+        }
+    }
+}
+
+/* One tile, B's panel row k at Bp + k*ldb: a full tile in place, an edge
+ * one through a padded copy of C. */
+static void run_tile(const repro_simd *s, long kc, const float *Ap, const float *Bp, long ldb,
+                     float *C, long ldc, int rows, int cols)
+{
+    if (rows == s->mr && cols == s->nr) {
+        s->gemm_tile(kc, Ap, Bp, ldb, C, ldc);
+        return;
+    }
+    float t[16 * 32]; /* mr x nr of the widest path */
+    for (int r = 0; r < rows; r++)
+        memcpy(t + r * s->nr, C + r * ldc, (size_t)cols * sizeof *t);
+    s->gemm_tile(kc, Ap, Bp, ldb, t, s->nr);
+    for (int r = 0; r < rows; r++)
+        memcpy(C + r * ldc, t + r * s->nr, (size_t)cols * sizeof *t);
+}
+
+/* The serial engine, B(k, n) = B[k*b_rs + n*b_cs]. B with contiguous rows
+ * is read in place by the full-width panels (no copy: the tile loads nr
+ * floats per k wherever they are); only a transposed B, and the last
+ * narrow panel (zero-padded to nr), are packed. */
+static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long a_cs,
+                           const float *B, long b_rs, long b_cs, float *C, long ldc,
+                           const float *bias, int accumulate)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (!accumulate)
+        write_init(M, N, C, ldc, bias);
+    if (K <= 0)
+        return;
+    const repro_simd *s = repro_simd_get();
+    int mr = s->mr, nr = s->nr;
+    long nc = (long)nr * NC_PANELS;
+    float *Ap = repro_scratch(REPRO_SCRATCH_GEMM_A, (size_t)KC * mr);
+    float *Bp = repro_scratch(REPRO_SCRATCH_GEMM_B, (size_t)KC * nc);
+    if (!Ap || !Bp) {
+        gemm_plain(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc);
+        return;
+    }
+    for (long k0 = 0; k0 < K; k0 += KC) {
+        long kc = lmin(KC, K - k0);
+        for (long n0 = 0; n0 < N; n0 += nc) {
+            long ncols = lmin(nc, N - n0);
+            /* in place: whole panels of a row-major B; packed: the rest */
+            long direct = b_cs == 1 ? ncols / nr * nr : 0;
+            if (direct < ncols)
+                pack_b(B, b_rs, b_cs, k0, kc, n0 + direct, ncols - direct, nr, Bp);
+            for (long m0 = 0; m0 < M; m0 += mr) {
+                int rows = (int)lmin(mr, M - m0);
+                pack_a(A, a_rs, a_cs, m0, rows, mr, k0, kc, Ap);
+                for (long n = 0; n < ncols; n += nr) {
+                    int cols = (int)lmin(nr, ncols - n);
+                    float *c = C + m0 * ldc + n0 + n;
+                    if (n < direct)
+                        run_tile(s, kc, Ap, B + k0 * b_rs + n0 + n, b_rs, c, ldc, rows, cols);
+                    else
+                        run_tile(s, kc, Ap, Bp + (n - direct) / nr * kc * nr, nr, c, ldc, rows,
+                                 cols);
+                }
+            }
+        }
+    }
+}
+
+void repro_gemm_serial(int M, int N, int K, const float *A, long a_rs, long a_cs,
+                       const float *B, long ldb, float *C, long ldc, const float *bias,
+                       int accumulate)
+{
+    gemm_serial_ex(M, N, K, A, a_rs, a_cs, B, ldb, 1, C, ldc, bias, accumulate);
+}
 
 typedef struct {
     int M, N, K;
     const float *A;
     long a_rs, a_cs;
     const float *B;
-    long ldb;
+    long b_rs, b_cs;
     float *C;
     long ldc;
     const float *bias;
     int accumulate;
-    long col_chunks;
+    long row_block, col_block, col_chunks;
 } gemm_ctx;
-
-/* The start value of C(m, n) (ops.h): C itself, bias[n], or 0. */
-static inline float init_of(const gemm_ctx *g, long m, long n)
-{
-    if (g->accumulate)
-        return g->C[m * g->ldc + n];
-    return g->bias ? g->bias[n] : 0.0f;
-}
-
-static inline v4f init4(const gemm_ctx *g, long m, long n)
-{
-    if (g->accumulate)
-        return v4_load(g->C + m * g->ldc + n);
-    return g->bias ? v4_load(g->bias + n) : v4_splat(0.0f);
-}
-
-/* 4 rows x 8 columns held in 8 vector registers across the whole k loop. */
-static void tile_4x8(const gemm_ctx *g, long m, long n)
-{
-    const float *a0 = g->A + m * g->a_rs, *a1 = a0 + g->a_rs;
-    const float *a2 = a1 + g->a_rs, *a3 = a2 + g->a_rs;
-    v4f c00 = init4(g, m, n), c01 = init4(g, m, n + 4);
-    v4f c10 = init4(g, m + 1, n), c11 = init4(g, m + 1, n + 4);
-    v4f c20 = init4(g, m + 2, n), c21 = init4(g, m + 2, n + 4);
-    v4f c30 = init4(g, m + 3, n), c31 = init4(g, m + 3, n + 4);
-    const float *b = g->B + n;
-    long acs = g->a_cs;
-    for (int k = 0; k < g->K; k++, b += g->ldb) {
-        v4f b0 = v4_load(b), b1 = v4_load(b + 4);
-        v4f x0 = v4_splat(a0[k * acs]), x1 = v4_splat(a1[k * acs]);
-        v4f x2 = v4_splat(a2[k * acs]), x3 = v4_splat(a3[k * acs]);
-        c00 = c00 + x0 * b0;
-        c01 = c01 + x0 * b1;
-        c10 = c10 + x1 * b0;
-        c11 = c11 + x1 * b1;
-        c20 = c20 + x2 * b0;
-        c21 = c21 + x2 * b1;
-        c30 = c30 + x3 * b0;
-        c31 = c31 + x3 * b1;
-    }
-    float *c = g->C + m * g->ldc + n;
-    v4_store(c, c00);
-    v4_store(c + 4, c01);
-    c += g->ldc;
-    v4_store(c, c10);
-    v4_store(c + 4, c11);
-    c += g->ldc;
-    v4_store(c, c20);
-    v4_store(c + 4, c21);
-    c += g->ldc;
-    v4_store(c, c30);
-    v4_store(c + 4, c31);
-}
-
-/* One row, 4 columns. */
-static void tile_1x4(const gemm_ctx *g, long m, long n)
-{
-    const float *a = g->A + m * g->a_rs;
-    v4f c = init4(g, m, n);
-    const float *b = g->B + n;
-    for (int k = 0; k < g->K; k++, b += g->ldb)
-        c = c + v4_splat(a[k * g->a_cs]) * v4_load(b);
-    v4_store(g->C + m * g->ldc + n, c);
-}
-
-/* One element: the reference order itself. */
-static void tile_1x1(const gemm_ctx *g, long m, long n)
-{
-    const float *a = g->A + m * g->a_rs;
-    float c = init_of(g, m, n);
-    const float *b = g->B + n;
-    for (int k = 0; k < g->K; k++, b += g->ldb) {
-        float p = a[k * g->a_cs] * *b;
-        c = c + p;
-    }
-    g->C[m * g->ldc + n] = c;
-}
 
 static void gemm_chunk(void *vctx, long chunk)
 {
     const gemm_ctx *g = vctx;
-    long m0 = (chunk / g->col_chunks) * ROWS_PER_CHUNK;
-    long n0 = (chunk % g->col_chunks) * COLS_PER_CHUNK;
-    long m1 = m0 + ROWS_PER_CHUNK < g->M ? m0 + ROWS_PER_CHUNK : g->M;
-    long n1 = n0 + COLS_PER_CHUNK < g->N ? n0 + COLS_PER_CHUNK : g->N;
-    long n8 = n0 + (n1 - n0) / 8 * 8;
-    long m4 = m0 + (m1 - m0) / 4 * 4;
-    /* Column strips outside, row quads inside: one K x 8 strip of B stays
-     * in cache while the chunk's rows sweep over it. */
-    for (long n = n0; n < n8; n += 8) {
-        long m = m0;
-        for (; m < m4; m += 4)
-            tile_4x8(g, m, n);
-        for (; m < m1; m++) {
-            tile_1x4(g, m, n);
-            tile_1x4(g, m, n + 4);
-        }
+    long m0 = (chunk / g->col_chunks) * g->row_block;
+    long n0 = (chunk % g->col_chunks) * g->col_block;
+    int rows = (int)lmin(g->row_block, g->M - m0), cols = (int)lmin(g->col_block, g->N - n0);
+    gemm_serial_ex(rows, cols, g->K, g->A + m0 * g->a_rs, g->a_rs, g->a_cs, g->B + n0 * g->b_cs,
+                   g->b_rs, g->b_cs, g->C + m0 * g->ldc + n0, g->ldc,
+                   g->bias ? g->bias + n0 : NULL, g->accumulate);
+}
+
+/* Blocks of C: whole tiles, rows split evenly in up to MC_PANELS-panel
+ * blocks, columns in NC_PANELS-panel blocks, narrower when that leaves
+ * fewer than 2 chunks per thread and the work is worth sharing. Only speed
+ * depends on them (each element's order never does). */
+void repro_gemm_ex(repro_pool *pool, int M, int N, int K, const float *A, long a_rs, long a_cs,
+                   const float *B, long b_rs, long b_cs, float *C, long ldc, const float *bias,
+                   int accumulate)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    const repro_simd *s = repro_simd_get();
+    long mr = s->mr, nr = s->nr, nc = nr * NC_PANELS;
+    long row_blocks = (M + mr * MC_PANELS - 1) / (mr * MC_PANELS);
+    long rows = (M + row_blocks - 1) / row_blocks;
+    rows = (rows + mr - 1) / mr * mr;
+    long want = 2L * repro_pool_threads(pool), have = row_blocks * ((N + nc - 1) / nc);
+    if (have < want && (double)M * N * K >= 1e5) { /* narrower column blocks */
+        long per = (N + want / row_blocks - 1) / (want / row_blocks > 0 ? want / row_blocks : 1);
+        nc = per < nr ? nr : (per + nr - 1) / nr * nr;
     }
-    for (long n = n8; n < n1; n++) /* the last < 8 columns */
-        for (long m = m0; m < m1; m++)
-            tile_1x1(g, m, n);
+    gemm_ctx g = {M, N, K < 0 ? 0 : K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, bias, accumulate,
+                  rows, nc, (N + nc - 1) / nc};
+    long nchunks = ((M + rows - 1) / rows) * g.col_chunks;
+    repro_pool_run(pool, nchunks, gemm_chunk, &g);
 }
 
 void repro_gemm(repro_pool *pool, int M, int N, int K,
@@ -140,10 +222,5 @@ void repro_gemm(repro_pool *pool, int M, int N, int K,
                 const float *B, long ldb,
                 float *C, long ldc, const float *bias, int accumulate)
 {
-    if (M <= 0 || N <= 0)
-        return;
-    gemm_ctx g = {M, N, K < 0 ? 0 : K, A, a_rs, a_cs, B, ldb, C, ldc, bias, accumulate,
-                  (N + COLS_PER_CHUNK - 1) / COLS_PER_CHUNK};
-    long row_chunks = (M + ROWS_PER_CHUNK - 1) / ROWS_PER_CHUNK;
-    repro_pool_run(pool, row_chunks * g.col_chunks, gemm_chunk, &g);
+    repro_gemm_ex(pool, M, N, K, A, a_rs, a_cs, B, ldb, 1, C, ldc, bias, accumulate);
 }

@@ -1,40 +1,21 @@
 /* The fully connected layer (PyTorch layout: w is [out][in]) in terms of
  * repro_gemm, plus the bias gradient. Determinism argument: every sum is one
  * GEMM element (fixed ascending-k order, see gemm.c) or a bias column summed
- * in ascending batch order by the single chunk that owns it; the transpose
- * is a pure copy. Chunks depend only on the shapes, so thread count changes
- * no bit. */
+ * in ascending batch order by the single chunk that owns it. Chunks depend
+ * only on the shapes, so thread count changes no bit. */
 #include "ops.h"
 
 #include <stddef.h>
 
-enum { TRANSPOSE_ROWS = 16, BIAS_COLS = 256 };
+enum { BIAS_COLS = 256 };
 
-typedef struct {
-    const float *w;
-    float *wt;
-    int in, out;
-} transpose_ctx;
-
-/* Chunk = 16 rows of wt ([in][out]), i.e. 16 input columns of w. */
-static void transpose_chunk(void *vctx, long chunk)
-{
-    const transpose_ctx *t = vctx;
-    long i0 = chunk * TRANSPOSE_ROWS;
-    long i1 = i0 + TRANSPOSE_ROWS < t->in ? i0 + TRANSPOSE_ROWS : t->in;
-    for (long o = 0; o < t->out; o++)
-        for (long i = i0; i < i1; i++)
-            t->wt[i * t->out + o] = t->w[o * t->in + i];
-}
-
-/* y[b][o] = b[o] + sum_i x[b][i] * wt[i][o]: a GEMM with M=B, K=in, N=out,
+/* y[b][o] = b[o] + sum_i x[b][i] * w[o][i]: a GEMM with M=B, K=in, N=out,
  * whose per-element order (bias, then ascending i) is the one ops.h states. */
 void repro_linear_forward(repro_pool *pool, const float *x, const float *w, const float *b,
                           float *y, int B, int in, int out, float *wt_scratch)
 {
-    transpose_ctx t = {w, wt_scratch, in, out};
-    repro_pool_run(pool, (in + TRANSPOSE_ROWS - 1) / TRANSPOSE_ROWS, transpose_chunk, &t);
-    repro_gemm(pool, B, out, in, x, in, 1, wt_scratch, out, y, out, b, 0);
+    (void)wt_scratch; /* B(k = i, n = o) = w[o][i]: read in place, packed by the GEMM */
+    repro_gemm_ex(pool, B, out, in, x, in, 1, w, 1, in, y, out, b, 0);
 }
 
 /* dx[b][i] = 0 + sum over o ascending of dy[b][o] * w[o][i]: w is already

@@ -13,9 +13,87 @@ typedef struct {
     const int32_t *argmax_in;
 } pool_ctx;
 
+/* The first maximum of a window in row-major order, a NaN winning (see
+ * fwd_chunk): one step of the scan. */
+static inline void take(float v, int32_t off, float *best, int32_t *at)
+{
+    /* selects, not a branch: which element wins is data, and unpredictable */
+    int win = (v > *best) | ((v != v) & (*best == *best));
+    *best = win ? v : *best;
+    *at = win ? off : *at;
+}
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* take() for four windows at once (lane = window): the same rule by masks. */
+static inline void take4(__m128 v, __m128i off, __m128 *best, __m128i *at)
+{
+    __m128 win = _mm_or_ps(_mm_cmpgt_ps(v, *best),
+                           _mm_and_ps(_mm_cmpunord_ps(v, v), _mm_cmpord_ps(*best, *best)));
+    __m128i w = _mm_castps_si128(win);
+    *best = _mm_or_ps(_mm_and_ps(win, v), _mm_andnot_ps(win, *best));
+    *at = _mm_or_si128(_mm_and_si128(w, off), _mm_andnot_si128(w, *at));
+}
+
+/* Windows ox .. ox+3 of output row oy: even and odd columns of the two
+ * input rows split out of 8 consecutive floats each. Returns how many
+ * windows it did (0 when fewer than 4 are left). */
+static int row4_k2(const pool_ctx *p, const float *xp, float *yrow, int32_t *arow, int oy, int ox)
+{
+    if (ox + 4 > p->OW)
+        return 0;
+    int32_t first = 2 * oy * p->W + 2 * ox;
+    const float *r0 = xp + first, *r1 = r0 + p->W;
+    __m128 a = _mm_loadu_ps(r0), b = _mm_loadu_ps(r0 + 4);
+    __m128 c = _mm_loadu_ps(r1), d = _mm_loadu_ps(r1 + 4);
+    __m128 e0 = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* (0,0) of each window */
+    __m128 o0 = _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)); /* (0,1) */
+    __m128 e1 = _mm_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0)); /* (1,0) */
+    __m128 o1 = _mm_shuffle_ps(c, d, _MM_SHUFFLE(3, 1, 3, 1)); /* (1,1) */
+    /* each candidate's offset from the window's first element, fixed */
+    __m128i base = _mm_add_epi32(_mm_set1_epi32(first), _mm_set_epi32(6, 4, 2, 0)), at = base;
+    __m128 best = e0;
+    take4(o0, _mm_add_epi32(base, _mm_set1_epi32(1)), &best, &at);
+    take4(e1, _mm_add_epi32(base, _mm_set1_epi32(p->W)), &best, &at);
+    take4(o1, _mm_add_epi32(base, _mm_set1_epi32(p->W + 1)), &best, &at);
+    _mm_storeu_ps(yrow + ox, best);
+    _mm_storeu_si128((__m128i *)(void *)(arow + ox), at);
+    return 4;
+}
+#endif
+
+/* k = 2 (the CNN's pool): the same scan written out for the 2 x 2 window,
+ * four windows at a time where SSE2 is there. */
+static void fwd_plane_k2(const pool_ctx *p, const float *xp, float *yp, int32_t *ap)
+{
+    for (int oy = 0; oy < p->OH; oy++)
+        for (int ox = 0; ox < p->OW; ox++) {
+#if defined(__SSE2__)
+            int done = row4_k2(p, xp, yp + oy * p->OW, ap + oy * p->OW, oy, ox);
+            if (done) {
+                ox += done - 1;
+                continue;
+            }
+#endif
+            int32_t first = 2 * oy * p->W + 2 * ox, at = first;
+            float best = xp[first];
+            take(xp[first + 1], first + 1, &best, &at);
+            take(xp[first + p->W], first + p->W, &best, &at);
+            take(xp[first + p->W + 1], first + p->W + 1, &best, &at);
+            yp[oy * p->OW + ox] = best;
+            ap[oy * p->OW + ox] = at;
+        }
+}
+
 static void fwd_chunk(void *vctx, long plane)
 {
     const pool_ctx *p = vctx;
+    if (p->k == 2) {
+        fwd_plane_k2(p, p->x + plane * p->H * p->W, p->y + plane * p->OH * p->OW,
+                     p->argmax + plane * p->OH * p->OW);
+        return;
+    }
     const float *xp = p->x + plane * p->H * p->W;
     float *yp = p->y + plane * p->OH * p->OW;
     int32_t *ap = p->argmax + plane * p->OH * p->OW;

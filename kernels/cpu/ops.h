@@ -32,16 +32,26 @@ double repro_log(double x);
  *                A[m*a_rs + k*a_cs] * B[k*ldb + n]
  * init is C's current value when `accumulate`, else bias[n] when bias is not
  * NULL, else 0. A may be strided (so A^T costs nothing); B rows must be
- * contiguous. Chunks are fixed blocks of rows of C. */
+ * contiguous. Chunks are fixed blocks of C. The vector path (kernels/isa.h)
+ * changes only the speed. */
 void repro_gemm(repro_pool *pool, int M, int N, int K,
                 const float *A, long a_rs, long a_cs,
                 const float *B, long ldb,
                 float *C, long ldc, const float *bias, int accumulate);
+/* The same with B(k, n) = B[k*b_rs + n*b_cs] (b_rs = 1: B transposed). */
+void repro_gemm_ex(repro_pool *pool, int M, int N, int K, const float *A, long a_rs, long a_cs,
+                   const float *B, long b_rs, long b_cs, float *C, long ldc, const float *bias,
+                   int accumulate);
+/* repro_gemm on the calling thread alone (for use inside a pool chunk). */
+void repro_gemm_serial(int M, int N, int K, const float *A, long a_rs, long a_cs,
+                       const float *B, long ldb, float *C, long ldc, const float *bias,
+                       int accumulate);
 
 /* ---- linear (linear.c): x [B][in], w [out][in] (PyTorch layout), b [out],
  *      y [B][out] ---------------------------------------------------------- */
 /* y = x w^T + b; each y[b][o] sums b[o] + x[b][0]*w[o][0] + x[b][1]*w[o][1] ...
- * in ascending input index. wt_scratch holds in*out floats (w transposed). */
+ * in ascending input index. wt_scratch (in*out floats) is no longer used:
+ * the GEMM packs w's rows directly. */
 void repro_linear_forward(repro_pool *pool, const float *x, const float *w, const float *b,
                           float *y, int B, int in, int out, float *wt_scratch);
 /* dx = dy w; dx[b][i] sums over o ascending. */

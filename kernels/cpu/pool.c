@@ -1,26 +1,41 @@
 /* The chunk-running thread pool (see pool.h). Chunks are claimed from an
  * atomic counter, so the assignment of chunks to threads varies from run to
- * run; pool.h's rule is what makes that harmless. */
+ * run; pool.h's rule is what makes that harmless.
+ *
+ * Cheap for small ops: a training step runs a few dozen short jobs, so a
+ * worker that finished one spins briefly (a pause loop, about tens of
+ * microseconds) watching for the next before it sleeps on the condition
+ * variable, and the caller likewise spins before it sleeps waiting for the
+ * workers. The mutex is only touched to wake sleepers. */
 #include "pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
+enum { SPIN = 1000 }; /* pause loops: some tens of microseconds */
+
 struct repro_pool {
     int threads;
     pthread_t *tids;
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
-    /* the job in flight */
+    /* the job in flight, published by the release store of generation */
     repro_chunk_fn fn;
     void *ctx;
     long nchunks;
     atomic_long next;
-    int generation; /* bumped per job so sleeping workers notice a new one */
-    int busy;       /* workers still inside the current job */
-    int quit;
+    atomic_int generation; /* bumped per job so waiting workers notice a new one */
+    atomic_int busy;       /* workers still inside the current job */
+    atomic_int quit;
 };
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 static void pool_drain(repro_pool *p, repro_chunk_fn fn, void *ctx, long nchunks)
 {
@@ -32,27 +47,36 @@ static void pool_drain(repro_pool *p, repro_chunk_fn fn, void *ctx, long nchunks
     }
 }
 
+/* Waits until the generation differs from `seen` (or quit): spin, then sleep. */
+static int wait_job(repro_pool *p, int seen)
+{
+    for (int i = 0; i < SPIN; i++) {
+        if (atomic_load(&p->generation) != seen || atomic_load(&p->quit))
+            return atomic_load(&p->generation);
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->mu);
+    while (!atomic_load(&p->quit) && atomic_load(&p->generation) == seen)
+        pthread_cond_wait(&p->work_cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    return atomic_load(&p->generation);
+}
+
 static void *pool_worker(void *arg)
 {
     repro_pool *p = arg;
     int seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->quit && p->generation == seen)
-            pthread_cond_wait(&p->work_cv, &p->mu);
-        if (p->quit)
+        seen = wait_job(p, seen);
+        if (atomic_load(&p->quit))
             break;
-        seen = p->generation;
-        repro_chunk_fn fn = p->fn;
-        void *ctx = p->ctx;
-        long n = p->nchunks;
-        pthread_mutex_unlock(&p->mu);
-        pool_drain(p, fn, ctx, n);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0)
+        pool_drain(p, p->fn, p->ctx, p->nchunks);
+        if (atomic_fetch_sub(&p->busy, 1) == 1) { /* the last one out */
+            pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done_cv);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -91,7 +115,7 @@ void repro_pool_free(repro_pool *p)
     if (!p)
         return;
     pthread_mutex_lock(&p->mu);
-    p->quit = 1;
+    atomic_store(&p->quit, 1);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; p->tids && i < p->threads - 1; i++)
@@ -117,20 +141,26 @@ void repro_pool_run(repro_pool *p, long nchunks, repro_chunk_fn fn, void *ctx)
             fn(ctx, c);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
     p->nchunks = nchunks;
     atomic_store(&p->next, 0);
-    p->busy = p->threads - 1;
-    p->generation++;
+    atomic_store(&p->busy, p->threads - 1);
+    atomic_fetch_add(&p->generation, 1); /* publishes the job (seq_cst) */
+    /* Sleepers check the generation under the mutex before they wait, so
+     * taking it here before the broadcast loses no wake-up. */
+    pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
 
     pool_drain(p, fn, ctx, nchunks);
 
-    pthread_mutex_lock(&p->mu);
-    while (p->busy > 0)
-        pthread_cond_wait(&p->done_cv, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < SPIN && atomic_load(&p->busy) > 0; i++)
+        cpu_relax();
+    if (atomic_load(&p->busy) > 0) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->busy) > 0)
+            pthread_cond_wait(&p->done_cv, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
 }

@@ -27,4 +27,24 @@ static inline v4f v4_splat(float a)
     return v;
 }
 
+/* Short row copies and clears (unfolds, packing): inline, because a libc
+ * call per row of a few dozen floats costs more than the copy. */
+static inline void repro_fcopy(float *dst, const float *src, long n)
+{
+    long i = 0;
+    for (; i + 4 <= n; i += 4)
+        v4_store(dst + i, v4_load(src + i));
+    for (; i < n; i++)
+        dst[i] = src[i];
+}
+
+static inline void repro_fzero(float *dst, long n)
+{
+    long i = 0;
+    for (; i + 4 <= n; i += 4)
+        v4_store(dst + i, v4_splat(0.0f));
+    for (; i < n; i++)
+        dst[i] = 0.0f;
+}
+
 #endif

@@ -1,0 +1,43 @@
+/* The CPU kernels' inner loops per vector path (kernels/isa.h): one table of
+ * function pointers per path, compiled three times from simd_tmpl.h with
+ * per-function target attributes (simd_sse2.c, simd_avx2.c,
+ * simd_avx512.c), so the build flags stay baseline x86-64.
+ *
+ * Why every path gives the same bits (the determinism contract, ops.h): a
+ * vector lane is only ever one output element; each entry adds that
+ * element's terms one by one in the order its comment states, product
+ * rounded first (a multiply, then an add: -ffp-contract=off, and no FMA
+ * instruction is ever written). Widths differ only in how many independent
+ * outputs advance together. */
+#ifndef REPRO_SIMD_H
+#define REPRO_SIMD_H
+
+#include "kernels/isa.h"
+
+typedef struct {
+    repro_isa isa;
+    int lanes;  /* floats per vector */
+    int mr, nr; /* GEMM register tile: mr rows x nr (= 2 * lanes) columns */
+    /* The GEMM register tile: C[r][j] (r < mr, j < nr, row stride ldc) =
+     * C[r][j] + Ap[0*mr + r]*Bp[0*ldb + j] + Ap[1*mr + r]*Bp[1*ldb + j] + ...
+     * for k = 0 .. kc-1 in that order (Ap: mr x kc packed by k; Bp: kc rows
+     * of nr floats, ldb apart). C holds the running sums: a caller that
+     * splits K into blocks keeps each element's order ascending in k. */
+    void (*gemm_tile)(long kc, const float *Ap, const float *Bp, long ldb, float *C, long ldc);
+    /* Column sums of conv backward filter, nv (1..3 fast, any works)
+     * vectors of output columns ox = v*lanes + lane, R kernel columns rx:
+     *   acc[rx][ox] = acc[rx][ox] + dy[dy_off[j] + ox] * x[x_off[j] + ox + rx]
+     * for j = 0 .. nrows-1 in that order. acc is [R][nv*lanes]; dy and x
+     * must be readable over nv*lanes (+ R - 1) floats from each offset. */
+    void (*colsum)(int R, int nv, long nrows, const float *dy, const long *dy_off,
+                   const float *x, const long *x_off, float *acc);
+} repro_simd;
+
+/* The table of the path in use (repro_isa_current()). */
+const repro_simd *repro_simd_get(void);
+/* The table of a given path, or NULL when this build has none for it. */
+const repro_simd *repro_simd_for(repro_isa isa);
+
+extern const repro_simd repro_simd_sse2, repro_simd_avx2, repro_simd_avx512;
+
+#endif

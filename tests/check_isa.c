@@ -1,0 +1,413 @@
+/* The vector paths (kernels/isa.h): selection rules, and the promise that
+ * every path the CPU has gives the same bits -- the GEMM (tails, strided A,
+ * bias, accumulate, K past one cache block), the three convolution passes
+ * against plain loops in their stated orders (including the non-finite
+ * weight that backward data must skip, not multiply by zero), and short
+ * MLP and CNN training runs whose step digests must agree bit for bit
+ * across paths and thread counts. The CLI's REPRO_ISA: unknown name exit 2,
+ * a path the CPU lacks exit 3, and `repro env` names the path in use. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/train.h"
+#include "core/train_record.h"
+#include "kernels/cpu/conv_algos.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/isa.h"
+#include "kernels/philox.h"
+#include "testutil.h"
+
+static float *rand_floats(long n, uint64_t seed)
+{
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    repro_rng r;
+    repro_rng_init(&r, seed);
+    for (long i = 0; i < n; i++)
+        p[i] = 2.0f * repro_rng_unit(&r) - 1.0f;
+    return p;
+}
+
+static float *dup(const float *a, long n)
+{
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    memcpy(p, a, (size_t)n * sizeof *p);
+    return p;
+}
+
+/* The paths this CPU has; every test runs each and restores the best. */
+static int paths(repro_isa *out)
+{
+    int n = 0;
+    for (int i = 0; i < REPRO_ISA_COUNT; i++)
+        if (repro_isa_supported((repro_isa)i))
+            out[n++] = (repro_isa)i;
+    return n;
+}
+
+START_TEST(test_names_and_selection)
+{
+    for (int i = 0; i < REPRO_ISA_COUNT; i++)
+        ck_assert_int_eq(repro_isa_from_name(repro_isa_name((repro_isa)i)), i);
+    ck_assert_int_eq(repro_isa_from_name("avx3"), -1);
+    ck_assert_int_eq(repro_isa_from_name(NULL), -1);
+    ck_assert(repro_isa_supported(REPRO_ISA_SSE2));
+    ck_assert(repro_isa_supported(repro_isa_best()));
+    ck_assert_int_eq(repro_isa_select(REPRO_ISA_SSE2), 0);
+    ck_assert_int_eq(repro_isa_current(), REPRO_ISA_SSE2);
+    for (int i = 0; i < REPRO_ISA_COUNT; i++)
+        if (!repro_isa_supported((repro_isa)i)) { /* refused, nothing changes */
+            ck_assert_int_eq(repro_isa_select((repro_isa)i), -1);
+            ck_assert_int_eq(repro_isa_current(), REPRO_ISA_SSE2);
+        }
+    ck_assert_int_eq(repro_isa_select((repro_isa)REPRO_ISA_COUNT), -1);
+    ck_assert_int_eq(repro_isa_select(repro_isa_best()), 0);
+}
+END_TEST
+
+/* ---- GEMM ------------------------------------------------------------------- */
+
+static void gemm_ref(int M, int N, int K, const float *A, long a_rs, long a_cs, const float *B,
+                     long ldb, float *C, long ldc, const float *bias, int acc)
+{
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float c = acc ? C[m * ldc + n] : bias ? bias[n] : 0.0f;
+            for (int k = 0; k < K; k++) {
+                float p = A[m * a_rs + k * a_cs] * B[k * ldb + n];
+                c = c + p;
+            }
+            C[m * ldc + n] = c;
+        }
+}
+
+START_TEST(test_gemm_every_path)
+{
+    /* K = 600 crosses the 256-deep cache blocks; 13 x 37 leaves tails on
+     * every tile shape (4, 6, 8 rows; 8, 16, 32 columns). */
+    const int shapes[][3] = {{13, 37, 600}, {64, 256, 97}, {7, 3, 5}, {33, 70, 257}, {1, 1, 1}};
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    repro_pool *pool2;
+    ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        long ldc = N + 5;
+        float *A = rand_floats((long)M * K, 10 + s), *B = rand_floats((long)K * N, 20 + s);
+        float *bias = rand_floats(N, 30 + s), *C0 = rand_floats(M * ldc, 40 + s);
+        A[0] = -0.0f; /* signed zeros travel through the splat */
+        for (int mode = 0; mode < 4; mode++) {
+            long a_rs = mode == 3 ? 1 : K, a_cs = mode == 3 ? M : 1;
+            const float *bb = mode == 1 ? bias : NULL;
+            float *want = dup(C0, M * ldc);
+            gemm_ref(M, N, K, A, a_rs, a_cs, B, N, want, ldc, bb, mode == 2);
+            for (int i = 0; i < np; i++) {
+                ck_assert_int_eq(repro_isa_select(p[i]), 0);
+                float *got = dup(C0, M * ldc);
+                repro_gemm(pool2, M, N, K, A, a_rs, a_cs, B, N, got, ldc, bb, mode == 2);
+                ck_assert_msg(!memcmp(got, want, (size_t)(M * ldc) * sizeof(float)),
+                              "gemm %dx%dx%d mode %d differs on %s", M, N, K, mode,
+                              repro_isa_name(p[i]));
+                free(got);
+            }
+            free(want);
+        }
+        free(A), free(B), free(bias), free(C0);
+    }
+    repro_pool_free(pool2);
+    repro_isa_select(repro_isa_best());
+}
+END_TEST
+
+/* ---- convolution ------------------------------------------------------------- */
+
+static float xat(const repro_conv_shape *s, const float *x, long b, long c, long iy, long ix)
+{
+    if (iy < 0 || iy >= s->H || ix < 0 || ix >= s->W)
+        return 0.0f;
+    return x[((b * s->C + c) * s->H + iy) * s->W + ix];
+}
+
+/* ops.h's orders, written as plain loops. */
+static void conv_fwd_ref(const repro_conv_shape *s, const float *x, const float *w,
+                         const float *bias, float *y)
+{
+    long OH = repro_conv_oh(s), OW = repro_conv_ow(s), R = s->R;
+    for (long b = 0; b < s->B; b++)
+        for (long k = 0; k < s->K; k++)
+            for (long oy = 0; oy < OH; oy++)
+                for (long ox = 0; ox < OW; ox++) {
+                    float a = bias ? bias[k] : 0.0f;
+                    for (long c = 0; c < s->C; c++)
+                        for (long ry = 0; ry < R; ry++)
+                            for (long rx = 0; rx < R; rx++) {
+                                float p = w[((k * s->C + c) * R + ry) * R + rx] *
+                                          xat(s, x, b, c, oy + ry - s->pad, ox + rx - s->pad);
+                                a = a + p;
+                            }
+                    y[((b * s->K + k) * OH + oy) * OW + ox] = a;
+                }
+}
+
+static void conv_bwd_data_ref(const repro_conv_shape *s, const float *dy, const float *w,
+                              float *dx)
+{
+    long OH = repro_conv_oh(s), OW = repro_conv_ow(s), R = s->R;
+    for (long b = 0; b < s->B; b++)
+        for (long c = 0; c < s->C; c++)
+            for (long iy = 0; iy < s->H; iy++)
+                for (long ix = 0; ix < s->W; ix++) {
+                    float a = 0.0f;
+                    for (long k = 0; k < s->K; k++)
+                        for (long ry = 0; ry < R; ry++)
+                            for (long rx = 0; rx < R; rx++) {
+                                long oy = iy - ry + s->pad, ox = ix - rx + s->pad;
+                                if (oy < 0 || oy >= OH || ox < 0 || ox >= OW)
+                                    continue; /* skipped, not multiplied by 0 */
+                                float p = w[((k * s->C + c) * R + ry) * R + rx] *
+                                          dy[((b * s->K + k) * OH + oy) * OW + ox];
+                                a = a + p;
+                            }
+                    dx[((b * s->C + c) * s->H + iy) * s->W + ix] = a;
+                }
+}
+
+static void conv_bwd_filter_ref(const repro_conv_shape *s, const float *dy, const float *x,
+                                float *dw, int acc)
+{
+    long OH = repro_conv_oh(s), OW = repro_conv_ow(s), R = s->R;
+    for (long k = 0; k < s->K; k++)
+        for (long c = 0; c < s->C; c++)
+            for (long ry = 0; ry < R; ry++)
+                for (long rx = 0; rx < R; rx++) {
+                    float *out = &dw[((k * s->C + c) * R + ry) * R + rx];
+                    float a = acc ? *out : 0.0f;
+                    for (long ox = 0; ox < OW; ox++) {
+                        float col = 0.0f;
+                        for (long b = 0; b < s->B; b++)
+                            for (long oy = 0; oy < OH; oy++) {
+                                float p = dy[((b * s->K + k) * OH + oy) * OW + ox] *
+                                          xat(s, x, b, c, oy + ry - s->pad, ox + rx - s->pad);
+                                col = col + p;
+                            }
+                        a = a + col;
+                    }
+                    *out = a;
+                }
+}
+
+static void check_conv_shape(const repro_conv_shape *s, repro_pool *pool, int inf_weight)
+{
+    long nx = (long)s->B * s->C * s->H * s->W, nw = (long)s->K * s->C * s->R * s->R;
+    long ny = (long)s->B * s->K * repro_conv_oh(s) * repro_conv_ow(s);
+    float *x = rand_floats(nx, 1), *w = rand_floats(nw, 2), *bias = rand_floats(s->K, 3);
+    float *dy = rand_floats(ny, 4), *dw0 = rand_floats(nw, 5);
+    if (inf_weight)
+        w[nw / 2] = INFINITY;
+    float *y_want = malloc((size_t)ny * 4), *dx_want = malloc((size_t)nx * 4);
+    float *dw_want = dup(dw0, nw);
+    conv_fwd_ref(s, x, w, bias, y_want);
+    conv_bwd_data_ref(s, dy, w, dx_want);
+    conv_bwd_filter_ref(s, dy, x, dw_want, 1);
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    for (int i = 0; i < np; i++) {
+        ck_assert_int_eq(repro_isa_select(p[i]), 0);
+        const char *name = repro_isa_name(p[i]);
+        float *y = malloc((size_t)ny * 4), *dx = malloc((size_t)nx * 4), *dw = dup(dw0, nw);
+        repro_conv2d_forward(pool, s, x, w, bias, y);
+        repro_conv2d_backward_data(pool, s, dy, w, dx);
+        repro_conv2d_backward_filter(pool, s, dy, x, dw, NULL, 1);
+        ck_assert_msg(!memcmp(y, y_want, (size_t)ny * 4), "conv fwd differs on %s", name);
+        ck_assert_msg(!memcmp(dx, dx_want, (size_t)nx * 4), "conv bwd data differs on %s (inf %d)",
+                      name, inf_weight);
+        ck_assert_msg(!memcmp(dw, dw_want, (size_t)nw * 4), "conv bwd filter differs on %s",
+                      name);
+        free(y), free(dx), free(dw);
+    }
+    repro_isa_select(repro_isa_best());
+    free(x), free(w), free(bias), free(dy), free(dw0), free(y_want), free(dx_want), free(dw_want);
+}
+
+START_TEST(test_conv_every_path)
+{
+    /* The CNN's two shapes, padding, a 5x5 kernel and odd widths that leave
+     * partial vectors in every strip. */
+    const repro_conv_shape shapes[] = {{3, 1, 28, 28, 8, 3, 0}, {2, 8, 13, 13, 16, 3, 0},
+                                       {2, 3, 9, 11, 5, 3, 1},  {2, 2, 12, 37, 3, 5, 2},
+                                       {1, 2, 4, 4, 2, 3, 2}};
+    repro_pool *pool;
+    ck_assert_int_eq(repro_pool_new(&pool, 2), 0);
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int inf = 0; inf < 2; inf++)
+            check_conv_shape(&shapes[i], inf ? pool : NULL, inf);
+    repro_pool_free(pool);
+}
+END_TEST
+
+START_TEST(test_conv_algos_same_bits_every_path)
+{
+    /* im2col and Winograd have their own orders: each must be the same on
+     * every path (compared with the baseline's bits). */
+    repro_conv_shape s = {4, 8, 13, 13, 16, 3, 1};
+    long nx = (long)s.B * s.C * s.H * s.W, nw = (long)s.K * s.C * 9;
+    long ny = (long)s.B * s.K * repro_conv_oh(&s) * repro_conv_ow(&s);
+    float *x = rand_floats(nx, 7), *w = rand_floats(nw, 8), *bias = rand_floats(s.K, 9);
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    for (int a = 0; a < REPRO_CONV_NALGOS; a++) {
+        size_t ws = repro_conv_workspace_floats((repro_conv_algo)a, &s) + 1;
+        float *work = malloc(ws * 4), *base = malloc((size_t)ny * 4), *y = malloc((size_t)ny * 4);
+        for (int i = 0; i < np; i++) {
+            ck_assert_int_eq(repro_isa_select(p[i]), 0);
+            repro_conv2d_forward_algo(NULL, (repro_conv_algo)a, &s, x, w, bias, i ? y : base,
+                                      work);
+            if (i)
+                ck_assert_msg(!memcmp(y, base, (size_t)ny * 4), "%s on %s differs from sse2",
+                              repro_conv_algo_name((repro_conv_algo)a), repro_isa_name(p[i]));
+        }
+        free(work), free(base), free(y);
+    }
+    repro_isa_select(repro_isa_best());
+    free(x), free(w), free(bias);
+}
+END_TEST
+
+/* ---- max pooling ------------------------------------------------------------------ */
+
+START_TEST(test_maxpool_wide_planes)
+{
+    /* 2x2 windows four at a time: wide planes (26 -> 13 leaves a tail of
+     * one window), ties, NaNs and signed zeros against the scan rule. */
+    const int dims[][2] = {{26, 26}, {11, 13}, {8, 9}};
+    for (size_t d = 0; d < sizeof dims / sizeof *dims; d++) {
+        int B = 2, C = 3, H = dims[d][0], W = dims[d][1], OH = H / 2, OW = W / 2;
+        long nx = (long)B * C * H * W, ny = (long)B * C * OH * OW;
+        float *x = rand_floats(nx, 50 + d);
+        for (long i = 0; i < nx; i += 7)
+            x[i] = x[i + 1 < nx ? i + 1 : i]; /* ties */
+        for (long i = 3; i < nx; i += 29)
+            x[i] = NAN;
+        for (long i = 5; i < nx; i += 31)
+            x[i] = -0.0f;
+        float *y = malloc((size_t)ny * 4), *yw = malloc((size_t)ny * 4);
+        int32_t *am = malloc((size_t)ny * 4), *amw = malloc((size_t)ny * 4);
+        for (long pl = 0; pl < (long)B * C; pl++)
+            for (int oy = 0; oy < OH; oy++)
+                for (int ox = 0; ox < OW; ox++) {
+                    const float *xp = x + pl * H * W;
+                    int32_t at = 2 * oy * W + 2 * ox;
+                    float best = xp[at];
+                    for (int dy = 0; dy < 2; dy++)
+                        for (int dx = 0; dx < 2; dx++) {
+                            int32_t off = (2 * oy + dy) * W + 2 * ox + dx;
+                            if (xp[off] > best || (isnan(xp[off]) && !isnan(best))) {
+                                best = xp[off];
+                                at = off;
+                            }
+                        }
+                    yw[(pl * OH + oy) * OW + ox] = best;
+                    amw[(pl * OH + oy) * OW + ox] = at;
+                }
+        repro_maxpool2d_forward(NULL, B, C, H, W, 2, x, y, am);
+        ck_assert_msg(!memcmp(y, yw, (size_t)ny * 4), "maxpool values %dx%d", H, W);
+        ck_assert_msg(!memcmp(am, amw, (size_t)ny * 4), "maxpool argmax %dx%d", H, W);
+        free(x), free(y), free(yw), free(am), free(amw);
+    }
+}
+END_TEST
+
+/* ---- training ------------------------------------------------------------------ */
+
+/* The chain digest after `steps` recorded steps (digests only, no file). */
+static repro_digest train_chain(const char *path, int threads, long steps)
+{
+    static repro_config cfg;
+    char set[32];
+    ck_assert_int_eq(repro_config_load(&cfg, path), 0);
+    snprintf(set, sizeof set, "threads=%d", threads);
+    ck_assert_int_eq(repro_config_set(&cfg, set), 0);
+    repro_trainer t;
+    ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
+    repro_train_recorder *rec;
+    repro_train_recorder_opts o = {.trace_path = NULL, .level = 1, .every = 1,
+                                   .total_steps = steps};
+    ck_assert_int_eq(repro_train_recorder_new(&rec, &t, &o, NULL), 0);
+    for (long s = 0; s < steps; s++)
+        ck_assert_int_eq(repro_trainer_step(&t), 0);
+    repro_digest chain;
+    ck_assert_int_eq(repro_train_recorder_finish(rec, &chain, NULL), 0);
+    repro_train_recorder_free(rec);
+    repro_trainer_release(&t);
+    return chain;
+}
+
+static void same_training_every_path(const char *path, long steps)
+{
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    ck_assert_int_eq(repro_isa_select(REPRO_ISA_SSE2), 0);
+    repro_digest base = train_chain(path, 1, steps);
+    for (int i = 0; i < np; i++)
+        for (int threads = 1; threads <= 2; threads++) {
+            if (i == 0 && threads == 1)
+                continue;
+            ck_assert_int_eq(repro_isa_select(p[i]), 0);
+            repro_digest d = train_chain(path, threads, steps);
+            ck_assert_msg(repro_digest_eq(&d, &base), "%s: %s with %d threads differs from sse2",
+                          path, repro_isa_name(p[i]), threads);
+        }
+    repro_isa_select(repro_isa_best());
+}
+
+START_TEST(test_mlp_training_every_path) { same_training_every_path("experiments/mlp.ini", 12); }
+END_TEST
+
+START_TEST(test_cnn_training_every_path) { same_training_every_path("experiments/cnn.ini", 6); }
+END_TEST
+
+/* ---- the CLI ---------------------------------------------------------------------- */
+
+START_TEST(test_cli_repro_isa)
+{
+    char out[8192], err[2048];
+    ck_assert_int_eq(tu_run_repro("env", out, sizeof out, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(out, repro_isa_name(repro_isa_best())));
+    setenv("REPRO_ISA", "sse2", 1);
+    int rc = tu_run_repro("env", out, sizeof out, err, sizeof err);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(out, "sse2 kernels") != NULL, "repro env: %s", out);
+    setenv("REPRO_ISA", "avx3", 1);
+    ck_assert_int_eq(tu_run_repro("env", out, sizeof out, err, sizeof err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "REPRO_ISA"));
+    for (int i = 0; i < REPRO_ISA_COUNT; i++)
+        if (!repro_isa_supported((repro_isa)i)) {
+            setenv("REPRO_ISA", repro_isa_name((repro_isa)i), 1);
+            ck_assert_int_eq(tu_run_repro("env", out, sizeof out, err, sizeof err), 3);
+            ck_assert_ptr_nonnull(strstr(err, "does not support"));
+        }
+    unsetenv("REPRO_ISA");
+}
+END_TEST
+
+Suite *isa_suite(void)
+{
+    Suite *s = suite_create("isa");
+    TCase *tc = tcase_create("paths");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_names_and_selection);
+    tcase_add_test(tc, test_gemm_every_path);
+    tcase_add_test(tc, test_conv_every_path);
+    tcase_add_test(tc, test_conv_algos_same_bits_every_path);
+    tcase_add_test(tc, test_maxpool_wide_planes);
+    tcase_add_test(tc, test_mlp_training_every_path);
+    tcase_add_test(tc, test_cnn_training_every_path);
+    tcase_add_test(tc, test_cli_repro_isa);
+    suite_add_tcase(s, tc);
+    return s;
+}
