@@ -68,7 +68,7 @@ void repro_rng_permute(repro_rng *rng, uint32_t *perm, uint32_t n)
 
 /* Four consecutive blocks of the block function, interleaved so that their
  * multiply chains overlap (the same rounds as repro_philox4x32_10). */
-static void philox_blocks4(uint64_t key, uint64_t block, uint32_t out[16])
+void repro_philox_blocks4(uint64_t key, uint64_t block, uint32_t out[16])
 {
     uint32_t c0[4], c1[4], c2[4] = {0, 0, 0, 0}, c3[4] = {0, 0, 0, 0};
     for (int l = 0; l < 4; l++) {
@@ -108,7 +108,7 @@ void repro_rng_normals(repro_rng *rng, float *out, long n)
     for (; i + 4 <= n; i += 4) {
         for (int j = 0; j < r; j++)
             q[j] = rng->buf[rng->used + j];
-        philox_blocks4(rng->key, rng->block, q + r);
+        repro_philox_blocks4(rng->key, rng->block, q + r);
         rng->block += 4;
         for (int k = 0; k < 4; k++) {
             repro_philox_ctr b = {{q[4 * k], q[4 * k + 1], q[4 * k + 2], q[4 * k + 3]}};

@@ -85,7 +85,14 @@ void repro_rng_normals(repro_rng *rng, float *out, long n);
 /* The same normal from one counter-addressed block (4 uniforms). */
 float repro_philox_normal(repro_philox_ctr block);
 
+/* Blocks block .. block+3 of the stream `key` (counter (b lo, b hi, 0, 0),
+ * as repro_philox_at with lane 0), four at once with their multiply chains
+ * interleaved: out[4*l + w] is word w of block + l. The same bits as four
+ * calls of repro_philox_at. */
+void repro_philox_blocks4(uint64_t key, uint64_t block, uint32_t out[16]);
+
 #ifdef __cplusplus
 }
 #endif
+
 #endif

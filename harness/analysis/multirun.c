@@ -114,6 +114,17 @@ int repro_multirun_add(repro_multirun *m, const char *label, const char *scope, 
     return 0;
 }
 
+int repro_multirun_add_runs(repro_multirun *m, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "run %d", i + 1);
+        if (repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL))
+            return -1;
+    }
+    return 0;
+}
+
 int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *list,
                             const char *scope, const char *what)
 {

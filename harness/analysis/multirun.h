@@ -92,6 +92,9 @@ void repro_multirun_add_pass(repro_multirun *m, const repro_run_pass *p);
 /* Adds a run. flag/value may be NULL. */
 int repro_multirun_add(repro_multirun *m, const char *label, const char *scope, const char *flag,
                        const char *value);
+/* Adds n runs with the experiment's own settings, "run 1" .. "run n"
+ * (scope: fresh-process run to run). */
+int repro_multirun_add_runs(repro_multirun *m, int n);
 /* Adds the runs of a "--threads 1,2,3"-style list. */
 int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *list,
                             const char *scope, const char *what);

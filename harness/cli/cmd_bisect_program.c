@@ -131,12 +131,7 @@ int repro_cmd_bisect_program(int argc, char **argv, char **program)
     repro_multirun_add_pass(m, &o.pass);
     m->pass[m->npass++] = "--set";
     m->pass[m->npass++] = "trace.level=op";
-    int rc = 0;
-    for (int r = 0; r < o.repeat && !rc; r++) {
-        char label[32];
-        snprintf(label, sizeof label, "run %d", r + 1);
-        rc = repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL);
-    }
+    int rc = repro_multirun_add_runs(m, o.repeat);
     if (rc || repro_multirun_execute(m)) {
         rc = repro_report_error();
     } else {

@@ -210,12 +210,7 @@ static int run_all(bless_ctx *b)
         m->pass[m->npass++] = "--set";
         m->pass[m->npass++] = b->every_set;
     }
-    for (int i = 0; i < b->runs; i++) {
-        char label[32];
-        snprintf(label, sizeof label, "run %d", i + 1);
-        repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL);
-    }
-    int rc = repro_multirun_execute(m);
+    int rc = repro_multirun_add_runs(m, b->runs) ? -1 : repro_multirun_execute(m);
     if (rc)
         return rc < 0 ? repro_report_error() : rc;
     if (b->program && !b->name[0]) { /* the experiment name the program records */

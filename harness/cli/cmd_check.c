@@ -255,12 +255,8 @@ static int plan_program_runs(repro_multirun *m, const check_opts *o)
     m->timeout_s = o->timeout_s;
     repro_multirun_add_pass(m, &o->pass);
     m->quiet = o->json;
-    for (int i = 0; i < o->runs; i++) {
-        char label[32];
-        snprintf(label, sizeof label, "run %d", i + 1);
-        if (repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL))
-            return -1;
-    }
+    if (repro_multirun_add_runs(m, o->runs))
+        return -1;
     if ((o->threads &&
          repro_multirun_add_list(m, "--threads", o->threads, "thread count", "threads")) ||
         (o->workers &&
@@ -287,12 +283,8 @@ static int plan_runs(repro_multirun *m, check_opts *o)
     m->total_steps = cfg.train_steps;
     repro_multirun_add_pass(m, &o->pass);
     m->quiet = o->json;
-    for (int i = 0; i < o->runs; i++) {
-        char label[32];
-        snprintf(label, sizeof label, "run %d", i + 1);
-        if (repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL))
-            return -1;
-    }
+    if (repro_multirun_add_runs(m, o->runs))
+        return -1;
     if (o->threads &&
         repro_multirun_add_list(m, "--threads", o->threads, "thread count", "threads"))
         return -1;

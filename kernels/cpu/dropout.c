@@ -8,6 +8,7 @@
  * math is kernels/shared/pointwise.h, shared with the CUDA kernels. */
 #include "ops.h"
 
+#include "kernels/philox.h"
 #include "kernels/shared/pointwise.h"
 
 #include <string.h>
@@ -24,43 +25,16 @@ typedef struct {
     uint64_t key;
 } drop_ctx;
 
-/* v[0] of repro_philox_at(key, i + l, 0) for l = 0..3: the same rounds,
- * four counters interleaved so their multiply chains overlap. */
-static inline void philox_v0_x4(uint64_t key, uint64_t i, uint32_t out[4])
-{
-    uint32_t c0[4], c1[4], c2[4] = {0, 0, 0, 0}, c3[4] = {0, 0, 0, 0};
-    for (int l = 0; l < 4; l++) {
-        c0[l] = (uint32_t)(i + (uint64_t)l);
-        c1[l] = (uint32_t)((i + (uint64_t)l) >> 32);
-    }
-    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
-    for (int round = 0; round < 10; round++) {
-#pragma GCC unroll 4
-        for (int l = 0; l < 4; l++) {
-            uint64_t p0 = (uint64_t)0xD2511F53u * c0[l], p1 = (uint64_t)0xCD9E8D57u * c2[l];
-            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
-            c1[l] = (uint32_t)p1;
-            c3[l] = (uint32_t)p0;
-            c0[l] = n0;
-            c2[l] = n2;
-        }
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    for (int l = 0; l < 4; l++)
-        out[l] = c0[l];
-}
-
 static void fwd_chunk(void *vctx, long chunk)
 {
     const drop_ctx *c = vctx;
     long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
     long i = chunk * CHUNK;
     for (; i + 4 <= i1; i += 4) {
-        uint32_t r[4];
-        philox_v0_x4(c->key, (uint64_t)i, r);
+        uint32_t r[16]; /* word 0 of philox_at(key, i + l, 0) is r[4 * l] */
+        repro_philox_blocks4(c->key, (uint64_t)i, r);
         for (int l = 0; l < 4; l++) {
-            int keep = repro_u32_to_unit(r[l]) >= c->p; /* repro_hd_dropout_keep's rule */
+            int keep = repro_u32_to_unit(r[4 * l]) >= c->p; /* repro_hd_dropout_keep's rule */
             c->mask[i + l] = (uint8_t)keep;
             c->out[i + l] = repro_hd_dropout_apply(c->in[i + l], keep, c->scale);
         }
