@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dataset.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/numparse.h"
@@ -674,7 +675,7 @@ int repro_config_validate(const repro_config *cfg)
                                          w, sizeof w));
     }
     if (cfg->model_type == REPRO_MODEL_CNN) {
-        int h = 28;
+        int h = REPRO_IMG_ROWS; /* the dataset's images (core/dataset.h) */
         for (int i = 0; i < cfg->model_conv_channels_n; i++) {
             h = h + 2 * cfg->model_padding - cfg->model_kernel_size + 1;
             if (h >= 1)
@@ -682,9 +683,10 @@ int repro_config_validate(const repro_config *cfg)
             if (h < 1)
                 return repro_error_set(
                     REPRO_EINVAL,
-                    "%s%d conv blocks with kernel_size %d and padding %d shrink 28x28 to nothing",
+                    "%s%d conv blocks with kernel_size %d and padding %d shrink %dx%d to nothing",
                     where(cfg, REPRO_KEY_model_conv_channels, w, sizeof w),
-                    cfg->model_conv_channels_n, cfg->model_kernel_size, cfg->model_padding);
+                    cfg->model_conv_channels_n, cfg->model_kernel_size, cfg->model_padding,
+                    REPRO_IMG_ROWS, REPRO_IMG_COLS);
         }
     }
     return 0;
