@@ -651,16 +651,12 @@ int repro_config_validate(const repro_config *cfg)
     /* deterministic = on refuses nondeterministic variants by name, as
      * PyTorch's use_deterministic_algorithms(True) raises. */
     for (int k = 0; k < REPRO_KEY_COUNT; k++) {
-        if (!repro_config_key_is_variant(k))
-            continue;
-        char v[64];
-        repro_config_variant_name(cfg, k, v, sizeof v);
-        const repro_variant_info *vi = repro_variant_find(keys[k].name, v);
+        const repro_variant_info *vi = repro_config_variant_in_use(cfg, k);
         if (vi && !vi->deterministic && cfg->train_deterministic == REPRO_DETERMINISTIC_ON)
             return repro_error_set(REPRO_EINVAL,
                                    "%svariant %s = %s is nondeterministic (%s); deterministic = on "
                                    "refuses it (set deterministic = warn or off to run it)",
-                                   where(cfg, k, w, sizeof w), keys[k].name, v, vi->why);
+                                   where(cfg, k, w, sizeof w), keys[k].name, vi->variant, vi->why);
     }
     if (cfg->data_dataset == REPRO_DATASET_IDX) {
         if (!cfg->data_train_images[0] || !cfg->data_train_labels[0])
@@ -762,17 +758,13 @@ int repro_config_nondeterministic(const repro_config *cfg, char *buf, size_t len
     if (len)
         buf[0] = '\0';
     for (int k = 0; k < REPRO_KEY_COUNT; k++) {
-        if (!repro_config_key_is_variant(k))
-            continue;
-        char v[64];
-        repro_config_variant_name(cfg, k, v, sizeof v);
-        const repro_variant_info *vi = repro_variant_find(keys[k].name, v);
+        const repro_variant_info *vi = repro_config_variant_in_use(cfg, k);
         if (!vi || vi->deterministic)
             continue;
         n++;
         if (pos < len)
             pos += (size_t)snprintf(buf + pos, len - pos, "%s%s = %s (%s)", n > 1 ? "; " : "",
-                                    keys[k].name, v, vi->why);
+                                    keys[k].name, vi->variant, vi->why);
     }
     return n;
 }
