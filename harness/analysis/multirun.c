@@ -343,8 +343,10 @@ int repro_multirun_execute(repro_multirun *m)
             return -1;
         }
         if (m->cmd && repro_multirun_check_external_trace(m, m->ntraces,
-                                                          &m->traces[m->ntraces]))
+                                                          &m->traces[m->ntraces])) {
+            m->ntraces++; /* read: release frees it */
             return -1;
+        }
     }
     for (int i = 1; i < m->nplan; i++) {
         if (repro_compare_traces(&m->traces[0], &m->traces[i], &m->divs[i]))

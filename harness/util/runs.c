@@ -89,7 +89,7 @@ int repro_runs_prune(const char *dir, int keep, int dry_run, FILE *report, long 
     run_dir *runs;
     int n, rc = list_runs(dir, &runs, &n);
     long long total = 0;
-    if (!rc)
+    if (!rc && n > 1) /* (qsort's array may not be NULL, even for n = 0) */
         qsort(runs, (size_t)n, sizeof *runs, newest_first);
     for (int i = keep < 0 ? 0 : keep; !rc && i < n; i++) {
         tree_bytes = 0;
