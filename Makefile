@@ -173,7 +173,8 @@ portability: deps
 	@command -v clang >/dev/null || { echo "✗ clang not found: apt-get install clang"; exit 3; }
 	@set -e; for v in $(PORT_VARIANTS); do \
 	    cc=$${v%%:*}; opt=$${v#*:}; b=build-port-$$cc$$opt; \
-	    $(MAKE) --no-print-directory BUILD=$$b CC=$$cc OPT=$$opt NVCC= $$b/repro $$b/check_all >$$b.log 2>&1 || \
+	    tests=; [ "$$v" = "gcc:-O2" ] && tests=$$b/check_all; \
+	    $(MAKE) --no-print-directory BUILD=$$b CC=$$cc OPT=$$opt NVCC= $$b/repro $$tests >$$b.log 2>&1 || \
 	        { cat $$b.log; echo "✗ $$cc $$opt: build failed"; exit 1; }; \
 	    if objdump -d $$b/kernels/cpu/simd_*.o | grep -q 'vfn\?m\(add\|sub\)[0-9]'; then \
 	        echo "✗ $$cc $$opt: an FMA instruction in the kernels' vector paths"; exit 1; fi; \

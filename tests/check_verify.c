@@ -117,7 +117,7 @@ static const char *altered_name, *header_experiment;
 static const char *rewrite_trace(const char *bundle, long step, int mode, const char *env_class)
 {
     static char final_hex[65];
-    char p[600];
+    char p[1200];
     snprintf(p, sizeof p, "%s/trace.jsonl", bundle);
     char *text = slurp(p);
     FILE *f = fopen(p, "w");
