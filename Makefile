@@ -30,6 +30,13 @@ CUDNN_H  := $(firstword $(wildcard /usr/include/cudnn.h /usr/local/cuda/include/
 # PTX for later GPUs; cudart and cuDNN are linked into librepro (.a users
 # add the same -l flags) and repro (cuBLAS is only dlopen'ed for its version).
 HAVE_CUDA := $(if $(SAN),,$(if $(and $(NVCC),$(CUDNN_H)),1))
+# Data parallel (harness/core/dist.c) is built on Open MPI when mpicc is
+# found (libopenmpi-dev); without it, or under sanitizers (Open MPI's own
+# allocations would fail LeakSanitizer), ranks > 1 exits 3 saying so.
+MPICC    := $(shell command -v mpicc 2>/dev/null)
+HAVE_MPI := $(if $(SAN),,$(if $(MPICC),1))
+MPI_CFLAGS := $(if $(HAVE_MPI),$(shell $(MPICC) --showme:compile 2>/dev/null) -DREPRO_HAVE_MPI)
+MPI_LIBS   := $(if $(HAVE_MPI),$(shell $(MPICC) --showme:link 2>/dev/null))
 CUDA_HOME := $(if $(NVCC),$(patsubst %/bin/,%,$(dir $(NVCC))))
 NVCC_GENCODE = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
                -gencode arch=compute_90,code=compute_90
@@ -42,7 +49,7 @@ CUDA_LIBS = $(if $(HAVE_CUDA),$(CUDA_LINK))
 # -fPIC: the same objects go into librepro.a and librepro.so.
 CFLAGS   = -std=c11 -D_GNU_SOURCE -g $(OPT) $(NUMERICS) $(WARN) $(SAN) -fPIC \
            -Iinclude -Iharness -I. -I$(BUILD) $(PKG_CFLAGS) $(if $(HAVE_CUDA),-DREPRO_HAVE_CUDA)
-LDLIBS   = $(PKG_LIBS) $(CUDA_LIBS) -lpthread -lm
+LDLIBS   = $(PKG_LIBS) $(CUDA_LIBS) $(MPI_LIBS) -lpthread -lm
 LDFLAGS  = $(SAN)
 
 # The library is every layer below the CLI plus the kernels; the CLI
@@ -113,7 +120,7 @@ $(BUILD)/repro.pc: FORCE
 	   echo 'Version: $(REPRO_PKG_VERSION)'; \
 	   echo 'Requires.private: $(PKGS)'; \
 	   echo 'Libs: -L$${libdir} -Wl,-rpath,$${libdir} -lrepro'; \
-	   echo 'Libs.private: -lpthread -lm'; \
+	   echo 'Libs.private: $(MPI_LIBS) -lpthread -lm'; \
 	   echo 'Cflags: -I$${includedir}'; } > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 
@@ -251,6 +258,9 @@ $(BUILD)/%.o: %.c $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+# Only dist.c sees <mpi.h>.
+$(BUILD)/harness/core/dist.o: CFLAGS += $(MPI_CFLAGS)
+
 # The CUDA backend's objects: nvcc, with the same stamp and -MMD deps.
 $(BUILD)/%.o: %.cu $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 	@mkdir -p $(dir $@)
@@ -260,7 +270,7 @@ $(BUILD)/%.o: %.cu $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 # change bits).
 $(BUILD)/cflags.stamp: FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(CC) $(CFLAGS) $(if $(HAVE_CUDA),$(NVCC) $(NVCCFLAGS))' > $@.tmp
+	@echo '$(CC) $(CFLAGS) $(MPI_CFLAGS) $(if $(HAVE_CUDA),$(NVCC) $(NVCCFLAGS))' > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 
 $(BUILD)/librepro.a: $(LIB_OBJ)

@@ -60,6 +60,15 @@ const repro_variant_info repro_variants[] = {
     {"sgd", "ordered", 1, R, "elementwise update: no reduction"},
     {"adamw", "ordered", 1, R, "elementwise update: no reduction; bias corrections by repeated "
                             "multiplication, not pow"},
+    {"allreduce", "ordered", 1, R,
+     "each shard's gradient summed over its samples, the shard sums added in shard order on "
+     "every rank: the same bits for any number of ranks"},
+    {"allreduce", "ring", 1, R,
+     "ring reduce-scatter + allgather as NCCL and Gloo do: fixed for a fixed world size, but "
+     "each chunk's sum starts at another rank, so the bits change with the number of ranks"},
+    {"allreduce", "arrival", 0, R,
+     "remote shard sums added in the order messages arrive (MPI_ANY_SOURCE): bits vary run to "
+     "run"},
     {"index_add", "ordered", 1, R,
      "each output row receives its inputs in ascending index, chunks own columns"},
     {"index_add", "atomic", 0, R,

@@ -60,6 +60,8 @@ int repro_config_key_bits_neutral(int key)
 {
     switch (key) {
     case REPRO_KEY_train_threads:
+    case REPRO_KEY_train_ranks: /* with allreduce = ordered (ring and arrival are variants:
+                                   they count on their own) */
     case REPRO_KEY_data_num_workers: /* in augment_seed = worker mode it does change bits:
                                         that is the pitfall `repro check --workers` shows */
     case REPRO_KEY_data_prefetch:
@@ -645,8 +647,45 @@ static const char *where(const repro_config *cfg, int k, char *buf, size_t len)
     return buf;
 }
 
+/* The shard rule (core/shards.h): shards of equal size, and every rank
+ * holding whole shards, so that the gradient is the same sum on any world
+ * size. */
+static int validate_shards(const repro_config *cfg)
+{
+    char w[REPRO_CONFIG_PATH_MAX + 32];
+    int B = cfg->train_batch_size, S = cfg->train_shard_size, N = cfg->train_ranks;
+    if (S > 0 && B % S)
+        return repro_error_set(REPRO_EINVAL,
+                               "%sshard_size %d does not divide batch_size %d (shards must be "
+                               "equal: the step's gradient is the mean of the shard means)",
+                               where(cfg, REPRO_KEY_train_shard_size, w, sizeof w), S, B);
+    if (N == 1)
+        return 0;
+    if (S == 0)
+        return repro_error_set(REPRO_EINVAL,
+                               "%sranks = %d needs [train] shard_size (e.g. %d): the batch is cut "
+                               "into fixed shards, each rank holding whole ones, so that the "
+                               "gradient does not depend on the number of ranks",
+                               where(cfg, REPRO_KEY_train_ranks, w, sizeof w), N,
+                               B % (N * 16) == 0 ? 16 : B / N);
+    if ((B / S) % N)
+        return repro_error_set(REPRO_EINVAL,
+                               "%sranks = %d does not divide the %d shards (batch_size %d / "
+                               "shard_size %d): every rank must hold the same number of shards",
+                               where(cfg, REPRO_KEY_train_ranks, w, sizeof w), N, B / S, B, S);
+    if (cfg->trace_level == 2 /* op (record/trace.h) */)
+        return repro_error_set(REPRO_EINVAL,
+                               "%strace level op records every kernel output of the whole batch; "
+                               "with ranks = %d each rank holds part of it (run ranks = 1: the "
+                               "same bits)",
+                               where(cfg, REPRO_KEY_trace_level, w, sizeof w), N);
+    return 0;
+}
+
 int repro_config_validate(const repro_config *cfg)
 {
+    if (validate_shards(cfg))
+        return -1;
     char w[REPRO_CONFIG_PATH_MAX + 32];
     /* deterministic = on refuses nondeterministic variants by name, as
      * PyTorch's use_deterministic_algorithms(True) raises. */

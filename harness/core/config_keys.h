@@ -60,6 +60,8 @@ X(train, growth_factor, REAL, "2",      1, 1e6,  "min-open", "fp16 loss scaler: 
 X(train, backoff_factor, REAL, "0.5",   0, 1,    "min-open", "fp16 loss scaler: scale *= this when a step's gradients hold inf/NaN (the step is skipped)")
 X(train, growth_interval, INT, "2000",  1, 100000000, "",  "fp16 loss scaler: consecutive good steps before the scale grows")
 X(train, log_every,     INT,  "50",     1, 100000000, "",  "progress line every N steps when stderr is not a terminal")
+X(train, ranks,         INT,  "1",      1, 4096, "",       "data-parallel processes (MPI ranks): repro run starts them through mpirun, or joins the MPI job it runs in; bitwise the same for any value with allreduce = ordered")
+X(train, shard_size,    INT,  "0",      0, 65536, "",      "samples per gradient shard: the batch is cut into fixed shards whose gradients are summed in shard order, on one process as on N (0 = the whole batch is one shard; ranks > 1 needs it)")
 X(train, eval_every,    INT,  "0",      0, 100000000, "",  "evaluate the held-out split in eval mode after every N-th step, into the trace (0 = off; never changes training bits)")
 /* [trace] */
 X(trace, level,         ENUM, "tensor", 0, 0,    "step|tensor|op", "trace detail: step (digests only), tensor (every tensor's digest and stats), op (also every kernel output)")
@@ -69,4 +71,5 @@ XV(linear_fwd,        "linear.fwd",        "ordered|splitk", "linear forward: or
 XV(linear_bwd_weight, "linear.bwd_weight", "ordered|atomic", "linear backward weight: ordered sums, or atomic adds of per-chunk partial sums (nondeterministic)")
 XV(linear_bwd_bias,   "linear.bwd_bias",   "ordered|atomic", "linear backward bias: ordered sums, or atomic adds (nondeterministic)")
 XV(conv2d_bwd_filter, "conv2d.bwd_filter", "direct|atomic",  "conv2d backward filter and bias: fixed-order direct, or atomic adds per sample (nondeterministic)")
+XV(allreduce,         "allreduce",         "ordered|ring|arrival", "data-parallel gradient sum: ordered (every shard's sum added in shard order: the same bits for any ranks), ring (a ring reduce as NCCL/Gloo: deterministic, bits change with ranks), arrival (added as messages arrive: nondeterministic)")
 XV(index_add,         "index_add",         "ordered|atomic", "per-class feature sums (scatter/index-add): ordered, or atomic adds (nondeterministic)")

@@ -266,6 +266,8 @@ void repro_model_release(repro_model *m)
         m->be->free(ctx, m->scratch);
         m->be->free(ctx, m->xin);
         m->be->free(ctx, m->gscratch);
+        m->be->free(ctx, m->shard_slots);
+        m->be->free(ctx, m->shard_sum);
         m->be->destroy(ctx);
     }
     memset(m, 0, sizeof *m);

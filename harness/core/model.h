@@ -116,6 +116,22 @@ typedef struct {
      * streams), created by repro_model_init and destroyed by release. */
     const repro_backend *be;
     void *be_ctx;
+    /* The shard rule (repro_model_set_shards): the batch's rows are shards
+     * of shard_rows samples, shard-major; local shard q is global shard
+     * shard_first + q * shard_stride (its dropout stream and its place in
+     * the gradient sum). shard_rows = 0: the whole batch is one shard and
+     * the kernels write (or accumulate into) the grads themselves, as
+     * before shards existed. */
+    int shard_rows, shard_first, shard_stride, nshards;
+    float *shard_slots;    /* nshards x (largest layer's dw + db): one layer's partials */
+    float *shard_sum;      /* their sum, before it is written or added to the grads */
+    /* Sums nlocal partials of n floats (local shard q at slots + q * n) over
+     * every shard of the global batch in shard order into out (set by
+     * repro_model_set_shards: the local ordered sum; the trainer replaces it
+     * with the data-parallel reduce). Returns 0 or -1 (error slot). */
+    int (*reduce)(void *ctx, const float *slots, int nlocal, long n, float *out);
+    void *reduce_ctx;
+    int reduce_failed;     /* a reduce returned -1: the step fails (error slot set) */
     /* The arenas (repro_model_arena) and the floats of one layout (the sum
      * of the padded parameter sizes). */
     void *arena[REPRO_NARENAS];
@@ -146,7 +162,7 @@ int repro_model_init_params(repro_model *m, uint64_t seed);
 
 /* Forward over `B` <= capacity samples of x (B x 1 x 28 x 28, host
  * memory). `train` enables dropout, whose stream for layer L at this step
- * is derive(seed, DROPOUT, step, 0, 0, L). Returns the logits (B x 10,
+ * is derive(seed, DROPOUT, step, 0, s, L) for global shard s (0: no shards). Returns the logits (B x 10,
  * backend memory), or NULL with the error slot set (an algorithm lock that
  * does not fit, a backend failure while benchmarking). */
 const float *repro_model_forward(repro_model *m, const float *x, int B, int train, uint64_t seed,
@@ -164,6 +180,15 @@ void repro_model_backward(repro_model *m, const float *dlogits, int B);
  * fp32 grad (PyTorch's AccumulateGrad on an fp32 master gradient).
  * bf16/fp16 also round dlogits and every dx to the precision. */
 void repro_model_backward_acc(repro_model *m, const float *dlogits, int B, int accumulate);
+
+/* Turns the shard rule on: every train batch is nshards shards of
+ * `rows` samples (shard-major), local shard q being global shard
+ * first + q * stride. Each shard's parameter gradients are computed on
+ * their own (the kernels' sums over its rows) and the shards' partials
+ * summed by m->reduce in shard order; each shard's dropout mask is keyed by
+ * its global index. Allocates the partials (host-memory backends only).
+ * Returns 0, or -1 with the error slot set. */
+int repro_model_set_shards(repro_model *m, int rows, int nshards, int first, int stride);
 
 int repro_model_out_features(const repro_model *m);
 /* Bytes of conv layer l's workspace at capacity: the largest any of the

@@ -137,9 +137,19 @@ static int layer_forward(repro_model *m, repro_layer *l, const float *in, float 
         break;
     case REPRO_LAYER_DROPOUT:
         if (train) {
-            uint64_t key = repro_seed_derive(seed, REPRO_PURPOSE_DROPOUT, (uint32_t)step, 0, 0,
-                                             (uint32_t)l->index);
-            be->dropout_forward(ctx, in, out, l->mask, n, l->p, key);
+            /* One stream per shard, keyed by its global index (the worker
+             * slot of the derivation), so a sample's mask is the same on
+             * any number of ranks; no shards: one stream, shard 0. */
+            int rows = m->shard_rows ? m->shard_rows : B;
+            long per = (long)rows * layer_out_numel(l);
+            for (int q = 0; q * rows < B; q++) {
+                uint32_t shard = m->shard_rows ? (uint32_t)(m->shard_first + q * m->shard_stride)
+                                               : 0;
+                uint64_t key = repro_seed_derive(seed, REPRO_PURPOSE_DROPOUT, (uint32_t)step, 0,
+                                                 shard, (uint32_t)l->index);
+                be->dropout_forward(ctx, in + q * per, out + q * per, l->mask + q * per, per,
+                                    l->p, key);
+            }
         } else {
             be->copy_d2d(ctx, out, in, (size_t)n * sizeof(float)); /* eval: identity */
         }
@@ -183,6 +193,45 @@ static void finish_param_grads(repro_model *m, repro_param *w, float *dw, float 
     m->be->add(m->be_ctx, w[1].grad, db, w[1].numel);
 }
 
+/* The shard rule's parameter gradients of a linear or conv layer: each
+ * shard's dw, db from +0 over its own rows (rounded to the precision under
+ * bf16/fp16), the shards summed by m->reduce in shard order, the sum
+ * written to the grads or, when accumulating, added to them in float. */
+static void shard_param_grads(repro_model *m, const repro_layer *l, int i, int B, int accumulate)
+{
+    const repro_backend *be = m->be;
+    void *ctx = m->be_ctx;
+    repro_param *w = &m->params[l->param];
+    long nw = w->numel, nb = w[1].numel, n = nw + nb;
+    int S = m->shard_rows, nq = B / S;
+    long in_per = (long)S * layer_in_numel(l), out_per = (long)S * layer_out_numel(l);
+    for (int q = 0; q < nq; q++) {
+        float *dw = m->shard_slots + q * n, *db = dw + nw;
+        const float *in = m->act[i] + q * in_per, *dout = m->dact[i + 1] + q * out_per;
+        if (l->kind == REPRO_LAYER_LINEAR) {
+            be->linear_backward_weight(ctx, m->var_linear_bwd_weight, dout, in, dw, S, l->in_c,
+                                       l->out_c, 0);
+            be->linear_backward_bias(ctx, m->var_linear_bwd_bias, dout, db, S, l->out_c, 0);
+        } else {
+            repro_conv_shape s = conv_shape(l, S);
+            be->conv2d_backward_filter(ctx, m->var_conv2d_bwd_filter, &s, dout, in, dw, db, 0);
+        }
+        round_to_precision(m, dw, nw);
+        round_to_precision(m, db, nb);
+    }
+    if (m->reduce(m->reduce_ctx, m->shard_slots, nq, n, m->shard_sum)) {
+        m->reduce_failed = 1;
+        return;
+    }
+    if (accumulate) {
+        be->add(ctx, w->grad, m->shard_sum, nw);
+        be->add(ctx, w[1].grad, m->shard_sum + nw, nb);
+    } else {
+        be->copy_d2d(ctx, w->grad, m->shard_sum, (size_t)nw * sizeof(float));
+        be->copy_d2d(ctx, w[1].grad, m->shard_sum + nw, (size_t)nb * sizeof(float));
+    }
+}
+
 /* One layer backward: parameter gradients (if any), then din (if not
  * NULL: there is no gradient for the input batch). */
 static void layer_backward(repro_model *m, repro_layer *l, int i, float *din, int B,
@@ -201,19 +250,27 @@ static void layer_backward(repro_model *m, repro_layer *l, int i, float *din, in
     long n_in = (long)B * layer_in_numel(l);
     switch (l->kind) {
     case REPRO_LAYER_LINEAR:
-        be->linear_backward_weight(ctx, m->var_linear_bwd_weight, dout, in, dw, B, l->in_c,
-                                   l->out_c, kacc);
-        be->linear_backward_bias(ctx, m->var_linear_bwd_bias, dout, db, B, l->out_c, kacc);
-        if (lp)
-            finish_param_grads(m, w, dw, db, accumulate);
+        if (m->shard_rows) {
+            shard_param_grads(m, l, i, B, accumulate);
+        } else {
+            be->linear_backward_weight(ctx, m->var_linear_bwd_weight, dout, in, dw, B, l->in_c,
+                                       l->out_c, kacc);
+            be->linear_backward_bias(ctx, m->var_linear_bwd_bias, dout, db, B, l->out_c, kacc);
+            if (lp)
+                finish_param_grads(m, w, dw, db, accumulate);
+        }
         if (din)
             be->linear_backward_data(ctx, dout, weights(w), din, B, l->in_c, l->out_c);
         break;
     case REPRO_LAYER_CONV: {
         repro_conv_shape s = conv_shape(l, B);
-        be->conv2d_backward_filter(ctx, m->var_conv2d_bwd_filter, &s, dout, in, dw, db, kacc);
-        if (lp)
-            finish_param_grads(m, w, dw, db, accumulate);
+        if (m->shard_rows) {
+            shard_param_grads(m, l, i, B, accumulate);
+        } else {
+            be->conv2d_backward_filter(ctx, m->var_conv2d_bwd_filter, &s, dout, in, dw, db, kacc);
+            if (lp)
+                finish_param_grads(m, w, dw, db, accumulate);
+        }
         if (din)
             be->conv2d_backward_data(ctx, &s, dout, weights(w), din);
         break;

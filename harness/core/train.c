@@ -7,6 +7,8 @@
 
 #include "kernels/backend.h"
 #include "util/error.h"
+#include "core/dist.h"
+#include "core/train_dist.h"
 #include "core/train_record.h"
 
 /* The backend [train] backend names (the choice's text is its name), or
@@ -71,8 +73,16 @@ static int alloc_step_buffers(repro_trainer *t)
 
 int repro_trainer_init(repro_trainer *t, const repro_config *cfg)
 {
+    return repro_trainer_init_ranked(t, cfg, NULL);
+}
+
+int repro_trainer_init_ranked(repro_trainer *t, const repro_config *cfg, struct repro_dist *dist)
+{
     memset(t, 0, sizeof *t);
     t->cfg = *cfg;
+    t->dist = dist;
+    t->rank = repro_dist_rank(dist);
+    t->world = repro_dist_size(dist);
     const repro_config *c = &t->cfg;
     if (repro_config_validate(c))
         return -1;
@@ -94,12 +104,16 @@ int repro_trainer_init(repro_trainer *t, const repro_config *cfg)
         .shift = c->data_shift,
         .flip = c->data_flip,
         .noise = (float)c->data_noise,
+        .rank = t->rank,
+        .world = t->world,
+        .shard_size = c->train_shard_size,
     };
     if (repro_loader_new(&t->loader, &t->train_set, &lc))
         goto fail;
     const repro_backend *be = train_backend(c);
     if (!be || repro_model_init(&t->model, c, c->train_batch_size, be) ||
-        repro_model_init_params(&t->model, c->train_seed) || alloc_step_buffers(t))
+        repro_model_init_params(&t->model, c->train_seed) || alloc_step_buffers(t) ||
+        repro_train_shards_setup(t))
         goto fail;
     t->beta1_pow = 1.0;
     t->beta2_pow = 1.0;
@@ -139,18 +153,25 @@ static void optimizer_step(repro_trainer *t)
  * the kernel whose atomic variant stands for GPU scatter-adds. Recorded in
  * the trace (metrics.class_features: class centroids up to a count);
  * training does not use it. */
-static void class_features(repro_trainer *t, const repro_batch *b)
+static int class_features(repro_trainer *t, const repro_batch *b)
 {
     repro_model *m = &t->model;
     const repro_layer *last = &m->layers[m->nlayers - 1];
-    int width = last->in_c;
+    int width = last->in_c, rows;
+    const float *src;
+    const int32_t *labels;
+    /* data parallel: rank 0 sums over the global batch it gathers */
+    if (repro_train_gather_global(t, b, &src, &labels, &rows))
+        return -1;
+    if (t->rank != 0)
+        return 0; /* only rank 0 records */
     m->be->zero(m->be_ctx, t->class_features,
                 (size_t)REPRO_CLASSES * (size_t)width * sizeof(float));
-    const float *src = m->act[m->nlayers - 1];
     m->be->index_add(m->be_ctx, t->cfg.variant_index_add, t->class_features, REPRO_CLASSES,
-                     t->labels, src, b->size, width);
+                     labels, src, rows, width);
     long shape[2] = {REPRO_CLASSES, width};
     repro_model_report_op(m, "fwd.class_features", t->class_features, 2, shape);
+    return 0;
 }
 
 /* zero_grad before the first micro-batch's backward. Both modes then let
@@ -180,18 +201,15 @@ static int micro_batch(repro_trainer *t, int j, double *l)
     const repro_batch *b;
     if (repro_loader_next(t->loader, &b))
         return -1;
-    t->batch = b;
     m->be->copy_h2d(m->be_ctx, t->labels, b->y, (size_t)b->size * sizeof(int32_t));
     /* dropout stream: one per micro-batch (= the step when k = 1) */
     const float *logits =
         repro_model_forward(m, b->x, b->size, 1, t->cfg.train_seed, t->step * k + j);
     if (!logits)
         return -1;
-    *l = m->be->softmax_xent_forward(m->be_ctx, logits, t->labels, t->probs, b->size,
-                                     REPRO_CLASSES);
-    class_features(t, b);
-    m->be->softmax_xent_backward(m->be_ctx, t->probs, t->labels, t->dlogits, b->size,
-                                 REPRO_CLASSES);
+    if (repro_train_loss(t, logits, b->size, l) || class_features(t, b))
+        return -1;
+    repro_train_loss_grad(t, b->size);
     repro_scale_loss_grad(&t->scaler, m, k, t->dlogits, (long)b->size * REPRO_CLASSES);
     if (j == 0) {
         /* The recorder's hooks (train_record.h): wait only where a buffer it
@@ -201,7 +219,7 @@ static int micro_batch(repro_trainer *t, int j, double *l)
         zero_grad(t);
     }
     repro_model_backward_acc(m, t->dlogits, b->size, j > 0);
-    return 0;
+    return m->reduce_failed ? -1 : 0;
 }
 
 int repro_trainer_step(repro_trainer *t)
@@ -227,10 +245,12 @@ int repro_trainer_step(repro_trainer *t)
     if (t->model.be->synchronize(t->model.be_ctx)) /* a device fault surfaces here */
         return repro_error_set(REPRO_EIO, "%s backend: %s", t->model.be->name,
                                t->model.be->last_error(t->model.be_ctx));
+    if (repro_train_check_replicas(t, t->step + 1))
+        return -1;
     t->step++;
     /* Eval before the recorder's P job, which writes this step's line (and
      * the eval into it); it reads the parameters only. */
-    if (t->cfg.train_eval_every > 0 && t->step % t->cfg.train_eval_every == 0) {
+    if (t->cfg.train_eval_every > 0 && t->step % t->cfg.train_eval_every == 0 && t->rank == 0) {
         repro_trainer_evaluate(t, &t->eval_loss, &t->eval_accuracy);
         t->eval_step = t->step;
     }
@@ -326,6 +346,7 @@ void repro_trainer_release(repro_trainer *t)
 {
     repro_train_recorder_free(t->rec); /* first: its hasher thread reads the model */
     repro_loader_free(t->loader);
+    repro_train_shards_free(t);
     repro_model *m = &t->model;
     if (m->be) { /* the step buffers, before the model's backend context goes */
         m->be->free(m->be_ctx, t->probs);

@@ -9,6 +9,7 @@
 #include "core/loader.h"
 #include "core/mixed.h"
 #include "core/model.h"
+#include "util/fault.h"
 
 typedef struct repro_train_recorder repro_train_recorder;
 
@@ -36,12 +37,26 @@ typedef struct repro_trainer_s {
      * eval of that step (repro_trainer_evaluate; the trace line carries it). */
     long eval_step;         /* the step of the last eval, 0 if none */
     double eval_loss, eval_accuracy;
+    /* Data parallel (train_dist.h): the MPI group, or NULL in one process. */
+    struct repro_dist *dist;
+    int rank, world;        /* 0 and 1 in one process */
+    repro_fault fault;      /* a replica fault (util/fault.h), set before the first step */
+    struct repro_train_global *global; /* rank 0 of world > 1: the global batch the
+                                          recorder hashes (gathered from every rank) */
+    const float *logits_view; /* the recorder's logits: the global ones on rank 0 of
+                                 world > 1, else NULL (the model's own) */
+    double *shard_loss;     /* nshards: each shard's mean loss, global shard order */
+    float *reduce_scratch;  /* the data-parallel reduce's buffer */
 } repro_trainer;
 
 /* Validates the config, loads or generates the data, builds and initializes
  * the model on its backend (today always "cpu": the config key that picks
  * another comes with it). Returns 0, or -1 with the error slot set. */
 int repro_trainer_init(repro_trainer *t, const repro_config *cfg);
+/* The same as rank repro_dist_rank(dist) of a data-parallel job (dist may
+ * be NULL: one process): the loader gives this rank its shards of every
+ * global batch, and the gradient is summed across ranks (core/dist.h). */
+int repro_trainer_init_ranked(repro_trainer *t, const repro_config *cfg, struct repro_dist *dist);
 /* One optimizer step: accumulation_steps micro-batches (next batch,
  * forward, loss, backward accumulating), then the update (skipped when the
  * fp16 scaler finds inf/NaN). t->batch is the last micro-batch, t->loss the

@@ -586,8 +586,8 @@ static const void *small_source(repro_train_recorder *r, const char *name, const
         return b->x;
     if (!strcmp(name, "batch.y"))
         return b->y;
-    if (!strcmp(name, "logits"))
-        return t->model.act[t->model.nlayers];
+    if (!strcmp(name, "logits")) /* data parallel: rank 0's global view */
+        return t->logits_view ? t->logits_view : t->model.act[t->model.nlayers];
     if (!strcmp(name, "loss"))
         return loss;
     if (!strcmp(name, "metrics.class_features"))

@@ -8,6 +8,8 @@
 
 #include "util/error.h"
 
+static int flip(const repro_fault *f, void *data, size_t nbytes);
+
 int repro_fault_from_env(repro_fault *out)
 {
     memset(out, 0, sizeof *out);
@@ -46,6 +48,8 @@ int repro_fault_from_env(repro_fault *out)
             out->bit = (int)n;
         else if (!strcmp(tok, "run") && numeric)
             run = n;
+        else if (!strcmp(tok, "rank") && numeric && n < 65536)
+            out->replica = (int)n + 1;
         else
             return repro_error_set(REPRO_EINVAL, "REPRO_FAULT=%s: bad '%s=%s'", spec, tok, v);
     }
@@ -59,8 +63,22 @@ int repro_fault_from_env(repro_fault *out)
 
 int repro_fault_apply(const repro_fault *f, long step, const char *name, void *data, size_t nbytes)
 {
-    if (!f->active || step != f->step || strcmp(name, f->tensor) || nbytes < 4)
+    if (!f->active || f->replica || step != f->step || strcmp(name, f->tensor) || nbytes < 4)
         return 0;
+    return flip(f, data, nbytes);
+}
+
+int repro_fault_apply_replica(const repro_fault *f, int rank, long step, const char *name,
+                              void *data, size_t nbytes)
+{
+    if (!f->active || f->replica != rank + 1 || step != f->step || strcmp(name, f->tensor) ||
+        nbytes < 4)
+        return 0;
+    return flip(f, data, nbytes);
+}
+
+static int flip(const repro_fault *f, void *data, size_t nbytes)
+{
     size_t i = (size_t)f->element % (nbytes / 4);
     uint32_t v;
     memcpy(&v, (char *)data + 4 * i, 4);

@@ -1,6 +1,6 @@
 /* TEST-ONLY FAULT INJECTION — the negative control of every detector.
  *
- *   REPRO_FAULT=flip:step=37:tensor=param.fc1.weight[:element=0][:bit=0][:run=1]
+ *   REPRO_FAULT=flip:step=37:tensor=param.fc1.weight[:element=0][:bit=0][:run=1][:rank=R]
  *
  * flips one bit of one element of one recorded tensor at one step, in the
  * live buffer (so a flipped parameter or gradient really changes training
@@ -31,6 +31,7 @@ typedef struct {
     char tensor[64];
     long element;
     int bit;
+    int replica;  /* rank=R given: R + 1 (a replica fault, below); 0: none */
 } repro_fault;
 
 /* REPRO_FAULT's text when it injects a fault into training (flip:... or
@@ -40,6 +41,14 @@ const char *repro_fault_training_spec(void);
 /* Reads REPRO_FAULT (and REPRO_CHECK_RUN). Unset: inactive, 0. Malformed:
  * -1 with the error slot set (exit 2). */
 int repro_fault_from_env(repro_fault *out);
+/* A replica fault, `flip:step=N:tensor=param.NAME:rank=R` (data parallel):
+ * rank R flips the bit in its own live parameter right after step N's
+ * update, so its replica leaves the others there; the drift check must
+ * report R, N and the tensor. repro_fault_apply ignores it (rank 0's
+ * recorder must not flip); repro_fault_apply_replica applies it on rank R
+ * only. Returns 1 if it flipped. */
+int repro_fault_apply_replica(const repro_fault *f, int rank, long step, const char *name,
+                              void *data, size_t nbytes);
 /* Flips the bit if (step, name) match; element index is taken modulo the
  * element count (4-byte elements). Returns 1 if it flipped. */
 int repro_fault_apply(const repro_fault *f, long step, const char *name, void *data, size_t nbytes);
