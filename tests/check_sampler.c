@@ -195,6 +195,7 @@ START_TEST(test_worker_seed_streams_distinct)
             ck_assert_msg(seeds[i] != seeds[i - 1], "world %d: two worker streams share a seed",
                           worlds[w]);
     }
+    ck_assert_str_eq(repro_purpose_name(REPRO_PURPOSE_WORKER), "worker");
     /* The old rule would collide: every rank's worker i had base_seed + i. */
     ck_assert_uint_ne(repro_loader_worker_seed(base[0], 0, 0, 2, 1),
                       repro_loader_worker_seed(base[0], 0, 1, 2, 1));

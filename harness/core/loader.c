@@ -311,8 +311,9 @@ static int check_parallel(const repro_loader_config *cfg, int *world, int *shard
                                cfg->world, MAX_WORLD);
     *world = cfg->world > 1 ? cfg->world : 1;
     if (cfg->rank < 0 || cfg->rank >= *world)
-        return repro_error_set(REPRO_EINVAL, "loader: rank %d out of range (must be 0..%d, world %d)",
-                               cfg->rank, *world - 1, cfg->world);
+        return repro_error_set(REPRO_EINVAL,
+                               "loader: rank %d out of range (must be 0..%d, world %d)", cfg->rank,
+                               *world - 1, cfg->world);
     if (cfg->shard_size < 0 || cfg->shard_size > cfg->batch_size ||
         (cfg->shard_size > 0 && cfg->batch_size % cfg->shard_size != 0))
         return repro_error_set(REPRO_EINVAL,
