@@ -14,7 +14,11 @@
  * batch k goes to slot k % nslots, and a worker waits until the batch that
  * last used that slot has been released by the consumer before refilling it,
  * so at most W * prefetch batches are in flight (being filled, ready, or held
- * by the caller). */
+ * by the caller).
+ *
+ * Data parallel: every rank runs this same loader on the same permutation
+ * and fills only its rows of each global batch (row_position); nothing else
+ * about the threads or the ring changes, and slots hold b = B / world rows. */
 #include "core/loader.h"
 
 #include <errno.h>
@@ -27,6 +31,7 @@
 
 #define MAX_WORKERS 64
 #define MAX_PREFETCH 256
+#define MAX_WORLD 65536 /* repro_seed_derive takes rank < 2^16 */
 
 typedef struct {
     uint32_t *ids;
@@ -48,6 +53,10 @@ struct repro_loader {
     repro_loader_config cfg;
     int nw;               /* threads this epoch: num_workers, or 0 */
     int bpe;              /* batches per epoch (drop_last) */
+    int world, rank;      /* world >= 1 */
+    int shard;            /* S */
+    int nshards;          /* nS = B / S */
+    int rows;             /* b = B / world: this rank's rows per batch */
     int nslots;
     slot *slots;
     worker *workers;
@@ -122,15 +131,39 @@ void repro_augment_sample(const repro_loader_config *cfg, repro_rng *rng, const 
     }
 }
 
+/* The permutation index of row i of this rank's part of global batch k
+ * (loader.h): local shard q = i / S is global shard q*world + rank, and its
+ * row j = i % S is position shard + j*nS of the global batch. world = 1,
+ * S = B gives k*B + i. */
+static size_t row_position(const repro_loader *l, int k, int i)
+{
+    int q = i / l->shard, j = i % l->shard;
+    int g = q * l->world + l->rank + j * l->nshards;
+    return (size_t)k * (size_t)l->cfg.batch_size + (size_t)g;
+}
+
+uint64_t repro_loader_worker_seed(uint64_t base_seed, int epoch, int rank, int world, int worker)
+{
+    if (world <= 1)
+        return repro_worker_seed(base_seed, worker);
+    return repro_seed_derive(base_seed, REPRO_PURPOSE_WORKER, (uint32_t)epoch, (uint32_t)rank,
+                             (uint32_t)worker, 0);
+}
+
+static uint64_t worker_seed(const repro_loader *l, int worker)
+{
+    return repro_loader_worker_seed(l->base_seed, l->epoch, l->rank, l->world, worker);
+}
+
 /* Fills slot s with batch k of the current epoch. `wrng` is the worker's
  * RNG (worker mode); sample mode derives one stream per sample. */
 static void fill_batch(repro_loader *l, slot *s, int k, repro_rng *wrng)
 {
     const repro_loader_config *cfg = &l->cfg;
-    int bs = cfg->batch_size;
+    int bs = l->rows;
     int augment = cfg->shift > 0 || cfg->flip || cfg->noise > 0.0f;
     for (int b = 0; b < bs; b++) {
-        uint32_t id = l->perm[(size_t)k * bs + b];
+        uint32_t id = l->perm[row_position(l, k, b)];
         const uint8_t *px = l->ds->images + (size_t)id * REPRO_IMG_PIXELS;
         float *out = s->x + (size_t)b * REPRO_IMG_PIXELS;
         s->ids[b] = id;
@@ -145,6 +178,12 @@ static void fill_batch(repro_loader *l, slot *s, int k, repro_rng *wrng)
     }
     repro_batch *o = &s->batch;
     o->size = bs;
+    o->global_size = cfg->batch_size;
+    o->shard_size = l->shard;
+    o->nshards = l->nshards;
+    o->nshards_local = l->nshards / l->world;
+    o->first_shard = l->rank;
+    o->shard_stride = l->world;
     o->epoch = l->epoch;
     o->index_in_epoch = k;
     o->base_seed = l->base_seed;
@@ -163,8 +202,8 @@ static void replay_batch(const repro_loader *l, int k, repro_rng *wrng)
     if (cfg->augment_seed != REPRO_AUGMENT_SEED_WORKER || !augment)
         return;
     float scratch[REPRO_IMG_PIXELS];
-    for (int b = 0; b < cfg->batch_size; b++) {
-        uint32_t id = l->perm[(size_t)k * (size_t)cfg->batch_size + (size_t)b];
+    for (int b = 0; b < l->rows; b++) {
+        uint32_t id = l->perm[row_position(l, k, b)];
         repro_augment_sample(cfg, wrng, l->ds->images + (size_t)id * REPRO_IMG_PIXELS, scratch);
     }
 }
@@ -173,10 +212,11 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     repro_loader *l = w->l;
-    /* PyTorch's worker seed: base_seed + worker id. The epoch fields (perm,
-     * base_seed, first_k) were written before this thread was created. */
+    /* PyTorch's worker seed base_seed + worker id, or per (rank, worker)
+     * when data parallel. The epoch fields (perm, base_seed, epoch, first_k)
+     * were written before this thread was created. */
     repro_rng rng;
-    repro_rng_init(&rng, l->base_seed + (uint64_t)w->id);
+    repro_rng_init(&rng, worker_seed(l, w->id));
     int k = w->id;
     for (; k < l->first_k; k += l->nw) /* resumed mid-epoch: catch the stream up */
         replay_batch(l, k, &rng);
@@ -226,7 +266,7 @@ static int start_threads(repro_loader *l)
     for (int s = 0; s < l->nslots; s++)
         l->slots[s].ready_k = -1;
     if (l->nw == 0) {
-        repro_rng_init(&l->sync_rng, l->base_seed + 0);
+        repro_rng_init(&l->sync_rng, worker_seed(l, 0));
         for (int k = 0; k < l->first_k; k++)
             replay_batch(l, k, &l->sync_rng);
         return 0;
@@ -262,6 +302,34 @@ static int start_epoch(repro_loader *l)
     return start_threads(l);
 }
 
+/* Checks rank, world and shard_size against batch_size (loader.h's rules);
+ * on success sets *world (>= 1) and *shard (S). */
+static int check_parallel(const repro_loader_config *cfg, int *world, int *shard)
+{
+    if (cfg->world < 0 || cfg->world > MAX_WORLD)
+        return repro_error_set(REPRO_EINVAL, "loader: world %d out of range (must be 0..%d)",
+                               cfg->world, MAX_WORLD);
+    *world = cfg->world > 1 ? cfg->world : 1;
+    if (cfg->rank < 0 || cfg->rank >= *world)
+        return repro_error_set(REPRO_EINVAL,
+                               "loader: rank %d out of range (must be 0..%d, world %d)", cfg->rank,
+                               *world - 1, cfg->world);
+    if (cfg->shard_size < 0 || cfg->shard_size > cfg->batch_size ||
+        (cfg->shard_size > 0 && cfg->batch_size % cfg->shard_size != 0))
+        return repro_error_set(REPRO_EINVAL,
+                               "loader: shard_size %d does not divide batch_size %d (the global "
+                               "batch)",
+                               cfg->shard_size, cfg->batch_size);
+    *shard = cfg->shard_size > 0 ? cfg->shard_size : cfg->batch_size;
+    int nshards = cfg->batch_size / *shard;
+    if (nshards % *world != 0)
+        return repro_error_set(REPRO_EINVAL,
+                               "loader: world %d does not divide the %d shards of the global "
+                               "batch (batch_size %d / shard_size %d)",
+                               *world, nshards, cfg->batch_size, *shard);
+    return 0;
+}
+
 int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_loader_config *cfg)
 {
     *out = NULL;
@@ -286,6 +354,9 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
     if (!(cfg->noise >= 0.0f && cfg->noise <= 1e6f)) /* also rejects NaN */
         return repro_error_set(REPRO_EINVAL, "loader: noise %g out of range (must be >= 0)",
                                (double)cfg->noise);
+    int world = 1, shard = 1;
+    if (check_parallel(cfg, &world, &shard) != 0)
+        return -1;
 
     repro_loader *l = calloc(1, sizeof *l);
     if (!l)
@@ -297,6 +368,11 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
     l->cfg.shuffle = cfg->shuffle != 0;
     l->nw = cfg->num_workers;
     l->bpe = ds->n / cfg->batch_size;
+    l->world = world;
+    l->rank = cfg->rank;
+    l->shard = shard;
+    l->nshards = cfg->batch_size / shard;
+    l->rows = cfg->batch_size / world;
     l->nslots = l->nw == 0 ? 1 : l->nw * cfg->prefetch;
     l->epoch = -1;
     repro_rng_init(&l->gen, repro_seed_derive(cfg->seed, REPRO_PURPOSE_SHUFFLE, 0, 0, 0, 0));
@@ -304,7 +380,7 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
     pthread_cond_init(&l->released_cv, NULL);
     pthread_cond_init(&l->ready_cv, NULL);
 
-    size_t bs = (size_t)cfg->batch_size;
+    size_t bs = (size_t)l->rows;
     l->perm = malloc(sizeof(uint32_t) * (size_t)ds->n);
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
     l->workers = calloc(l->nw ? (size_t)l->nw : 1, sizeof *l->workers);
@@ -319,7 +395,7 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
     if (!ok) {
         repro_loader_free(l);
         return repro_error_set(REPRO_ENOMEM, "loader: out of memory for %d batch slots of %d",
-                               l->nslots, cfg->batch_size);
+                               l->nslots, l->rows);
     }
     for (int i = 0; i < l->nw; i++) {
         l->workers[i].l = l;

@@ -11,7 +11,41 @@
  * Augmentation draws, per sample in the batch order: in mode `worker` from the
  * worker's RNG (PyTorch's behaviour: bits change with num_workers); in mode
  * `sample` from the stream derive(base_seed, AUGMENT, 0,0,0, sample id), so
- * which worker loads a sample never changes its bits. */
+ * which worker loads a sample never changes its bits.
+ *
+ * Data parallel (rank, world, shard_size; all 0 = one process, one shard):
+ *  - batch_size is the GLOBAL batch B, the same number on every rank; S =
+ *    shard_size (0: S = B), nS = B / S shards per global batch. S must divide
+ *    B and world must divide nS (else repro_loader_new fails, REPRO_EINVAL).
+ *    Each rank's batch has b = B / world rows (repro_batch.size).
+ *  - every rank draws base_seed and the permutation exactly as above, from
+ *    the same generator, so all ranks agree on the epoch's permutation (the
+ *    role of DistributedSampler's seed + epoch) without communicating.
+ *  - batches per epoch stay floor(n / B) (drop_last) on every rank. That is
+ *    DistributedSampler(drop_last=True)'s per-rank length floor(n / world)
+ *    cut into local batches of b = B / world with drop_last:
+ *    floor(floor(n / world) / b) = floor(n / B). So no rank pads (no sample
+ *    is repeated in an epoch) and every rank takes the same number of steps;
+ *    the n mod B samples at the permutation's end are dropped.
+ *  - global batch k of an epoch is permutation positions [kB, (k+1)B).
+ *    Shard s (0 <= s < nS) of it is the positions g = s + j*nS, j = 0..S-1
+ *    (strided). Rank r owns the shards s = r (mod world), so it holds
+ *    exactly the positions g = r (mod world): permutation indices kB + r,
+ *    kB + r + world, ..., DistributedSampler's contract.
+ *  - rank r's rows are in shard-major order: local shard q = 0 ..
+ *    nS/world - 1 is global shard s = q*world + r, and row q*S + j holds
+ *    position g = s + j*nS, i.e. sample perm[kB + g]. With world = 1 and one
+ *    shard (S = B) that is row i = perm[kB + i]: the single-process order.
+ *    (world = 1 with S < B keeps the batch's set but reorders its rows.)
+ *  - worker seeds: world <= 1 keeps base_seed + worker (repro_worker_seed);
+ *    world > 1 seeds worker w of rank r with derive(base_seed, WORKER, epoch,
+ *    r, w, 0), so no two (rank, worker) streams of a run coincide (PyTorch
+ *    under DDP gives every rank's worker i the same base_seed + i).
+ *    num_workers = 0 loads as worker 0 of its rank. Augmentation in mode
+ *    `sample` stays keyed by sample id only, so its pixels do not depend on
+ *    the rank, the world size or the shard size.
+ *  - positions (repro_loader_get_position/restore) are global: epoch and
+ *    global batch index, the same on every rank. */
 #ifndef REPRO_LOADER_H
 #define REPRO_LOADER_H
 
@@ -32,15 +66,23 @@ typedef struct {
     int shift;        /* random translation by -shift..shift pixels per axis, zero fill; 0 = off */
     int flip;         /* horizontal flip with probability 1/2 */
     float noise;      /* stddev of additive normal noise (repro_*_normal); 0 = off */
+    int rank, world;  /* data parallel: world 0 or 1 = one process; 0 <= rank < world */
+    int shard_size;   /* S: divides batch_size; 0 = batch_size (one shard) */
 } repro_loader_config;
 
 typedef struct {
-    int size;
+    int size;             /* this rank's rows: b = global_size / world */
+    int global_size;      /* B: rows of the global batch across all ranks */
+    int shard_size;       /* S: rows per shard */
+    int nshards;          /* nS = B / S: shards of the global batch */
+    int nshards_local;    /* nS / world: shards of this rank; size = nshards_local * S */
+    int first_shard;      /* = rank: local shard q is global shard first_shard + q * shard_stride */
+    int shard_stride;     /* = world (1 for one process) */
     int epoch;            /* from 0 */
     long index;           /* batch number since the start, from 0 */
     int index_in_epoch;
     uint64_t base_seed;   /* of this epoch */
-    const uint32_t *ids;  /* sample ids, in batch order */
+    const uint32_t *ids;  /* sample ids, in batch order (rows shard-major, see above) */
     const float *x;       /* size x 1 x 28 x 28, pixel / 255 then augmentation */
     const int32_t *y;     /* labels */
 } repro_batch;
@@ -82,6 +124,11 @@ int repro_loader_dataset_size(const repro_loader *l);
  * when the position does not fit this loader. */
 int repro_loader_restore(repro_loader *l, const repro_loader_position *p, const uint32_t *perm);
 void repro_loader_free(repro_loader *l);
+
+/* The seed of loader worker `worker` of rank `rank` (of `world`) in the epoch
+ * with base_seed `base_seed` (the rule above; exposed for tests and for
+ * programs that mirror the loader). */
+uint64_t repro_loader_worker_seed(uint64_t base_seed, int epoch, int rank, int world, int worker);
 
 /* The augmentation of one sample, exposed for tests: `rng` is the stream to
  * draw from; draws, in order: shift y, shift x (when shift > 0), flip (when

@@ -24,6 +24,7 @@ const char *repro_purpose_name(repro_purpose p)
     case REPRO_PURPOSE_DATA_PROTO: return "data-prototype";
     case REPRO_PURPOSE_DATA_SAMPLE: return "data-sample";
     case REPRO_PURPOSE_BATCH_COMPOSITION: return "batch-composition";
+    case REPRO_PURPOSE_WORKER: return "worker";
     }
     return "unknown";
 }

@@ -24,8 +24,11 @@ typedef enum {
     REPRO_PURPOSE_AUGMENT = 4,    /* augment_seed = sample: seed = base_seed, index = sample id */
     REPRO_PURPOSE_DATA_PROTO = 5, /* synthetic dataset: index = class */
     REPRO_PURPOSE_DATA_SAMPLE = 6, /* synthetic dataset: epoch = split, index = sample */
-    REPRO_PURPOSE_BATCH_COMPOSITION = 7 /* check --batch-invariance's shuffled batches: index =
-                                           batch size (trains nothing: no run's bits use it) */
+    REPRO_PURPOSE_BATCH_COMPOSITION = 7, /* check --batch-invariance's shuffled batches: index =
+                                            batch size (trains nothing: no run's bits use it) */
+    REPRO_PURPOSE_WORKER = 8 /* data-parallel loader workers (world > 1): seed = the epoch's
+                                base_seed, rank, worker, index 0. One stream per (rank,
+                                worker), unlike base_seed + worker, which every rank repeats */
 } repro_purpose;
 
 /* repro_seed_derive, repro_worker_seed and the generator are public:
