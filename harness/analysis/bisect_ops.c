@@ -69,6 +69,10 @@ static void name_first(repro_bisect_ops_result *r, const repro_divergence *d)
     snprintf(r->name, sizeof r->name, "%s", first ? first->name : "?");
     repro_op_split(r->name, r->phase, r->layer, out, sizeof r->phase);
     const char *vop = repro_op_variant(r->name);
+    /* Data parallel: a gradient is the all-reduce's output, the first
+     * tensor where a difference in it can show (no op outputs recorded). */
+    if (!vop && r->cfg.train_ranks > 1 && !strncmp(r->name, "grad.", 5))
+        vop = "allreduce";
     snprintf(r->op, sizeof r->op, "%s", vop ? vop : "");
     int vk = vop ? repro_config_find_key(vop) : -1;
     const repro_variant_info *vi = NULL;
@@ -91,7 +95,9 @@ static void name_first(repro_bisect_ops_result *r, const repro_divergence *d)
 static void plan_locate(const repro_bisect_ops_opts *o, const repro_bisect_ops_result *r,
                         repro_multirun *m)
 {
-    char *extra[] = {"--set", "trace.level=op"};
+    /* Data parallel runs record no op outputs (no rank holds the whole
+     * batch's): the first divergent tensor, then the culprit variants. */
+    char *extra[] = {"--set", r->cfg.train_ranks > 1 ? "trace.level=tensor" : "trace.level=op"};
     setup(o, r, m, "bisect", extra, 2);
     m->quiet = o->quiet;
     repro_multirun_add(m, "reference", "fresh-process run to run", NULL, NULL);

@@ -49,6 +49,8 @@ const char repro_check_usage[] =
     "  --runs N           runs with the experiment's own settings (default 2)\n"
     "  --threads LIST     one more run per kernel thread count, e.g. 1,2,3\n"
     "  --workers LIST     one more run per loader worker count, e.g. 0,1,3\n"
+    "  --ranks LIST       one more run per data-parallel world size (MPI ranks),\n"
+    "                     e.g. 1,2,4 (needs [train] shard_size; scope world size)\n"
     "  --resume-at K      one more run that trains to step K, checkpoints, and\n"
     "                     resumes in a fresh process; its steps K+1.. must equal\n"
     "                     run 1's (scope checkpoint/resume)\n"
@@ -104,12 +106,13 @@ typedef struct {
     char name[128];                 /* the program's golden name */
     int name_given;                 /* --name; else the name the program records */
     double timeout_s;
-    const char *threads, *workers; /* lists of counts, one run each */
+    const char *threads, *workers, *ranks; /* lists of counts, one run each */
     long resume_at;
     repro_run_pass pass;            /* --steps, --seed, --set for every run */
     /* what the experiment's data settings mean for a worker-count check */
     int augments;                   /* shift, flip or noise is on */
     int augment_by_worker;          /* augment_seed = worker */
+    int allreduce_ring;             /* [variant] allreduce = ring */
     int keep;                       /* --keep: a passing check keeps its traces */
     int batch_invariance;           /* --batch-invariance: that scope only */
     repro_batchinv_opts bi;         /* its batch sizes */
@@ -127,6 +130,7 @@ static int batch_invariance_conflicts(const check_opts *o)
     const char *other = o->runs_given      ? "--runs"
                         : o->threads       ? "--threads"
                         : o->workers       ? "--workers"
+                        : o->ranks         ? "--ranks"
                         : o->resume_at     ? "--resume-at"
                         : o->require_golden ? "--require-golden"
                                             : NULL;
@@ -149,7 +153,7 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         {"require-golden", no_argument, 0, 'G'}, {"no-golden", no_argument, 0, 'N'},
         {"resume-at", required_argument, 0, 'A'}, {"name", required_argument, 0, 'n'},
         {"timeout", required_argument, 0, 'T'}, {"git-bisect", no_argument, 0, 'B'},
-        {"keep", no_argument, 0, 'K'},
+        {"keep", no_argument, 0, 'K'},          {"ranks", required_argument, 0, 'R'},
         {"batch-invariance", no_argument, 0, 'I'}, {"batch-sizes", required_argument, 0, 'Z'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
@@ -179,6 +183,7 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
                 return -1;
             break;
         case 'w': o->workers = optarg; break;
+        case 'R': o->ranks = optarg; break;
         case 'j': o->json = 1; break;
         case 'J': o->junit = optarg; break;
         case 'G': o->require_golden = 1; break;
@@ -291,6 +296,9 @@ static int plan_runs(repro_multirun *m, check_opts *o)
     if (o->workers &&
         repro_multirun_add_list(m, "--workers", o->workers, "worker count", "workers"))
         return -1;
+    if (o->ranks && repro_multirun_add_list(m, "--ranks", o->ranks, "world size", "ranks"))
+        return -1;
+    o->allreduce_ring = cfg.variant_allreduce == 1; /* ring (core/dist.h) */
     long resume_at = o->resume_at;
     if (resume_at) {
         if (resume_at >= cfg.train_steps)
@@ -359,7 +367,20 @@ static void worker_notes(const repro_multirun *m, const check_opts *o)
                "PyTorch's behaviour: base_seed + worker id), so which worker loads a sample "
                "changes its augmentation; augment_seed = sample keys it by (base_seed, sample "
                "id) and makes the worker count irrelevant\n");
-    else if ((worker_runs || o->augment_by_worker) && !o->augments)
+    for (int i = 1; i < m->nplan; i++)
+        if (!strcmp(m->plan[i].scope, "world size") && !m->divs[i].identical) {
+            printf("cause: %s\n",
+                   o->allreduce_ring
+                       ? "allreduce = ring sums each chunk of the gradient starting at another "
+                         "rank, so the association of the sum changes with the number of ranks "
+                         "(as NCCL's and Gloo's rings do); allreduce = ordered adds every "
+                         "shard's sum in shard order on every rank and makes the world size "
+                         "irrelevant"
+                       : "the gradient sum depends on the world size: check [variant] allreduce "
+                         "and that the loader's shards (shard_size) are the same in every run");
+            break;
+        }
+    if ((worker_runs || o->augment_by_worker) && !o->augments)
         printf("note: this experiment has no augmentation (shift, flip and noise are off), so "
                "augment_seed has no effect here%s\n",
                worker_runs ? " and the worker count only moves loading between threads" : "");

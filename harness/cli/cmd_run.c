@@ -15,6 +15,7 @@
 #include "util/numparse.h"
 #include "cli/cli.h"
 #include "util/error.h"
+#include "util/escape.h"
 #include "util/fault.h"
 #include "util/fsutil.h"
 #include "kernels/philox.h"
@@ -23,6 +24,9 @@
 #include "core/train_record.h"
 #include "util/seeds.h"
 #include "core/train.h"
+#include "core/dist.h"
+#include "core/train_dist.h"
+#include "cli/run_ranks.h"
 
 const char repro_run_usage[] =
     "usage: repro run EXP [options]\n"
@@ -38,6 +42,10 @@ const char repro_run_usage[] =
     "  --seed S          global seed (train.seed)\n"
     "  --threads T       kernel threads (train.threads); results do not depend on it\n"
     "  --workers W       data-loader workers (data.num_workers)\n"
+    "  --ranks N         data-parallel processes (train.ranks): starts them with\n"
+    "                    mpirun, or joins the MPI job it runs in (mpirun -np N\n"
+    "                    repro run EXP, srun, a hostfile); rank 0 writes the trace,\n"
+    "                    every rank checks its replica after every update"
     "  --backend NAME    kernel backend, cpu or cuda (train.backend); exit 3 when\n"
     "                    this build or machine has no usable GPU\n"
     "  --set KEY=VALUE   override any key, as section.key or an unambiguous key;\n"
@@ -47,8 +55,9 @@ const char repro_run_usage[] =
     "  --dump STEP[,STEP...]\n"
     "                    also write every hashed tensor of those steps as .npy\n"
     "                    (dump/step-NNNNNN/NAME.npy beside the trace), with the\n"
-    "                    dropout masks (mask.LAYER) and the optimizer's scalars\n"
-    "                    (optim.*); an item may be a range A-B or A-B/K (every K-th);\n"
+    "                    dropout masks (mask.LAYER; ranks = 1 only) and the\n"
+    "                    optimizer's scalars (optim.*); an item may be a range A-B\n"
+    "                    or A-B/K (every K-th);\n"
     "                    step 0 is the initial state (parameters before any update)\n"
     "  --dump-only GLOB  only the tensors whose name matches, e.g. 'param.*'\n"
     "  --tap-write OP=FILE, --tap-read OP=FILE\n"
@@ -159,6 +168,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         {"checkpoint-dir", required_argument, 0, 'C'},
         {"resume", required_argument, 0, 'U'},
         {"backend", required_argument, 0, 'B'},  {"dump-only", required_argument, 0, 'O'},
+        {"ranks", required_argument, 0, 'N'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     /* First pass: find EXP (the one non-option) without applying anything. */
@@ -176,7 +186,8 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
                         !strcmp(a, "--tap-write") || !strcmp(a, "--tap-read") ||
                         !strcmp(a, "--algo-lock") || !strcmp(a, "--checkpoint-every") ||
                         !strcmp(a, "--checkpoint-dir") || !strcmp(a, "--resume") ||
-                        !strcmp(a, "--backend") || !strcmp(a, "--dump-only");
+                        !strcmp(a, "--backend") || !strcmp(a, "--dump-only") ||
+                        !strcmp(a, "--ranks");
             i += takes;
             continue;
         }
@@ -202,6 +213,7 @@ static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
         case 't': key = "train.threads"; break;
         case 'w': key = "data.num_workers"; break;
         case 'B': key = "train.backend"; break;
+        case 'N': key = "train.ranks"; break;
         case 'k':
             if (repro_config_set(cfg, optarg))
                 return -1;
@@ -289,6 +301,8 @@ typedef struct {
     repro_train_recorder *rec;
     repro_checkpoint_info ck;
     double setup_s, train_s, first_loss;
+    repro_dist *dist; /* data parallel: this process's MPI job, or NULL */
+    int rank;
 } run_ctx;
 
 /* Where the trace, its dumps and the checkpoints go. */
@@ -337,6 +351,9 @@ static int start_recorder(run_ctx *c)
     repro_fault fault;
     if (repro_fault_from_env(&fault) || repro_fault_overflow_from_env(&c->t.scaler.fault_step))
         return -1;
+    c->t.fault = fault; /* a replica fault (rank=R) is the trainer's to apply */
+    if (c->rank != 0)
+        return 0; /* data parallel: rank 0 records, the others only train */
     const char *spec = getenv("REPRO_FAULT");
     if (spec && *spec && (fault.active || c->t.scaler.fault_step))
         fprintf(stderr, "repro: warning: REPRO_FAULT=%s: a test-only fault is injected into this "
@@ -379,7 +396,7 @@ static int setup(run_ctx *c)
 {
     double t0 = repro_now();
     plan_paths(c);
-    if (repro_trainer_init(&c->t, &c->cfg))
+    if (repro_trainer_init_ranked(&c->t, &c->cfg, c->dist))
         return -1;
     c->trainer_ready = 1;
     if ((c->o.algo_lock && repro_algo_policy_lock(&c->t.model.algo, c->o.algo_lock)) ||
@@ -412,6 +429,13 @@ static void print_header(const run_ctx *c)
     repro_memory mem;
     repro_memory_account(&c->t.model, cfg->train_zero_grad, &mem);
     repro_memory_print(stdout, &mem, "  ");
+    if (cfg->train_ranks > 1 || cfg->train_shard_size > 0) {
+        char ar[32];
+        printf("  ranks %d (MPI), shards of %d samples (%d per batch), allreduce %s\n",
+               cfg->train_ranks, cfg->train_shard_size,
+               cfg->train_shard_size ? cfg->train_batch_size / cfg->train_shard_size : 1,
+               repro_config_variant_name(cfg, REPRO_KEY_variant_allreduce, ar, sizeof ar));
+    }
     if (c->o.resume)
         printf("  resumed from %s after step %ld\n", c->o.resume, c->ck.step);
     fflush(stdout);
@@ -419,7 +443,7 @@ static void print_header(const run_ctx *c)
 
 static int maybe_checkpoint(run_ctx *c)
 {
-    if (!c->o.checkpoint_every || c->t.step % c->o.checkpoint_every != 0)
+    if (!c->o.checkpoint_every || c->t.step % c->o.checkpoint_every != 0 || c->rank != 0)
         return 0;
     char ckpt[1400];
     snprintf(ckpt, sizeof ckpt, "%s/ckpt-%ld.bin", c->ckpt_dir, c->t.step);
@@ -441,17 +465,38 @@ static int train(run_ctx *c)
         if (!rc)
             repro_progress_update(&prog, s + 1, c->t.loss);
     }
-    if (!rc)
+    if (!rc && c->rec)
         rc = repro_train_recorder_sync(c->rec);
     c->train_s = repro_now() - t1;
     repro_progress_finish(&prog);
     return rc ? -1 : 0;
 }
 
+/* Data parallel: every rank's step time and peak memory, printed by rank 0. */
+static int rank_stats(run_ctx *c)
+{
+    int world = c->t.world;
+    double *secs = calloc((size_t)world, sizeof *secs);
+    long *rss = calloc((size_t)world, sizeof *rss);
+    int rc = !secs || !rss ? repro_error_set(REPRO_ENOMEM, "out of memory")
+                           : repro_train_rank_stats(&c->t, c->train_s, secs, rss);
+    long steps = c->cfg.train_steps - c->ck.step;
+    for (int r = 0; !rc && c->rank == 0 && r < world; r++)
+        printf("  rank %d: %.2f ms/step, peak resident %.1f MiB\n", r,
+               steps > 0 ? 1e3 * secs[r] / (double)steps : 0.0, (double)rss[r] / 1024.0);
+    free(secs);
+    free(rss);
+    return rc;
+}
+
 /* Eval reads the trained weights only; its results go into the trailer as
  * information (not hashed). Then the summary. */
 static int finish(run_ctx *c)
 {
+    if (c->dist && rank_stats(c))
+        return -1;
+    if (c->rank != 0)
+        return 0;
     double eval_loss, acc;
     repro_trainer_evaluate(&c->t, &eval_loss, &acc);
     json_t *extra = json_pack("{s:f, s:f, s:f}", "train_seconds", c->train_s, "eval_loss",
@@ -551,6 +596,49 @@ static int run_program(int argc, char **argv, char **program)
     return rc;
 }
 
+/* Inside an MPI job (mpirun, srun): joins it as its rank. The world size
+ * is the job's; a ranks value set to another is an error. Ranks other than
+ * 0 write nothing (no trace, dumps or checkpoints; stdout to /dev/null). */
+static int join_ranks(run_ctx *c)
+{
+    int world = repro_dist_launched_size();
+    if (!world)
+        return 0;
+    repro_config *cfg = &c->cfg;
+    if (cfg->line[REPRO_KEY_train_ranks] != 0 && cfg->train_ranks != world)
+        return repro_error_set(REPRO_EINVAL,
+                               "run: ranks = %d, but this MPI job has %d processes: drop "
+                               "--ranks/ranks (the job's size is used) or start %d",
+                               cfg->train_ranks, world, cfg->train_ranks);
+    cfg->train_ranks = world;
+    if (repro_config_validate(cfg) || repro_dist_join(&c->dist))
+        return -1;
+    c->rank = repro_dist_rank(c->dist);
+    if (c->rank != 0) {
+        c->o.no_trace = 1;
+        c->o.output = NULL;
+        c->o.quiet = 1;
+        if (!freopen("/dev/null", "w", stdout))
+            return repro_error_set_errno(REPRO_EIO, "run: rank %d: /dev/null", c->rank);
+    }
+    return 0;
+}
+
+/* A replica drift, and a refusal of the config or a checkpoint (which
+ * every rank reads alike), are reported by rank 0; the other ranks exit
+ * with the same code quietly. Any other error (a file missing on one
+ * machine, MPI) is reported by the rank it happened on, naming it. */
+static int report_rank_error(const run_ctx *c)
+{
+    /* a drift, or a refusal of the config or checkpoint every rank read alike */
+    if (c->rank != 0 && (repro_error_code() == REPRO_EMISMATCH || repro_error_code() == REPRO_EINVAL))
+        return repro_exit_code_for(repro_error_code());
+    if (c->rank == 0)
+        return repro_report_error();
+    fprintf(stderr, "repro: rank %d: %s\n", c->rank, repro_esc(repro_error_message()));
+    return repro_exit_code_for(repro_error_code());
+}
+
 int repro_cmd_run(int argc, char **argv)
 {
     char **program;
@@ -568,14 +656,17 @@ int repro_cmd_run(int argc, char **argv)
         if (rc == 0)
             repro_config_dump(&c->cfg, stdout);
         exit_code = repro_finish_stdout(0);
-    } else if (rc || setup(c)) {
-        exit_code = repro_report_error();
+    } else if (!rc && c->cfg.train_ranks > 1 && !repro_dist_launched_size()) {
+        exit_code = repro_run_launch_ranks(c->cfg.train_ranks, argc, argv);
+    } else if (rc || join_ranks(c) || setup(c)) {
+        exit_code = report_rank_error(c);
     } else {
         print_header(c);
-        exit_code = train(c) || finish(c) ? repro_report_error() : repro_finish_stdout(0);
+        exit_code = train(c) || finish(c) ? report_rank_error(c) : repro_finish_stdout(0);
     }
     if (c->trainer_ready)
         repro_trainer_release(&c->t); /* frees the recorder first */
+    repro_dist_leave(c->dist);
     free(c);
     return exit_code;
 }

@@ -528,6 +528,30 @@ static int meta_config_mismatch(parsed *s, const repro_digest *dig, const repro_
                            s->path, ha, hb, keys[0] ? ": " : "", keys);
 }
 
+/* The world size the checkpoint was saved under (its config's `ranks =`
+ * line; 1 when it has none: saved before data parallelism). ranks is
+ * bits-neutral under allreduce = ordered, so another world size resumes
+ * exactly; a ring reduce's bits depend on it, so that is refused. */
+static int check_world_size(parsed *s, const char *ctext, uint32_t clen)
+{
+    const repro_config *cfg = &s->t->cfg;
+    int saved = 1;
+    for (const char *p = ctext, *end = ctext + clen; p && p < end;) {
+        if ((size_t)(end - p) > 8 && !strncmp(p, "ranks = ", 8))
+            saved = atoi(p + 8);
+        p = memchr(p, '\n', (size_t)(end - p));
+        p = p ? p + 1 : NULL;
+    }
+    if (saved != cfg->train_ranks && cfg->variant_allreduce == 1 /* ring (core/dist.h) */)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: checkpoint saved with ranks = %d under allreduce = ring, whose "
+                               "sums depend on the world size; this run has ranks = %d: resume "
+                               "with %d ranks (or use allreduce = ordered, which does not depend "
+                               "on it)",
+                               s->path, saved, cfg->train_ranks, saved);
+    return 0;
+}
+
 static int parse_meta(parsed *s, rd *r)
 {
     const repro_config *cfg = &s->t->cfg;
@@ -546,6 +570,8 @@ static int parse_meta(parsed *s, rd *r)
         return -1;
     if (!repro_digest_eq(&dig, &mine))
         return meta_config_mismatch(s, &dig, &mine, ctext, clen);
+    if (check_world_size(s, ctext, clen))
+        return -1;
     return s->step < 0 ? MALFORMED : 0;
 }
 

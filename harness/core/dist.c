@@ -105,7 +105,7 @@ static void add_into(float *out, const float *src, long n, int first)
 static int reduce_ordered(repro_dist *d, const float *slots, int nlocal, long n, float *out,
                           float *all)
 {
-    int count, rc;
+    int count = 0, rc;
     if (count_of((size_t)nlocal * (size_t)n * sizeof(float), &count))
         return -1;
     rc = MPI_Allgather(slots, count, MPI_BYTE, all, count, MPI_BYTE, MPI_COMM_WORLD);
@@ -161,7 +161,7 @@ static int reduce_ring(repro_dist *d, const float *slots, int nlocal, long n, fl
 static int reduce_arrival(repro_dist *d, const float *slots, int nlocal, long n, float *out,
                           float *buf)
 {
-    int count, rc;
+    int count = 0, rc;
     if (count_of((size_t)n * sizeof(float), &count))
         return -1;
     if (d->rank != 0) {
@@ -205,7 +205,7 @@ int repro_dist_reduce_shards(repro_dist *d, int variant, const float *slots, int
 
 int repro_dist_allgather(repro_dist *d, const void *send, size_t bytes, void *recv)
 {
-    int count, rc;
+    int count = 0, rc;
     if (count_of(bytes, &count))
         return -1;
     rc = MPI_Allgather(send, count, MPI_BYTE, recv, count, MPI_BYTE, MPI_COMM_WORLD);
@@ -215,7 +215,7 @@ int repro_dist_allgather(repro_dist *d, const void *send, size_t bytes, void *re
 
 int repro_dist_gather(repro_dist *d, const void *send, size_t bytes, void *recv)
 {
-    int count, rc;
+    int count = 0, rc;
     if (count_of(bytes, &count))
         return -1;
     rc = MPI_Gather(send, count, MPI_BYTE, d->rank == 0 ? recv : NULL, count, MPI_BYTE, 0,
@@ -225,7 +225,7 @@ int repro_dist_gather(repro_dist *d, const void *send, size_t bytes, void *recv)
 
 int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *recv, size_t bytes)
 {
-    int count, rc = MPI_SUCCESS;
+    int count = 0, rc = MPI_SUCCESS;
     if (count_of(bytes, &count))
         return -1;
     if (from == 0) {
@@ -242,7 +242,7 @@ int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *rec
 
 int repro_dist_broadcast(repro_dist *d, void *buf, size_t bytes)
 {
-    int count, rc;
+    int count = 0, rc;
     if (count_of(bytes, &count))
         return -1;
     (void)d;

@@ -254,7 +254,7 @@ int repro_train_check_replicas(repro_trainer *t, long step)
         return 0;
     repro_model *m = &t->model;
     int np = m->nparams, N = t->world;
-    repro_digest mine[np], *all = malloc((size_t)np * (size_t)N * sizeof(repro_digest));
+    repro_digest mine[REPRO_MAX_PARAMS] = {{{0}}}, *all = malloc((size_t)np * (size_t)N * sizeof(repro_digest));
     if (!all)
         return repro_error_set(REPRO_ENOMEM, "out of memory");
     for (int j = 0; j < np; j++) {
@@ -268,7 +268,7 @@ int repro_train_check_replicas(repro_trainer *t, long step)
             return -1;
         }
     }
-    if (repro_dist_allgather(t->dist, mine, sizeof mine, all)) {
+    if (repro_dist_allgather(t->dist, mine, (size_t)np * sizeof(repro_digest), all)) {
         free(all);
         return -1;
     }

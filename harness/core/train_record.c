@@ -293,6 +293,10 @@ static int dump_masks(const repro_train_recorder *r, long step)
 {
     const repro_model *m = &r->t->model;
     int B = r->t->batch ? r->t->batch->size : 0;
+    /* Data parallel: rank 0 holds its own rows' masks only (the masks are
+     * the same bits as a ranks = 1 run's, which dumps them). */
+    if (r->t->world > 1)
+        return 0;
     for (int i = 0; dump_step(r, step) && i < m->nlayers; i++) {
         const repro_layer *l = &m->layers[i];
         if (l->kind != REPRO_LAYER_DROPOUT || !l->mask)

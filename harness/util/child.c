@@ -141,6 +141,19 @@ static int open_files(const repro_child *c, int fds[3])
     fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fds[0] < 0)
         return repro_error_set_errno(REPRO_EIO, "cannot open /dev/null");
+    if (c->inherit_output) { /* ours, sharing their offsets: no file is reopened */
+        fds[1] = fcntl(1, F_DUPFD_CLOEXEC, 3);
+        fds[2] = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        if (fds[1] < 0 || fds[2] < 0) {
+            int e = errno;
+            if (fds[1] >= 0)
+                close(fds[1]);
+            close(fds[0]);
+            errno = e;
+            return repro_error_set_errno(REPRO_EIO, "cannot pass our output to a child");
+        }
+        return 0;
+    }
     if ((fds[1] = open_output(c->out_path, c->append)) < 0) {
         close(fds[0]);
         return -1;

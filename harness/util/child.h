@@ -49,6 +49,8 @@ typedef struct {
     const char *err_path;     /* stderr; NULL: /dev/null (ignored with err_to_out) */
     int append;               /* open the files O_APPEND instead of truncating */
     int err_to_out;           /* stderr to the same file as stdout */
+    int inherit_output;       /* stdout and stderr are ours (out/err_path ignored):
+                                 a child whose output is the command's own */
     repro_child_limits limits;
     double timeout_s;         /* > 0: wait kills the group after this long */
     /* When not NULL and it becomes non-zero (a SIGINT/SIGTERM handler sets
