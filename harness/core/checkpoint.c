@@ -542,6 +542,15 @@ static int check_world_size(parsed *s, const char *ctext, uint32_t clen)
         p = memchr(p, '\n', (size_t)(end - p));
         p = p ? p + 1 : NULL;
     }
+    int augment = cfg->data_shift > 0 || cfg->data_flip || cfg->data_noise > 0;
+    if (saved != cfg->train_ranks && augment &&
+        cfg->data_augment_seed == 1 /* worker: each rank's workers draw for its own rows */)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: checkpoint saved with ranks = %d under augment_seed = worker, "
+                               "whose streams are per rank and worker; this run has ranks = %d: "
+                               "resume with %d ranks (augment_seed = sample does not depend on "
+                               "them)",
+                               s->path, saved, cfg->train_ranks, saved);
     if (saved != cfg->train_ranks && cfg->variant_allreduce == 1 /* ring (core/dist.h) */)
         return repro_error_set(REPRO_EINVAL,
                                "%s: checkpoint saved with ranks = %d under allreduce = ring, whose "

@@ -1,0 +1,243 @@
+/* Data parallel, end to end: the shard rule's config checks; the shipped
+ * experiments bitwise identical on 1, 2 and 4 MPI ranks (oversubscribed
+ * on this machine); the negative controls (ring fails under scope "world
+ * size", arrival fails run to run, bisect names it); a planted replica
+ * drift reported with its rank, step and tensor; resume under another
+ * world size exact (refused under ring); joining a job started by mpirun.
+ * Skipped, saying so, where this build has no MPI or mpirun is absent. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char out[1 << 20], err[1 << 16];
+
+#define MLP "experiments/mlp.ini"
+#define CNN "experiments/cnn.ini"
+
+/* 1 when `repro run --ranks 2` can run here; else prints why not. */
+static int have_mpi(void)
+{
+    static int known = -1;
+    if (known >= 0)
+        return known;
+    int rc = tu_run_repro("run " MLP " --ranks 2 --steps 1 --no-trace -q", out, sizeof out, err,
+                          sizeof err);
+    known = rc == 0;
+    if (!known)
+        fprintf(stderr, "dist: SKIPPED the data-parallel runs: %.300s\n", err);
+    return known;
+}
+
+/* The final chain digest of a run's output ("chain HEX" line). */
+static void chain_of(const char *text, char hex[65])
+{
+    const char *p = strstr(text, "\nchain ");
+    ck_assert_msg(p != NULL, "no chain line in: %.1500s", text);
+    snprintf(hex, 65, "%.64s", p + 7);
+}
+
+static void run_chain(const char *args, char hex[65])
+{
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "repro %s: exit %d: %.1500s", args, rc, err);
+    chain_of(out, hex);
+}
+
+START_TEST(test_shard_rule_config_checks)
+{
+    static const struct {
+        const char *args, *says;
+    } bad[] = {
+        {"--ranks 2 --set shard_size=0", "needs [train] shard_size"},
+        {"--set shard_size=24", "does not divide batch_size 64"},
+        {"--ranks 8", "does not divide the 4 shards"},
+        {"--ranks 2 --set trace.level=op", "trace level op"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "run " MLP " --steps 1 --no-trace %s", bad[i].args);
+        int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+        ck_assert_msg(rc == 2, "%s: exit %d, expected 2: %.1500s", args, rc, err);
+        /* the keys come from the command line here: the message says so */
+        ck_assert_msg(strstr(err, bad[i].says) && strstr(err, "command line: "),
+                      "%s: expected '%s' naming where in: %.1500s", args, bad[i].says, err);
+    }
+}
+END_TEST
+
+START_TEST(test_world_size_invariant)
+{
+    if (!have_mpi())
+        return;
+    const char *exps[] = {MLP, CNN};
+    for (int i = 0; i < 2; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "check %s --ranks 1,2,4 --steps 20 --no-golden", exps[i]);
+        int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+        ck_assert_msg(rc == 0, "%s: exit %d: %.1500s %.1500s", args, rc, out, err);
+        ck_assert_msg(strstr(out, "5 runs identical"), "%.1500s", out);
+    }
+}
+END_TEST
+
+START_TEST(test_ring_fails_under_world_size)
+{
+    if (!have_mpi())
+        return;
+    int rc = tu_run_repro("check " MLP " --ranks 1,2,4 --steps 20 --no-golden --set "
+                          "allreduce=ring",
+                          out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "exit %d: %.1500s", rc, err);
+    ck_assert_msg(strstr(out, "ranks=2 (scope: world size)") &&
+                      strstr(out, "ranks=4 (scope: world size)"),
+                  "%.1500s", out);
+    ck_assert_msg(strstr(out, "cause: allreduce = ring"), "%.1500s", out);
+    /* ring is deterministic for one world size: ranks = 2 twice agree */
+    rc = tu_run_repro("check " MLP " --steps 20 --no-golden --set allreduce=ring --set ranks=2",
+                      out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "ring at a fixed world size: exit %d: %.1500s", rc, out);
+}
+END_TEST
+
+/* arrival's order is the network's: a check of three runs must fail. It
+ * is timing, so up to three checks are given; one failure proves it. */
+START_TEST(test_arrival_fails_run_to_run)
+{
+    if (!have_mpi())
+        return;
+    int rc = 0;
+    for (int attempt = 0; attempt < 3 && rc != 1; attempt++)
+        rc = tu_run_repro("check " MLP " --runs 3 --steps 40 --no-golden --set ranks=4 --set "
+                          "allreduce=arrival --set deterministic=warn",
+                          out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "arrival reproduced in 3 checks (exit %d): %.1500s", rc, out);
+    ck_assert_msg(strstr(out, "scope: fresh-process run to run"), "%.1500s", out);
+}
+END_TEST
+
+START_TEST(test_bisect_names_arrival)
+{
+    if (!have_mpi())
+        return;
+    int rc = 0;
+    for (int attempt = 0; attempt < 3 && rc != 1; attempt++)
+        rc = tu_run_repro("bisect " MLP " --steps 40 --set ranks=4 --set allreduce=arrival "
+                          "--set deterministic=warn",
+                          out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "exit %d: %.1500s %.1500s", rc, out, err);
+    ck_assert_msg(strstr(out, "variant.allreduce = arrival"), "%.1500s", out);
+}
+END_TEST
+
+START_TEST(test_replica_drift_is_reported)
+{
+    if (!have_mpi())
+        return;
+    setenv("REPRO_FAULT", "flip:step=5:tensor=param.fc2.weight:rank=1:element=77", 1);
+    int rc = tu_run_repro("run " MLP " --ranks 2 --steps 12 -q --no-trace", out, sizeof out,
+                          err, sizeof err);
+    unsetenv("REPRO_FAULT");
+    ck_assert_msg(rc == 1, "exit %d: %.1500s", rc, err);
+    ck_assert_msg(strstr(err, "replica drift: after step 5's update, rank 1's param.fc2.weight "
+                              "left rank 0's: 1 of 32768 elements differ, the first [77]"),
+                  "%.1500s", err);
+    /* the negative control of the control: without the fault, no drift */
+    rc = tu_run_repro("run " MLP " --ranks 2 --steps 12 -q --no-trace", out, sizeof out, err,
+                      sizeof err);
+    ck_assert_msg(rc == 0, "exit %d: %.1500s", rc, err);
+}
+END_TEST
+
+START_TEST(test_resume_across_world_sizes)
+{
+    if (!have_mpi())
+        return;
+    char dir[] = "/tmp/repro-dist-XXXXXX", args[512], full[65], resumed[65];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(args, sizeof args,
+             "run " CNN " --steps 16 --ranks 2 --checkpoint-every 8 --checkpoint-dir %s -q -o "
+             "%s/a.jsonl",
+             dir, dir);
+    run_chain(args, full);
+    for (int n = 1; n <= 4; n *= 2) {
+        snprintf(args, sizeof args,
+                 "run " CNN " --steps 16 --ranks %d --resume %s/ckpt-8.bin -q -o %s/r%d.jsonl", n,
+                 dir, dir, n);
+        run_chain(args, resumed);
+        ck_assert_msg(!strcmp(full, resumed), "resumed under %d ranks: chain %s, not %s", n,
+                      resumed, full);
+    }
+    /* ring: its sums depend on the world size, so another one is refused */
+    snprintf(args, sizeof args,
+             "run " CNN " --steps 16 --ranks 2 --set allreduce=ring --checkpoint-every 8 "
+             "--checkpoint-dir %s/ring -q -o %s/ring.jsonl",
+             dir, dir);
+    run_chain(args, full);
+    snprintf(args, sizeof args,
+             "run " CNN " --steps 16 --ranks 4 --set allreduce=ring --resume %s/ring/ckpt-8.bin "
+             "-q -o %s/ring4.jsonl",
+             dir, dir);
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 2 && strstr(err, "saved with ranks = 2 under allreduce = ring"),
+                  "exit %d: %.1500s", rc, err);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    ck_assert_int_eq(system(args), 0);
+}
+END_TEST
+
+/* Started by mpirun (as on a cluster: mpirun -np N repro run EXP), each
+ * process joins as its rank, and the run equals the one-process run. */
+START_TEST(test_joins_an_mpi_job)
+{
+    if (!have_mpi())
+        return;
+    char one[65], joined[65], cmd[1024];
+    run_chain("run " MLP " --steps 10 -q --no-trace", one);
+    const char *bin = getenv("REPRO_BIN");
+    ck_assert_ptr_nonnull(bin);
+    snprintf(cmd, sizeof cmd,
+             "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 %s run " MLP
+             " --steps 10 -q --no-trace 2>&1",
+             bin);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    ck_assert_msg(pclose(p) == 0, "%s: %.1500s", cmd, out);
+    chain_of(out, joined);
+    ck_assert_str_eq(one, joined);
+    ck_assert_msg(strstr(out, "ranks 2 (MPI)"), "%.1500s", out);
+    /* a ranks value that is not the job's size is refused */
+    snprintf(cmd, sizeof cmd,
+             "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 %s run " MLP
+             " --ranks 4 --steps 2 -q --no-trace 2>&1",
+             bin);
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    ck_assert_int_ne(pclose(p), 0);
+    ck_assert_msg(strstr(out, "this MPI job has 2 processes"), "%.1500s", out);
+}
+END_TEST
+
+Suite *dist_suite(void)
+{
+    Suite *s = suite_create("dist");
+    TCase *tc = tcase_create("dist");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_shard_rule_config_checks);
+    tcase_add_test(tc, test_world_size_invariant);
+    tcase_add_test(tc, test_ring_fails_under_world_size);
+    tcase_add_test(tc, test_arrival_fails_run_to_run);
+    tcase_add_test(tc, test_bisect_names_arrival);
+    tcase_add_test(tc, test_replica_drift_is_reported);
+    tcase_add_test(tc, test_resume_across_world_sizes);
+    tcase_add_test(tc, test_joins_an_mpi_job);
+    suite_add_tcase(s, tc);
+    return s;
+}
