@@ -77,6 +77,9 @@ all: $(BUILD)/repro repro
 	 elif [ -n "$(SAN)" ]; then echo "✗ CUDA backend: not built (sanitizer build: CPU only)"; \
 	 elif [ -z "$(NVCC)" ]; then echo "✗ CUDA backend: not built (no nvcc: CPU build only)"; \
 	 else echo "✗ CUDA backend: not built (nvcc found, cuDNN not: CPU build only)"; fi
+	@if [ -n "$(HAVE_MPI)" ]; then echo "✓ data parallel: built on Open MPI ($(MPICC)); repro run --ranks N"; \
+	 elif [ -n "$(SAN)" ]; then echo "✗ data parallel: not built (sanitizer build)"; \
+	 else echo "✗ data parallel: not built (no mpicc: apt-get install libopenmpi-dev openmpi-bin)"; fi
 
 deps:
 	@./scripts/ensure-deps.sh

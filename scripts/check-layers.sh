@@ -6,7 +6,8 @@
 #   0 kernels         backend.h, cpu/, cuda/: nothing from harness/
 #   1 util  2 record  3 core  4 analysis  5 golden  6 verify  7 cli
 #
-# Also: only the git layer (harness/golden/git*.c) includes <git2.h>, no
+# Also: only the git layer (harness/golden/git*.c) includes <git2.h>, only
+# harness/core/dist.c includes <mpi.h>, no
 # public header names an OpenSSL, jansson or libgit2 header, and harness/
 # reaches the kernels only through the backend-neutral headers at the top
 # of kernels/ (backend.h, variants.h, philox.h): never a backend's own
@@ -84,6 +85,12 @@ check_tree() {
             case "$f" in
             harness/golden/git*.c) ;;
             *) echo "$f:$(cut -d: -f1 "$tmp_list" | head -n 1): includes <git2.h> outside the git layer"; bad=1 ;;
+            esac
+        fi
+        if grep -n '#[[:space:]]*include[[:space:]]*<mpi\.h>' "$root/$f" >"$tmp_list" 2>/dev/null; then
+            case "$f" in
+            harness/core/dist.c) ;;
+            *) echo "$f:$(cut -d: -f1 "$tmp_list" | head -n 1): includes <mpi.h> outside core/dist.c"; bad=1 ;;
             esac
         fi
         case "$f" in

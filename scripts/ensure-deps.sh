@@ -18,6 +18,9 @@ for pair in $need; do
         missing="$missing $pkg"
     fi
 done
+# Data parallel (repro run --ranks N) builds on Open MPI: mpicc and mpirun.
+command -v mpicc >/dev/null 2>&1 || missing="$missing libopenmpi-dev"
+command -v mpirun >/dev/null 2>&1 || missing="$missing openmpi-bin"
 # Check's pkg-config file names subunit on Debian; its -dev package must be there.
 if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists check && ! pkg-config --libs check >/dev/null 2>&1; then
     missing="$missing libsubunit-dev"

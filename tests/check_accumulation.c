@@ -188,6 +188,10 @@ static void compare_big_batch(const char *exp, int b, int k, int steps, int expe
     char buf[64];
     load(exp);
     set("dropout=0");
+    /* whole-batch sums (one shard): the running sum of the micro-batches
+     * is then the big batch's sum term for term (the shard rule cuts a
+     * batch of b and one of k*b into different shards) */
+    set("shard_size=0");
     snprintf(buf, sizeof buf, "steps=%d", steps);
     set(buf);
     snprintf(buf, sizeof buf, "batch_size=%d", b);
