@@ -205,8 +205,13 @@ static void shard_param_grads(repro_model *m, const repro_layer *l, int i, int B
     long nw = w->numel, nb = w[1].numel, n = nw + nb;
     int S = m->shard_rows, nq = B / S;
     long in_per = (long)S * layer_in_numel(l), out_per = (long)S * layer_out_numel(l);
+    /* One process writing the grads: shard 0 straight into them and the
+     * others added after it, the same adds as the reduce, one copy less. */
+    int direct = m->reduce_ctx == (void *)m && !accumulate;
     for (int q = 0; q < nq; q++) {
         float *dw = m->shard_slots + q * n, *db = dw + nw;
+        if (direct && q == 0)
+            dw = w->grad, db = w[1].grad;
         const float *in = m->act[i] + q * in_per, *dout = m->dact[i + 1] + q * out_per;
         if (l->kind == REPRO_LAYER_LINEAR) {
             be->linear_backward_weight(ctx, m->var_linear_bwd_weight, dout, in, dw, S, l->in_c,
@@ -218,6 +223,13 @@ static void shard_param_grads(repro_model *m, const repro_layer *l, int i, int B
         }
         round_to_precision(m, dw, nw);
         round_to_precision(m, db, nb);
+    }
+    if (direct) {
+        for (int q = 1; q < nq; q++) {
+            be->add(ctx, w->grad, m->shard_slots + q * n, nw);
+            be->add(ctx, w[1].grad, m->shard_slots + q * n + nw, nb);
+        }
+        return;
     }
     if (m->reduce(m->reduce_ctx, m->shard_slots, nq, n, m->shard_sum)) {
         m->reduce_failed = 1;
