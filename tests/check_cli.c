@@ -42,7 +42,7 @@ START_TEST(test_usage_errors_exit_2)
                                   sizeof err), 2);
     ck_assert_int_eq(tu_run_repro("run experiments/mlp.ini --steps x", out, sizeof out, err,
                                   sizeof err), 2);
-    ck_assert_ptr_nonnull(strstr(err, "'x' is not an integer"));
+    ck_assert_ptr_nonnull(strstr(err, "run: --steps x: expected a decimal count"));
     ck_assert_int_eq(tu_run_repro("run experiments/mlp.ini --set nosuch=1", out, sizeof out, err,
                                   sizeof err), 2);
     ck_assert_int_eq(tu_run_repro("run /nonexistent.ini", out, sizeof out, err, sizeof err), 2);
@@ -137,7 +137,7 @@ START_TEST(test_counts_and_seeds_are_strict)
         {"log experiments/mlp.ini -n 4294967296x", "log: -n 4294967296x: expected"},
         {"submit experiments/mlp.ini -o /nonexistent/b --seed 0x1F", "submit: --seed 0x1F"},
         {"submit experiments/mlp.ini -o /nonexistent/b --threads -1", "submit: --threads -1"},
-        {"run experiments/mlp.ini --seed 0x1F", "'0x1F' is not an unsigned 64-bit decimal"},
+        {"run experiments/mlp.ini --seed 0x1F", "run: --seed 0x1F: expected a decimal seed"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = tu_run_repro(bad[i].args, out, sizeof out, err, sizeof err);
