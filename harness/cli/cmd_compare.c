@@ -269,9 +269,6 @@ static int parse_args(int argc, char **argv, compare_ctx *x)
         else
             x->plot = v;
     }
-    if (x->co.runs > 16)
-        return repro_error_set(REPRO_EINVAL, "compare: --runs %d: at most 16 runs per value",
-                               x->co.runs);
     x->runs = x->co.runs ? x->co.runs : 2;
     x->json = x->co.json;
     if (x->program) {

@@ -31,7 +31,8 @@ static int set_runs(repro_common *c, const repro_common_opt *row, const char *cm
     (void)row, (void)as_list;
     char what[64];
     snprintf(what, sizeof what, "%s: --runs", cmd);
-    return repro_parse_count_int(what, value, 1, 32, &c->runs);
+    /* compare runs each value N times: fewer per value */
+    return repro_parse_count_int(what, value, 1, strcmp(cmd, "compare") ? 32 : 16, &c->runs);
 }
 
 /* A `repro run` option forwarded to every run (checked as it is read:
