@@ -94,7 +94,7 @@ const repro_cli_spec repro_run_spec = {"run", REPRO_CLI_RUN, synopsis, own_opts,
 
 typedef struct {
     repro_common co; /* -q, --json, --steps, --seed, --set, --threads, --workers */
-    const char *backend;
+    char backend_set[80]; /* --backend NAME as train.backend=NAME */
     const char *exp_only; /* an option for EXP given (refused with a program) */
     int program_only;     /* --name or --timeout given (refused with EXP) */
     char name[128];
@@ -181,7 +181,11 @@ static int run_option(run_opts *o, int id, const char *v)
 {
     long t;
     switch (id) {
-    case O_BACKEND: o->backend = v; return 0;
+    case O_BACKEND: /* in order with the run options: a later --set wins */
+        if (strlen(v) >= sizeof o->backend_set - 16)
+            return repro_error_set(REPRO_EINVAL, "run: --backend %.32s...: no such backend", v);
+        snprintf(o->backend_set, sizeof o->backend_set, "train.backend=%s", v);
+        return repro_run_pass_add(&o->co.pass, "run", "set", o->backend_set) < 0 ? -1 : 0;
     case O_PRINT_CONFIG: o->print_cfg = 1; return 0;
     case O_OUTPUT: o->output = v; return 0;
     case O_NO_TRACE: o->no_trace = 1; return 0;
@@ -231,8 +235,8 @@ static int parse_options(int argc, char **argv, run_opts *o)
     return 0;
 }
 
-/* The experiment, then the run options in the order given, then
- * --backend. 0 or -1 (error slot). */
+/* The experiment, then the run options (and --backend) in the order
+ * given. 0 or -1 (error slot). */
 static int load_config(int argc, char **argv, repro_config *cfg, run_opts *o)
 {
     if (o->program_only)
@@ -243,15 +247,9 @@ static int load_config(int argc, char **argv, repro_config *cfg, run_opts *o)
     if (optind + 1 < argc)
         return repro_error_set(REPRO_EINVAL, "run: more than one experiment ('%s', '%s')",
                                argv[optind], argv[optind + 1]);
-    char set[REPRO_CONFIG_PATH_MAX + 64];
     if (repro_config_load(cfg, argv[optind]) ||
         repro_config_apply_run_options(cfg, o->co.pass.argv, o->co.pass.n))
         return -1;
-    if (o->backend) {
-        snprintf(set, sizeof set, "train.backend=%s", o->backend);
-        if (repro_config_set(cfg, set))
-            return -1;
-    }
     if (o->no_trace && (o->output || o->ndump))
         return repro_error_set(REPRO_EINVAL, "run: --no-trace excludes -o and --dump");
     if (o->checkpoint_dir && !o->checkpoint_every)
