@@ -7,7 +7,6 @@
 #include "cli/cli.h"
 #include "util/error.h"
 #include "util/numparse.h"
-#include "util/suggest.h"
 
 static int set_quiet(repro_common *c, const repro_common_opt *row, const char *cmd, int as_list,
                      const char *value)
@@ -185,21 +184,6 @@ static int short_index(const repro_cli_parser *p, int ch)
     return -1;
 }
 
-static int unknown(const repro_cli_parser *p, const char *arg)
-{
-    const char *names[REPRO_CLI_MAX_OPTS];
-    char flags[REPRO_CLI_MAX_OPTS][48];
-    for (int i = 0; i < p->n; i++) {
-        snprintf(flags[i], sizeof flags[i], "--%s", p->lo[i].name);
-        names[i] = flags[i];
-    }
-    char flag[64], hint[96];
-    snprintf(flag, sizeof flag, "%.*s", (int)strcspn(arg, "="), arg);
-    repro_suggest_phrase(hint, sizeof hint, flag, names, (size_t)p->n);
-    return repro_error_set(REPRO_EINVAL, "%s: unknown option '%s'%s (see `repro help %s`)",
-                           p->spec->name, arg, hint, p->spec->name);
-}
-
 int repro_cli_next(repro_cli_parser *p, int argc, char **argv, repro_common *c,
                    const char **value)
 {
@@ -212,7 +196,7 @@ int repro_cli_next(repro_cli_parser *p, int argc, char **argv, repro_common *c,
                                    argv[optind - 1]);
         int i = ch >= 256 ? ch - 256 : ch == '?' ? -1 : short_index(p, ch);
         if (i < 0 || i >= p->n)
-            return unknown(p, argv[optind - 1]);
+            return repro_cli_unknown_option(p->spec->name, argv[optind - 1], p->lo);
         *value = optarg;
         if (p->own[i])
             return p->own[i]->id;
