@@ -64,10 +64,13 @@ static int pass_or_list(repro_common *c, const repro_common_opt *row, const char
 #define ALL REPRO_CLI_WORKLOAD
 #define MULTI (REPRO_CLI_CHECK | REPRO_CLI_BLESS | REPRO_CLI_COMPARE)
 
-/* One row per option. `--ranks` (data-parallel world size) would be:
- *   {"ranks", 0, "R", "...", ALL, REPRO_CLI_CHECK | REPRO_CLI_COMPARE, "LIST", "...",
- *    "rank count", "ranks", pass_or_list}
- * plus its config key in multirun.c's pass-through table. */
+/* One row per option. A run option with a list form, like --threads, is
+ * one row: e.g. a data-parallel world size would be
+ *   {"ranks", 0, "N", "...", ALL, REPRO_CLI_CHECK, "LIST", "...", "rank count", "ranks",
+ *    pass_or_list}
+ * plus its config key in multirun.c's pass-through table. Lists are planned
+ * as runs by check (cmd_check.c add_lists); a command added to a row's
+ * list_commands must plan c->lists too (compare does not today). */
 const repro_common_opt repro_common_opts[] = {
     {"quiet", 'q', NULL, "no progress on stderr", ALL, 0, NULL, NULL, NULL, NULL, set_quiet},
     {"json", 0, NULL, "the result as one JSON document on stdout", ALL, 0, NULL, NULL, NULL, NULL,
