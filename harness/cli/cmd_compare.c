@@ -270,7 +270,8 @@ static int parse_args(int argc, char **argv, compare_ctx *x)
             x->plot = v;
     }
     if (x->co.nlists) /* a row's list form (common_opts.c) is planned by check only */
-        return repro_error_set(REPRO_EINVAL, "compare: %s takes one value here", x->co.lists[0].flag);
+        return repro_error_set(REPRO_EINVAL, "compare: %s takes one value here",
+                               x->co.lists[0].flag);
     x->runs = x->co.runs ? x->co.runs : 2;
     x->json = x->co.json;
     if (x->program) {
