@@ -189,6 +189,92 @@ START_TEST(test_overlapped_hasher_equals_synchronous)
 }
 END_TEST
 
+/* Item 12 of issue 13: under accumulation_steps = K > 1 a step consumes K
+ * micro-batches, and --dump wrote only the last one's inputs (batch.x is
+ * overwritten by each). Each micro-batch's ids, x and y must be dumped as
+ * batch.*.mbJ.npy, equal to what the loader hands out in sampler order
+ * (step s's micro-batch j is the loader's batch (s-1)*K + j), and the last
+ * must be the batch the trace hashes as batch.* at that step. */
+START_TEST(test_dumps_every_micro_batch)
+{
+    enum { K = 2, STEPS = 2 };
+    ck_assert_int_eq(repro_config_load(&cfg, "experiments/mlp.ini"), 0);
+    ck_assert_int_eq(repro_config_set(&cfg, "steps=2"), 0);
+    ck_assert_int_eq(repro_config_set(&cfg, "accumulation_steps=2"), 0);
+    char path[256], dir[300], file[500];
+    temp_path(path, sizeof path, "t.jsonl");
+    snprintf(dir, sizeof dir, "%s.dump", path);
+    long steps[2] = {1, 2};
+    repro_digest chain;
+    train(path, REPRO_TRACE_TENSOR, 1, steps, 2, dir, &chain, NULL);
+    /* What the loader hands out, from a fresh trainer of the same config. */
+    repro_trainer t;
+    ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
+    long B = cfg.train_batch_size;
+    size_t xbytes = (size_t)B * REPRO_IMG_PIXELS * sizeof(float);
+    repro_trace tr;
+    ck_assert_int_eq(repro_trace_read(&tr, path), 0);
+    for (int s = 1; s <= STEPS; s++) {
+        void *ids[K] = {0};
+        for (int j = 0; j < K; j++) {
+            const repro_batch *b;
+            ck_assert_int_eq(repro_loader_next(t.loader, &b), 0);
+            size_t n = 0;
+            snprintf(file, sizeof file, "%s/step-%06d/batch.ids.mb%d.npy", dir, s, j);
+            ids[j] = repro_npy_read(file, &n);
+            ck_assert_msg(ids[j] != NULL, "%s missing", file);
+            ck_assert_uint_eq(n, (size_t)B * 4);
+            ck_assert_msg(memcmp(ids[j], b->ids, n) == 0, "step %d mb%d: ids not the loader's", s,
+                          j);
+            snprintf(file, sizeof file, "%s/step-%06d/batch.x.mb%d.npy", dir, s, j);
+            void *x = repro_npy_read(file, &n);
+            ck_assert_ptr_nonnull(x);
+            ck_assert_uint_eq(n, xbytes);
+            ck_assert_msg(memcmp(x, b->x, n) == 0, "step %d mb%d: x not the loader's", s, j);
+            snprintf(file, sizeof file, "%s/step-%06d/batch.y.mb%d.npy", dir, s, j);
+            void *y = repro_npy_read(file, &n);
+            ck_assert_ptr_nonnull(y);
+            ck_assert_int_eq(memcmp(y, b->y, n), 0);
+            snprintf(file, sizeof file, "%s/step-%06d/mask.drop1.mb%d.npy", dir, s, j);
+            ck_assert_int_eq(access(file, F_OK), 0);
+            if (j == K - 1) { /* the trace's batch.x is the last micro-batch */
+                const repro_trace_step *ts = repro_trace_find_step(&tr, s);
+                ck_assert_ptr_nonnull(ts);
+                int64_t shape[4] = {B, 1, REPRO_IMG_ROWS, REPRO_IMG_COLS};
+                repro_digest d;
+                ck_assert_int_eq(repro_tensor_digest_bytes(&d, "batch.x", "f32", 4, shape, x, xbytes),
+                                 0);
+                int found = 0;
+                for (int i = 0; i < ts->ntensors; i++)
+                    if (!strcmp(ts->tensors[i].name, "batch.x")) {
+                        found = 1;
+                        ck_assert_msg(repro_digest_eq(&ts->tensors[i].digest, &d),
+                                      "step %d: batch.x.mb%d is not the batch the trace hashes",
+                                      s, j);
+                    }
+                ck_assert(found);
+            }
+            free(x);
+            free(y);
+        }
+        ck_assert_msg(memcmp(ids[0], ids[1], (size_t)B * 4) != 0, "step %d: mb0 == mb1", s);
+        free(ids[0]);
+        free(ids[1]);
+    }
+    repro_trace_release(&tr);
+    repro_trainer_release(&t);
+    /* Without accumulation the names are as before: no .mbJ files. */
+    ck_assert_int_eq(repro_config_set(&cfg, "accumulation_steps=1"), 0);
+    temp_path(path, sizeof path, "t1.jsonl");
+    snprintf(dir, sizeof dir, "%s.dump", path);
+    train(path, REPRO_TRACE_STEP, 1, steps, 1, dir, &chain, NULL);
+    snprintf(file, sizeof file, "%s/step-000001/batch.x.npy", dir);
+    ck_assert_int_eq(access(file, F_OK), 0);
+    snprintf(file, sizeof file, "%s/step-000001/batch.x.mb0.npy", dir);
+    ck_assert_int_ne(access(file, F_OK), 0);
+}
+END_TEST
+
 START_TEST(test_dumps)
 {
     ck_assert_int_eq(repro_config_load(&cfg, "experiments/mlp.ini"), 0);
@@ -338,6 +424,7 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_levels_and_every_keep_the_chain);
     tcase_add_test(tc, test_hashing_never_changes_training);
     tcase_add_test(tc, test_dumps);
+    tcase_add_test(tc, test_dumps_every_micro_batch);
     tcase_add_test(tc, test_overlapped_hasher_equals_synchronous);
     tcase_add_test(tc, test_dumps_for_a_reader);
     tcase_add_test(tc, test_stats_f32_order);

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "cli/common_opts.h"
 #include "util/error.h"
 
 /* Exit codes, as promised to CI and `git bisect run` (docs/DESIGN.md). Only
@@ -26,7 +27,8 @@ typedef struct {
     const char *name;
     int (*fn)(int argc, char **argv); /* argv[0] is the command name; returns an exit code */
     const char *summary;
-    const char *usage; /* full `repro help NAME` text */
+    const char *usage; /* full `repro help NAME` text, or NULL: spec's */
+    const repro_cli_spec *spec; /* a workload command's options (common_opts.h) */
 } repro_command;
 
 extern const repro_command repro_commands[];
@@ -60,7 +62,6 @@ int repro_cmd_bless(int argc, char **argv);
 int repro_cmd_log(int argc, char **argv);
 int repro_cmd_compare(int argc, char **argv);
 int repro_cmd_bisect(int argc, char **argv);
-int repro_cmd_bisect_program(int argc, char **argv, char **program);
 int repro_cmd_kernels(int argc, char **argv);
 int repro_cmd_submit(int argc, char **argv);
 int repro_cmd_verify(int argc, char **argv);
@@ -68,17 +69,14 @@ int repro_cmd_verify_receipt(int argc, char **argv);
 int repro_cmd_keygen(int argc, char **argv);
 int repro_cmd_gc(int argc, char **argv);
 
-extern const char repro_run_usage[];
+extern const repro_cli_spec repro_run_spec, repro_check_spec, repro_bless_spec,
+    repro_compare_spec, repro_bisect_spec, repro_submit_spec;
+
 extern const char repro_help_usage[];
-extern const char repro_check_usage[];
 extern const char repro_diff_usage[];
 extern const char repro_env_usage[];
-extern const char repro_bless_usage[];
 extern const char repro_log_usage[];
-extern const char repro_compare_usage[];
-extern const char repro_bisect_usage[];
 extern const char repro_kernels_usage[];
-extern const char repro_submit_usage[];
 extern const char repro_verify_usage[];
 extern const char repro_verify_receipt_usage[];
 extern const char repro_keygen_usage[];

@@ -13,19 +13,20 @@
 #include "golden/bisect_commits.h"
 #include "analysis/bisect_ops.h"
 #include "analysis/multirun.h"
+#include "cli/bisect_args.h"
 #include "cli/cli.h"
 #include "golden/golden.h"
 #include "util/error.h"
 #include "util/numparse.h"
 #include "util/opnames.h"
 
-const char repro_bisect_usage[] =
-    "usage: repro bisect --commits GOOD..BAD EXP [--build CMD] [--repeat K] [--json] [-q]\n"
+static const char synopsis[] =
+    "usage: repro bisect --commits GOOD..BAD EXP [--build CMD] [--repeat K] [options]\n"
     "       repro bisect --commits GOOD..BAD [--build CMD] [--repeat K] [--name NAME]\n"
-    "                    [--timeout S] [--steps N] [--seed S] [--set K=V] [--json] [-q]\n"
-    "                    -- PROGRAM [ARGS...]\n"
+    "                    [--timeout S] [options] -- PROGRAM [ARGS...]\n"
     "                                 (your repository's history, your program)\n"
-    "       repro bisect EXP          (op level: the first divergent op and its variant)\n"
+    "       repro bisect EXP [--repeat K] [--quarantine OP] [options]\n"
+    "                                 (op level: the first divergent op and its variant)\n"
     "       repro bisect EXP --batch-invariance [--batch-sizes 1,7,64]\n"
     "                                 (which variant makes a sample's bits depend on\n"
     "                                 its batch: `repro check --batch-invariance`, then\n"
@@ -33,7 +34,7 @@ const char repro_bisect_usage[] =
     "                                 batch-invariant switched to its default on its\n"
     "                                 own; exit 0 when the check passes, 1 when it\n"
     "                                 fails, with the culprits named)\n"
-    "       repro bisect [--repeat K] [--steps N] [--set K=V] -- PROGRAM [ARGS...]\n"
+    "       repro bisect [--repeat K] [--name NAME] [--timeout S] [options] -- PROGRAM [ARGS...]\n"
     "                                 (op level, for a program that records its op\n"
     "                                 outputs at REPRO_TRACE_LEVEL=op: the first op\n"
     "                                 whose output differs, and whether its inputs\n"
@@ -44,25 +45,19 @@ const char repro_bisect_usage[] =
     "whether its inputs were identical (then the op itself is nondeterministic),\n"
     "and switches the nondeterministic variants in use one by one (ddmin) to name\n"
     "the culprit(s).\n"
-    "  --repeat K        runs (default 3)\n"
-    "  --steps N, --seed S, --set KEY=VALUE\n"
-    "                    as for `repro run`, applied to every run\n"
-    "  --quarantine OP   substitute run 1's outputs of OP (an op output such as\n"
-    "                    bwd.fc1.dw, or a variant op such as linear.bwd_weight) in\n"
-    "                    the other runs, to find a second culprit behind the first\n"
-    "  --json            the report as one JSON document\n"
     "\n"
     "With --commits: finds the first commit on BAD's first-parent chain after GOOD\n"
     "where EXP stops reproducing. Each probed commit is checked out into a temporary\n"
     "linked worktree (incremental builds: only what changed is rebuilt), built with\n"
     "CMD, and its own ./repro runs EXP K times: the runs must agree with each other\n"
     "and run 1 must match GOOD's reference, which is GOOD's golden for this\n"
-    "environment class (golden/EXP/CLASS.jsonl at GOOD) or, without one, GOOD's own\n"
-    "run (GOOD is then built and run first, and its runs must agree). BAD is tested\n"
-    "first. A commit that does not build or whose run fails is skipped, as\n"
-    "`git bisect skip` does, and the search goes around it. Each probe is printed as\n"
-    "it is decided; at the end, the first bad commit, the numerics paths it changed\n"
-    "(kernels/, harness/, Makefile, EXP) and the work it took.\n"
+    "environment class (golden/EXP/CLASS.jsonl at GOOD) or, without one or when run\n"
+    "options (--steps, --seed, --set, ...) are given, GOOD's own run (GOOD is then\n"
+    "built and run first, and its runs must agree). BAD is tested first. A commit\n"
+    "that does not build or whose run fails is skipped, as `git bisect skip` does,\n"
+    "and the search goes around it. Each probe is printed as it is decided; at the\n"
+    "end, the first bad commit, the numerics paths it changed (kernels/, harness/,\n"
+    "Makefile, EXP) and the work it took.\n"
     "\n"
     "With --commits and `-- PROGRAM ARGS...`: the same search over the history of the\n"
     "git repository you are in, for a program of yours that records through librepro\n"
@@ -76,134 +71,149 @@ const char repro_bisect_usage[] =
     "which its run 1 must match, or without one its own run 1. A commit whose build\n"
     "fails or whose program cannot be tested (it exits non-zero, times out, writes\n"
     "no complete trace: what `repro check -- PROGRAM` exits 3 for) is skipped. At the\n"
-    "end: the first bad commit and every path it changed.\n"
-    "  --name NAME       the program's golden name\n"
-    "  --timeout S       kill a run of the program after S seconds\n"
-    "  --steps N, --seed S, --set KEY=VALUE\n"
-    "                    given to every run (REPRO_SET_STEPS, REPRO_SEED,\n"
-    "                    REPRO_SET_<KEY>); --seed and --set leave the golden out\n"
-    "\n"
-    "  --commits GOOD..BAD  the range, one argument as git writes it; any revs git\n"
-    "                    accepts (HEAD~5..HEAD, v1.0..main, a1b2c3d..f00ba47)\n"
-    "  --build CMD       build command, run by /bin/sh -c in the worktree\n"
-    "                    (default: make); for EXP it must leave ./repro there\n"
-    "  --repeat K        runs per commit (default 2)\n"
-    "  --json            the report as one JSON document (probes on stderr)\n"
-    "  -q, --quiet       no progress on stderr\n"
-    "  -h, --help        this text\n"
+    "end: the first bad commit and every path it changed. The run options reach the\n"
+    "program as REPRO_SET_STEPS, REPRO_SEED, REPRO_SET_<KEY>; --seed and --set leave\n"
+    "the golden out.\n";
+
+static const char epilogue[] =
     "\n"
     "Exit: 0 a first bad commit was found, 1 BAD reproduces (nothing to bisect),\n"
     "2 usage or input error (bad range, GOOD not an ancestor of BAD, GOOD not good),\n"
     "3 environment (not a git repository, worktree failure), 125 only skipped\n"
     "commits were left, so no first bad commit can be named; 130 (143) after Ctrl-C\n"
     "(SIGTERM), which reaches the running build or program too, and the worktree\n"
-    "is removed.\n";
+    "is removed. At op level: 0 all runs identical, 1 a divergence was found.\n";
 
-/* Is `name` (or name=...) among the options (before a "--")? */
-static int has_option(int argc, char **argv, const char *name)
+static const repro_cli_opt own_opts[] = {
+    {"commits", 0, "GOOD..BAD",
+     "search the commits: the range, one argument as git writes\nit; any revs git accepts "
+     "(HEAD~5..HEAD, v1.0..main)",
+     BI_COMMITS},
+    {"build", 0, "CMD",
+     "--commits: build command, run by /bin/sh -c in the worktree\n(default: make); for EXP it "
+     "must leave ./repro there",
+     BI_BUILD},
+    {"repeat", 0, "K", "runs per commit (default 2) or at op level (default 3)", BI_REPEAT},
+    {"name", 0, "NAME", "-- PROGRAM only: the program's golden and run name", BI_NAME},
+    {"timeout", 0, "S", "-- PROGRAM only: kill a run of the program after S seconds",
+     BI_TIMEOUT},
+    {"quarantine", 0, "OP",
+     "op level: substitute run 1's outputs of OP (an op output\nsuch as bwd.fc1.dw, or a variant "
+     "op such as\nlinear.bwd_weight) in the other runs, to find a second\nculprit behind the "
+     "first",
+     BI_QUARANTINE},
+    {"batch-invariance", 0, NULL, "op level: the batch-invariance search (see above)",
+     BI_BATCHINV},
+    {"batch-sizes", 0, "LIST", "batch sizes for --batch-invariance (default 1,7,64)",
+     BI_BATCH_SIZES},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_bisect_spec = {"bisect", REPRO_CLI_BISECT, synopsis, own_opts,
+                                          epilogue};
+
+int repro_bisect_args_only(const repro_bisect_args *a, unsigned allowed, const char *what)
 {
-    size_t n = strlen(name);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--"))
-            return 0;
-        if (!strncmp(argv[i], name, n) && (argv[i][n] == '\0' || argv[i][n] == '='))
-            return 1;
+    for (const repro_cli_opt *o = own_opts; o->name; o++)
+        if ((a->given & (1u << o->id)) && !(allowed & (1u << o->id)))
+            return repro_error_set(REPRO_EINVAL, "bisect: --%s does not apply to %s", o->name,
+                                   what);
+    return 0;
+}
+
+int repro_bisect_args_repeat(const repro_bisect_args *a, int lo, int hi, int def, int *out)
+{
+    *out = def;
+    return a->repeat ? repro_parse_count_int("bisect: --repeat", a->repeat, lo, hi, out) : 0;
+}
+
+/* An own option: 0 or -1 (error slot). */
+static int bisect_option(repro_bisect_args *a, int id, const char *v)
+{
+    long t;
+    a->given |= 1u << id;
+    switch (id) {
+    case BI_COMMITS: a->commits = v; return 0;
+    case BI_BUILD:
+        a->build = v;
+        return v[0] ? 0 : repro_error_set(REPRO_EINVAL, "bisect: --build: empty command");
+    case BI_REPEAT: a->repeat = v; return 0;
+    case BI_NAME:
+        if (repro_golden_name_check(v))
+            return -1;
+        snprintf(a->name, sizeof a->name, "%s", v);
+        return 0;
+    case BI_TIMEOUT:
+        if (repro_parse_count("bisect: --timeout", v, 1, 7 * 24 * 3600, &t))
+            return -1;
+        a->timeout_s = (double)t;
+        return 0;
+    case BI_QUARANTINE: a->quarantine = v; return 0;
+    case BI_BATCHINV: a->batch_invariance = 1; return 0;
+    case BI_BATCH_SIZES: return repro_batchinv_parse_sizes(&a->bi, "bisect: --batch-sizes", v);
     }
     return 0;
 }
 
-typedef struct {
-    repro_bisect_opts b;
-    int json;
-    repro_run_pass pass; /* --steps, --seed, --set for a program's runs */
-    int program_only;    /* an option only a program takes was given */
-} bisect_cli;
-
-/* The options that only a program after '--' takes: --name, --timeout and
- * the pass-through ones. 0 or -1 (error slot). */
-static int parse_program_option(bisect_cli *o, const char *name, const char *value)
+/* Every option of every search; 0, 1 for --help (printed), or -1. */
+static int parse_args(int argc, char **argv, repro_bisect_args *a)
 {
-    o->program_only = 1;
-    if (!strcmp(name, "name")) {
-        if (repro_golden_name_check(value))
+    repro_batchinv_opts_init(&a->bi);
+    repro_cli_parser p;
+    repro_cli_parser_init(&p, &repro_bisect_spec);
+    const char *v;
+    int id;
+    while ((id = repro_cli_next(&p, argc, argv, &a->co, &v)) != 0) {
+        if (id == REPRO_CLI_HELP) {
+            repro_cli_help(stdout, &repro_bisect_spec);
+            return 1;
+        }
+        if (id < 0 || bisect_option(a, id, v))
             return -1;
-        o->b.name = value;
-        return 0;
     }
-    if (!strcmp(name, "timeout")) {
-        long t;
-        if (repro_parse_count("bisect: --timeout", value, 1, 7 * 24 * 3600, &t))
-            return -1;
-        o->b.timeout_s = (double)t;
-        return 0;
-    }
-    return repro_run_pass_add(&o->pass, "bisect", name, value) < 0 ? -1 : 0;
+    return 0;
 }
 
-/* After the options: one EXP, or none with a program after '--'. */
-static int parse_subject(int argc, char **argv, bisect_cli *o, char **program)
+/* ---- commits ---------------------------------------------------------------- */
+
+#define BIT(x) (1u << (x))
+
+/* The commit search's options, and its one EXP or a program. */
+static int commits_opts(const repro_bisect_args *a, int argc, char **argv, char **program,
+                        repro_bisect_opts *b)
 {
+    unsigned allowed = BIT(BI_COMMITS) | BIT(BI_BUILD) | BIT(BI_REPEAT);
+    if (program)
+        allowed |= BIT(BI_NAME) | BIT(BI_TIMEOUT);
+    if (repro_bisect_args_only(a, allowed, program ? "the commit search of a program"
+                                                   : "the commit search of an experiment "
+                                                     "(--name and --timeout are for a program "
+                                                     "after '--')"))
+        return -1;
+    b->range = a->commits;
+    b->build = a->build;
+    if (repro_bisect_args_repeat(a, 1, 64, 2, &b->repeat))
+        return -1;
+    b->quiet = a->co.quiet;
+    b->name = a->name[0] ? a->name : NULL;
+    b->timeout_s = a->timeout_s;
+    b->pass = a->co.pass.argv;
+    b->npass = a->co.pass.n;
+    b->overridden = a->co.pass.overridden;
     if (program) {
         if (optind < argc)
             return repro_error_set(REPRO_EINVAL,
                                    "bisect: '%s' and a program after '--': give one or the other",
                                    argv[optind]);
-        o->b.program = program;
-        o->b.pass = o->pass.argv;
-        o->b.npass = o->pass.n;
-        o->b.overridden = o->pass.overridden;
+        b->program = program;
         return 0;
     }
-    if (o->program_only)
-        return repro_error_set(REPRO_EINVAL, "bisect: --name, --timeout, --steps, --seed and "
-                                             "--set are for a program after '--'");
     if (optind + 1 != argc)
         return repro_error_set(REPRO_EINVAL,
                                "bisect: expected one experiment file after the options (or "
                                "'-- PROGRAM ARGS...')");
-    o->b.exp = argv[optind];
+    b->exp = argv[optind];
     return 0;
-}
-
-static int parse_args(int argc, char **argv, bisect_cli *o, char **program)
-{
-    static const struct option opts[] = {
-        {"commits", required_argument, 0, 'c'}, {"build", required_argument, 0, 'b'},
-        {"repeat", required_argument, 0, 'r'},  {"json", no_argument, 0, 'j'},
-        {"quiet", no_argument, 0, 'q'},         {"name", required_argument, 0, 'p'},
-        {"timeout", required_argument, 0, 'p'}, {"steps", required_argument, 0, 'p'},
-        {"seed", required_argument, 0, 'p'},    {"set", required_argument, 0, 'p'},
-        {0, 0, 0, 0},
-    };
-    int c, li = 0;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":q", opts, &li)) != -1) {
-        switch (c) {
-        case 'p':
-            if (parse_program_option(o, opts[li].name, optarg))
-                return -1;
-            break;
-        case 'c': o->b.range = optarg; break;
-        case 'b':
-            if (!optarg[0])
-                return repro_error_set(REPRO_EINVAL, "bisect: --build: empty command");
-            o->b.build = optarg;
-            break;
-        case 'r':
-            if (repro_parse_count_int("bisect: --repeat", optarg, 1, 64, &o->b.repeat))
-                return -1;
-            break;
-        case 'j': o->json = 1; break;
-        case 'q': o->b.quiet = 1; break;
-        case ':':
-            return repro_error_set(REPRO_EINVAL, "bisect: %s needs a value",
-                                   argv[optind - 1]);
-        default:
-            return repro_cli_unknown_option("bisect", argv[optind - 1], opts);
-        }
-    }
-    return parse_subject(argc, argv, o, program);
 }
 
 /* ---- op level --------------------------------------------------------------- */
@@ -215,52 +225,25 @@ typedef struct {
     repro_batchinv_opts bi; /* its batch sizes */
 } bisect_ops_cli;
 
-/* 0, 1 for --help (printed), or -1 (error slot). */
-static int parse_ops_args(int argc, char **argv, bisect_ops_cli *o)
+/* The op level's options and its one EXP: 0 or -1 (error slot). */
+static int ops_opts(const repro_bisect_args *a, int argc, char **argv, bisect_ops_cli *o)
 {
-    static const struct option opts[] = {
-        {"repeat", required_argument, 0, 'r'}, {"steps", required_argument, 0, 's'},
-        {"seed", required_argument, 0, 'S'},   {"set", required_argument, 0, 'k'},
-        {"quarantine", required_argument, 0, 'q'}, {"json", no_argument, 0, 'j'},
-        {"batch-invariance", no_argument, 0, 'I'}, {"batch-sizes", required_argument, 0, 'Z'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
-    };
-    o->b.repeat = 3;
-    repro_batchinv_opts_init(&o->bi);
-    optind = 1;
-    opterr = 0;
-    int c, li = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
-        switch (c) {
-        case 'r':
-            if (repro_parse_count_int("bisect: --repeat", optarg, 2, 32, &o->b.repeat))
-                return -1;
-            break;
-        case 's':
-        case 'S':
-        case 'k':
-            if (repro_run_pass_add(&o->b.pass, "bisect", opts[li].name, optarg) < 0)
-                return -1;
-            break;
-        case 'q': o->b.quarantine = optarg; break;
-        case 'j': o->json = 1; break;
-        case 'I': o->batch_invariance = 1; break;
-        case 'Z':
-            if (repro_batchinv_parse_sizes(&o->bi, "bisect: --batch-sizes", optarg))
-                return -1;
-            break;
-        case 'h': fputs(repro_bisect_usage, stdout); return 1;
-        case ':':
-            return repro_error_set(REPRO_EINVAL, "bisect: option '%s' needs a value",
-                                   argv[optind - 1]);
-        default:
-            return repro_cli_unknown_option("bisect", argv[optind - 1], opts);
-        }
-    }
+    if (repro_bisect_args_only(a, BIT(BI_REPEAT) | BIT(BI_QUARANTINE) | BIT(BI_BATCHINV) |
+                                      BIT(BI_BATCH_SIZES),
+                               "the op level of an experiment (--build needs --commits; --name "
+                               "and --timeout are for a program after '--')"))
+        return -1;
+    if (repro_bisect_args_repeat(a, 2, 32, 3, &o->b.repeat))
+        return -1;
+    o->b.pass = a->co.pass;
+    o->b.quarantine = a->quarantine;
+    o->json = a->co.json;
+    o->batch_invariance = a->batch_invariance;
+    o->bi = a->bi;
     if (optind + 1 != argc)
         return repro_error_set(REPRO_EINVAL, "bisect: expected one experiment file");
     o->b.exp = argv[optind];
-    o->b.quiet = o->json;
+    o->b.quiet = o->json || a->co.quiet;
     return 0;
 }
 
@@ -470,16 +453,13 @@ static int bisect_batchinv(bisect_ops_cli *o)
     return repro_finish_stdout(exit_code);
 }
 
-static int cmd_bisect_ops(int argc, char **argv)
+static int cmd_bisect_ops(const repro_bisect_args *a, int argc, char **argv)
 {
     bisect_ops_cli o;
     memset(&o, 0, sizeof o);
     repro_bisect_ops_result *r = calloc(1, sizeof *r);
-    int rc = r ? parse_ops_args(argc, argv, &o)
-               : repro_error_set(REPRO_ENOMEM, "out of memory");
-    if (rc == 1)
-        rc = repro_finish_stdout(0);
-    else if (rc == 0 && o.batch_invariance)
+    int rc = r ? ops_opts(a, argc, argv, &o) : repro_error_set(REPRO_ENOMEM, "out of memory");
+    if (rc == 0 && o.batch_invariance)
         rc = bisect_batchinv(&o);
     else if (rc || repro_bisect_ops_prepare(&o.b, r))
         rc = repro_report_error();
@@ -491,30 +471,16 @@ static int cmd_bisect_ops(int argc, char **argv)
 
 /* ---- the command ----------------------------------------------------------------- */
 
-int repro_cmd_bisect(int argc, char **argv)
+static int cmd_bisect_commits(const repro_bisect_args *a, int argc, char **argv, char **program)
 {
-    /* --commits selects the commit search; anything else is the op level's.
-     * Help is this file's: the usage covers both. */
-    if (has_option(argc, argv, "--help") || has_option(argc, argv, "-h")) {
-        fputs(repro_bisect_usage, stdout);
-        return repro_finish_stdout(0);
-    }
-    char **program;
-    int commits = has_option(argc, argv, "--commits");
-    if (repro_cli_split_program(&argc, argv, &program))
-        return repro_report_error();
-    if (!commits)
-        return program ? repro_cmd_bisect_program(argc, argv, program)
-                       : cmd_bisect_ops(argc, argv);
-    bisect_cli o;
-    memset(&o, 0, sizeof o);
-    o.b.repeat = 2;
-    if (parse_args(argc, argv, &o, program))
+    repro_bisect_opts b;
+    memset(&b, 0, sizeof b);
+    if (commits_opts(a, argc, argv, program, &b))
         return repro_report_error();
     /* Probes are the report in text mode; with --json they are progress. */
-    o.b.steps = o.json ? (o.b.quiet ? NULL : stderr) : stdout;
+    b.steps = a->co.json ? (b.quiet ? NULL : stderr) : stdout;
     repro_bisect_result r;
-    int rc = repro_bisect_commits(&o.b, &r);
+    int rc = repro_bisect_commits(&b, &r);
     if (rc < 0) {
         /* Interrupted: the engine's code is 128 + the signal, which is
          * what a shell reports for a command a signal stopped. */
@@ -522,7 +488,7 @@ int repro_cmd_bisect(int argc, char **argv)
         rc = repro_report_error();
         if (code > 128 && code < 128 + 65)
             rc = code;
-    } else if (o.json) {
+    } else if (a->co.json) {
         json_t *doc = repro_bisect_json(&r);
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
@@ -532,4 +498,29 @@ int repro_cmd_bisect(int argc, char **argv)
     }
     repro_bisect_result_release(&r);
     return repro_finish_stdout(rc);
+}
+
+/* --commits selects the commit search; without it, EXP the op level and a
+ * program after '--' a program's op level. One parse for all three. */
+int repro_cmd_bisect(int argc, char **argv)
+{
+    char **program;
+    if (repro_cli_split_program(&argc, argv, &program))
+        return repro_report_error();
+    repro_bisect_args *a = calloc(1, sizeof *a);
+    if (!a) {
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        return repro_report_error();
+    }
+    int rc = parse_args(argc, argv, a);
+    if (rc)
+        rc = rc == 1 ? repro_finish_stdout(0) : repro_report_error();
+    else if (a->commits)
+        rc = cmd_bisect_commits(a, argc, argv, program);
+    else if (program)
+        rc = repro_cmd_bisect_program(a, argc, argv, program);
+    else
+        rc = cmd_bisect_ops(a, argc, argv);
+    free(a);
+    return rc;
 }

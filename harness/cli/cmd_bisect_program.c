@@ -8,62 +8,17 @@
  * received identical inputs and produced different outputs — the
  * definition of a nondeterministic kernel, and the report says exactly
  * that. Exit 1 when a difference was found, 0 when all K runs agree. */
-#include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/multirun.h"
+#include "cli/bisect_args.h"
 #include "cli/cli.h"
 #include "golden/golden.h"
 #include "util/error.h"
 #include "util/numparse.h"
-
-typedef struct {
-    int repeat;
-    double timeout_s;
-    char name[128];
-    repro_run_pass pass;
-} program_opts;
-
-static int parse(int argc, char **argv, program_opts *o)
-{
-    static const struct option opts[] = {
-        {"repeat", required_argument, 0, 'r'}, {"timeout", required_argument, 0, 'T'},
-        {"name", required_argument, 0, 'n'},   {"steps", required_argument, 0, 's'},
-        {"seed", required_argument, 0, 'S'},   {"set", required_argument, 0, 'k'},
-        {"threads", required_argument, 0, 't'}, {"workers", required_argument, 0, 'w'},
-        {0, 0, 0, 0},
-    };
-    o->repeat = 3;
-    optind = 1;
-    opterr = 0;
-    int c, li = 0;
-    long t;
-    while ((c = getopt_long(argc, argv, ":", opts, &li)) != -1) {
-        if (c == 'r' && repro_parse_count_int("bisect: --repeat", optarg, 2, 32, &o->repeat))
-            return -1;
-        if (c == 'T') {
-            if (repro_parse_count("bisect: --timeout", optarg, 1, 7 * 24 * 3600, &t))
-                return -1;
-            o->timeout_s = (double)t;
-        }
-        if (c == 'n' && repro_golden_name_check(optarg))
-            return -1;
-        if (c == 'n')
-            snprintf(o->name, sizeof o->name, "%s", optarg);
-        if (c == ':' || c == '?')
-            return repro_error_set(REPRO_EINVAL, "bisect: option '%s' %s with a program after "
-                                                 "'--'", argv[optind - 1],
-                                   c == ':' ? "needs a value" : "does not apply");
-        if (strchr("sSktw", c) && repro_run_pass_add(&o->pass, "bisect", opts[li].name, optarg) < 0)
-            return -1;
-    }
-    if (optind != argc)
-        return repro_error_set(REPRO_EINVAL, "bisect: '%s' and a program after '--': give one",
-                               argv[optind]);
-    return 0;
-}
 
 /* Does a tensor that feeds the step (batch.*, input*) differ? */
 static const char *input_that_differs(const repro_divergence *d)
@@ -85,19 +40,35 @@ static int op_position(const repro_trace *t, long step, const char *name, int *n
     return 0;
 }
 
-static int report(const repro_multirun *m, int i)
+/* Runs 1 and i+1 differ: where, which op, and whether its inputs did;
+ * in words, or into doc for --json. Exit 1. */
+static int report(const repro_multirun *m, int i, json_t *doc)
 {
     const repro_divergence *d = &m->divs[i];
-    printf("runs 1 and %d of %d differ: first at step %ld\n", i + 1, m->nplan, d->first_step);
+    json_object_set_new(doc, "diverged", json_true());
+    json_object_set_new(doc, "runs_compared", json_pack("[i, i]", 1, i + 1));
+    json_object_set_new(doc, "first_step", json_integer(d->first_step));
+    if (!doc)
+        printf("runs 1 and %d of %d differ: first at step %ld\n", i + 1, m->nplan,
+               d->first_step);
     if (d->nops == 0) {
         const char *first = d->ntensors ? d->tensors[0].name : "?";
-        printf("no op output differs there (did the program record ops at "
-               "REPRO_TRACE_LEVEL=op?); the first differing tensor is %s\n",
-               first);
+        json_object_set_new(doc, "first_tensor", json_string(first));
+        if (!json_is_object(doc))
+            printf("no op output differs there (did the program record ops at "
+                   "REPRO_TRACE_LEVEL=op?); the first differing tensor is %s\n",
+                   first);
         return REPRO_EXIT_MISMATCH;
     }
     const char *op = d->ops[0].name, *input = input_that_differs(d);
     int nops, pos = op_position(&m->traces[0], d->first_step, op, &nops);
+    json_object_set_new(doc, "first_divergent_op",
+                        json_pack("{s:s, s:i, s:i, s:b}", "name", op, "position", pos, "ops",
+                                  nops, "inputs_identical", input == NULL));
+    if (input)
+        json_object_set_new(doc, "input_that_differs", json_string(input));
+    if (json_is_object(doc))
+        return REPRO_EXIT_MISMATCH;
     printf("first divergent op: %s (op %d of %d recorded at step %ld)\n", op, pos, nops,
            d->first_step);
     if (input) {
@@ -114,38 +85,66 @@ static int report(const repro_multirun *m, int i)
     return REPRO_EXIT_MISMATCH;
 }
 
-int repro_cmd_bisect_program(int argc, char **argv, char **program)
+/* The verdict of the runs: the first pair that differs, or none. */
+static int verdict(const repro_multirun *m, int json)
 {
-    program_opts o = {0};
-    if (parse(argc, argv, &o))
+    json_t *doc = json ? json_object() : NULL;
+    int rc = 0, first = 0;
+    for (int i = 1; i < m->nplan && !first; i++)
+        if (!m->divs[i].identical)
+            first = i;
+    if (first) {
+        rc = report(m, first, doc);
+    } else if (json) {
+        json_object_set_new(doc, "diverged", json_false());
+    } else {
+        printf("all %d runs identical at level op over %ld steps: nothing to bisect\n", m->nplan,
+               m->traces[0].trailer_steps);
+    }
+    if (json) {
+        json_object_set_new(doc, "runs", json_integer(m->nplan));
+        json_object_set_new(doc, "steps", json_integer(m->traces[0].trailer_steps));
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(doc);
+    }
+    return repro_finish_stdout(rc);
+}
+
+int repro_cmd_bisect_program(const repro_bisect_args *a, int argc, char **argv, char **program)
+{
+    unsigned allowed = 1u << BI_REPEAT | 1u << BI_NAME | 1u << BI_TIMEOUT;
+    if (repro_bisect_args_only(a, allowed, "the op level of a program (give --commits for the "
+                                           "commit search)"))
         return repro_report_error();
-    if (!o.name[0])
-        repro_program_name(program, o.name, sizeof o.name);
+    if (optind != argc) {
+        repro_error_set(REPRO_EINVAL, "bisect: '%s' and a program after '--': give one",
+                        argv[optind]);
+        return repro_report_error();
+    }
+    int repeat;
+    if (repro_bisect_args_repeat(a, 2, 32, 3, &repeat))
+        return repro_report_error();
+    char name[128];
+    snprintf(name, sizeof name, "%s", a->name);
+    if (!name[0])
+        repro_program_name(program, name, sizeof name);
     repro_multirun *m = calloc(1, sizeof *m);
     if (!m)
         return REPRO_EXIT_ENV;
-    repro_multirun_init(m, o.name, o.name, "bisect");
+    repro_multirun_init(m, name, name, "bisect");
     m->cmd = program;
-    m->timeout_s = o.timeout_s;
+    m->timeout_s = a->timeout_s;
+    m->quiet = a->co.quiet || a->co.json;
     m->no_element_detail = 1;
-    repro_multirun_add_pass(m, &o.pass);
+    repro_multirun_add_pass(m, &a->co.pass);
     m->pass[m->npass++] = "--set";
     m->pass[m->npass++] = "trace.level=op";
-    int rc = repro_multirun_add_runs(m, o.repeat);
-    if (rc || repro_multirun_execute(m)) {
+    int rc = repro_multirun_add_runs(m, repeat);
+    if (rc || repro_multirun_execute(m))
         rc = repro_report_error();
-    } else {
-        int first = 0;
-        for (int i = 1; i < m->nplan && !first; i++)
-            if (!m->divs[i].identical)
-                first = i;
-        if (first)
-            rc = report(m, first);
-        else
-            printf("all %d runs identical at level op over %ld steps: nothing to bisect\n",
-                   m->nplan, m->traces[0].trailer_steps);
-        rc = repro_finish_stdout(rc);
-    }
+    else
+        rc = verdict(m, a->co.json);
     repro_multirun_release(m);
     free(m);
     return rc;

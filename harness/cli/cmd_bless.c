@@ -18,8 +18,9 @@
 #include "analysis/multirun.h"
 #include "util/numparse.h"
 
-const char repro_bless_usage[] =
-    "usage: repro bless EXP [--runs N] [--every K] [--allow-dirty]\n"
+static const char synopsis[] =
+    "usage: repro bless EXP [--runs N] [--every K] [--allow-dirty] [run options]\n"
+    "       repro bless [--name NAME] [--timeout S] [options] -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs EXP N times (default 2), each in a fresh process; when all runs are\n"
     "identical, writes golden/EXP/CLASS.jsonl (CLASS: this machine's environment\n"
@@ -27,18 +28,34 @@ const char repro_bless_usage[] =
     "the tree was dirty, and the tree ids of the paths that can change numerics\n"
     "(kernels/, harness/, Makefile, the experiment file). Commit the golden so that\n"
     "`repro check` compares with it. Changes under golden/ do not count as dirty.\n"
-    "\n"
-    "  --runs N       runs that must agree (default 2)\n"
-    "  --every K      keep tensor detail every K-th step in the golden (default 10;\n"
-    "                 the chain covers every step); 1 keeps every step\n"
-    "  --allow-dirty  bless on a tree with uncommitted changes (recorded)\n"
-    "  -h, --help     this text\n"
+    "Run options (--steps, --seed, --set, ...) go to every run and are recorded in\n"
+    "the golden's header: a check must give the same options to match it.\n";
+
+static const char epilogue[] =
     "\n"
     "Exit: 0 blessed, 1 runs differ (refused, with the check report), 2 dirty tree\n"
     "or bad experiment, 3 environment (not a git repository, lock held).\n";
 
+enum { O_EVERY = 1, O_ALLOW_DIRTY, O_NAME, O_TIMEOUT };
+
+static const repro_cli_opt own_opts[] = {
+    {"every", 0, "K",
+     "keep tensor detail every K-th step in the golden (default 10;\nthe chain covers every "
+     "step); 1 keeps every step",
+     O_EVERY},
+    {"allow-dirty", 0, NULL, "bless on a tree with uncommitted changes (recorded)",
+     O_ALLOW_DIRTY},
+    {"name", 0, "NAME", "-- PROGRAM only: the golden's name (default: the name it records)",
+     O_NAME},
+    {"timeout", 0, "SECONDS", "-- PROGRAM only: kill a run that takes longer", O_TIMEOUT},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_bless_spec = {"bless", REPRO_CLI_BLESS, synopsis, own_opts, epilogue};
+
 /* One bless: its options and what it holds, owned by repro_cmd_bless. */
 typedef struct {
+    repro_common co; /* -q, --json, --runs and the run options (common_opts.h) */
     const char *exp;
     char **program;  /* `-- PROGRAM ARGS...`, or NULL */
     char name[128];  /* the golden's name: the experiment's, or --name */
@@ -60,53 +77,46 @@ static json_t *commit_json(const repro_git_commit *c)
                      c->summary, "time", c->time_iso);
 }
 
+/* An own option: 0 or -1 (error slot). */
+static int bless_option(bless_ctx *b, int id, const char *v)
+{
+    long t;
+    switch (id) {
+    case O_EVERY: return repro_parse_count_int("bless: --every", v, 1, INT_MAX, &b->every);
+    case O_ALLOW_DIRTY: b->allow_dirty = 1; return 0;
+    case O_NAME:
+        if (repro_golden_name_check(v))
+            return -1;
+        snprintf(b->name, sizeof b->name, "%s", v);
+        return 0;
+    case O_TIMEOUT:
+        if (repro_parse_count("bless: --timeout", v, 1, 7 * 24 * 3600, &t))
+            return -1;
+        b->timeout_s = (double)t;
+        return 0;
+    }
+    return 0;
+}
+
 /* 0, 1 for --help (printed), or -1 (error slot). */
 static int parse_args(int argc, char **argv, bless_ctx *b)
 {
-    static const struct option opts[] = {
-        {"runs", required_argument, 0, 'r'}, {"every", required_argument, 0, 'e'},
-        {"allow-dirty", no_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
-        {"name", required_argument, 0, 'n'}, {"timeout", required_argument, 0, 'T'},
-        {0, 0, 0, 0},
-    };
-    b->runs = 2;
     b->every = 10;
     if (repro_cli_split_program(&argc, argv, &b->program))
         return -1;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-            if (repro_parse_count_int("bless: --runs", optarg, 1, 32, &b->runs))
-                return -1;
-            break;
-        case 'e':
-            if (repro_parse_count_int("bless: --every", optarg, 1, INT_MAX, &b->every))
-                return -1;
-            break;
-        case 'd': b->allow_dirty = 1; break;
-        case 'n':
-            if (repro_golden_name_check(optarg))
-                return -1;
-            snprintf(b->name, sizeof b->name, "%s", optarg);
-            break;
-        case 'T': {
-            long t;
-            if (repro_parse_count("bless: --timeout", optarg, 1, 7 * 24 * 3600, &t))
-                return -1;
-            b->timeout_s = (double)t;
-            break;
+    repro_cli_parser p;
+    repro_cli_parser_init(&p, &repro_bless_spec);
+    const char *v;
+    int id;
+    while ((id = repro_cli_next(&p, argc, argv, &b->co, &v)) != 0) {
+        if (id == REPRO_CLI_HELP) {
+            repro_cli_help(stdout, &repro_bless_spec);
+            return 1;
         }
-        case 'h': fputs(repro_bless_usage, stdout); return 1;
-        case ':':
-            return repro_error_set(REPRO_EINVAL, "bless: option '%s' needs a value",
-                                   argv[optind - 1]);
-        default:
-            return repro_cli_unknown_option("bless", argv[optind - 1], opts);
-        }
+        if (id < 0 || bless_option(b, id, v))
+            return -1;
     }
+    b->runs = b->co.runs ? b->co.runs : 2;
     if (b->program) {
         if (optind != argc)
             return repro_error_set(REPRO_EINVAL,
@@ -119,7 +129,9 @@ static int parse_args(int argc, char **argv, bless_ctx *b)
         return repro_error_set(REPRO_EINVAL, "bless: expected one experiment file (or '-- "
                                              "PROGRAM ARGS...')");
     b->exp = argv[optind];
-    if (repro_config_load(&b->cfg, b->exp) || repro_config_validate(&b->cfg))
+    if (repro_config_load(&b->cfg, b->exp) ||
+        repro_config_apply_run_options(&b->cfg, b->co.pass.argv, b->co.pass.n) ||
+        repro_config_validate(&b->cfg))
         return -1;
     if (!b->name[0])
         snprintf(b->name, sizeof b->name, "%s", b->cfg.name);
@@ -210,6 +222,8 @@ static int run_all(bless_ctx *b)
         m->pass[m->npass++] = "--set";
         m->pass[m->npass++] = b->every_set;
     }
+    repro_multirun_add_pass(m, &b->co.pass);
+    m->quiet = b->co.quiet || b->co.json;
     int rc = repro_multirun_add_runs(m, b->runs) ? -1 : repro_multirun_execute(m);
     if (rc)
         return rc < 0 ? repro_report_error() : rc;
@@ -220,6 +234,14 @@ static int run_all(bless_ctx *b)
     }
     if (!m->failed)
         return 0;
+    if (b->co.json) {
+        json_t *doc = repro_multirun_json(m);
+        json_object_set_new(doc, "blessed", json_false());
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(doc);
+        return REPRO_EXIT_MISMATCH;
+    }
     repro_multirun_print(m, stdout);
     printf("bless refused: %d of %d runs differ from run 1, so there is no one trajectory to "
            "bless (traces in %s)\n",
@@ -277,6 +299,12 @@ static json_t *provenance(const bless_ctx *b)
         json_object_set_new(golden, "experiment_file", json_string(b->exp_rel));
     }
     json_object_set_new(golden, "runs", json_integer(b->runs));
+    if (b->co.pass.n) { /* the run options every run was given */
+        json_t *opts = json_array();
+        for (int i = 0; i < b->co.pass.n; i++)
+            json_array_append_new(opts, json_string(b->co.pass.argv[i]));
+        json_object_set_new(golden, "run_options", opts);
+    }
     json_object_set_new(golden, "env_class", json_string(b->env.class_id));
     json_object_set_new(golden, "blessed_at", json_string(stamp));
     json_object_set_new(golden, "shallow", json_boolean(repro_git_is_shallow(b->g)));
@@ -301,6 +329,16 @@ static int install(bless_ctx *b)
     if (rc)
         return repro_report_error();
     repro_digest_hex(&t->trailer_chain, chain);
+    if (b->co.json) {
+        json_t *doc = json_pack("{s:b, s:s, s:i, s:I, s:o, s:b, s:s}", "blessed", 1, "golden",
+                                shown, "runs", b->runs, "steps", (json_int_t)t->trailer_steps,
+                                "commit", commit_json(&b->head), "dirty", b->dirty->n > 0,
+                                "chain", chain);
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(doc);
+        return 0;
+    }
     printf("blessed %s: %d identical runs of %ld steps at %s%s (%s), chain %s\n", shown, b->runs,
            t->trailer_steps, b->head.short_id, b->dirty->n ? " + uncommitted changes" : "",
            b->head.summary, chain);

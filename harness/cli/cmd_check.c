@@ -27,7 +27,7 @@
 #include "util/runs.h"
 #include "record/trace.h"
 
-const char repro_check_usage[] =
+static const char synopsis[] =
     "usage: repro check EXP [options]\n"
     "       repro check [options] -- PROGRAM [ARGS...]\n"
     "\n"
@@ -44,41 +44,10 @@ const char repro_check_usage[] =
     "commits since the blessed one that touched kernels/, harness/, Makefile or the\n"
     "experiment. Without a golden for this class it lists the classes that have one\n"
     "and compares with the closest by tolerance; that is not a failure unless\n"
-    "--require-golden.\n"
-    "\n"
-    "  --runs N           runs with the experiment's own settings (default 2)\n"
-    "  --threads LIST     one more run per kernel thread count, e.g. 1,2,3\n"
-    "  --workers LIST     one more run per loader worker count, e.g. 0,1,3\n"
-    "  --ranks LIST       one more run per data-parallel world size (MPI ranks),\n"
-    "                     e.g. 1,2,4 (needs [train] shard_size; scope world size)\n"
-    "  --resume-at K      one more run that trains to step K, checkpoints, and\n"
-    "                     resumes in a fresh process; its steps K+1.. must equal\n"
-    "                     run 1's (scope checkpoint/resume)\n"
-    "  --json             the report as one JSON document on stdout\n"
-    "  --junit FILE       also write a JUnit XML report for CI\n"
-    "  --require-golden   fail (exit 1) when this environment class has no golden\n"
-    "  --no-golden        do not compare with the golden\n"
-    "  --keep             keep the traces of a passing check (by default they are\n"
-    "                     removed; a failing check's always stay, and runs/NAME/\n"
-    "                     keeps the newest $REPRO_KEEP_RUNS run directories, default 20)\n"
-    "  --batch-invariance check only that each sample gets the same bits whatever\n"
-    "                     batch it is in (scope batch composition): the held-out\n"
-    "                     samples through the eval forward in batches of each\n"
-    "                     --batch-sizes and in shuffled compositions, and one\n"
-    "                     training batch whole vs in 8 micro-batches, compared row\n"
-    "                     by row bit for bit; a sample that differs is named with\n"
-    "                     its batches and the first op whose row differs. Runs in\n"
-    "                     this process (same weights: after --steps N training\n"
-    "                     steps, default 0). With -- PROGRAM: one run per size with\n"
-    "                     REPRO_BATCH_SIZE, rows compared by sample id\n"
-    "                     (docs/PROTOCOL.md)\n"
-    "  --batch-sizes LIST batch sizes for --batch-invariance (default 1,7,64)\n"
-    "  --git-bisect       exit codes for `git bisect run`: 0 good, 1 bad, 125 this\n"
-    "                     tree cannot be tested (environment, a run that failed),\n"
-    "                     130 on a usage or input error (git aborts the bisection)\n"
-    "  --steps N, --seed S, --set KEY=VALUE\n"
-    "                     as for `repro run`, applied to every run\n"
-    "  -h, --help         this text\n"
+    "--require-golden. --steps, --seed, --set and the other run options apply to\n"
+    "every run (--seed and --set leave the golden out).\n";
+
+static const char epilogue[] =
     "\n"
     "With `-- PROGRAM ARGS...` repro checks a program it did not write: each run\n"
     "starts PROGRAM (argv as given, no shell) in a fresh process with the runner\n"
@@ -88,16 +57,56 @@ const char repro_check_usage[] =
     "tensors through librepro or the Python client. A program that exits non-zero,\n"
     "times out, or writes no trace, a cut-short trace or a trace of another seed\n"
     "could not be tested: exit 3, with the end of its stderr.\n"
-    "  --name NAME        its goldens' name (default: the experiment name the program\n"
-    "                     records)\n"
-    "  --timeout SECONDS  kill a run that takes longer (default: none)\n"
     "\n"
     "Traces, logs and dumps are kept under runs/EXP/check-STAMP/.\n"
     "Exit: 0 reproducible, 1 not, 2 bad experiment or option, 3 environment.\n";
 
+enum { O_RESUME_AT = 1, O_JUNIT, O_REQUIRE, O_NO_GOLDEN, O_KEEP, O_BATCHINV, O_BATCH_SIZES,
+       O_GIT_BISECT, O_NAME, O_TIMEOUT };
+
+static const repro_cli_opt own_opts[] = {
+    {"resume-at", 0, "K",
+     "one more run that trains to step K, checkpoints, and\nresumes in a fresh process; its "
+     "steps K+1.. must equal\nrun 1's (scope checkpoint/resume)",
+     O_RESUME_AT},
+    {"junit", 0, "FILE", "also write a JUnit XML report for CI", O_JUNIT},
+    {"require-golden", 0, NULL, "fail (exit 1) when this environment class has no golden",
+     O_REQUIRE},
+    {"no-golden", 0, NULL, "do not compare with the golden", O_NO_GOLDEN},
+    {"keep", 0, NULL,
+     "keep the traces of a passing check (by default they are\nremoved; a failing check's "
+     "always stay, and runs/NAME/\nkeeps the newest $REPRO_KEEP_RUNS run directories, default "
+     "20)",
+     O_KEEP},
+    {"batch-invariance", 0, NULL,
+     "check only that each sample gets the same bits whatever\nbatch it is in (scope batch "
+     "composition): the held-out\nsamples through the eval forward in batches of each\n"
+     "--batch-sizes and in shuffled compositions, and one\ntraining batch whole vs in 8 "
+     "micro-batches, compared row\nby row bit for bit; a sample that differs is named with\n"
+     "its batches and the first op whose row differs. Runs in\nthis process (same weights: "
+     "after --steps N training\nsteps, default 0). With -- PROGRAM: one run per size with\n"
+     "REPRO_BATCH_SIZE, rows compared by sample id\n(docs/PROTOCOL.md)",
+     O_BATCHINV},
+    {"batch-sizes", 0, "LIST", "batch sizes for --batch-invariance (default 1,7,64)",
+     O_BATCH_SIZES},
+    {"git-bisect", 0, NULL,
+     "exit codes for `git bisect run`: 0 good, 1 bad, 125 this\ntree cannot be tested "
+     "(environment, a run that failed),\n130 on a usage or input error (git aborts the "
+     "bisection)",
+     O_GIT_BISECT},
+    {"name", 0, "NAME",
+     "-- PROGRAM only: its goldens' name (default: the\nexperiment name the program records)",
+     O_NAME},
+    {"timeout", 0, "SECONDS", "-- PROGRAM only: kill a run that takes longer (default: none)",
+     O_TIMEOUT},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_check_spec = {"check", REPRO_CLI_CHECK, synopsis, own_opts, epilogue};
+
 typedef struct {
-    int runs;
-    int json;
+    repro_common co;                /* the common options (common_opts.h) */
+    int runs;                       /* --runs, default 2 */
     const char *junit;
     int require_golden, no_golden;
     int overridden; /* --set or --seed: the committed config's golden may not apply */
@@ -106,9 +115,7 @@ typedef struct {
     char name[128];                 /* the program's golden name */
     int name_given;                 /* --name; else the name the program records */
     double timeout_s;
-    const char *threads, *workers, *ranks; /* lists of counts, one run each */
     long resume_at;
-    repro_run_pass pass;            /* --steps, --seed, --set for every run */
     /* what the experiment's data settings mean for a worker-count check */
     int augments;                   /* shift, flip or noise is on */
     int augment_by_worker;          /* augment_seed = worker */
@@ -128,9 +135,7 @@ static int batch_invariance_conflicts(const check_opts *o)
                                                                  "--batch-invariance")
                                  : 0;
     const char *other = o->runs_given      ? "--runs"
-                        : o->threads       ? "--threads"
-                        : o->workers       ? "--workers"
-                        : o->ranks         ? "--ranks"
+                        : o->co.nlists     ? o->co.lists[0].flag
                         : o->resume_at     ? "--resume-at"
                         : o->require_golden ? "--require-golden"
                                             : NULL;
@@ -142,83 +147,56 @@ static int batch_invariance_conflicts(const check_opts *o)
     return 0;
 }
 
+/* An own option: 0 or -1 (error slot). */
+static int check_option(check_opts *o, int id, const char *v)
+{
+    long t;
+    switch (id) {
+    case O_BATCHINV: o->batch_invariance = 1; return 0;
+    case O_BATCH_SIZES:
+        o->bi_sizes_given = 1;
+        return repro_batchinv_parse_sizes(&o->bi, "check: --batch-sizes", v);
+    case O_RESUME_AT: return repro_parse_count("check: --resume-at", v, 1, LONG_MAX, &o->resume_at);
+    case O_JUNIT: o->junit = v; return 0;
+    case O_REQUIRE: o->require_golden = 1; return 0;
+    case O_GIT_BISECT: return 0; /* read before parsing (wants_git_bisect) */
+    case O_KEEP: o->keep = 1; return 0;
+    case O_NO_GOLDEN: o->no_golden = 1; return 0;
+    case O_NAME:
+        if (repro_golden_name_check(v))
+            return -1;
+        snprintf(o->name, sizeof o->name, "%s", v);
+        o->name_given = 1;
+        return 0;
+    case O_TIMEOUT:
+        if (repro_parse_count("check: --timeout", v, 1, 7 * 24 * 3600, &t))
+            return -1;
+        o->timeout_s = (double)t;
+        return 0;
+    }
+    return 0;
+}
+
 /* 0, 1 for --help (printed), or -1 (error slot). */
 static int parse_check_args(int argc, char **argv, check_opts *o)
 {
-    static const struct option opts[] = {
-        {"runs", required_argument, 0, 'r'},    {"threads", required_argument, 0, 't'},
-        {"workers", required_argument, 0, 'w'}, {"json", no_argument, 0, 'j'},
-        {"junit", required_argument, 0, 'J'},   {"steps", required_argument, 0, 's'},
-        {"seed", required_argument, 0, 'S'},    {"set", required_argument, 0, 'k'},
-        {"require-golden", no_argument, 0, 'G'}, {"no-golden", no_argument, 0, 'N'},
-        {"resume-at", required_argument, 0, 'A'}, {"name", required_argument, 0, 'n'},
-        {"timeout", required_argument, 0, 'T'}, {"git-bisect", no_argument, 0, 'B'},
-        {"keep", no_argument, 0, 'K'},          {"ranks", required_argument, 0, 'R'},
-        {"batch-invariance", no_argument, 0, 'I'}, {"batch-sizes", required_argument, 0, 'Z'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
-    };
-    o->runs = 2;
     repro_batchinv_opts_init(&o->bi);
     if (repro_cli_split_program(&argc, argv, &o->program))
         return -1;
-    optind = 1;
-    opterr = 0;
-    int c, li = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
-        switch (c) {
-        case 'r':
-            if (repro_parse_count_int("check: --runs", optarg, 1, 32, &o->runs))
-                return -1;
-            o->runs_given = 1;
-            break;
-        case 'I': o->batch_invariance = 1; break;
-        case 'Z':
-            if (repro_batchinv_parse_sizes(&o->bi, "check: --batch-sizes", optarg))
-                return -1;
-            o->bi_sizes_given = 1;
-            break;
-        case 't': o->threads = optarg; break;
-        case 'A':
-            if (repro_parse_count("check: --resume-at", optarg, 1, LONG_MAX, &o->resume_at))
-                return -1;
-            break;
-        case 'w': o->workers = optarg; break;
-        case 'R': o->ranks = optarg; break;
-        case 'j': o->json = 1; break;
-        case 'J': o->junit = optarg; break;
-        case 'G': o->require_golden = 1; break;
-        case 'B': break; /* read before parsing (wants_git_bisect) */
-        case 'K': o->keep = 1; break;
-        case 'n':
-            if (repro_golden_name_check(optarg))
-                return -1;
-            snprintf(o->name, sizeof o->name, "%s", optarg);
-            o->name_given = 1;
-            break;
-        case 'T': {
-            long t;
-            if (repro_parse_count("check: --timeout", optarg, 1, 7 * 24 * 3600, &t))
-                return -1;
-            o->timeout_s = (double)t;
-            break;
-        }
-        case 'N': o->no_golden = 1; break;
-        case 's':
-        case 'S':
-        case 'k':
-            if (repro_run_pass_add(&o->pass, "check", opts[li].name, optarg) < 0)
-                return -1;
-            break;
-        case 'h':
-            fputs(repro_check_usage, stdout);
+    repro_cli_parser p;
+    repro_cli_parser_init(&p, &repro_check_spec);
+    const char *v;
+    int id;
+    while ((id = repro_cli_next(&p, argc, argv, &o->co, &v)) != 0) {
+        if (id == REPRO_CLI_HELP) {
+            repro_cli_help(stdout, &repro_check_spec);
             return 1;
-        case ':':
-            return repro_error_set(REPRO_EINVAL, "check: option '%s' needs a value",
-                                   argv[optind - 1]);
-        default:
-            return repro_cli_unknown_option("check", argv[optind - 1], opts);
         }
+        if (id < 0 || check_option(o, id, v))
+            return -1;
     }
+    o->runs = o->co.runs ? o->co.runs : 2;
+    o->runs_given = o->co.runs != 0;
     if (batch_invariance_conflicts(o))
         return -1;
     if (o->program) {
@@ -233,7 +211,7 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         if (!o->name[0])
             repro_program_name(o->program, o->name, sizeof o->name);
         o->exp = o->name;
-        o->overridden = o->pass.overridden;
+        o->overridden = o->co.pass.overridden;
         return 0;
     }
     if (o->name[0] || o->timeout_s > 0)
@@ -246,7 +224,17 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         return repro_error_set(REPRO_EINVAL, "check: more than one experiment ('%s', '%s')",
                                argv[optind], argv[optind + 1]);
     o->exp = argv[optind];
-    o->overridden = o->pass.overridden;
+    o->overridden = o->co.pass.overridden;
+    return 0;
+}
+
+/* One more run per item of each list option (--threads 1,2,3). */
+static int add_lists(repro_multirun *m, const check_opts *o)
+{
+    for (int i = 0; i < o->co.nlists; i++)
+        if (repro_multirun_add_list(m, o->co.lists[i].flag, o->co.lists[i].value,
+                                    o->co.lists[i].scope, o->co.lists[i].what))
+            return -1;
     return 0;
 }
 
@@ -258,14 +246,11 @@ static int plan_program_runs(repro_multirun *m, const check_opts *o)
     repro_multirun_init(m, o->name, o->name, "check");
     m->cmd = o->program;
     m->timeout_s = o->timeout_s;
-    repro_multirun_add_pass(m, &o->pass);
-    m->quiet = o->json;
+    repro_multirun_add_pass(m, &o->co.pass);
+    m->quiet = o->co.json || o->co.quiet;
     if (repro_multirun_add_runs(m, o->runs))
         return -1;
-    if ((o->threads &&
-         repro_multirun_add_list(m, "--threads", o->threads, "thread count", "threads")) ||
-        (o->workers &&
-         repro_multirun_add_list(m, "--workers", o->workers, "worker count", "workers")))
+    if (add_lists(m, o))
         return -1;
     if (m->nplan < 2 && o->no_golden)
         return repro_error_set(REPRO_EINVAL,
@@ -279,26 +264,20 @@ static int plan_runs(repro_multirun *m, check_opts *o)
         return plan_program_runs(m, o);
     repro_config cfg;
     if (repro_config_load(&cfg, o->exp) ||
-        repro_config_apply_run_options(&cfg, o->pass.argv, o->pass.n) ||
+        repro_config_apply_run_options(&cfg, o->co.pass.argv, o->co.pass.n) ||
         repro_config_validate(&cfg))
         return -1;
     o->augments = cfg.data_shift > 0 || cfg.data_flip || cfg.data_noise > 0;
     o->augment_by_worker = cfg.data_augment_seed == REPRO_AUGMENT_SEED_WORKER;
+    o->allreduce_ring = cfg.variant_allreduce == 1; /* ring (core/dist.h) */
     repro_multirun_init(m, o->exp, cfg.name, "check");
     m->total_steps = cfg.train_steps;
-    repro_multirun_add_pass(m, &o->pass);
-    m->quiet = o->json;
+    repro_multirun_add_pass(m, &o->co.pass);
+    m->quiet = o->co.json || o->co.quiet;
     if (repro_multirun_add_runs(m, o->runs))
         return -1;
-    if (o->threads &&
-        repro_multirun_add_list(m, "--threads", o->threads, "thread count", "threads"))
+    if (add_lists(m, o))
         return -1;
-    if (o->workers &&
-        repro_multirun_add_list(m, "--workers", o->workers, "worker count", "workers"))
-        return -1;
-    if (o->ranks && repro_multirun_add_list(m, "--ranks", o->ranks, "world size", "ranks"))
-        return -1;
-    o->allreduce_ring = cfg.variant_allreduce == 1; /* ring (core/dist.h) */
     long resume_at = o->resume_at;
     if (resume_at) {
         if (resume_at >= cfg.train_steps)
@@ -391,14 +370,14 @@ static void worker_notes(const repro_multirun *m, const check_opts *o)
  * directory keeps only the newest run directories. */
 static void tidy_runs(const repro_multirun *m, const check_opts *o, int exit_code)
 {
-    if (exit_code == 0 && !o->keep && repro_runs_remove(m->root) && !o->json)
+    if (exit_code == 0 && !o->keep && repro_runs_remove(m->root) && !o->co.json)
         fprintf(stderr, "repro: %s\n", repro_error_message());
     char dir[1100];
     snprintf(dir, sizeof dir, "%s", m->root);
     char *slash = strrchr(dir, '/');
     if (slash) {
         *slash = '\0';
-        if (repro_runs_prune(dir, repro_runs_keep_default(), 0, NULL, NULL) && !o->json)
+        if (repro_runs_prune(dir, repro_runs_keep_default(), 0, NULL, NULL) && !o->co.json)
             fprintf(stderr, "repro: %s\n", repro_error_message());
     }
 }
@@ -412,8 +391,8 @@ static int report(repro_multirun *m, const check_opts *o)
     /* The golden of this environment class, compared with run 1. */
     char *gtext = NULL;
     size_t glen = 0;
-    FILE *gout = o->json ? NULL : open_memstream(&gtext, &glen);
-    json_t *gjson = o->json ? json_object() : NULL;
+    FILE *gout = o->co.json ? NULL : open_memstream(&gtext, &glen);
+    json_t *gjson = o->co.json ? json_object() : NULL;
     int grc = 0;
     if (!o->no_golden) {
         /* A program's goldens are filed under --name, else under the
@@ -433,7 +412,7 @@ static int report(repro_multirun *m, const check_opts *o)
         exit_code = REPRO_EXIT_MISMATCH;
     else if (grc)
         exit_code = grc;
-    if (o->json) {
+    if (o->co.json) {
         json_t *doc = repro_multirun_json(m);
         json_object_set_new(doc, "experiment", json_string(m->traces[0].experiment));
         json_object_set_new(doc, "reproducible", json_boolean(exit_code == 0));
@@ -498,8 +477,8 @@ static int check_main(int argc, char **argv);
 /* Did the options give --steps (the weights are then trained that far)? */
 static int steps_given(const check_opts *o)
 {
-    for (int i = 0; i + 1 < o->pass.n; i += 2)
-        if (!strcmp(o->pass.argv[i], "--steps"))
+    for (int i = 0; i + 1 < o->co.pass.n; i += 2)
+        if (!strcmp(o->co.pass.argv[i], "--steps"))
             return 1;
     return 0;
 }
@@ -510,7 +489,7 @@ static int batch_invariance_report(const check_opts *o, void *json, int invarian
                                    int (*junit)(const char *, const void *))
 {
     int exit_code = invariant ? 0 : REPRO_EXIT_MISMATCH;
-    if (o->json) {
+    if (o->co.json) {
         json_dumpf(json, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
     } else {
@@ -539,9 +518,9 @@ static int check_program_batch_invariance(repro_multirun *m, const check_opts *o
         repro_error_set(REPRO_ENOMEM, "out of memory");
         return junit_error(o, repro_report_error());
     }
-    int rc = repro_batchinv_rows_plan(m, o->name, o->program, o->timeout_s, &o->pass, &o->bi);
+    int rc = repro_batchinv_rows_plan(m, o->name, o->program, o->timeout_s, &o->co.pass, &o->bi);
     if (rc == 0)
-        m->quiet = o->json;
+        m->quiet = o->co.json || o->co.quiet;
     if (rc == 0 && (rc = repro_multirun_execute(m)) > 0) {
         repro_error_set(rc == REPRO_EXIT_USAGE ? REPRO_EINVAL : REPRO_EIO,
                         "a run failed (exit %d): its stderr is shown above", rc);
@@ -563,11 +542,11 @@ static int check_batch_invariance(repro_multirun *m, const check_opts *o)
         return check_program_batch_invariance(m, o);
     repro_config cfg;
     if (repro_config_load(&cfg, o->exp) ||
-        repro_config_apply_run_options(&cfg, o->pass.argv, o->pass.n) ||
+        repro_config_apply_run_options(&cfg, o->co.pass.argv, o->co.pass.n) ||
         repro_config_validate(&cfg))
         return junit_error(o, repro_report_error());
     repro_batchinv_opts bo = o->bi;
-    bo.quiet = o->json;
+    bo.quiet = o->co.json || o->co.quiet;
     bo.train_steps = steps_given(o) ? cfg.train_steps : 0;
     repro_batchinv_result *r = calloc(1, sizeof *r);
     int rc;

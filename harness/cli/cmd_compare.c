@@ -21,7 +21,7 @@
 #include "analysis/multirun.h"
 #include "util/numparse.h"
 
-const char repro_compare_usage[] =
+static const char synopsis[] =
     "usage: repro compare EXP --vary KEY=V1,V2[,...] [options]\n"
     "       repro compare --vary KEY=V1,V2[,...] [options] -- PROGRAM [ARGS...]\n"
     "\n"
@@ -31,17 +31,25 @@ const char repro_compare_usage[] =
     "between runs), and its divergence from the first value: first divergent step,\n"
     "relative L2 difference of the parameters at the end, max ULP distance at the end.\n"
     "Any config key can vary: benchmark, deterministic, threads, num_workers,\n"
-    "variant.*, lr, ...\n"
-    "\n"
-    "  --vary KEY=V1,V2  the key and its values (section.key or an unambiguous key);\n"
-    "                    a value may carry other keys with it: V+KEY2=W (e.g.\n"
-    "                    accumulation_steps=1,2+batch_size=32: k micro-batches of b\n"
-    "                    against one batch of k*b)\n"
-    "  --runs N          runs per value (default 2)\n"
-    "  --json            the report as JSON\n"
-    "  --plot FILE.svg   divergence from the first value over the steps, one line each\n"
-    "  --steps N, --seed S, --set KEY=VALUE   as for `repro run`, for every run\n"
-    "Exit: 0 report written, 2 bad key or value, 3 environment.\n";
+    "variant.*, lr, ... The run options (--steps, --seed, --set, ...) apply to every run.\n";
+
+static const char epilogue[] = "Exit: 0 report written, 2 bad key or value, 3 environment.\n";
+
+enum { O_VARY = 1, O_PLOT };
+
+static const repro_cli_opt own_opts[] = {
+    {"vary", 0, "KEY=V1,V2",
+     "the key and its values (section.key or an unambiguous key);\na value may carry other keys "
+     "with it: V+KEY2=W (e.g.\naccumulation_steps=1,2+batch_size=32: k micro-batches of b\n"
+     "against one batch of k*b)",
+     O_VARY},
+    {"plot", 0, "FILE.svg", "divergence from the first value over the steps, one line each",
+     O_PLOT},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_compare_spec = {"compare", REPRO_CLI_COMPARE, synopsis, own_opts,
+                                           epilogue};
 
 #define MAX_VALUES 8
 
@@ -71,8 +79,8 @@ typedef struct {
     const char *exp, *vary, *plot;
     char **program;      /* `-- PROGRAM ARGS...`, or NULL */
     char name[128];
-    int runs, json;
-    repro_run_pass pass;
+    int runs, json;      /* from co: --runs (default 2), --json */
+    repro_common co;     /* the common options (common_opts.h) */
     repro_config cfg;    /* the experiment with the pass-through options */
     char key[128];       /* the varied key, as given */
     int k;               /* its index in the key table */
@@ -243,39 +251,29 @@ static int plot_multi(const char *path, const char *title, const value_result *v
 /* 0, 1 for --help (printed), or -1 (error slot). */
 static int parse_args(int argc, char **argv, compare_ctx *x)
 {
-    static const struct option opts[] = {
-        {"vary", required_argument, 0, 'v'},  {"runs", required_argument, 0, 'r'},
-        {"json", no_argument, 0, 'j'},        {"plot", required_argument, 0, 'p'},
-        {"steps", required_argument, 0, 's'}, {"seed", required_argument, 0, 'S'},
-        {"set", required_argument, 0, 'k'},   {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    int c, li = 0;
-    x->runs = 2;
     if (repro_cli_split_program(&argc, argv, &x->program))
         return -1;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
-        switch (c) {
-        case 'v': x->vary = optarg; break;
-        case 'r':
-            if (repro_parse_count_int("compare: --runs", optarg, 1, 16, &x->runs))
-                return -1;
-            break;
-        case 'j': x->json = 1; break;
-        case 'p': x->plot = optarg; break;
-        case 's':
-        case 'S':
-        case 'k':
-            if (repro_run_pass_add(&x->pass, "compare", opts[li].name, optarg) < 0)
-                return -1;
-            break;
-        case 'h': fputs(repro_compare_usage, stdout); return 1;
-        default:
-            return repro_cli_unknown_option("compare", argv[optind - 1], opts);
+    repro_cli_parser p;
+    repro_cli_parser_init(&p, &repro_compare_spec);
+    const char *v;
+    int id;
+    while ((id = repro_cli_next(&p, argc, argv, &x->co, &v)) != 0) {
+        if (id == REPRO_CLI_HELP) {
+            repro_cli_help(stdout, &repro_compare_spec);
+            return 1;
         }
+        if (id < 0)
+            return -1;
+        if (id == O_VARY)
+            x->vary = v;
+        else
+            x->plot = v;
     }
+    if (x->co.nlists) /* a row's list form (common_opts.c) is planned by check only */
+        return repro_error_set(REPRO_EINVAL, "compare: %s takes one value here",
+                               x->co.lists[0].flag);
+    x->runs = x->co.runs ? x->co.runs : 2;
+    x->json = x->co.json;
     if (x->program) {
         /* A program's keys are its own: they reach it as REPRO_SET_<KEY>
          * (and threads, workers, benchmark, deterministic as the
@@ -290,7 +288,7 @@ static int parse_args(int argc, char **argv, compare_ctx *x)
         return repro_error_set(REPRO_EINVAL, "compare: expected EXP and --vary KEY=V1,V2");
     x->exp = argv[optind];
     if (repro_config_load(&x->cfg, x->exp) ||
-        repro_config_apply_run_options(&x->cfg, x->pass.argv, x->pass.n))
+        repro_config_apply_run_options(&x->cfg, x->co.pass.argv, x->co.pass.n))
         return -1;
     snprintf(x->laststep, sizeof x->laststep, "%d", x->cfg.train_steps);
     return 0;
@@ -365,7 +363,7 @@ static int run_value(compare_ctx *x, int i)
     value_result *v = &x->v[i];
     repro_multirun *m = &v->m;
     repro_multirun_init(m, x->exp, x->program ? x->name : x->cfg.name, "compare");
-    repro_multirun_add_pass(m, &x->pass);
+    repro_multirun_add_pass(m, &x->co.pass);
     m->pass[m->npass++] = "--set";
     m->pass[m->npass++] = v->set;
     for (int a = 0; a < v->nalso; a++) {
@@ -386,7 +384,7 @@ static int run_value(compare_ctx *x, int i)
         snprintf(label, sizeof label, "%.30s=%.20s run %d", x->key, v->value, r + 1);
         repro_multirun_add(m, label, "fresh-process run to run", NULL, NULL);
     }
-    if (!x->json)
+    if (!x->json && !x->co.quiet)
         fprintf(stderr, "compare: %s=%s: %d run%s ...\n", x->key, v->value, x->runs,
                 x->runs == 1 ? "" : "s");
     return repro_multirun_execute(m);

@@ -34,6 +34,9 @@ int repro_cmd_help(int argc, char **argv)
         repro_print_usage(stderr);
         return REPRO_EXIT_USAGE;
     }
-    fputs(c->usage, stdout);
+    if (c->spec)
+        repro_cli_help(stdout, c->spec);
+    else
+        fputs(c->usage, stdout);
     return repro_finish_stdout(0);
 }

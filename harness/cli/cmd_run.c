@@ -15,7 +15,6 @@
 #include "util/numparse.h"
 #include "cli/cli.h"
 #include "util/error.h"
-#include "util/escape.h"
 #include "util/fault.h"
 #include "util/fsutil.h"
 #include "kernels/philox.h"
@@ -27,57 +26,19 @@
 #include "core/dist.h"
 #include "core/train_dist.h"
 #include "cli/run_ranks.h"
+#include "util/escape.h"
 
-const char repro_run_usage[] =
+static const char synopsis[] =
     "usage: repro run EXP [options]\n"
     "       repro run [--steps N] [--seed S] [--set K=V] [--threads T] [--workers W]\n"
-    "                 [--name NAME] [--timeout SECONDS] -- PROGRAM [ARGS...]\n"
+    "                 [--name NAME] [--timeout SECONDS] [-q] [--json] -- PROGRAM [ARGS...]\n"
     "\n"
     "Trains the experiment EXP (an INI file, see `repro help config`) once,\n"
     "hashing every tensor of every step into a trace, and prints a summary:\n"
     "final loss, held-out loss and accuracy, speed, and the final chain digest,\n"
-    "which certifies the whole trajectory.\n"
-    "\n"
-    "  --steps N         train N steps (train.steps)\n"
-    "  --seed S          global seed (train.seed)\n"
-    "  --threads T       kernel threads (train.threads); results do not depend on it\n"
-    "  --workers W       data-loader workers (data.num_workers)\n"
-    "  --ranks N         data-parallel processes (train.ranks): starts them with\n"
-    "                    mpirun, or joins the MPI job it runs in (mpirun -np N\n"
-    "                    repro run EXP, srun, a hostfile); rank 0 writes the trace,\n"
-    "                    every rank checks its replica after every update"
-    "  --backend NAME    kernel backend, cpu or cuda (train.backend); exit 3 when\n"
-    "                    this build or machine has no usable GPU\n"
-    "  --set KEY=VALUE   override any key, as section.key or an unambiguous key;\n"
-    "                    validated like the file; may be repeated\n"
-    "  -o, --output PATH write the trace there (default runs/EXP/RUN-ID/trace.jsonl)\n"
-    "  --no-trace        hash every step but write no trace file\n"
-    "  --dump STEP[,STEP...]\n"
-    "                    also write every hashed tensor of those steps as .npy\n"
-    "                    (dump/step-NNNNNN/NAME.npy beside the trace), with the\n"
-    "                    dropout masks (mask.LAYER; ranks = 1 only) and the\n"
-    "                    optimizer's scalars (optim.*); an item may be a range A-B\n"
-    "                    or A-B/K (every K-th);\n"
-    "                    step 0 is the initial state (parameters before any update)\n"
-    "  --dump-only GLOB  only the tensors whose name matches, e.g. 'param.*'\n"
-    "  --tap-write OP=FILE, --tap-read OP=FILE\n"
-    "                    quarantine taps (used by `repro bisect --quarantine`): save\n"
-    "                    every output of OP (an op output such as bwd.fc1.dw, or a\n"
-    "                    variant op such as linear.bwd_weight) to FILE, or replace\n"
-    "                    it with FILE's values, step by step\n"
-    "  --algo-lock TRACE replay the convolution algorithms recorded in TRACE (makes a\n"
-    "                    benchmark = on run reproducible)\n"
-    "  --checkpoint-every K\n"
-    "                    save a checkpoint after every K-th step (model, optimizer\n"
-    "                    state, loader position and RNG streams, the chain so far),\n"
-    "                    atomically, as ckpt-STEP.bin beside the trace\n"
-    "  --checkpoint-dir DIR  write the checkpoints there instead\n"
-    "  --resume CKPT     continue from a checkpoint of this experiment and config:\n"
-    "                    the trace holds steps after it, bitwise equal to the\n"
-    "                    uninterrupted run's, its chain continuing the checkpoint's\n"
-    "  --print-config    print the effective config (INI) and exit\n"
-    "  -q, --quiet       no progress on stderr\n"
-    "  -h, --help        this text\n"
+    "which certifies the whole trajectory.\n";
+
+static const char epilogue[] =
     "\n"
     "With `-- PROGRAM ARGS...` it runs a program that records through librepro,\n"
     "once, with the runner protocol in its environment (see `repro help check`),\n"
@@ -86,10 +47,63 @@ const char repro_run_usage[] =
     "Progress goes to stderr: a live line on a terminal, else a line every\n"
     "train.log_every steps. Exit: 0 ok, 2 bad experiment or option, 3 environment.\n";
 
+enum { O_BACKEND = 1, O_OUTPUT, O_NO_TRACE, O_DUMP, O_DUMP_ONLY, O_TAP_WRITE, O_TAP_READ,
+       O_ALGO_LOCK, O_CKPT_EVERY, O_CKPT_DIR, O_RESUME, O_PRINT_CONFIG, O_NAME, O_TIMEOUT };
+
+static const repro_cli_opt own_opts[] = {
+    {"backend", 0, "NAME",
+     "kernel backend, cpu or cuda (train.backend); exit 3 when\nthis build or machine has no "
+     "usable GPU",
+     O_BACKEND},
+    {"output", 'o', "PATH", "write the trace there (default runs/EXP/RUN-ID/trace.jsonl)",
+     O_OUTPUT},
+    {"no-trace", 0, NULL, "hash every step but write no trace file", O_NO_TRACE},
+    {"dump", 0, "STEP[,STEP...]",
+     "also write every hashed tensor of those steps as .npy\n(dump/step-NNNNNN/NAME.npy beside "
+     "the trace), with the\ndropout masks (mask.LAYER; ranks = 1 only), the optimizer's scalars\n(optim.*) and, "
+     "under accumulation_steps K > 1, each\nmicro-batch's inputs (batch.*.mbI.npy, I = 0..K-1);"
+     "\nan item may be a range A-B or A-B/K (every K-th);\nstep 0 is the initial state "
+     "(parameters before any update)",
+     O_DUMP},
+    {"dump-only", 0, "GLOB", "only the tensors whose name matches, e.g. 'param.*'", O_DUMP_ONLY},
+    {"tap-write", 0, "OP=FILE",
+     "quarantine taps (used by `repro bisect --quarantine`): save\nevery output of OP (an op "
+     "output such as bwd.fc1.dw, or a\nvariant op such as linear.bwd_weight) to FILE, step by "
+     "step",
+     O_TAP_WRITE},
+    {"tap-read", 0, "OP=FILE", "replace every output of OP with FILE's values, step by step",
+     O_TAP_READ},
+    {"algo-lock", 0, "TRACE",
+     "replay the convolution algorithms recorded in TRACE (makes a\nbenchmark = on run "
+     "reproducible)",
+     O_ALGO_LOCK},
+    {"checkpoint-every", 0, "K",
+     "save a checkpoint after every K-th step (model, optimizer\nstate, loader position and RNG "
+     "streams, the chain so far),\natomically, as ckpt-STEP.bin beside the trace",
+     O_CKPT_EVERY},
+    {"checkpoint-dir", 0, "DIR", "write the checkpoints there instead", O_CKPT_DIR},
+    {"resume", 0, "CKPT",
+     "continue from a checkpoint of this experiment and config:\nthe trace holds steps after it, "
+     "bitwise equal to the\nuninterrupted run's, its chain continuing the checkpoint's",
+     O_RESUME},
+    {"print-config", 0, NULL, "print the effective config (INI) and exit", O_PRINT_CONFIG},
+    {"name", 0, "NAME", "-- PROGRAM only: the name of its runs and goldens", O_NAME},
+    {"timeout", 0, "SECONDS", "-- PROGRAM only: kill the run after this long", O_TIMEOUT},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_run_spec = {"run", REPRO_CLI_RUN, synopsis, own_opts, epilogue};
+
 #define MAX_DUMP 64
 
 typedef struct {
-    int quiet, print_cfg, no_trace;
+    repro_common co; /* -q, --json, --steps, --seed, --set, --threads, --workers */
+    char backend_set[80]; /* --backend NAME as train.backend=NAME */
+    const char *exp_only; /* an option for EXP given (refused with a program) */
+    int program_only;     /* --name or --timeout given (refused with EXP) */
+    char name[128];
+    double timeout_s;
+    int print_cfg, no_trace;
     int tap_mode;
     char tap_op[128];
     const char *tap_path;
@@ -153,115 +167,93 @@ bad:
                            "run: --dump %s: expected STEP, A-B or A-B/K, comma-separated", spec);
 }
 
-/* Parses `repro run` options into cfg (loaded from the file first). */
-static int parse_run_args(int argc, char **argv, repro_config *cfg, run_opts *o)
+/* --tap-write/--tap-read OP=FILE. */
+static int parse_tap(run_opts *o, int id, const char *v)
 {
-    static const struct option opts[] = {
-        {"steps", required_argument, 0, 's'},   {"seed", required_argument, 0, 'S'},
-        {"threads", required_argument, 0, 't'}, {"workers", required_argument, 0, 'w'},
-        {"set", required_argument, 0, 'k'},     {"print-config", no_argument, 0, 'p'},
-        {"output", required_argument, 0, 'o'},  {"no-trace", no_argument, 0, 'n'},
-        {"dump", required_argument, 0, 'd'},    {"quiet", no_argument, 0, 'q'},
-        {"tap-write", required_argument, 0, 'W'}, {"tap-read", required_argument, 0, 'R'},
-        {"algo-lock", required_argument, 0, 'L'},
-        {"checkpoint-every", required_argument, 0, 'K'},
-        {"checkpoint-dir", required_argument, 0, 'C'},
-        {"resume", required_argument, 0, 'U'},
-        {"backend", required_argument, 0, 'B'},  {"dump-only", required_argument, 0, 'O'},
-        {"ranks", required_argument, 0, 'N'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
-    };
-    /* First pass: find EXP (the one non-option) without applying anything. */
-    const char *exp = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(repro_run_usage, stdout);
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1] || (size_t)(eq - v) >= sizeof o->tap_op)
+        return repro_error_set(REPRO_EINVAL, "run: --tap-%s %s: expected OP=FILE",
+                               id == O_TAP_WRITE ? "write" : "read", v);
+    snprintf(o->tap_op, sizeof o->tap_op, "%.*s", (int)(eq - v), v);
+    o->tap_path = eq + 1;
+    o->tap_mode = id == O_TAP_WRITE ? REPRO_TAP_WRITE : REPRO_TAP_READ;
+    return 0;
+}
+
+/* An own option: 0 or -1 (error slot). */
+static int run_option(run_opts *o, int id, const char *v)
+{
+    long t;
+    switch (id) {
+    case O_BACKEND: /* in order with the run options: a later --set wins */
+        if (strlen(v) >= sizeof o->backend_set - 16)
+            return repro_error_set(REPRO_EINVAL, "run: --backend %.32s...: no such backend", v);
+        snprintf(o->backend_set, sizeof o->backend_set, "train.backend=%s", v);
+        return repro_run_pass_add(&o->co.pass, "run", "set", o->backend_set) < 0 ? -1 : 0;
+    case O_PRINT_CONFIG: o->print_cfg = 1; return 0;
+    case O_OUTPUT: o->output = v; return 0;
+    case O_NO_TRACE: o->no_trace = 1; return 0;
+    case O_ALGO_LOCK: o->algo_lock = v; return 0;
+    case O_DUMP_ONLY: o->dump_only = v; return 0;
+    case O_CKPT_DIR: o->checkpoint_dir = v; return 0;
+    case O_RESUME: o->resume = v; return 0;
+    case O_CKPT_EVERY:
+        return repro_parse_count("run: --checkpoint-every", v, 1, LONG_MAX, &o->checkpoint_every);
+    case O_DUMP: return parse_dump(v, o);
+    case O_TAP_WRITE:
+    case O_TAP_READ: return parse_tap(o, id, v);
+    case O_NAME:
+        if (repro_golden_name_check(v))
+            return -1;
+        snprintf(o->name, sizeof o->name, "%s", v);
+        return 0;
+    case O_TIMEOUT:
+        if (repro_parse_count("run: --timeout", v, 1, 7 * 24 * 3600, &t))
+            return -1;
+        o->timeout_s = (double)t;
+        return 0;
+    }
+    return 0;
+}
+
+/* Every option, common and own, into o (nothing applied yet); the
+ * operands stay at argv[optind..]. 0, 1 for --help (printed), or -1. */
+static int parse_options(int argc, char **argv, run_opts *o)
+{
+    repro_cli_parser p;
+    repro_cli_parser_init(&p, &repro_run_spec);
+    const char *v;
+    int id;
+    while ((id = repro_cli_next(&p, argc, argv, &o->co, &v)) != 0) {
+        if (id == REPRO_CLI_HELP) {
+            repro_cli_help(stdout, &repro_run_spec);
             return 1;
         }
-        if (a[0] == '-' && a[1]) {
-            int takes = !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--threads") ||
-                        !strcmp(a, "--workers") || !strcmp(a, "--set") || !strcmp(a, "-o") ||
-                        !strcmp(a, "--output") || !strcmp(a, "--dump") ||
-                        !strcmp(a, "--tap-write") || !strcmp(a, "--tap-read") ||
-                        !strcmp(a, "--algo-lock") || !strcmp(a, "--checkpoint-every") ||
-                        !strcmp(a, "--checkpoint-dir") || !strcmp(a, "--resume") ||
-                        !strcmp(a, "--backend") || !strcmp(a, "--dump-only") ||
-                        !strcmp(a, "--ranks");
-            i += takes;
-            continue;
-        }
-        if (exp)
-            return repro_error_set(REPRO_EINVAL, "run: more than one experiment ('%s', '%s')",
-                                   exp, a);
-        exp = a;
+        if (id < 0 || run_option(o, id, v))
+            return -1;
+        if (id == O_NAME || id == O_TIMEOUT)
+            o->program_only = 1;
+        else
+            o->exp_only = own_opts[id - 1].name; /* ids are 1 + the row */
     }
-    if (!exp)
-        return repro_error_set(REPRO_EINVAL, "run: missing experiment file (see `repro help run`)");
-    if (repro_config_load(cfg, exp))
-        return -1;
+    return 0;
+}
 
-    optind = 1;
-    opterr = 0;
-    int c;
-    char set[REPRO_CONFIG_PATH_MAX + 64];
-    while ((c = getopt_long(argc, argv, ":qho:", opts, NULL)) != -1) {
-        const char *key = NULL;
-        switch (c) {
-        case 's': key = "train.steps"; break;
-        case 'S': key = "train.seed"; break;
-        case 't': key = "train.threads"; break;
-        case 'w': key = "data.num_workers"; break;
-        case 'B': key = "train.backend"; break;
-        case 'N': key = "train.ranks"; break;
-        case 'k':
-            if (repro_config_set(cfg, optarg))
-                return -1;
-            break;
-        case 'p': o->print_cfg = 1; break;
-        case 'q': o->quiet = 1; break;
-        case 'o': o->output = optarg; break;
-        case 'n': o->no_trace = 1; break;
-        case 'L': o->algo_lock = optarg; break;
-        case 'O': o->dump_only = optarg; break;
-        case 'C': o->checkpoint_dir = optarg; break;
-        case 'U': o->resume = optarg; break;
-        case 'K': {
-            char *end;
-            o->checkpoint_every = strtol(optarg, &end, 10);
-            if (end == optarg || *end || o->checkpoint_every < 1)
-                return repro_error_set(REPRO_EINVAL,
-                                       "run: --checkpoint-every %s: expected a step count >= 1",
-                                       optarg);
-            break;
-        }
-        case 'd':
-            if (parse_dump(optarg, o))
-                return -1;
-            break;
-        case 'W':
-        case 'R': {
-            const char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg || !eq[1] || (size_t)(eq - optarg) >= sizeof o->tap_op)
-                return repro_error_set(REPRO_EINVAL, "run: --tap-%s %s: expected OP=FILE",
-                                       c == 'W' ? "write" : "read", optarg);
-            snprintf(o->tap_op, sizeof o->tap_op, "%.*s", (int)(eq - optarg), optarg);
-            o->tap_path = eq + 1;
-            o->tap_mode = c == 'W' ? REPRO_TAP_WRITE : REPRO_TAP_READ;
-            break;
-        }
-        case ':':
-            return repro_error_set(REPRO_EINVAL, "run: option '%s' needs a value",
-                                   argv[optind - 1]);
-        default:
-            return repro_cli_unknown_option("run", argv[optind - 1], opts);
-        }
-        if (key) {
-            snprintf(set, sizeof set, "%s=%s", key, optarg);
-            if (repro_config_set(cfg, set))
-                return -1;
-        }
-    }
+/* The experiment, then the run options (and --backend) in the order
+ * given. 0 or -1 (error slot). */
+static int load_config(int argc, char **argv, repro_config *cfg, run_opts *o)
+{
+    if (o->program_only)
+        return repro_error_set(REPRO_EINVAL, "run: --name and --timeout are for a program after "
+                                             "'--'");
+    if (optind >= argc)
+        return repro_error_set(REPRO_EINVAL, "run: missing experiment file (see `repro help run`)");
+    if (optind + 1 < argc)
+        return repro_error_set(REPRO_EINVAL, "run: more than one experiment ('%s', '%s')",
+                               argv[optind], argv[optind + 1]);
+    if (repro_config_load(cfg, argv[optind]) ||
+        repro_config_apply_run_options(cfg, o->co.pass.argv, o->co.pass.n))
+        return -1;
     if (o->no_trace && (o->output || o->ndump))
         return repro_error_set(REPRO_EINVAL, "run: --no-trace excludes -o and --dump");
     if (o->checkpoint_dir && !o->checkpoint_every)
@@ -386,7 +378,7 @@ static int clean_checkpoint_temps(const run_ctx *c)
     int removed;
     if (repro_checkpoint_clean_temps(c->ckpt_dir, &removed))
         return -1;
-    if (removed && !c->o.quiet)
+    if (removed && !c->o.co.quiet)
         fprintf(stderr, "repro: removed %d abandoned checkpoint temporar%s from %s\n", removed,
                 removed == 1 ? "y" : "ies", c->ckpt_dir);
     return 0;
@@ -415,6 +407,8 @@ static void print_header(const run_ctx *c)
     if (repro_config_nondeterministic(cfg, nondet, sizeof nondet) &&
         cfg->train_deterministic == REPRO_DETERMINISTIC_WARN)
         fprintf(stderr, "repro: warning: nondeterministic kernel variants in use: %s\n", nondet);
+    if (c->o.co.json)
+        return; /* the summary is one JSON document at the end */
     printf("repro run %s (%s): %s, seed %llu, %ld steps, batch %d, threads %d, workers %d\n",
            cfg->name, cfg->path, cfg->model_type == REPRO_MODEL_MLP ? "mlp" : "cnn",
            (unsigned long long)cfg->train_seed, (long)cfg->train_steps, cfg->train_batch_size,
@@ -455,7 +449,7 @@ static int maybe_checkpoint(run_ctx *c)
 static int train(run_ctx *c)
 {
     repro_progress prog;
-    repro_progress_init(&prog, stderr, c->cfg.train_steps, c->cfg.train_log_every, c->o.quiet);
+    repro_progress_init(&prog, stderr, c->cfg.train_steps, c->cfg.train_log_every, c->o.co.quiet);
     double t1 = repro_now();
     int rc = 0;
     for (long s = c->ck.step; s < c->cfg.train_steps && !rc; s++) {
@@ -470,6 +464,28 @@ static int train(run_ctx *c)
     c->train_s = repro_now() - t1;
     repro_progress_finish(&prog);
     return rc ? -1 : 0;
+}
+
+/* --json: the summary as one document (the same facts as the text). */
+static int print_json(const run_ctx *c, const char *chain, float final, double eval_loss,
+                      double acc)
+{
+    json_t *doc = json_pack("{s:s, s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:s}", "experiment",
+                            c->cfg.name, "path", c->cfg.path, "seed",
+                            (json_int_t)c->cfg.train_seed, "steps", (json_int_t)c->cfg.train_steps,
+                            "first_loss", c->first_loss, "final_loss", (double)final,
+                            "eval_loss", isfinite(eval_loss) ? eval_loss : -1.0, "eval_accuracy",
+                            isfinite(acc) ? acc : -1.0, "train_seconds", c->train_s, "chain",
+                            chain);
+    if (!doc)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    json_object_set_new(doc, "trace", c->o.no_trace ? json_null() : json_string(c->trace_path));
+    if (c->o.ndump)
+        json_object_set_new(doc, "dump_dir", json_string(c->dump_dir));
+    json_dumpf(doc, stdout, JSON_INDENT(2));
+    fputc('\n', stdout);
+    json_decref(doc);
+    return 0;
 }
 
 /* Data parallel: every rank's step time and peak memory, printed by rank 0. */
@@ -512,6 +528,8 @@ static int finish(run_ctx *c)
     memcpy(&bits, &final, sizeof bits);
     char hex[65];
     repro_digest_hex(&chain, hex);
+    if (c->o.co.json)
+        return print_json(c, hex, final, eval_loss, acc);
     printf("  loss %.6f -> %.9g (float bits 0x%08x)\n", c->first_loss, final, bits);
     printf("  held-out: loss %.6f, accuracy %.2f%% of %d samples\n", eval_loss, 100.0 * acc,
            c->t.test_set.n);
@@ -531,44 +549,20 @@ static int finish(run_ctx *c)
 /* `repro run [options] -- PROGRAM ARGS...`: one run of an external
  * program through the multi-run engine (the same protocol and checks as
  * `repro check -- ...`). */
-static int run_program(int argc, char **argv, char **program)
+static int run_program(run_opts *o, int argc, char **argv, char **program)
 {
-    static const struct option opts[] = {
-        {"steps", required_argument, 0, 's'},   {"seed", required_argument, 0, 'S'},
-        {"threads", required_argument, 0, 't'}, {"workers", required_argument, 0, 'w'},
-        {"set", required_argument, 0, 'k'},     {"name", required_argument, 0, 'n'},
-        {"timeout", required_argument, 0, 'T'}, {"quiet", no_argument, 0, 'q'},
-        {0, 0, 0, 0},
-    };
-    repro_run_pass pass = {0};
-    char name[128] = "";
-    long timeout = 0;
-    int quiet = 0, c, li = 0;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":q", opts, &li)) != -1) {
-        if (c == 'n') {
-            if (repro_golden_name_check(optarg))
-                return repro_report_error();
-            snprintf(name, sizeof name, "%s", optarg);
-        } else if (c == 'T') {
-            if (repro_parse_count("run: --timeout", optarg, 1, 7 * 24 * 3600, &timeout))
-                return repro_report_error();
-        } else if (c == 'q') {
-            quiet = 1;
-        } else if (c == ':' || c == '?' ||
-                   repro_run_pass_add(&pass, "run", opts[li].name, optarg) < 0) {
-            if (c == ':' || c == '?')
-                repro_error_set(REPRO_EINVAL, "run: option '%s' %s with a program after '--'",
-                                argv[optind - 1], c == ':' ? "needs a value" : "does not apply");
-            return repro_report_error();
-        }
+    if (o->exp_only) {
+        repro_error_set(REPRO_EINVAL, "run: option '--%s' does not apply with a program after "
+                                      "'--'", o->exp_only);
+        return repro_report_error();
     }
     if (optind < argc) {
         repro_error_set(REPRO_EINVAL, "run: '%s' and a program after '--': give one or the other",
                         argv[optind]);
         return repro_report_error();
     }
+    char name[128];
+    snprintf(name, sizeof name, "%s", o->name);
     if (!name[0])
         repro_program_name(program, name, sizeof name);
     repro_multirun *m = calloc(1, sizeof *m);
@@ -576,10 +570,10 @@ static int run_program(int argc, char **argv, char **program)
         return REPRO_EXIT_ENV;
     repro_multirun_init(m, name, name, "run");
     m->cmd = program;
-    m->timeout_s = (double)timeout;
-    m->quiet = quiet;
+    m->timeout_s = o->timeout_s;
+    m->quiet = o->co.quiet || o->co.json;
     m->no_element_detail = 1;
-    repro_multirun_add_pass(m, &pass);
+    repro_multirun_add_pass(m, &o->co.pass);
     int rc = repro_multirun_add(m, "run", "fresh-process run to run", NULL, NULL) ||
                      repro_multirun_execute(m)
                  ? repro_report_error()
@@ -587,8 +581,17 @@ static int run_program(int argc, char **argv, char **program)
     if (!rc) {
         char hex[65];
         repro_digest_hex(&m->traces[0].trailer_chain, hex);
-        printf("repro run -- %s: %ld steps\n  trace %s\nchain %s\n", program[0],
-               m->traces[0].trailer_steps, m->traces[0].path, hex);
+        if (o->co.json) {
+            json_t *doc = json_pack("{s:s, s:I, s:s, s:s}", "program", program[0], "steps",
+                                    (json_int_t)m->traces[0].trailer_steps, "trace",
+                                    m->traces[0].path, "chain", hex);
+            json_dumpf(doc, stdout, JSON_INDENT(2));
+            fputc('\n', stdout);
+            json_decref(doc);
+        } else {
+            printf("repro run -- %s: %ld steps\n  trace %s\nchain %s\n", program[0],
+                   m->traces[0].trailer_steps, m->traces[0].path, hex);
+        }
         rc = repro_finish_stdout(0);
     }
     repro_multirun_release(m);
@@ -617,7 +620,7 @@ static int join_ranks(run_ctx *c)
     if (c->rank != 0) {
         c->o.no_trace = 1;
         c->o.output = NULL;
-        c->o.quiet = 1;
+        c->o.co.quiet = 1;
         if (!freopen("/dev/null", "w", stdout))
             return repro_error_set_errno(REPRO_EIO, "run: rank %d: /dev/null", c->rank);
     }
@@ -644,14 +647,19 @@ int repro_cmd_run(int argc, char **argv)
     char **program;
     if (repro_cli_split_program(&argc, argv, &program))
         return repro_report_error();
-    if (program)
-        return run_program(argc, argv, program);
     run_ctx *c = calloc(1, sizeof *c); /* large (the config): off the stack */
     if (!c) {
         fprintf(stderr, "repro: out of memory\n");
         return REPRO_EXIT_ENV;
     }
-    int rc = parse_run_args(argc, argv, &c->cfg, &c->o), exit_code = 0;
+    int rc = parse_options(argc, argv, &c->o), exit_code = 0;
+    if (rc == 0 && program) {
+        exit_code = run_program(&c->o, argc, argv, program);
+        free(c);
+        return exit_code;
+    }
+    if (rc == 0)
+        rc = load_config(argc, argv, &c->cfg, &c->o);
     if (rc == 1 || (rc == 0 && c->o.print_cfg)) {
         if (rc == 0)
             repro_config_dump(&c->cfg, stdout);

@@ -25,7 +25,7 @@
 #include "record/trace.h"
 #include "util/version.h"
 
-const char repro_submit_usage[] =
+static const char synopsis[] =
     "usage: repro submit EXP -o DIR [--key submitter.pem] [run options]\n"
     "\n"
     "Runs the experiment EXP once (a fresh `repro run` process) and writes a\n"
@@ -34,22 +34,28 @@ const char repro_submit_usage[] =
     "chain digest, this environment's fingerprint and class, the commit),\n"
     "optionally signed with the submitter's Ed25519 key. A host checks it with\n"
     "`repro verify DIR`. Only synthetic-data experiments can be submitted: a\n"
-    "host cannot re-run on files it does not have.\n"
-    "\n"
-    "  -o, --output DIR  the bundle directory (created; must not hold a bundle)\n"
-    "  --key FILE        sign the manifest with this Ed25519 private key (PEM;\n"
-    "                    `repro keygen` or `openssl genpkey -algorithm ed25519`)\n"
-    "  --steps N, --seed S, --threads T, --workers W, --set KEY=VALUE\n"
-    "                    passed to `repro run` (see `repro help run`)\n"
-    "  -q, --quiet       no summary on stdout\n"
-    "  -h, --help        this text\n"
-    "\n"
-    "Exit: 0 ok, 2 bad experiment or option, 3 environment.\n";
+    "host cannot re-run on files it does not have. The run options (--steps,\n"
+    "--seed, --set, ...) are passed to `repro run`; -q prints no summary.\n";
+
+static const char epilogue[] = "\nExit: 0 ok, 2 bad experiment or option, 3 environment.\n";
+
+enum { O_OUTPUT = 1, O_KEY };
+
+static const repro_cli_opt own_opts[] = {
+    {"output", 'o', "DIR", "the bundle directory (created; must not hold a bundle)", O_OUTPUT},
+    {"key", 0, "FILE",
+     "sign the manifest with this Ed25519 private key (PEM;\n`repro keygen` or `openssl genpkey "
+     "-algorithm ed25519`)",
+     O_KEY},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_submit_spec = {"submit", REPRO_CLI_SUBMIT, synopsis, own_opts,
+                                          epilogue};
 
 typedef struct {
     const char *exp, *dir, *keypath;
-    int quiet;
-    repro_run_pass pass; /* --steps, --seed, --threads, --workers, --set */
+    repro_common co; /* -q, --json and the run options (common_opts.h) */
 } submit_opts;
 
 /* One submission's files and what it holds; owned by repro_cmd_submit. */
@@ -98,34 +104,26 @@ static void commit_id(char *out, size_t len, int *dirty)
 /* 0, 1 for --help (printed), or -1 (error slot). */
 static int parse_args(int argc, char **argv, submit_opts *o)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(repro_submit_usage, stdout);
+    repro_cli_parser p;
+    repro_cli_parser_init(&p, &repro_submit_spec);
+    const char *v;
+    int id;
+    while ((id = repro_cli_next(&p, argc, argv, &o->co, &v)) != 0) {
+        if (id == REPRO_CLI_HELP) {
+            repro_cli_help(stdout, &repro_submit_spec);
             return 1;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            o->quiet = 1;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--key") ||
-                   (!strncmp(a, "--", 2) && repro_run_pass_takes(a + 2))) {
-            if (i + 1 >= argc)
-                return repro_error_set(REPRO_EINVAL, "submit: option '%s' needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--key"))
-                o->keypath = v;
-            else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
-                o->dir = v;
-            else if (repro_run_pass_add(&o->pass, "submit", a + 2, v) < 0)
-                return -1;
-        } else if (a[0] == '-' && a[1]) {
-            return repro_error_set(REPRO_EINVAL,
-                                   "submit: unknown option '%s' (see `repro help submit`)", a);
-        } else if (o->exp) {
-            return repro_error_set(REPRO_EINVAL, "submit: more than one experiment ('%s', '%s')",
-                                   o->exp, a);
-        } else {
-            o->exp = a;
         }
+        if (id < 0)
+            return -1;
+        if (id == O_OUTPUT)
+            o->dir = v;
+        else
+            o->keypath = v;
     }
+    if (optind + 1 < argc)
+        return repro_error_set(REPRO_EINVAL, "submit: more than one experiment ('%s', '%s')",
+                               argv[optind], argv[optind + 1]);
+    o->exp = optind < argc ? argv[optind] : NULL;
     if (!o->exp || !o->dir)
         return repro_error_set(REPRO_EINVAL, "submit: need EXP and -o DIR (see `repro help submit`)");
     return 0;
@@ -141,8 +139,8 @@ static int run_child(submit_ctx *s, char *const tail[], const char *out_path)
     int n = 0;
     args[n++] = "run";
     args[n++] = (char *)o->exp;
-    for (int i = 0; i < o->pass.n; i++)
-        args[n++] = o->pass.argv[i];
+    for (int i = 0; i < o->co.pass.n; i++)
+        args[n++] = o->co.pass.argv[i];
     for (int i = 0; tail[i]; i++)
         args[n++] = tail[i];
     args[n] = NULL;
@@ -241,10 +239,20 @@ static void print_summary(const submit_ctx *s)
 {
     char chain[65];
     repro_digest_hex(&s->tr.trailer_chain, chain);
+    json_t *sig = json_object_get(s->doc, "signature");
+    if (s->o->co.json) {
+        json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:s, s:b, s:s}", "bundle", s->o->dir,
+                                "experiment", s->tr.experiment, "seed", s->tr.seed, "steps",
+                                (json_int_t)s->tr.trailer_steps, "env_class", s->tr.env_class,
+                                "signed", sig != NULL, "chain", chain);
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(doc);
+        return;
+    }
     printf("bundle %s: %s, seed %s, %ld steps, environment class %s\n", repro_esc(s->o->dir),
            repro_esc(s->tr.experiment), repro_esc(s->tr.seed), s->tr.trailer_steps,
            repro_esc(s->tr.env_class));
-    json_t *sig = json_object_get(s->doc, "signature");
     if (sig)
         printf("  signed, submitter key id %.16s\n",
                repro_esc(json_string_value(json_object_get(sig, "key_id"))));
@@ -277,7 +285,7 @@ int repro_cmd_submit(int argc, char **argv)
     snprintf(s->p_err, sizeof s->p_err, "%s/.submit-run.err", o.dir);
     snprintf(s->p_trace, sizeof s->p_trace, "%s/trace.jsonl", o.dir);
     rc = prepare(s) || effective_config(s) || run_once(s) || write_manifest(s) ? -1 : 0;
-    if (rc == 0 && !o.quiet)
+    if (rc == 0 && (!o.co.quiet || o.co.json))
         print_summary(s);
     unlink(s->p_cfg);
     unlink(s->p_out);

@@ -219,7 +219,13 @@ static int micro_batch(repro_trainer *t, int j, double *l)
         zero_grad(t);
     }
     repro_model_backward_acc(m, t->dlogits, b->size, j > 0);
-    return m->reduce_failed ? -1 : 0;
+    if (m->reduce_failed)
+        return -1;
+    /* --dump under accumulation: this micro-batch's inputs, before the
+     * next one replaces them (reads only). */
+    if (k > 1 && t->rec && repro_train_recorder_micro_batch(t->rec, j))
+        return -1;
+    return 0;
 }
 
 int repro_trainer_step(repro_trainer *t)

@@ -289,7 +289,7 @@ static int dump_initial(const repro_train_recorder *r)
 /* On a dumped step, what the trace does not hash but a reader rebuilding
  * the step needs: each dropout layer's mask (after the forward, before
  * the next) ... */
-static int dump_masks(const repro_train_recorder *r, long step)
+static int dump_masks(const repro_train_recorder *r, long step, const char *suffix)
 {
     const repro_model *m = &r->t->model;
     int B = r->t->batch ? r->t->batch->size : 0;
@@ -303,12 +303,37 @@ static int dump_masks(const repro_train_recorder *r, long step)
             continue;
         char name[64];
         long shape[4] = {B, l->out_c, l->out_h, l->out_w};
-        snprintf(name, sizeof name, "mask.%s", l->name);
+        snprintf(name, sizeof name, "mask.%s%s", l->name, suffix);
         if (dump_backend(r, step, name, "u8", l->out_h * l->out_w > 1 ? 4 : 2, shape, l->mask,
                          (size_t)B * (size_t)l->out_c * (size_t)l->out_h * (size_t)l->out_w))
             return -1;
     }
     return 0;
+}
+
+/* ... each micro-batch's inputs and masks under accumulation (the
+ * entries above hold only the last micro-batch's) ... */
+int repro_train_recorder_micro_batch(repro_train_recorder *r, int j)
+{
+    const repro_trainer *t = r->t;
+    long step = t->step + 1;
+    const repro_batch *b = t->batch;
+    if (t->cfg.train_accumulation_steps < 2 || !dump_step(r, step) || !b)
+        return 0;
+    long B = b->size, sb[1] = {B}, sx[4] = {B, 1, REPRO_IMG_ROWS, REPRO_IMG_COLS};
+    size_t n = (size_t)B;
+    char ids[64], x[64], y[64], suffix[16];
+    snprintf(suffix, sizeof suffix, ".mb%d", j);
+    snprintf(ids, sizeof ids, "batch.ids%s", suffix);
+    snprintf(x, sizeof x, "batch.x%s", suffix);
+    snprintf(y, sizeof y, "batch.y%s", suffix);
+    return dump_tensor(r, step, ids, "u32", 1, sb, b->ids, n * sizeof(uint32_t)) ||
+                   dump_tensor(r, step, x, "f32", 4, sx, b->x,
+                               n * REPRO_IMG_PIXELS * sizeof(float)) ||
+                   dump_tensor(r, step, y, "i32", 1, sb, b->y, n * sizeof(int32_t)) ||
+                   dump_masks(r, step, suffix)
+               ? -1
+               : 0;
 }
 
 /* ... and the optimizer's scalars after the update (step count, updates
@@ -640,7 +665,7 @@ int repro_train_recorder_after_backward(repro_train_recorder *r)
             repro_fault_apply(&r->fault, step, e->name,
                               e->live ? (void *)e->live : e->copy[par], e->nbytes);
     }
-    if (dump_masks(r, step))
+    if (dump_masks(r, step, ""))
         fail_now(r, repro_error_code(), repro_error_message());
     enqueue(r, PHASE_G, step);
     if (r->o.synchronous)

@@ -66,6 +66,12 @@ int repro_train_recorder_new(repro_train_recorder **out, repro_trainer *t,
  * returns 0, or -1 with the error slot set if the hasher failed. */
 int repro_train_recorder_before_backward(repro_train_recorder *r);
 int repro_train_recorder_after_backward(repro_train_recorder *r);
+/* After micro-batch j's backward, under accumulation_steps K > 1, on a
+ * dumped step: that micro-batch's inputs (batch.ids, batch.x, batch.y)
+ * and dropout masks, as NAME.mbJ.npy. The trace hashes only the last
+ * micro-batch's (batch.x = batch.x.mb<K-1>); the others are overwritten
+ * before the step ends, so they are written here or not at all. */
+int repro_train_recorder_micro_batch(repro_train_recorder *r, int j);
 int repro_train_recorder_before_update(repro_train_recorder *r);
 int repro_train_recorder_after_update(repro_train_recorder *r);
 

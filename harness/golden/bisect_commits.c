@@ -352,12 +352,17 @@ static int build(bisect_ctx *c, const char *log, int *status)
     return spawn_logged(c->wt_path, "/bin/sh", argv, log, status);
 }
 
-/* The commit's own `./repro run EXP -q -o TRACE`, in the worktree. */
+/* The commit's own `./repro run EXP -q -o TRACE [run options]`, in the
+ * worktree. */
 static int run_once(bisect_ctx *c, const char *trace, const char *log, int *status)
 {
     char self[PATH_MAX + 16];
     snprintf(self, sizeof self, "%s/repro", c->wt_path);
-    char *argv[] = {"./repro", "run", c->r->exp_rel, "-q", "-o", (char *)trace, NULL};
+    char *argv[8 + 2 * 64] = {"./repro", "run", c->r->exp_rel, "-q", "-o", (char *)trace};
+    int n = 6;
+    for (int i = 0; i < c->o->npass && n < (int)(sizeof argv / sizeof argv[0]) - 1; i++)
+        argv[n++] = c->o->pass[i];
+    argv[n] = NULL;
     c->r->runs++;
     return spawn_logged(c->wt_path, self, argv, log, status);
 }
@@ -889,14 +894,17 @@ static int setup(bisect_ctx *c)
     if (repro_env_get(&env))
         goto done;
     snprintf(r->env_class, sizeof r->env_class, "%s", env.class_id);
-    if (make_tmp(c) || (!c->o->program && load_golden(c)))
+    /* Run options change the run: no golden describes it, GOOD's run does. */
+    if (make_tmp(c) || (!c->o->program && !c->o->npass && load_golden(c)))
         goto done;
     progress(c, "%zu commit%s after GOOD %s up to BAD %s; reference: %s", r->ncand,
              r->ncand == 1 ? "" : "s", r->good.commit.short_id, badc.short_id,
              c->has_ref       ? r->reference
              : c->o->program ? "GOOD's golden if it has one, else its own run (GOOD is built "
                                "first)"
-                             : "GOOD's own run (no golden for this class)");
+                             : c->o->npass ? "GOOD's own run (run options given: no golden "
+                                             "applies)"
+                                           : "GOOD's own run (no golden for this class)");
     rc = worktree_create(c, badc.id);
 done:
     repro_git_commit_release(&badc);

@@ -53,7 +53,8 @@ typedef struct {
     char *const *program;
     const char *name;
     double timeout_s;  /* kill a run of the program after this long (0: never) */
-    char *const *pass; /* --steps/--seed/--set pairs given to every run */
+    char *const *pass; /* --steps/--seed/--set/... pairs given to every run (of a
+                          program, or EXP's `./repro run`: then no golden applies) */
     int npass;
     int overridden;    /* --seed or --set: a golden does not apply */
 } repro_bisect_opts;

@@ -1,0 +1,113 @@
+/* The options common to the commands that run the workload (run, check,
+ * bless, compare, bisect, submit) in ONE table, and the one option parser
+ * and help printer every such command uses: its parser and its `help`
+ * text are both built from this table plus the command's own option
+ * table, so an option cannot be accepted by one command and not another,
+ * nor be missing from a help text. Adding a common option is one row in
+ * common_opts.c (and, for one forwarded to `repro run`, its config key in
+ * analysis/multirun.c's pass-through table). */
+#ifndef REPRO_CLI_COMMON_OPTS_H
+#define REPRO_CLI_COMMON_OPTS_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "analysis/multirun.h"
+
+/* The commands that run the workload, as bits of a row's mask. */
+enum {
+    REPRO_CLI_RUN = 1u << 0,
+    REPRO_CLI_CHECK = 1u << 1,
+    REPRO_CLI_BLESS = 1u << 2,
+    REPRO_CLI_COMPARE = 1u << 3,
+    REPRO_CLI_BISECT = 1u << 4,
+    REPRO_CLI_SUBMIT = 1u << 5,
+};
+#define REPRO_CLI_WORKLOAD                                                                    \
+    (REPRO_CLI_RUN | REPRO_CLI_CHECK | REPRO_CLI_BLESS | REPRO_CLI_COMPARE | REPRO_CLI_BISECT | \
+     REPRO_CLI_SUBMIT)
+
+#define REPRO_CLI_MAX_LISTS 8
+
+/* What the common options say, one struct for every command. */
+typedef struct {
+    int quiet;          /* -q: no progress on stderr (nor a summary, for submit) */
+    int json;           /* --json: the report as one JSON document on stdout */
+    int runs;           /* --runs N (0: not given; the command's default) */
+    repro_run_pass pass; /* single values forwarded to every run: --steps, --seed, ... */
+    /* Lists (`--threads 1,2,3` on check): one more run per item. */
+    struct {
+        char flag[48];
+        const char *value, *scope, *what;
+    } lists[REPRO_CLI_MAX_LISTS];
+    int nlists;
+} repro_common;
+
+typedef struct repro_common_opt repro_common_opt;
+struct repro_common_opt {
+    const char *name;        /* long name, without dashes */
+    int short_name;          /* 0: none */
+    const char *arg;         /* the value's placeholder ("N"); NULL: takes no value */
+    const char *help;        /* may hold '\n' for more lines */
+    unsigned commands;       /* the REPRO_CLI_* that accept it */
+    unsigned list_commands;  /* of those, where the value is a comma list */
+    const char *list_arg, *list_help; /* placeholder and help there */
+    const char *scope, *what; /* a list's runs: contract scope, noun ("thread count", "threads") */
+    /* Reads the value into c; as_list: this command takes it as a list.
+     * 0 or -1 (error slot, naming cmd and the flag). */
+    int (*parse)(repro_common *c, const repro_common_opt *row, const char *cmd, int as_list,
+                 const char *value);
+};
+
+/* The table, ending in a row whose name is NULL. */
+extern const repro_common_opt repro_common_opts[];
+
+/* A command's own option (the common ones come from the table). */
+typedef struct {
+    const char *name;  /* long name without dashes; NULL ends a table */
+    int short_name;    /* 0: none */
+    const char *arg;   /* placeholder; NULL: takes no value */
+    const char *help;
+    int id;            /* what repro_cli_next returns for it (> 0) */
+} repro_cli_opt;
+
+/* One command's command line: what its help and its parser are built from. */
+typedef struct {
+    const char *name;          /* "check" */
+    unsigned bit;              /* REPRO_CLI_CHECK */
+    const char *synopsis;      /* usage lines and description, before the options */
+    const repro_cli_opt *own;  /* its own options, ending in a zero row */
+    const char *epilogue;      /* after the options (may be NULL) */
+} repro_cli_spec;
+
+/* `repro help CMD`: the synopsis, the command's own options, the common
+ * options it accepts (each with the help for how it takes them), -h, and
+ * the epilogue. */
+void repro_cli_help(FILE *out, const repro_cli_spec *s);
+
+#define REPRO_CLI_HELP (-2)
+#define REPRO_CLI_MAX_OPTS 64
+
+typedef struct {
+    const repro_cli_spec *spec;
+    struct option lo[REPRO_CLI_MAX_OPTS + 1];
+    const repro_common_opt *common[REPRO_CLI_MAX_OPTS]; /* lo[i]'s row, or NULL: own */
+    const repro_cli_opt *own[REPRO_CLI_MAX_OPTS];
+    char shorts[2 * REPRO_CLI_MAX_OPTS + 4];
+    int n;
+} repro_cli_parser;
+
+/* Builds the getopt tables of spec's command: its own options, the common
+ * rows whose mask has spec->bit, and -h/--help. Resets getopt (optind 1). */
+void repro_cli_parser_init(repro_cli_parser *p, const repro_cli_spec *s);
+
+/* The next option of argv. A common option is read into *c and the loop
+ * goes on; an own option returns its id with *value its argument (NULL
+ * without one); -h/--help returns REPRO_CLI_HELP; the end of the options
+ * 0 (operands are then argv[optind..argc)); an unknown option (with a
+ * "did you mean" from this command's options) or a missing value -1 with
+ * the error slot set. */
+int repro_cli_next(repro_cli_parser *p, int argc, char **argv, repro_common *c,
+                   const char **value);
+
+#endif
