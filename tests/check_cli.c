@@ -277,10 +277,12 @@ START_TEST(test_common_options_accepted_by_every_workload_command)
         snprintf(args, sizeof args,
                  "%s /nonexistent.ini %s -q --quiet --json --steps 2 --seed 7 --set train.lr=0.1 "
                  "--threads 1 --workers 0 %s",
-                 workload_cmds[i].cmd, workload_cmds[i].own, workload_cmds[i].multi ? "--runs 2" : "");
+                 workload_cmds[i].cmd, workload_cmds[i].own,
+                 workload_cmds[i].multi ? "--runs 2" : "");
         int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
         ck_assert_msg(rc == 2, "%s: exit %d\n%s", args, rc, err);
-        ck_assert_msg(strstr(err, "unknown option") == NULL && strstr(err, "does not apply") == NULL,
+        ck_assert_msg(strstr(err, "unknown option") == NULL &&
+                          strstr(err, "does not apply") == NULL,
                       "%s: %s", args, err);
         ck_assert_msg(strstr(err, workload_cmds[i].fails_with) != NULL, "%s: %s", args, err);
     }
@@ -329,8 +331,8 @@ START_TEST(test_help_lists_every_common_option)
         for (size_t k = 0; k < sizeof common / sizeof common[0]; k++)
             ck_assert_msg(strstr(out, common[k]) != NULL, "help %s lacks %s", workload_cmds[i].cmd,
                           common[k]);
-        ck_assert_msg((strstr(out, "--runs N") != NULL) == workload_cmds[i].multi, "help %s: --runs",
-                      workload_cmds[i].cmd);
+        ck_assert_msg((strstr(out, "--runs N") != NULL) == workload_cmds[i].multi,
+                      "help %s: --runs", workload_cmds[i].cmd);
         snprintf(args, sizeof args, "%s --help", workload_cmds[i].cmd);
         ck_assert_int_eq(tu_run_repro(args, other, sizeof other, err, sizeof err), 0);
         ck_assert_str_eq(out, other);

@@ -242,8 +242,8 @@ START_TEST(test_dumps_every_micro_batch)
                 ck_assert_ptr_nonnull(ts);
                 int64_t shape[4] = {B, 1, REPRO_IMG_ROWS, REPRO_IMG_COLS};
                 repro_digest d;
-                ck_assert_int_eq(repro_tensor_digest_bytes(&d, "batch.x", "f32", 4, shape, x, xbytes),
-                                 0);
+                ck_assert_int_eq(
+                    repro_tensor_digest_bytes(&d, "batch.x", "f32", 4, shape, x, xbytes), 0);
                 int found = 0;
                 for (int i = 0; i < ts->ntensors; i++)
                     if (!strcmp(ts->tensors[i].name, "batch.x")) {

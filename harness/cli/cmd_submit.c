@@ -125,7 +125,8 @@ static int parse_args(int argc, char **argv, submit_opts *o)
                                argv[optind], argv[optind + 1]);
     o->exp = optind < argc ? argv[optind] : NULL;
     if (!o->exp || !o->dir)
-        return repro_error_set(REPRO_EINVAL, "submit: need EXP and -o DIR (see `repro help submit`)");
+        return repro_error_set(REPRO_EINVAL,
+                               "submit: need EXP and -o DIR (see `repro help submit`)");
     return 0;
 }
 
