@@ -145,10 +145,15 @@ START_TEST(test_replica_drift_is_reported)
     ck_assert_msg(strstr(err, "replica drift: after step 5's update, rank 1's param.fc2.weight "
                               "left rank 0's: 1 of 32768 elements differ, the first [77]"),
                   "%.1500s", err);
-    /* the negative control of the control: without the fault, no drift */
-    rc = tu_run_repro("run " MLP " --ranks 2 --steps 12 -q --no-trace", out, sizeof out, err,
-                      sizeof err);
+    /* the negative control of the control: without the fault, no drift;
+     * the summary has each rank's step time and peak memory */
+    rc = tu_run_repro("run " MLP " --ranks 2 --steps 12 -q --no-trace --json", out, sizeof out,
+                      err, sizeof err);
     ck_assert_msg(rc == 0, "exit %d: %.1500s", rc, err);
+    const char *r1 = strstr(out, "\"rank\": 1");
+    ck_assert_msg(strstr(out, "\"rank\": 0") && r1 && strstr(r1, "\"ms_per_step\"") &&
+                      strstr(r1, "\"peak_rss_mib\""),
+                  "%.1500s", out);
 }
 END_TEST
 

@@ -295,6 +295,8 @@ typedef struct {
     double setup_s, train_s, first_loss;
     repro_dist *dist; /* data parallel: this process's MPI job, or NULL */
     int rank;
+    double *rank_seconds; /* rank 0 of a job: every rank's training time ... */
+    long *rank_rss_kib;   /* ... and peak resident set, rank order */
 } run_ctx;
 
 /* Where the trace, its dumps and the checkpoints go. */
@@ -467,6 +469,8 @@ static int train(run_ctx *c)
 }
 
 /* --json: the summary as one document (the same facts as the text). */
+static void print_ranks(const run_ctx *c, json_t *doc);
+
 static int print_json(const run_ctx *c, const char *chain, float final, double eval_loss,
                       double acc)
 {
@@ -482,27 +486,49 @@ static int print_json(const run_ctx *c, const char *chain, float final, double e
     json_object_set_new(doc, "trace", c->o.no_trace ? json_null() : json_string(c->trace_path));
     if (c->o.ndump)
         json_object_set_new(doc, "dump_dir", json_string(c->dump_dir));
+    print_ranks(c, doc);
     json_dumpf(doc, stdout, JSON_INDENT(2));
     fputc('\n', stdout);
     json_decref(doc);
     return 0;
 }
 
-/* Data parallel: every rank's step time and peak memory, printed by rank 0. */
+/* Data parallel: every rank's training time and peak memory, gathered
+ * on rank 0 for the summary. */
 static int rank_stats(run_ctx *c)
 {
     int world = c->t.world;
-    double *secs = calloc((size_t)world, sizeof *secs);
-    long *rss = calloc((size_t)world, sizeof *rss);
-    int rc = !secs || !rss ? repro_error_set(REPRO_ENOMEM, "out of memory")
-                           : repro_train_rank_stats(&c->t, c->train_s, secs, rss);
+    c->rank_seconds = calloc((size_t)world, sizeof *c->rank_seconds);
+    c->rank_rss_kib = calloc((size_t)world, sizeof *c->rank_rss_kib);
+    if (!c->rank_seconds || !c->rank_rss_kib)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    return repro_train_rank_stats(&c->t, c->train_s, c->rank_seconds, c->rank_rss_kib);
+}
+
+static double rank_ms_per_step(const run_ctx *c, int r)
+{
     long steps = c->cfg.train_steps - c->ck.step;
-    for (int r = 0; !rc && c->rank == 0 && r < world; r++)
-        printf("  rank %d: %.2f ms/step, peak resident %.1f MiB\n", r,
-               steps > 0 ? 1e3 * secs[r] / (double)steps : 0.0, (double)rss[r] / 1024.0);
-    free(secs);
-    free(rss);
-    return rc;
+    return steps > 0 ? 1e3 * c->rank_seconds[r] / (double)steps : 0.0;
+}
+
+/* "ranks": [{"rank", "ms_per_step", "peak_rss_mib"}...] (JSON), or one
+ * line per rank. */
+static void print_ranks(const run_ctx *c, json_t *doc)
+{
+    if (!c->dist)
+        return;
+    json_t *arr = doc ? json_array() : NULL;
+    for (int r = 0; r < c->t.world; r++) {
+        double mib = (double)c->rank_rss_kib[r] / 1024.0;
+        if (arr)
+            json_array_append_new(arr, json_pack("{s:i, s:f, s:f}", "rank", r, "ms_per_step",
+                                                 rank_ms_per_step(c, r), "peak_rss_mib", mib));
+        else
+            printf("  rank %d: %.2f ms/step, peak resident %.1f MiB\n", r,
+                   rank_ms_per_step(c, r), mib);
+    }
+    if (doc)
+        json_object_set_new(doc, "ranks", arr);
 }
 
 /* Eval reads the trained weights only; its results go into the trailer as
@@ -538,6 +564,7 @@ static int finish(run_ctx *c)
                (double)c->t.scaler.scale, c->t.scaler.skipped_total, c->t.step);
     printf("  %.2f s training, %.1f steps/s, %.2f s setup\n", c->train_s,
            (c->cfg.train_steps - c->ck.step) / c->train_s, c->setup_s);
+    print_ranks(c, NULL);
     if (!c->o.no_trace)
         printf("  trace %s\n", c->trace_path);
     if (c->o.ndump)
@@ -675,6 +702,8 @@ int repro_cmd_run(int argc, char **argv)
     if (c->trainer_ready)
         repro_trainer_release(&c->t); /* frees the recorder first */
     repro_dist_leave(c->dist);
+    free(c->rank_seconds);
+    free(c->rank_rss_kib);
     free(c);
     return exit_code;
 }
