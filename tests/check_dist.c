@@ -230,6 +230,20 @@ START_TEST(test_joins_an_mpi_job)
 }
 END_TEST
 
+/* compare --vary ranks: one row per world size, every one the same bits. */
+START_TEST(test_compare_varies_ranks)
+{
+    if (!have_mpi())
+        return;
+    int rc = tu_run_repro("compare " CNN " --vary ranks=1,2,4 --runs 1 --steps 8", out,
+                          sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "exit %d: %.1500s", rc, err);
+    const char *r2 = strstr(out, "\n2 "), *r4 = strstr(out, "\n4 ");
+    ck_assert_msg(r2 && r4 && strstr(r2, "same bits") && strstr(r4, "same bits"), "%.1500s",
+                  out);
+}
+END_TEST
+
 Suite *dist_suite(void)
 {
     Suite *s = suite_create("dist");
@@ -243,6 +257,7 @@ Suite *dist_suite(void)
     tcase_add_test(tc, test_replica_drift_is_reported);
     tcase_add_test(tc, test_resume_across_world_sizes);
     tcase_add_test(tc, test_joins_an_mpi_job);
+    tcase_add_test(tc, test_compare_varies_ranks);
     suite_add_tcase(s, tc);
     return s;
 }
