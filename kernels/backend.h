@@ -203,6 +203,17 @@ typedef struct repro_backend {
     void (*linear_backward_bias)(void *ctx, int variant, const float *dy, float *db, int B,
                                  int out, int accumulate);
 
+    /* Optional (NULL: the caller runs linear_backward_weight per shard into
+     * buffers of its own and adds them): the shard rule's weight gradient,
+     * ORDERED only. The batch is shards of S samples (S divides B); shard
+     * q's partial P_q[o][i] sums dy[b][o]*x[b][i] over its samples b
+     * ascending from +0; dw = P_0, then dw + P_1, ... in shard order, or,
+     * with accumulate, the old dw + that sum. Bitwise what the caller's way
+     * gives, without the buffers. */
+    void (*linear_backward_weight_sharded)(void *ctx, const float *dy, const float *x,
+                                           float *dw, int B, int in, int out, int S,
+                                           int accumulate);
+
     /* -- conv2d (repro_conv_shape), w [K][C][R][R], b [K] -- */
     /* 1 when algorithm a handles shape s on this backend (cpu: direct and
      * im2col always, winograd when R == 3). */

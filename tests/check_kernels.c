@@ -276,6 +276,59 @@ START_TEST(test_gemm_bitwise_vs_plain_loop)
 }
 END_TEST
 
+/* The shard rule's GEMM equals computing each shard's GEMM into a buffer
+ * of its own (from +0) and adding the buffers in shard order — which is
+ * what the model does where the backend has no sharded GEMM and what the
+ * data-parallel reduce does across ranks — bit for bit, with and without
+ * accumulate, transposed A (the weight gradient's dy^T), tail tiles, any
+ * thread count; and a K over one block falls back to the same order. */
+START_TEST(test_gemm_sharded_equals_shard_buffers)
+{
+    const int shapes[][4] = {{256, 784, 64, 16}, {10, 128, 64, 4}, {37, 29, 48, 16},
+                             {5, 9, 6, 1},        {17, 263, 32, 32}, {8, 8, 512, 16}};
+    repro_pool *pools[NPOOLS];
+    pools_new(pools);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], S = shapes[s][3];
+        float *A = frand_new((long)K * M, 11 + s); /* dy: K x M, read as A = dy^T */
+        float *B = frand_new((long)K * N, 111 + s);
+        float *C0 = frand_new((long)M * N, 211 + s);
+        for (int acc = 0; acc < 2; acc++) {
+            float *want = fdup(C0, (long)M * N), *part = falloc((long)M * N);
+            float *sum = falloc((long)M * N);
+            for (int k0 = 0; k0 < K; k0 += S) {
+                gemm_ref(M, N, S, A + (long)k0 * M, 1, M, B + (long)k0 * N, N, part, N, NULL, 0);
+                for (long e = 0; e < (long)M * N; e++)
+                    sum[e] = k0 == 0 ? part[e] : sum[e] + part[e];
+            }
+            for (long e = 0; e < (long)M * N; e++)
+                want[e] = acc ? want[e] + sum[e] : sum[e];
+            if (s == 0 && !acc) { /* the test can fail: one running sum rounds otherwise */
+                float *running = falloc((long)M * N);
+                gemm_ref(M, N, K, A, 1, M, B, N, running, N, NULL, 0);
+                ck_assert(memcmp(running, want, (size_t)M * N * sizeof(float)) != 0);
+                free(running);
+            }
+            for (int t = 0; t < NPOOLS; t++) {
+                float *got = fdup(C0, (long)M * N);
+                repro_gemm_sharded(pools[t], M, N, K, S, A, 1, M, B, N, got, N, acc);
+                ck_assert_msg(!memcmp(got, want, (size_t)M * N * sizeof(float)),
+                              "sharded gemm %dx%dx%d S=%d acc %d threads %d differs", M, N, K, S,
+                              acc, t + 1);
+                free(got);
+            }
+            free(want);
+            free(part);
+            free(sum);
+        }
+        free(A);
+        free(B);
+        free(C0);
+    }
+    pools_free(pools);
+}
+END_TEST
+
 START_TEST(test_gemm_vs_double_and_threads)
 {
     /* Tolerance vs a double-precision product: |err| <= 1e-5 * sum|a*b|
@@ -1242,6 +1295,7 @@ Suite *kernels_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("gemm");
     tcase_add_test(tc, test_gemm_bitwise_vs_plain_loop);
+    tcase_add_test(tc, test_gemm_sharded_equals_shard_buffers);
     tcase_add_test(tc, test_gemm_vs_double_and_threads);
     suite_add_tcase(s, tc);
     tc = tcase_create("linear");

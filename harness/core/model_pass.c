@@ -197,8 +197,37 @@ static void finish_param_grads(repro_model *m, repro_param *w, float *dw, float 
  * shard's dw, db from +0 over its own rows (rounded to the precision under
  * bf16/fp16), the shards summed by m->reduce in shard order, the sum
  * written to the grads or, when accumulating, added to them in float. */
+/* The same for a linear layer in one process when the backend sums the
+ * shards of dw itself (fp32, ordered variant): dw in one pass, the small
+ * db through the partials. Bitwise the general path's result. */
+static int shard_linear_fused(repro_model *m, const repro_layer *l, int i, int B, int accumulate)
+{
+    const repro_backend *be = m->be;
+    void *ctx = m->be_ctx;
+    repro_param *w = &m->params[l->param];
+    if (!be->linear_backward_weight_sharded || m->reduce_ctx != (void *)m ||
+        m->precision != REPRO_PRECISION_FP32 || m->var_linear_bwd_weight != REPRO_VARIANT_ORDERED)
+        return 0;
+    int S = m->shard_rows, nq = B / S;
+    long nb = w[1].numel;
+    const float *dout = m->dact[i + 1];
+    be->linear_backward_weight_sharded(ctx, dout, m->act[i], w->grad, B, l->in_c, l->out_c, S,
+                                       accumulate);
+    float *first = accumulate ? m->shard_sum : w[1].grad;
+    for (int q = 0; q < nq; q++)
+        be->linear_backward_bias(ctx, m->var_linear_bwd_bias, dout + (long)q * S * l->out_c,
+                                 q ? m->shard_slots + (q - 1) * nb : first, S, l->out_c, 0);
+    for (int q = 1; q < nq; q++)
+        be->add(ctx, first, m->shard_slots + (q - 1) * nb, nb);
+    if (accumulate)
+        be->add(ctx, w[1].grad, first, nb);
+    return 1;
+}
+
 static void shard_param_grads(repro_model *m, const repro_layer *l, int i, int B, int accumulate)
 {
+    if (l->kind == REPRO_LAYER_LINEAR && shard_linear_fused(m, l, i, B, accumulate))
+        return;
     const repro_backend *be = m->be;
     void *ctx = m->be_ctx;
     repro_param *w = &m->params[l->param];

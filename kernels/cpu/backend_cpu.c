@@ -126,6 +126,13 @@ static void cpu_linear_backward_weight(void *ctx, int variant, const float *dy, 
         repro_linear_backward_weight(pool_of(ctx), dy, x, dw, B, in, out, accumulate);
 }
 
+static void cpu_linear_backward_weight_sharded(void *ctx, const float *dy, const float *x,
+                                               float *dw, int B, int in, int out, int S,
+                                               int accumulate)
+{
+    repro_linear_backward_weight_sharded(pool_of(ctx), dy, x, dw, B, in, out, S, accumulate);
+}
+
 static void cpu_linear_backward_bias(void *ctx, int variant, const float *dy, float *db, int B,
                                      int out, int accumulate)
 {
@@ -344,6 +351,7 @@ const repro_backend repro_backend_cpu = {
     .linear_backward_data = cpu_linear_backward_data,
     .linear_backward_weight = cpu_linear_backward_weight,
     .linear_backward_bias = cpu_linear_backward_bias,
+    .linear_backward_weight_sharded = cpu_linear_backward_weight_sharded,
     .conv_algo_eligible = cpu_conv_algo_eligible,
     .conv_algo_deterministic = cpu_conv_algo_deterministic,
     .conv_algo_choose = NULL, /* the harness's rule and timing */

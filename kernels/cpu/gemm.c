@@ -52,6 +52,25 @@ static void gemm_plain(int M, int N, int K, const float *A, long a_rs, long a_cs
         }
 }
 
+/* The sharded order itself (repro_gemm_sharded), element by element. */
+static void gemm_plain_sharded(int M, int N, int K, const float *A, long a_rs, long a_cs,
+                               const float *B, long b_rs, long b_cs, float *C, long ldc, int S,
+                               int accumulate)
+{
+    for (long m = 0; m < M; m++)
+        for (long n = 0; n < N; n++) {
+            float total = 0.0f;
+            for (long k0 = 0; k0 < K; k0 += S) {
+                float part = 0.0f;
+                for (long k = k0; k < k0 + S && k < K; k++)
+                    part = part + A[m * a_rs + k * a_cs] * B[k * b_rs + n * b_cs];
+                total = k0 == 0 ? part : total + part;
+            }
+            float *c = C + m * ldc + n;
+            *c = accumulate ? *c + total : total;
+        }
+}
+
 /* Ap[k*mr + r] = A(m0 + r, k0 + k), rows past M as 0. */
 static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, int mr, long k0,
                    long kc, float *Ap)
@@ -112,17 +131,41 @@ static void run_tile(const repro_simd *s, long kc, const float *Ap, const float 
         memcpy(C + r * ldc, t + r * s->nr, (size_t)cols * sizeof *t);
 }
 
+/* Sharded mode (repro_gemm_sharded): the tile's K range is nshards
+ * shards of S; each shard's partial starts from +0 in its own tile buffer
+ * (ascending k within the shard), the partials are added in shard order,
+ * total = P0 then total + P1 ..., and C becomes total, or C + total with
+ * accumulate. The tiles live in L1; C is read and written once. */
+static void run_tile_sharded(const repro_simd *s, long kc, int S, const float *Ap,
+                             const float *Bp, long ldb, float *C, long ldc, int rows, int cols,
+                             int accumulate)
+{
+    float total[16 * 32], part[16 * 32]; /* mr x nr of the widest path */
+    int mr = s->mr, nr = s->nr;
+    for (long q = 0; q * S < kc; q++) {
+        float *dst = q == 0 ? total : part;
+        memset(dst, 0, sizeof(float) * (size_t)(mr * nr));
+        s->gemm_tile(S, Ap + q * S * mr, Bp + q * S * ldb, ldb, dst, nr);
+        if (q)
+            for (int i = 0; i < mr * nr; i++)
+                total[i] = total[i] + part[i];
+    }
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            C[r * ldc + c] = accumulate ? C[r * ldc + c] + total[r * nr + c] : total[r * nr + c];
+}
+
 /* The serial engine, B(k, n) = B[k*b_rs + n*b_cs]. B with contiguous rows
  * is read in place by the full-width panels (no copy: the tile loads nr
  * floats per k wherever they are); only a transposed B, and the last
  * narrow panel (zero-padded to nr), are packed. */
 static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long a_cs,
                            const float *B, long b_rs, long b_cs, float *C, long ldc,
-                           const float *bias, int accumulate)
+                           const float *bias, int accumulate, int shard)
 {
     if (M <= 0 || N <= 0)
         return;
-    if (!accumulate)
+    if (!accumulate && !shard)
         write_init(M, N, C, ldc, bias);
     if (K <= 0)
         return;
@@ -132,7 +175,10 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
     float *Ap = repro_scratch(REPRO_SCRATCH_GEMM_A, (size_t)KC * mr);
     float *Bp = repro_scratch(REPRO_SCRATCH_GEMM_B, (size_t)KC * nc);
     if (!Ap || !Bp) {
-        gemm_plain(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc);
+        if (shard)
+            gemm_plain_sharded(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, shard, accumulate);
+        else
+            gemm_plain(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc);
         return;
     }
     for (long k0 = 0; k0 < K; k0 += KC) {
@@ -149,11 +195,14 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
                 for (long n = 0; n < ncols; n += nr) {
                     int cols = (int)lmin(nr, ncols - n);
                     float *c = C + m0 * ldc + n0 + n;
-                    if (n < direct)
-                        run_tile(s, kc, Ap, B + k0 * b_rs + n0 + n, b_rs, c, ldc, rows, cols);
+                    const float *bt = n < direct ? B + k0 * b_rs + n0 + n
+                                                 : Bp + (n - direct) / nr * kc * nr;
+                    long ldbt = n < direct ? b_rs : nr;
+                    if (shard)
+                        run_tile_sharded(s, kc, shard, Ap, bt, ldbt, c, ldc, rows, cols,
+                                         accumulate);
                     else
-                        run_tile(s, kc, Ap, Bp + (n - direct) / nr * kc * nr, nr, c, ldc, rows,
-                                 cols);
+                        run_tile(s, kc, Ap, bt, ldbt, c, ldc, rows, cols);
                 }
             }
         }
@@ -164,7 +213,7 @@ void repro_gemm_serial(int M, int N, int K, const float *A, long a_rs, long a_cs
                        const float *B, long ldb, float *C, long ldc, const float *bias,
                        int accumulate)
 {
-    gemm_serial_ex(M, N, K, A, a_rs, a_cs, B, ldb, 1, C, ldc, bias, accumulate);
+    gemm_serial_ex(M, N, K, A, a_rs, a_cs, B, ldb, 1, C, ldc, bias, accumulate, 0);
 }
 
 typedef struct {
@@ -178,6 +227,7 @@ typedef struct {
     const float *bias;
     int accumulate;
     long row_block, col_block, col_chunks;
+    int shard; /* sharded mode's S, or 0 */
 } gemm_ctx;
 
 static void gemm_chunk(void *vctx, long chunk)
@@ -188,16 +238,16 @@ static void gemm_chunk(void *vctx, long chunk)
     int rows = (int)lmin(g->row_block, g->M - m0), cols = (int)lmin(g->col_block, g->N - n0);
     gemm_serial_ex(rows, cols, g->K, g->A + m0 * g->a_rs, g->a_rs, g->a_cs, g->B + n0 * g->b_cs,
                    g->b_rs, g->b_cs, g->C + m0 * g->ldc + n0, g->ldc,
-                   g->bias ? g->bias + n0 : NULL, g->accumulate);
+                   g->bias ? g->bias + n0 : NULL, g->accumulate, g->shard);
 }
 
 /* Blocks of C: whole tiles, rows split evenly in up to MC_PANELS-panel
  * blocks, columns in NC_PANELS-panel blocks, narrower when that leaves
  * fewer than 2 chunks per thread and the work is worth sharing. Only speed
  * depends on them (each element's order never does). */
-void repro_gemm_ex(repro_pool *pool, int M, int N, int K, const float *A, long a_rs, long a_cs,
-                   const float *B, long b_rs, long b_cs, float *C, long ldc, const float *bias,
-                   int accumulate)
+static void gemm_run(repro_pool *pool, int M, int N, int K, const float *A, long a_rs,
+                     long a_cs, const float *B, long b_rs, long b_cs, float *C, long ldc,
+                     const float *bias, int accumulate, int shard)
 {
     if (M <= 0 || N <= 0)
         return;
@@ -212,9 +262,28 @@ void repro_gemm_ex(repro_pool *pool, int M, int N, int K, const float *A, long a
         nc = per < nr ? nr : (per + nr - 1) / nr * nr;
     }
     gemm_ctx g = {M, N, K < 0 ? 0 : K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, bias, accumulate,
-                  rows, nc, (N + nc - 1) / nc};
+                  rows, nc, (N + nc - 1) / nc, shard};
     long nchunks = ((M + rows - 1) / rows) * g.col_chunks;
     repro_pool_run(pool, nchunks, gemm_chunk, &g);
+}
+
+void repro_gemm_ex(repro_pool *pool, int M, int N, int K, const float *A, long a_rs, long a_cs,
+                   const float *B, long b_rs, long b_cs, float *C, long ldc, const float *bias,
+                   int accumulate)
+{
+    gemm_run(pool, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, bias, accumulate, 0);
+}
+
+void repro_gemm_sharded(repro_pool *pool, int M, int N, int K, int S, const float *A, long a_rs,
+                        long a_cs, const float *B, long ldb, float *C, long ldc, int accumulate)
+{
+    if (K > KC || S < 1 || K % S) { /* one K block of whole shards; else the reference */
+        if (M > 0 && N > 0)
+            gemm_plain_sharded(M, N, K, A, a_rs, a_cs, B, ldb, 1, C, ldc, S < 1 ? 1 : S,
+                               accumulate);
+        return;
+    }
+    gemm_run(pool, M, N, K, A, a_rs, a_cs, B, ldb, 1, C, ldc, NULL, accumulate, S);
 }
 
 void repro_gemm(repro_pool *pool, int M, int N, int K,

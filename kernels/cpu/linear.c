@@ -36,6 +36,15 @@ void repro_linear_backward_weight(repro_pool *pool, const float *dy, const float
     repro_gemm(pool, out, in, B, dy, 1, out, x, in, dw, in, NULL, accumulate);
 }
 
+/* The shard rule's dw (ops.h, repro_gemm_sharded): the same GEMM with K
+ * (the batch) cut into shards of S. */
+void repro_linear_backward_weight_sharded(repro_pool *pool, const float *dy, const float *x,
+                                          float *dw, int B, int in, int out, int S,
+                                          int accumulate)
+{
+    repro_gemm_sharded(pool, out, in, B, S, dy, 1, out, x, in, dw, in, accumulate);
+}
+
 typedef struct {
     const float *dy;
     float *db;

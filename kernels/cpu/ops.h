@@ -39,6 +39,14 @@ void repro_gemm(repro_pool *pool, int M, int N, int K,
                 const float *B, long ldb,
                 float *C, long ldc, const float *bias, int accumulate);
 /* The same with B(k, n) = B[k*b_rs + n*b_cs] (b_rs = 1: B transposed). */
+/* The shard rule's GEMM: K is cut into shards of S (S divides K); each
+ * element's shard partials start from +0 and add their products in
+ * ascending k, the partials are added in shard order (total = P0, then
+ * total + P1, ...), and C = total, or C + total with accumulate. Bitwise
+ * what computing each shard's GEMM into its own buffer and adding the
+ * buffers in order gives, without the buffers. */
+void repro_gemm_sharded(repro_pool *pool, int M, int N, int K, int S, const float *A, long a_rs,
+                        long a_cs, const float *B, long ldb, float *C, long ldc, int accumulate);
 void repro_gemm_ex(repro_pool *pool, int M, int N, int K, const float *A, long a_rs, long a_cs,
                    const float *B, long b_rs, long b_cs, float *C, long ldc, const float *bias,
                    int accumulate);
@@ -58,6 +66,12 @@ void repro_linear_forward(repro_pool *pool, const float *x, const float *w, cons
 void repro_linear_backward_data(repro_pool *pool, const float *dy, const float *w, float *dx,
                                 int B, int in, int out);
 /* dw (+)= dy^T x; dw[o][i] sums over the batch in ascending sample order. */
+/* dw (+)= the shard rule's sum: shards of S samples (S divides B), each
+ * summed over its samples ascending from +0, the shard sums added in
+ * order (repro_gemm_sharded). */
+void repro_linear_backward_weight_sharded(repro_pool *pool, const float *dy, const float *x,
+                                          float *dw, int B, int in, int out, int S,
+                                          int accumulate);
 void repro_linear_backward_weight(repro_pool *pool, const float *dy, const float *x, float *dw,
                                   int B, int in, int out, int accumulate);
 /* db (+)= sum over the batch, ascending. */
