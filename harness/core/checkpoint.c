@@ -531,7 +531,8 @@ static int meta_config_mismatch(parsed *s, const repro_digest *dig, const repro_
 /* The world size the checkpoint was saved under (its config's `ranks =`
  * line; 1 when it has none: saved before data parallelism). ranks is
  * bits-neutral under allreduce = ordered, so another world size resumes
- * exactly; a ring reduce's bits depend on it, so that is refused. */
+ * exactly; a ring reduce's bits, and worker-keyed augmentation streams,
+ * depend on it, so those are refused. */
 static int check_world_size(parsed *s, const char *ctext, uint32_t clen)
 {
     const repro_config *cfg = &s->t->cfg;
@@ -542,22 +543,22 @@ static int check_world_size(parsed *s, const char *ctext, uint32_t clen)
         p = memchr(p, '\n', (size_t)(end - p));
         p = p ? p + 1 : NULL;
     }
+    if (saved == cfg->train_ranks)
+        return 0;
     int augment = cfg->data_shift > 0 || cfg->data_flip || cfg->data_noise > 0;
-    if (saved != cfg->train_ranks && augment &&
-        cfg->data_augment_seed == 1 /* worker: each rank's workers draw for its own rows */)
+    const char *why =
+        augment && cfg->data_augment_seed == 1 /* worker */
+            ? "augment_seed = worker, whose streams are per rank and worker (augment_seed = "
+              "sample does not depend on them)"
+        : cfg->variant_allreduce == 1 /* ring (core/dist.h) */
+            ? "allreduce = ring, whose sums depend on the world size (allreduce = ordered does "
+              "not)"
+            : NULL;
+    if (why)
         return repro_error_set(REPRO_EINVAL,
-                               "%s: checkpoint saved with ranks = %d under augment_seed = worker, "
-                               "whose streams are per rank and worker; this run has ranks = %d: "
-                               "resume with %d ranks (augment_seed = sample does not depend on "
-                               "them)",
-                               s->path, saved, cfg->train_ranks, saved);
-    if (saved != cfg->train_ranks && cfg->variant_allreduce == 1 /* ring (core/dist.h) */)
-        return repro_error_set(REPRO_EINVAL,
-                               "%s: checkpoint saved with ranks = %d under allreduce = ring, whose "
-                               "sums depend on the world size; this run has ranks = %d: resume "
-                               "with %d ranks (or use allreduce = ordered, which does not depend "
-                               "on it)",
-                               s->path, saved, cfg->train_ranks, saved);
+                               "%s: checkpoint saved with ranks = %d under %s; this run has "
+                               "ranks = %d: resume with %d ranks",
+                               s->path, saved, why, cfg->train_ranks, saved);
     return 0;
 }
 
