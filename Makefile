@@ -161,7 +161,10 @@ asan: deps
 
 # Side by side with PyTorch (bench/torch_ref.py, run by $(PYTHON)); without
 # PyTorch the bench says so and prints repro's figures.
-PYTHON ?= python3
+# The first python3 that imports torch: the one on PATH (a virtualenv,
+# pyenv) or Debian's, which python3-torch installs into; else python3.
+PYTHON ?= $(or $(shell for p in python3 /usr/bin/python3; do \
+                  $$p -c 'import torch' >/dev/null 2>&1 && { echo $$p; break; }; done),python3)
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench_train $(BUILD)/repro
 	$(BUILD)/bench_train $(BUILD)/repro $(PYTHON) bench/torch_ref.py
