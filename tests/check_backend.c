@@ -139,6 +139,7 @@ START_TEST(test_table_complete)
     ENTRY(alloc), ENTRY(free), ENTRY(copy_h2d), ENTRY(copy_d2h), ENTRY(copy_d2d), ENTRY(zero);
     ENTRY(linear_workspace_bytes), ENTRY(linear_forward), ENTRY(linear_backward_data);
     ENTRY(linear_backward_weight), ENTRY(linear_backward_bias);
+    ENTRY(linear_backward_weight_sharded); /* optional; the CPU's is tested in check_kernels.c */
     ENTRY(conv_algo_eligible), ENTRY(conv_workspace_bytes), ENTRY(conv2d_forward);
     ENTRY(conv2d_backward_data), ENTRY(conv2d_backward_filter);
     ENTRY(relu_forward), ENTRY(relu_backward), ENTRY(maxpool2d_forward);
