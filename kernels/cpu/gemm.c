@@ -141,18 +141,28 @@ static void run_tile_sharded(const repro_simd *s, long kc, int S, const float *A
                              int accumulate)
 {
     float total[16 * 32], part[16 * 32]; /* mr x nr of the widest path */
-    int mr = s->mr, nr = s->nr;
-    for (long q = 0; q * S < kc; q++) {
-        float *dst = q == 0 ? total : part;
-        memset(dst, 0, sizeof(float) * (size_t)(mr * nr));
-        s->gemm_tile(S, Ap + q * S * mr, Bp + q * S * ldb, ldb, dst, nr);
-        if (q)
-            for (int i = 0; i < mr * nr; i++)
-                total[i] = total[i] + part[i];
+    int mr = s->mr, nr = s->nr, n = mr * nr; /* nr is a multiple of 4 on every path */
+    repro_fzero(total, n);
+    s->gemm_tile(S, Ap, Bp, ldb, total, nr);
+    for (long q = 1; q * S < kc; q++) {
+        repro_fzero(part, n);
+        s->gemm_tile(S, Ap + q * S * mr, Bp + q * S * ldb, ldb, part, nr);
+        for (int i = 0; i + 4 <= n; i += 4) /* lanes: independent elements */
+            v4_store(total + i, v4_load(total + i) + v4_load(part + i));
     }
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++)
-            C[r * ldc + c] = accumulate ? C[r * ldc + c] + total[r * nr + c] : total[r * nr + c];
+    for (int r = 0; r < rows; r++) {
+        float *c = C + r * ldc;
+        const float *t = total + r * nr;
+        if (!accumulate) {
+            repro_fcopy(c, t, cols);
+            continue;
+        }
+        int j = 0;
+        for (; j + 4 <= cols; j += 4)
+            v4_store(c + j, v4_load(c + j) + v4_load(t + j));
+        for (; j < cols; j++)
+            c[j] = c[j] + t[j];
+    }
 }
 
 /* The serial engine, B(k, n) = B[k*b_rs + n*b_cs]. B with contiguous rows
@@ -165,7 +175,7 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
 {
     if (M <= 0 || N <= 0)
         return;
-    if (!accumulate && !shard)
+    if (!accumulate && (!shard || K <= 0)) /* sharded tiles write C themselves */
         write_init(M, N, C, ldc, bias);
     if (K <= 0)
         return;
