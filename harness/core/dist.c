@@ -35,7 +35,6 @@ struct repro_dist {
 
 enum { TAG_ARRIVAL = 71 };
 
-int repro_dist_built(void) { return 1; }
 
 static int mpi_failed(int rc, const char *what)
 {
@@ -73,12 +72,6 @@ void repro_dist_leave(repro_dist *d)
     free(d);
 }
 
-void repro_dist_abort(repro_dist *d, int code)
-{
-    (void)d;
-    MPI_Abort(MPI_COMM_WORLD, code);
-    abort();
-}
 
 int repro_dist_rank(const repro_dist *d) { return d ? d->rank : 0; }
 int repro_dist_size(const repro_dist *d) { return d ? d->size : 1; }
@@ -240,22 +233,7 @@ int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *rec
     return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Send/Recv (to rank 0)");
 }
 
-int repro_dist_broadcast(repro_dist *d, void *buf, size_t bytes)
-{
-    int count = 0, rc;
-    if (count_of(bytes, &count))
-        return -1;
-    (void)d;
-    rc = MPI_Bcast(buf, count, MPI_BYTE, 0, MPI_COMM_WORLD);
-    return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Bcast");
-}
 
-int repro_dist_max_int(repro_dist *d, int *value)
-{
-    (void)d;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Allreduce");
-}
 
 #else /* no MPI in this build: nothing can join; every collective is unreachable */
 
@@ -263,7 +241,6 @@ struct repro_dist {
     int unused;
 };
 
-int repro_dist_built(void) { return 0; }
 
 int repro_dist_join(repro_dist **out)
 {
@@ -274,11 +251,6 @@ int repro_dist_join(repro_dist **out)
 }
 
 void repro_dist_leave(repro_dist *d) { (void)d; }
-void repro_dist_abort(repro_dist *d, int code)
-{
-    (void)d;
-    exit(code);
-}
 int repro_dist_rank(const repro_dist *d) { return (void)d, 0; }
 int repro_dist_size(const repro_dist *d) { return (void)d, 1; }
 
@@ -303,16 +275,6 @@ int repro_dist_gather(repro_dist *d, const void *send, size_t bytes, void *recv)
 int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *recv, size_t bytes)
 {
     (void)d, (void)from, (void)send, (void)recv, (void)bytes;
-    return no_mpi();
-}
-int repro_dist_broadcast(repro_dist *d, void *buf, size_t bytes)
-{
-    (void)d, (void)buf, (void)bytes;
-    return no_mpi();
-}
-int repro_dist_max_int(repro_dist *d, int *value)
-{
-    (void)d, (void)value;
     return no_mpi();
 }
 #endif

@@ -28,8 +28,6 @@ typedef struct repro_dist repro_dist;
 /* The [variant] allreduce choices, in the config's order. */
 enum { REPRO_ALLREDUCE_ORDERED = 0, REPRO_ALLREDUCE_RING = 1, REPRO_ALLREDUCE_ARRIVAL = 2 };
 
-/* 1 when this build has MPI. */
-int repro_dist_built(void);
 /* The world size of the MPI job this process was started in, read from the
  * launcher's environment (Open MPI's OMPI_COMM_WORLD_SIZE, PMIx, PMI/Slurm)
  * without initializing MPI; 0 when it was not started by a launcher. */
@@ -40,9 +38,6 @@ int repro_dist_launched_size(void);
 int repro_dist_join(repro_dist **out);
 /* Leaves the job (MPI_Finalize); d may be NULL. */
 void repro_dist_leave(repro_dist *d);
-/* Ends the whole job after a failure on this rank (MPI_Abort), so that no
- * rank waits forever in a collective for it. Does not return. */
-void repro_dist_abort(repro_dist *d, int code);
 int repro_dist_rank(const repro_dist *d);
 int repro_dist_size(const repro_dist *d);
 
@@ -57,9 +52,5 @@ int repro_dist_allgather(repro_dist *d, const void *send, size_t bytes, void *re
 int repro_dist_gather(repro_dist *d, const void *send, size_t bytes, void *recv);
 /* Rank `from` sends `bytes` bytes to rank 0 (both call it; others no-op). */
 int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *recv, size_t bytes);
-/* Rank 0's `bytes` bytes into every rank's buf. */
-int repro_dist_broadcast(repro_dist *d, void *buf, size_t bytes);
-/* The largest of every rank's value (a status every rank must agree on). */
-int repro_dist_max_int(repro_dist *d, int *value);
 
 #endif
