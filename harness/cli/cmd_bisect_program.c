@@ -125,19 +125,9 @@ int repro_cmd_bisect_program(const repro_bisect_args *a, int argc, char **argv, 
     int repeat;
     if (repro_bisect_args_repeat(a, 2, 32, 3, &repeat))
         return repro_report_error();
-    char name[128];
-    snprintf(name, sizeof name, "%s", a->name);
-    if (!name[0])
-        repro_program_name(program, name, sizeof name);
-    repro_multirun *m = calloc(1, sizeof *m);
+    repro_multirun *m = repro_cli_program_runs(&a->co, program, a->name, a->timeout_s, "bisect");
     if (!m)
         return REPRO_EXIT_ENV;
-    repro_multirun_init(m, name, name, "bisect");
-    m->cmd = program;
-    m->timeout_s = a->timeout_s;
-    m->quiet = a->co.quiet || a->co.json;
-    m->no_element_detail = 1;
-    repro_multirun_add_pass(m, &a->co.pass);
     m->pass[m->npass++] = "--set";
     m->pass[m->npass++] = "trace.level=op";
     int rc = repro_multirun_add_runs(m, repeat);

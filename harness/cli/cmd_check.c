@@ -241,16 +241,21 @@ static int add_lists(repro_multirun *m, const check_opts *o)
 /* The runs: N with the experiment's own settings, one per thread and
  * worker count, one resumed. The experiment and the overrides are
  * validated here, so errors name the file. 0 or -1 (error slot). */
+/* What every check plans: the common options to every run, --runs runs
+ * and one run per value of each list (--threads, --workers, --ranks). */
+static int plan_common_runs(repro_multirun *m, const check_opts *o)
+{
+    repro_multirun_add_pass(m, &o->co.pass);
+    m->quiet = o->co.json || o->co.quiet;
+    return repro_multirun_add_runs(m, o->runs) || add_lists(m, o) ? -1 : 0;
+}
+
 static int plan_program_runs(repro_multirun *m, const check_opts *o)
 {
     repro_multirun_init(m, o->name, o->name, "check");
     m->cmd = o->program;
     m->timeout_s = o->timeout_s;
-    repro_multirun_add_pass(m, &o->co.pass);
-    m->quiet = o->co.json || o->co.quiet;
-    if (repro_multirun_add_runs(m, o->runs))
-        return -1;
-    if (add_lists(m, o))
+    if (plan_common_runs(m, o))
         return -1;
     if (m->nplan < 2 && o->no_golden)
         return repro_error_set(REPRO_EINVAL,
@@ -272,11 +277,7 @@ static int plan_runs(repro_multirun *m, check_opts *o)
     o->allreduce_ring = cfg.variant_allreduce == 1; /* ring (core/dist.h) */
     repro_multirun_init(m, o->exp, cfg.name, "check");
     m->total_steps = cfg.train_steps;
-    repro_multirun_add_pass(m, &o->co.pass);
-    m->quiet = o->co.json || o->co.quiet;
-    if (repro_multirun_add_runs(m, o->runs))
-        return -1;
-    if (add_lists(m, o))
+    if (plan_common_runs(m, o))
         return -1;
     long resume_at = o->resume_at;
     if (resume_at) {

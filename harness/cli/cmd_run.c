@@ -588,19 +588,9 @@ static int run_program(run_opts *o, int argc, char **argv, char **program)
                         argv[optind]);
         return repro_report_error();
     }
-    char name[128];
-    snprintf(name, sizeof name, "%s", o->name);
-    if (!name[0])
-        repro_program_name(program, name, sizeof name);
-    repro_multirun *m = calloc(1, sizeof *m);
+    repro_multirun *m = repro_cli_program_runs(&o->co, program, o->name, o->timeout_s, "run");
     if (!m)
         return REPRO_EXIT_ENV;
-    repro_multirun_init(m, name, name, "run");
-    m->cmd = program;
-    m->timeout_s = o->timeout_s;
-    m->quiet = o->co.quiet || o->co.json;
-    m->no_element_detail = 1;
-    repro_multirun_add_pass(m, &o->co.pass);
     int rc = repro_multirun_add(m, "run", "fresh-process run to run", NULL, NULL) ||
                      repro_multirun_execute(m)
                  ? repro_report_error()

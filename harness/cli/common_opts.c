@@ -2,6 +2,7 @@
  * the parser and help printer built from it (see common_opts.h). */
 #include "cli/common_opts.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -214,4 +215,23 @@ int repro_cli_next(repro_cli_parser *p, int argc, char **argv, repro_common *c,
         if (r->parse(c, r, p->spec->name, (r->list_commands & p->spec->bit) != 0, optarg))
             return -1;
     }
+}
+
+repro_multirun *repro_cli_program_runs(const repro_common *co, char **program, const char *name,
+                                       double timeout_s, const char *kind)
+{
+    char label[128];
+    snprintf(label, sizeof label, "%s", name);
+    if (!label[0])
+        repro_program_name(program, label, sizeof label);
+    repro_multirun *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    repro_multirun_init(m, label, label, kind);
+    m->cmd = program;
+    m->timeout_s = timeout_s;
+    m->quiet = co->quiet || co->json;
+    m->no_element_detail = 1;
+    repro_multirun_add_pass(m, &co->pass);
+    return m;
 }

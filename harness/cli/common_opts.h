@@ -110,4 +110,12 @@ void repro_cli_parser_init(repro_cli_parser *p, const repro_cli_spec *s);
 int repro_cli_next(repro_cli_parser *p, int argc, char **argv, repro_common *c,
                    const char **value);
 
+/* The multi-run of a `-- PROGRAM` command (run, bisect): runs filed under
+ * `name`, or the program's own name when it is empty, with the common
+ * options passed to every run, quiet under -q or --json, killed after
+ * timeout_s (0: never), and no element-detail re-runs. NULL when out of
+ * memory; release with repro_multirun_release, then free. */
+repro_multirun *repro_cli_program_runs(const repro_common *co, char **program, const char *name,
+                                       double timeout_s, const char *kind);
+
 #endif
