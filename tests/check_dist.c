@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/dist.h"
 #include "testutil.h"
+#include "util/fault.h"
 
 static char out[1 << 20], err[1 << 16];
 
@@ -244,12 +246,65 @@ START_TEST(test_compare_varies_ranks)
 }
 END_TEST
 
+/* The replica fault's rank= is checked like its other fields, and only
+ * the replica path applies it, on that rank only. */
+START_TEST(test_replica_fault_parsing)
+{
+    static const char *const bad[] = {"flip:step=5:tensor=param.fc1.weight:rank=x",
+                                       "flip:step=5:tensor=param.fc1.weight:rank=-1",
+                                       "flip:step=5:tensor=param.fc1.weight:rank=65536",
+                                       "flip:step=5:tensor=param.fc1.weight:rank="};
+    repro_fault f;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("REPRO_FAULT", bad[i], 1);
+        ck_assert_msg(repro_fault_from_env(&f) == -1, "%s was accepted", bad[i]);
+    }
+    setenv("REPRO_FAULT", "flip:step=5:tensor=param.w:rank=1:element=2:bit=3", 1);
+    unsetenv("REPRO_CHECK_RUN");
+    ck_assert_int_eq(repro_fault_from_env(&f), 0);
+    unsetenv("REPRO_FAULT");
+    ck_assert_int_eq(f.replica, 2);
+    float w[4] = {1, 1, 1, 1}, ref[4] = {1, 1, 1, 1};
+    ck_assert_int_eq(repro_fault_apply(&f, 5, "param.w", w, sizeof w), 0); /* not the recorder's */
+    ck_assert_int_eq(repro_fault_apply_replica(&f, 0, 5, "param.w", w, sizeof w), 0);
+    ck_assert_int_eq(repro_fault_apply_replica(&f, 1, 4, "param.w", w, sizeof w), 0);
+    ck_assert(!memcmp(w, ref, sizeof w));
+    ck_assert_int_eq(repro_fault_apply_replica(&f, 1, 5, "param.w", w, sizeof w), 1);
+    ck_assert(memcmp(w + 2, ref + 2, 4) != 0 && !memcmp(w, ref, 8));
+}
+END_TEST
+
+/* The launcher's world size comes from its environment; anything but a
+ * decimal count in range means "not launched". */
+START_TEST(test_launcher_environment)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE",
+                                       "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    ck_assert_int_eq(repro_dist_launched_size(), 0);
+    static const char *const junk[] = {"", "abc", "0", "-2", "4x", "99999999"};
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+        setenv("OMPI_COMM_WORLD_SIZE", junk[i], 1);
+        ck_assert_msg(repro_dist_launched_size() == 0, "'%s' read as a world size", junk[i]);
+    }
+    setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+    ck_assert_int_eq(repro_dist_launched_size(), 4);
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    setenv("PMI_SIZE", "3", 1);
+    ck_assert_int_eq(repro_dist_launched_size(), 3);
+    unsetenv("PMI_SIZE");
+}
+END_TEST
+
 Suite *dist_suite(void)
 {
     Suite *s = suite_create("dist");
     TCase *tc = tcase_create("dist");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_shard_rule_config_checks);
+    tcase_add_test(tc, test_replica_fault_parsing);
+    tcase_add_test(tc, test_launcher_environment);
     tcase_add_test(tc, test_world_size_invariant);
     tcase_add_test(tc, test_ring_fails_under_world_size);
     tcase_add_test(tc, test_arrival_fails_run_to_run);
