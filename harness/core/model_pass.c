@@ -193,11 +193,14 @@ static void finish_param_grads(repro_model *m, repro_param *w, float *dw, float 
     m->be->add(m->be_ctx, w[1].grad, db, w[1].numel);
 }
 
-/* The shard rule's parameter gradients of a linear or conv layer: each
- * shard's dw, db from +0 over its own rows (rounded to the precision under
- * bf16/fp16), the shards summed by m->reduce in shard order, the sum
- * written to the grads or, when accumulating, added to them in float. */
-/* The same for a linear layer in one process when the backend sums the
+/* One process holds every shard: m->reduce is the local sum
+ * (repro_model_set_shards), not a data-parallel one. */
+static int one_process(const repro_model *m)
+{
+    return m->reduce_ctx == (const void *)m;
+}
+
+/* The shard rule for a linear layer in one process when the backend sums the
  * shards of dw itself (fp32, ordered variant): dw in one pass, the small
  * db through the partials. Bitwise the general path's result. */
 static int shard_linear_fused(repro_model *m, const repro_layer *l, int i, int B, int accumulate)
@@ -205,7 +208,7 @@ static int shard_linear_fused(repro_model *m, const repro_layer *l, int i, int B
     const repro_backend *be = m->be;
     void *ctx = m->be_ctx;
     repro_param *w = &m->params[l->param];
-    if (!be->linear_backward_weight_sharded || m->reduce_ctx != (void *)m ||
+    if (!be->linear_backward_weight_sharded || !one_process(m) ||
         m->precision != REPRO_PRECISION_FP32 || m->var_linear_bwd_weight != REPRO_VARIANT_ORDERED)
         return 0;
     int S = m->shard_rows, nq = B / S;
@@ -224,6 +227,10 @@ static int shard_linear_fused(repro_model *m, const repro_layer *l, int i, int B
     return 1;
 }
 
+/* The shard rule's parameter gradients of a linear or conv layer: each
+ * shard's dw, db from +0 over its own rows (rounded to the precision under
+ * bf16/fp16), the shards summed by m->reduce in shard order, the sum
+ * written to the grads or, when accumulating, added to them in float. */
 static void shard_param_grads(repro_model *m, const repro_layer *l, int i, int B, int accumulate)
 {
     if (l->kind == REPRO_LAYER_LINEAR && shard_linear_fused(m, l, i, B, accumulate))
@@ -236,7 +243,7 @@ static void shard_param_grads(repro_model *m, const repro_layer *l, int i, int B
     long in_per = (long)S * layer_in_numel(l), out_per = (long)S * layer_out_numel(l);
     /* One process writing the grads: shard 0 straight into them and the
      * others added after it, the same adds as the reduce, one copy less. */
-    int direct = m->reduce_ctx == (void *)m && !accumulate;
+    int direct = one_process(m) && !accumulate;
     for (int q = 0; q < nq; q++) {
         float *dw = m->shard_slots + q * n, *db = dw + nw;
         if (direct && q == 0)
