@@ -124,6 +124,54 @@ START_TEST(test_gemm_every_path)
 }
 END_TEST
 
+/* The shard rule's GEMM (the weight gradient: A = dy^T) on every path:
+ * each shard summed from +0 in ascending k, the partials added in shard
+ * order, then C = total or C + total; full tiles, edge tiles, a short last
+ * shard's fallback and K over one block (the reference order). */
+START_TEST(test_gemm_sharded_every_path)
+{
+    const int shapes[][4] = {{256, 784, 64, 16}, {13, 37, 48, 16}, {7, 3, 6, 3},
+                             {33, 70, 256, 32}, {20, 40, 300, 4}, {6, 16, 16, 1}};
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    repro_pool *pool2;
+    ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], S = shapes[s][3];
+        long ldc = N + 3;
+        float *A = rand_floats((long)K * M, 50 + s), *B = rand_floats((long)K * N, 60 + s);
+        float *C0 = rand_floats(M * ldc, 70 + s), *part = rand_floats(M * ldc, 1);
+        A[0] = -0.0f;
+        for (int acc = 0; acc < 2; acc++) {
+            float *want = dup(C0, M * ldc), *total = dup(C0, M * ldc);
+            for (int k0 = 0; k0 < K; k0 += S) {
+                gemm_ref(M, N, S, A + (long)k0 * M, 1, M, B + (long)k0 * N, N, part, ldc, NULL,
+                         0);
+                for (long e = 0; e < M * ldc; e++)
+                    total[e] = k0 == 0 ? part[e] : total[e] + part[e];
+            }
+            for (int m = 0; m < M; m++)
+                for (int n = 0; n < N; n++)
+                    want[m * ldc + n] = acc ? want[m * ldc + n] + total[m * ldc + n]
+                                            : total[m * ldc + n];
+            for (int i = 0; i < np; i++) {
+                ck_assert_int_eq(repro_isa_select(p[i]), 0);
+                float *got = dup(C0, M * ldc);
+                repro_gemm_sharded(pool2, M, N, K, S, A, 1, M, B, N, got, ldc, acc);
+                ck_assert_msg(!memcmp(got, want, (size_t)(M * ldc) * sizeof(float)),
+                              "sharded gemm %dx%dx%d S=%d acc %d differs on %s", M, N, K, S, acc,
+                              repro_isa_name(p[i]));
+                free(got);
+            }
+            free(want), free(total);
+        }
+        free(A), free(B), free(C0), free(part);
+    }
+    repro_pool_free(pool2);
+    repro_isa_select(repro_isa_best());
+}
+END_TEST
+
 /* ---- convolution ------------------------------------------------------------- */
 
 static float xat(const repro_conv_shape *s, const float *x, long b, long c, long iy, long ix)
@@ -402,6 +450,7 @@ Suite *isa_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_names_and_selection);
     tcase_add_test(tc, test_gemm_every_path);
+    tcase_add_test(tc, test_gemm_sharded_every_path);
     tcase_add_test(tc, test_conv_every_path);
     tcase_add_test(tc, test_conv_algos_same_bits_every_path);
     tcase_add_test(tc, test_maxpool_wide_planes);

@@ -131,25 +131,23 @@ static void run_tile(const repro_simd *s, long kc, const float *Ap, const float 
         memcpy(C + r * ldc, t + r * s->nr, (size_t)cols * sizeof *t);
 }
 
-/* Sharded mode (repro_gemm_sharded): the tile's K range is nshards
- * shards of S; each shard's partial starts from +0 in its own tile buffer
- * (ascending k within the shard), the partials are added in shard order,
- * total = P0 then total + P1 ..., and C becomes total, or C + total with
- * accumulate. The tiles live in L1; C is read and written once. */
+/* Sharded mode (repro_gemm_sharded): the tile's K range is shards of S;
+ * the register tile (simd.h: gemm_tile_shards) sums each shard from +0
+ * (ascending k within the shard) and adds the partials in shard order,
+ * total = P0 then total + P1 ...; C becomes total, or C + total with
+ * accumulate. A full tile without accumulate keeps total in C itself;
+ * otherwise total lives in an L1 buffer and C is read and written once. */
 static void run_tile_sharded(const repro_simd *s, long kc, int S, const float *Ap,
                              const float *Bp, long ldb, float *C, long ldc, int rows, int cols,
                              int accumulate)
 {
-    float total[16 * 32], part[16 * 32]; /* mr x nr of the widest path */
-    int mr = s->mr, nr = s->nr, n = mr * nr; /* nr is a multiple of 4 on every path */
-    repro_fzero(total, n);
-    s->gemm_tile(S, Ap, Bp, ldb, total, nr);
-    for (long q = 1; q * S < kc; q++) {
-        repro_fzero(part, n);
-        s->gemm_tile(S, Ap + q * S * mr, Bp + q * S * ldb, ldb, part, nr);
-        for (int i = 0; i + 4 <= n; i += 4) /* lanes: independent elements */
-            v4_store(total + i, v4_load(total + i) + v4_load(part + i));
+    if (!accumulate && rows == s->mr && cols == s->nr) {
+        s->gemm_tile_shards(kc, S, Ap, Bp, ldb, C, ldc);
+        return;
     }
+    float total[16 * 32]; /* mr x nr of the widest path */
+    int nr = s->nr;       /* a multiple of 4 on every path */
+    s->gemm_tile_shards(kc, S, Ap, Bp, ldb, total, nr);
     for (int r = 0; r < rows; r++) {
         float *c = C + r * ldc;
         const float *t = total + r * nr;

@@ -24,6 +24,12 @@ typedef struct {
      * of nr floats, ldb apart). C holds the running sums: a caller that
      * splits K into blocks keeps each element's order ascending in k. */
     void (*gemm_tile)(long kc, const float *Ap, const float *Bp, long ldb, float *C, long ldc);
+    /* The sharded register tile: K (kc) cut into shards of S (the last one
+     * may be short); shard q's partial Pq[r][j] = +0 + Ap[k*mr + r]*Bp[k*ldb
+     * + j] over its k ascending, and T[r][j] (row stride ldt) becomes P0,
+     * then T + P1, T + P2 ... in shard order (T's old value is not read). */
+    void (*gemm_tile_shards)(long kc, long S, const float *Ap, const float *Bp, long ldb,
+                             float *T, long ldt);
     /* Column sums of conv backward filter, nv (1..3 fast, any works)
      * vectors of output columns ox = v*lanes + lane, R kernel columns rx:
      *   acc[rx][ox] = acc[rx][ox] + dy[dy_off[j] + ox] * x[x_off[j] + ox + rx]

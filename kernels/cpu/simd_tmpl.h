@@ -57,6 +57,36 @@ TGT static void SFX(gemm_tile)(long kc, const float *Ap, const float *Bp, long l
     MR_ROWS(TILE_STORE)
 }
 
+/* ---- sharded GEMM register tile (simd.h: gemm_tile_shards) --------------
+ * Each shard's partial starts from +0 in registers (no load), and goes to T
+ * once: T = P0 for the first shard, T = T + Pq after it, so T's order is
+ * the shard order and each partial's is ascending k. */
+#define SHARD_ZERO(r) VF c##r##a = SFX(splat)(0.0f), c##r##b = c##r##a;
+#define SHARD_FIRST(r)                                                                 \
+    SFX(st)(T + (r) * ldt, c##r##a);                                                   \
+    SFX(st)(T + (r) * ldt + LANES, c##r##b);
+#define SHARD_ADD(r)                                                                   \
+    SFX(st)(T + (r) * ldt, SFX(ld)(T + (r) * ldt) + c##r##a);                          \
+    SFX(st)(T + (r) * ldt + LANES, SFX(ld)(T + (r) * ldt + LANES) + c##r##b);
+
+TGT static void SFX(gemm_tile_shards)(long kc, long S, const float *Ap, const float *Bp,
+                                      long ldb, float *T, long ldt)
+{
+    for (long q0 = 0; q0 < kc; q0 += S) {
+        MR_ROWS(SHARD_ZERO)
+        long k1 = q0 + S < kc ? q0 + S : kc;
+        for (long k = q0; k < k1; k++, Ap += MR, Bp += ldb) {
+            VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);
+            MR_ROWS(TILE_STEP)
+        }
+        if (q0 == 0) {
+            MR_ROWS(SHARD_FIRST)
+        } else {
+            MR_ROWS(SHARD_ADD)
+        }
+    }
+}
+
 /* ---- column sums of conv backward filter (simd.h: colsum) ----------------
  * R = 3 with 1..3 vectors in registers (3 x 3 accumulators at most, so
  * SSE2's and AVX2's 16 registers hold them with the loads); anything else
@@ -120,4 +150,7 @@ TGT static void SFX(colsum)(int R, int nv, long nrows, const float *dy, const lo
 #undef TILE_LOAD
 #undef TILE_STEP
 #undef TILE_STORE
+#undef SHARD_ZERO
+#undef SHARD_FIRST
+#undef SHARD_ADD
 #undef COLSUM_R3
