@@ -71,10 +71,24 @@ static void gemm_plain_sharded(int M, int N, int K, const float *A, long a_rs, l
         }
 }
 
-/* Ap[k*mr + r] = A(m0 + r, k0 + k), rows past M as 0. */
+/* Ap[k*mr + r] = A(m0 + r, k0 + k), rows past M as 0. A row-major A
+ * (a_cs = 1: the forward's inputs) is read row by row, contiguously; the
+ * writes land mr floats apart inside the panel, which stays in L1. */
 static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, int mr, long k0,
                    long kc, float *Ap)
 {
+    if (a_cs == 1 && a_rs != 1) {
+        for (int r = 0; r < mr; r++) {
+            const float *a = A + (m0 + r) * a_rs + k0;
+            if (r >= rows)
+                for (long k = 0; k < kc; k++)
+                    Ap[k * mr + r] = 0.0f;
+            else
+                for (long k = 0; k < kc; k++)
+                    Ap[k * mr + r] = a[k];
+        }
+        return;
+    }
     for (long k = 0; k < kc; k++) {
         const float *a = A + m0 * a_rs + (k0 + k) * a_cs;
         float *d = Ap + k * mr;
@@ -103,13 +117,18 @@ static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long 
             }
             continue;
         }
-        /* k outer: the writes run along the panel; the reads are `cols`
-         * rows of the transposed matrix, each walked in order */
+        /* column outer: a transposed B (b_rs = 1: linear's weights) is read
+         * along each column's contiguous run of k; the writes land nr
+         * floats apart inside the panel, which stays in L1 */
         const float *b = B + k0 * b_rs + (n0 + p * nr) * b_cs;
-        for (long k = 0; k < kc; k++, d += nr) {
-            for (long j = 0; j < cols; j++)
-                d[j] = b[k * b_rs + j * b_cs];
-            repro_fzero(d + cols, nr - cols);
+        for (long j = 0; j < nr; j++) {
+            const float *bj = b + j * b_cs;
+            if (j >= cols)
+                for (long k = 0; k < kc; k++)
+                    d[k * nr + j] = 0.0f;
+            else
+                for (long k = 0; k < kc; k++)
+                    d[k * nr + j] = bj[k * b_rs];
         }
     }
 }
