@@ -1,12 +1,13 @@
 /* 2-D convolution (stride 1, zero padding), direct: forward, backward data,
  * backward filter/bias, each in the exact per-element order ops.h states.
  * Determinism argument: every output element is written by exactly one chunk
- * (forward and backward data: a sample, as unfold + GEMM, or planes in the
- * plain loops; backward filter: a (k, c, ry) filter row, plus db[k] in the
- * (k, 0, 0) chunk), chunk boundaries depend only on the shape, and vector
- * lanes run across output positions, never across the terms of one sum; the
- * GEMM keeps each sum's order (gemm.c). The plain loops stay as the
- * fallback (no scratch memory, non-finite weights in backward data).
+ * (forward and backward data: a sample, on the register tiles of
+ * conv_tiles.c, or planes in the plain loops; backward filter: a (k, c, ry)
+ * filter row, plus db[k] in the (k, 0, 0) chunk), chunk boundaries depend
+ * only on the shape, and vector lanes run across output positions, never
+ * across the terms of one sum; the tiles keep each sum's order. The plain
+ * loops stay as the fallback (no scratch memory, non-finite weights in
+ * backward data).
  * Padding: in forward and backward filter the padded positions are real
  * terms whose input value is +0 (w*0 resp. dy*0 is added, exactly as "zero
  * padding" reads, so the sign of a zero result or a non-finite weight behaves
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "conv_algos.h"
+#include "conv_tiles.h"
 #include "scratch.h"
 #include "simd.h"
 #include "vec4.h"
@@ -112,38 +114,24 @@ static void fwd_chunk(void *vctx, long chunk)
     }
 }
 
-/* ---- forward as unfold + GEMM: chunk = sample b --------------------------
- * y_b[k][p] = bias[k] + sum over q = (c, ry, rx) ascending of w[k][q] *
- * col[q][p]: repro_gemm's order (start value, then ascending k) is exactly
- * the direct order, and a padded position's col entry is +0, so its term is
- * w * 0 as fwd_chunk adds it. Same bits, at GEMM speed. */
-static void fwd_gemm_chunk(void *vctx, long b)
+/* Sample b's planes by the plain loops (conv_tiles.h's fallback). */
+static void fwd_sample(void *vctx, long b)
 {
     const conv_ctx *cx = vctx;
-    const repro_conv_shape *s = cx->s;
-    long Q = (long)s->C * s->R * s->R, P = (long)repro_conv_oh(s) * repro_conv_ow(s);
-    float *col = repro_scratch(REPRO_SCRATCH_CONV, (size_t)(Q * P));
-    if (!col) { /* no memory for the unfold: the plain planes */
-        for (long k = 0; k < s->K; k++)
-            fwd_chunk(vctx, b * s->K + k);
-        return;
-    }
-    repro_conv_unfold(s, cx->x + b * s->C * s->H * s->W, col);
-    float *yb = cx->y + b * s->K * P;
-    if (cx->b) /* the GEMM's bias is per column; here it is per row k */
-        for (long k = 0; k < s->K; k++)
-            for (long p = 0; p < P; p++)
-                yb[k * P + p] = cx->b[k];
-    repro_gemm_serial(s->K, (int)P, (int)Q, cx->w, Q, 1, col, P, yb, P, NULL, cx->b != NULL);
+    for (long k = 0; k < cx->s->K; k++)
+        fwd_chunk(vctx, b * cx->s->K + k);
 }
 
+/* The register tiles (conv_tiles.c: same order, same bits, one chunk per
+ * sample), or the plain planes when their tables do not fit in memory. */
 void repro_conv2d_forward(repro_pool *pool, const repro_conv_shape *s, const float *x,
                           const float *w, const float *b, float *y)
 {
     if (repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0)
         return;
     conv_ctx cx = {.s = s, .x = x, .w = w, .b = b, .y = y};
-    repro_pool_run(pool, s->B, fwd_gemm_chunk, &cx);
+    if (repro_conv_forward_tiled(pool, s, x, w, b, y, fwd_sample, &cx))
+        repro_pool_run(pool, (long)s->B * s->K, fwd_chunk, &cx);
 }
 
 /* ---- backward data: chunk = (b, c) input-gradient plane ------------------ */
@@ -174,59 +162,12 @@ static void bwd_data_chunk(void *vctx, long chunk)
     }
 }
 
-/* ---- backward data as unfold + GEMM: chunk = sample b ---------------------
- * dx_b[c][i] = +0 + sum over q' = (k, ry, rx) ascending of wt[c][q'] *
- * E[q'][i], E[(k, ry, rx)][(iy, ix)] = dy[b][k][iy-ry+pad][ix-rx+pad], or +0
- * where that is out of range. The contract skips those terms; adding w * 0
- * instead is the same bits when w is finite (the product is a zero, and a
- * sum that starts from +0 is never -0, so adding a zero changes nothing),
- * so this path runs only when every weight is finite. */
-typedef struct {
-    const conv_ctx *cx;
-    const float *wt; /* [C][K*R*R] */
-} bwdd_ctx;
-
-static void bwd_data_unfold(const repro_conv_shape *s, const float *dyb, float *E)
+/* Sample b's channels by the plain loops (conv_tiles.h's fallback). */
+static void bwd_data_sample(void *vctx, long b)
 {
-    long K = s->K, H = s->H, W = s->W, R = s->R, pad = s->pad;
-    long OH = repro_conv_oh(s), OW = repro_conv_ow(s);
-    for (long k = 0; k < K; k++)
-        for (long ry = 0; ry < R; ry++)
-            for (long rx = 0; rx < R; rx++) {
-                float *row = E + ((k * R + ry) * R + rx) * H * W;
-                const float *dyp = dyb + k * OH * OW;
-                /* ix whose dy column ix - rx + pad lies in [0, OW) */
-                long lo = lmin(W, lmax(0, rx - pad));
-                long hi = lmax(lo, lmin(W, OW + rx - pad));
-                for (long iy = 0; iy < H; iy++) {
-                    float *r = row + iy * W;
-                    long oy = iy - ry + pad;
-                    if (oy < 0 || oy >= OH) {
-                        repro_fzero(r, W);
-                        continue;
-                    }
-                    repro_fzero(r, lo);
-                    repro_fcopy(r + lo, dyp + oy * OW + lo - rx + pad, hi - lo);
-                    repro_fzero(r + hi, W - hi);
-                }
-            }
-}
-
-static void bwd_data_gemm_chunk(void *vctx, long b)
-{
-    const bwdd_ctx *d = vctx;
-    const repro_conv_shape *s = d->cx->s;
-    long C = s->C, HW = (long)s->H * s->W, Q = (long)s->K * s->R * s->R;
-    long OHW = (long)repro_conv_oh(s) * repro_conv_ow(s);
-    float *E = repro_scratch(REPRO_SCRATCH_CONV, (size_t)(Q * HW));
-    if (!E) {
-        for (long c = 0; c < C; c++)
-            bwd_data_chunk((void *)d->cx, b * C + c);
-        return;
-    }
-    bwd_data_unfold(s, d->cx->dy + b * s->K * OHW, E);
-    repro_gemm_serial((int)C, (int)HW, (int)Q, d->wt, Q, 1, E, HW, d->cx->dx + b * C * HW, HW,
-                      NULL, 0);
+    const conv_ctx *cx = vctx;
+    for (long c = 0; c < cx->s->C; c++)
+        bwd_data_chunk(vctx, b * cx->s->C + c);
 }
 
 static int all_finite(const float *a, long n)
@@ -237,23 +178,17 @@ static int all_finite(const float *a, long n)
     return 1;
 }
 
+/* The register tiles when every weight is finite (conv_tiles.h: a skipped
+ * term becomes w * 0, the same bits only then), else the plain loops. */
 void repro_conv2d_backward_data(repro_pool *pool, const repro_conv_shape *s, const float *dy,
                                 const float *w, float *dx)
 {
     conv_ctx cx = {.s = s, .dy = dy, .w = w, .dx = dx};
-    long C = s->C, K = s->K, RR = (long)s->R * s->R, nw = K * C * RR;
-    float *wt = repro_conv_oh(s) > 0 && repro_conv_ow(s) > 0 && all_finite(w, nw)
-                    ? repro_scratch(REPRO_SCRATCH_CALL, (size_t)nw)
-                    : NULL;
-    if (!wt) {
-        repro_pool_run(pool, (long)s->B * s->C, bwd_data_chunk, &cx);
+    long nw = (long)s->K * s->C * s->R * s->R;
+    if (repro_conv_oh(s) > 0 && repro_conv_ow(s) > 0 && all_finite(w, nw) &&
+        !repro_conv_backward_data_tiled(pool, s, dy, w, dx, bwd_data_sample, &cx))
         return;
-    }
-    for (long c = 0; c < C; c++) /* wt[c][(k, r)] = w[k][c][r] */
-        for (long k = 0; k < K; k++)
-            memcpy(wt + (c * K + k) * RR, w + (k * C + c) * RR, (size_t)RR * sizeof *wt);
-    bwdd_ctx d = {&cx, wt};
-    repro_pool_run(pool, s->B, bwd_data_gemm_chunk, &d);
+    repro_pool_run(pool, (long)s->B * s->C, bwd_data_chunk, &cx);
 }
 
 /* ---- backward filter: chunk = (k, c, ry), owning dw[k][c][ry][0..R) ------- */

@@ -30,6 +30,11 @@ typedef struct {
      * then T + P1, T + P2 ... in shard order (T's old value is not read). */
     void (*gemm_tile_shards)(long kc, long S, const float *Ap, const float *Bp, long ldb,
                              float *T, long ldt);
+    /* A direct convolution tile: 4 channels g x 2 rows r x `lanes` columns
+     * l, out[g*ldg + r*ldr + l] = init[g] + wt[t*4 + g] * in[t_off[t] +
+     * r*ws + l] for t = 0 .. nt-1 in that order. */
+    void (*conv_tile)(long nt, const float *wt, const long *t_off, const float *in, long ws,
+                      const float *init, float *out, long ldg, long ldr);
     /* Column sums of conv backward filter, nv (1..3 fast, any works)
      * vectors of output columns ox = v*lanes + lane, R kernel columns rx:
      *   acc[rx][ox] = acc[rx][ox] + dy[dy_off[j] + ox] * x[x_off[j] + ox + rx]

@@ -13,8 +13,8 @@
 #define SPLAT_INIT(a) {a, a, a, a, a, a, a, a}
 #include "simd_tmpl.h"
 
-const repro_simd repro_simd_avx2 = {REPRO_ISA_AVX2, LANES, MR, 2 * LANES, gemm_tile_avx2, gemm_tile_shards_avx2,
+const repro_simd repro_simd_avx2 = {REPRO_ISA_AVX2, LANES, MR, 2 * LANES, gemm_tile_avx2, gemm_tile_shards_avx2, conv_tile_avx2,
                                     colsum_avx2};
 #else
-const repro_simd repro_simd_avx2 = {REPRO_ISA_AVX2, 0, 0, 0, 0, 0, 0};
+const repro_simd repro_simd_avx2 = {REPRO_ISA_AVX2, 0, 0, 0, 0, 0, 0, 0};
 #endif

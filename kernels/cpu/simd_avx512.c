@@ -14,7 +14,7 @@
 #include "simd_tmpl.h"
 
 const repro_simd repro_simd_avx512 = {REPRO_ISA_AVX512, LANES, MR, 2 * LANES,
-                                      gemm_tile_avx512, gemm_tile_shards_avx512, colsum_avx512};
+                                      gemm_tile_avx512, gemm_tile_shards_avx512, conv_tile_avx512, colsum_avx512};
 #else
-const repro_simd repro_simd_avx512 = {REPRO_ISA_AVX512, 0, 0, 0, 0, 0, 0};
+const repro_simd repro_simd_avx512 = {REPRO_ISA_AVX512, 0, 0, 0, 0, 0, 0, 0};
 #endif

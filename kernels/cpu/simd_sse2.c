@@ -11,5 +11,5 @@
 #define SPLAT_INIT(a) {a, a, a, a}
 #include "simd_tmpl.h"
 
-const repro_simd repro_simd_sse2 = {REPRO_ISA_SSE2, LANES, MR, 2 * LANES, gemm_tile_sse2, gemm_tile_shards_sse2,
+const repro_simd repro_simd_sse2 = {REPRO_ISA_SSE2, LANES, MR, 2 * LANES, gemm_tile_sse2, gemm_tile_shards_sse2, conv_tile_sse2,
                                     colsum_sse2};

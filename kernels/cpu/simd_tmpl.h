@@ -87,6 +87,42 @@ TGT static void SFX(gemm_tile_shards)(long kc, long S, const float *Ap, const fl
     }
 }
 
+/* ---- direct convolution tile (simd.h: conv_tile) -------------------------
+ * 4 channels g x 2 rows r x LANES columns l, 8 accumulators:
+ *   out[g*ldg + r*ldr + l] = init[g] + wt[0*4 + g] * in[t_off[0] + r*ws + l]
+ *                                    + wt[1*4 + g] * in[t_off[1] + r*ws + l] ...
+ * over the nt terms in order. */
+TGT static void SFX(conv_tile)(long nt, const float *wt, const long *t_off, const float *in,
+                               long ws, const float *init, float *out, long ldg, long ldr)
+{
+    VF a00 = SFX(splat)(init[0]), a01 = a00, a10 = SFX(splat)(init[1]), a11 = a10;
+    VF a20 = SFX(splat)(init[2]), a21 = a20, a30 = SFX(splat)(init[3]), a31 = a30;
+    for (long t = 0; t < nt; t++, wt += 4) {
+        const float *p = in + t_off[t];
+        VF d0 = SFX(ld)(p), d1 = SFX(ld)(p + ws);
+        VF w = SFX(splat)(wt[0]);
+        a00 = a00 + w * d0;
+        a01 = a01 + w * d1;
+        w = SFX(splat)(wt[1]);
+        a10 = a10 + w * d0;
+        a11 = a11 + w * d1;
+        w = SFX(splat)(wt[2]);
+        a20 = a20 + w * d0;
+        a21 = a21 + w * d1;
+        w = SFX(splat)(wt[3]);
+        a30 = a30 + w * d0;
+        a31 = a31 + w * d1;
+    }
+    SFX(st)(out, a00);
+    SFX(st)(out + ldr, a01);
+    SFX(st)(out + ldg, a10);
+    SFX(st)(out + ldg + ldr, a11);
+    SFX(st)(out + 2 * ldg, a20);
+    SFX(st)(out + 2 * ldg + ldr, a21);
+    SFX(st)(out + 3 * ldg, a30);
+    SFX(st)(out + 3 * ldg + ldr, a31);
+}
+
 /* ---- column sums of conv backward filter (simd.h: colsum) ----------------
  * R = 3 with 1..3 vectors in registers (3 x 3 accumulators at most, so
  * SSE2's and AVX2's 16 registers hold them with the loads); anything else

@@ -1,0 +1,181 @@
+/* Direct convolution on register tiles (conv_tiles.h): the forward and the
+ * backward data pass as "each output = start value + its terms in order",
+ * the terms read from a zero-padded copy of one sample's input.
+ *
+ * Determinism argument: an output element's terms are added one by one in
+ * the order of the offset table, which lists them in the order ops.h
+ * states ((c, ry, rx) for the forward, (k, ry, rx) for backward data), to a
+ * start value of bias or +0; the vector lanes of a tile are different
+ * output columns, its 8 accumulators different (channel, row) pairs, and a
+ * sample's outputs are written by the one chunk that owns the sample. The
+ * padded copy turns a padded position into a term w * 0: the forward's
+ * contract (a padded input is a +0 input); for backward data, whose
+ * contract skips such terms, adding w * 0 to a sum that started at +0 is
+ * the same bits as skipping it when w is finite (the caller checks). */
+#include "conv_tiles.h"
+
+#include <string.h>
+
+#include "scratch.h"
+#include "simd.h"
+
+enum { TILE_G = 4, TILE_ROWS = 2 };
+
+static inline long lmin(long a, long b) { return a < b ? a : b; }
+static inline long lmax(long a, long b) { return a > b ? a : b; }
+static inline long round_up(long a, long m) { return (a + m - 1) / m * m; }
+
+/* One direction's geometry. `in` has in_c planes of in_h x in_w per sample;
+ * its padded copy puts element (row, col) at (row + margin, col + margin)
+ * of planes ph x ws, zero elsewhere. */
+typedef struct {
+    const float *in;
+    float *out;
+    long in_c, in_h, in_w, out_c, out_h, out_w;
+    long margin, ph, ws;
+    long nt, groups;
+    const float *wt;   /* [groups][nt][TILE_G] */
+    const float *init; /* [groups * TILE_G] */
+    const long *t_off; /* [nt]: a term's offset in the padded copy */
+    const repro_simd *simd;
+    repro_conv_sample_fn fallback; /* sample b without scratch memory */
+    void *fallback_ctx;
+} tiles_ctx;
+
+/* The padded copy of sample b (rows and columns past the copy clipped:
+ * no tile reads them). */
+static void pad_sample(const tiles_ctx *t, long b, float *buf)
+{
+    long plane = t->ph * t->ws;
+    memset(buf, 0, (size_t)(plane * t->in_c) * sizeof *buf);
+    long rows = lmin(t->in_h, t->ph - t->margin), cols = lmin(t->in_w, t->ws - t->margin);
+    for (long c = 0; c < t->in_c; c++)
+        for (long r = 0; r < rows; r++)
+            memcpy(buf + c * plane + (r + t->margin) * t->ws + t->margin,
+                   t->in + ((b * t->in_c + c) * t->in_h + r) * t->in_w,
+                   (size_t)cols * sizeof *buf);
+}
+
+/* A tile that lies wholly inside the output is stored in place; an edge
+ * tile goes through `tile` and only its existing channels, rows and
+ * columns are copied out. */
+static void run_tile(const tiles_ctx *t, const float *buf, long b, long g, long r0, long c0)
+{
+    long L = t->simd->lanes, plane = t->out_h * t->out_w;
+    float *out = t->out + (b * t->out_c + g * TILE_G) * plane + r0 * t->out_w + c0;
+    const float *wt = t->wt + g * t->nt * TILE_G, *init = t->init + g * TILE_G;
+    const float *in = buf + r0 * t->ws + c0;
+    long channels = lmin(TILE_G, t->out_c - g * TILE_G), rows = lmin(TILE_ROWS, t->out_h - r0);
+    long cols = lmin(L, t->out_w - c0);
+    if (channels == TILE_G && rows == TILE_ROWS && cols == L) {
+        t->simd->conv_tile(t->nt, wt, t->t_off, in, t->ws, init, out, plane, t->out_w);
+        return;
+    }
+    float tile[TILE_G * TILE_ROWS * 16]; /* 16: the widest path's lanes */
+    t->simd->conv_tile(t->nt, wt, t->t_off, in, t->ws, init, tile, TILE_ROWS * L, L);
+    for (long gi = 0; gi < channels; gi++)
+        for (long ri = 0; ri < rows; ri++)
+            for (long l = 0; l < cols; l++)
+                out[gi * plane + ri * t->out_w + l] = tile[(gi * TILE_ROWS + ri) * L + l];
+}
+
+static void tiles_chunk(void *vctx, long b)
+{
+    const tiles_ctx *t = vctx;
+    float *buf = repro_scratch(REPRO_SCRATCH_CONV, (size_t)(t->ph * t->ws * t->in_c));
+    if (!buf) {
+        t->fallback(t->fallback_ctx, b);
+        return;
+    }
+    pad_sample(t, b, buf);
+    for (long g = 0; g < t->groups; g++)
+        for (long r0 = 0; r0 < t->out_h; r0 += TILE_ROWS)
+            for (long c0 = 0; c0 < t->out_w; c0 += t->simd->lanes)
+                run_tile(t, buf, b, g, r0, c0);
+}
+
+/* Sizes the padded planes for outputs up to whole tiles and the furthest
+ * term (max_row, max_col: the largest row and column offsets of a term)
+ * and lays out the shared tables in this call's scratch. NULL: no memory
+ * (a pool thread that finds none for its copy runs the fallback). */
+static float *plan(tiles_ctx *t, long max_row, long max_col)
+{
+    long L = t->simd->lanes;
+    t->ph = lmax(round_up(t->out_h, TILE_ROWS) + max_row, t->margin + 1);
+    t->ws = lmax(round_up(t->out_w, L) + max_col, t->margin + 1);
+    t->groups = (t->out_c + TILE_G - 1) / TILE_G;
+    size_t nw = (size_t)(t->groups * t->nt * TILE_G), ni = (size_t)(t->groups * TILE_G);
+    size_t no = (size_t)t->nt * sizeof(long) / sizeof(float) + 1;
+    float *tab = repro_scratch(REPRO_SCRATCH_CALL, nw + ni + no);
+    if (!tab)
+        return NULL;
+    t->t_off = (const long *)tab; /* scratch is 64-byte aligned */
+    t->wt = tab + no;
+    t->init = tab + no + nw;
+    return tab;
+}
+
+int repro_conv_forward_tiled(repro_pool *pool, const repro_conv_shape *s, const float *x,
+                             const float *w, const float *bias, float *y,
+                             repro_conv_sample_fn fallback, void *fallback_ctx)
+{
+    long C = s->C, K = s->K, R = s->R, RR = R * R;
+    tiles_ctx t = {.in = x, .out = y, .in_c = C, .in_h = s->H, .in_w = s->W, .out_c = K,
+                   .out_h = repro_conv_oh(s), .out_w = repro_conv_ow(s), .margin = s->pad,
+                   .nt = C * RR, .simd = repro_simd_get(), .fallback = fallback,
+                   .fallback_ctx = fallback_ctx};
+    float *tab = plan(&t, R - 1, R - 1);
+    if (!tab || !t.simd->conv_tile)
+        return -1;
+    long *off = (long *)tab;
+    float *wt = (float *)t.wt, *init = (float *)t.init;
+    for (long c = 0; c < C; c++) /* terms (c, ry, rx) ascending */
+        for (long ry = 0; ry < R; ry++)
+            for (long rx = 0; rx < R; rx++)
+                off[(c * R + ry) * R + rx] = c * t.ph * t.ws + ry * t.ws + rx;
+    for (long g = 0; g < t.groups; g++)
+        for (long q = 0; q < t.nt; q++)
+            for (long gi = 0; gi < TILE_G; gi++) {
+                long k = g * TILE_G + gi;
+                wt[(g * t.nt + q) * TILE_G + gi] = k < K ? w[k * t.nt + q] : 0.0f;
+            }
+    for (long k = 0; k < t.groups * TILE_G; k++)
+        init[k] = bias && k < K ? bias[k] : 0.0f;
+    repro_pool_run(pool, s->B, tiles_chunk, &t);
+    return 0;
+}
+
+int repro_conv_backward_data_tiled(repro_pool *pool, const repro_conv_shape *s, const float *dy,
+                                   const float *w, float *dx, repro_conv_sample_fn fallback,
+                                   void *fallback_ctx)
+{
+    long C = s->C, K = s->K, R = s->R, RR = R * R, pad = s->pad;
+    /* dx[c][iy][ix] reads dy[k][iy - ry + pad][ix - rx + pad]: in the copy
+     * (margin R - 1) that is row iy + (pad + R - 1 - ry), column likewise */
+    tiles_ctx t = {.in = dy, .out = dx, .in_c = K, .in_h = repro_conv_oh(s),
+                   .in_w = repro_conv_ow(s), .out_c = C, .out_h = s->H, .out_w = s->W,
+                   .margin = R - 1, .nt = K * RR, .simd = repro_simd_get(),
+                   .fallback = fallback, .fallback_ctx = fallback_ctx};
+    float *tab = plan(&t, pad + R - 1, pad + R - 1);
+    if (!tab || !t.simd->conv_tile)
+        return -1;
+    long *off = (long *)tab;
+    float *wt = (float *)t.wt, *init = (float *)t.init;
+    for (long k = 0; k < K; k++) /* terms (k, ry, rx) ascending */
+        for (long ry = 0; ry < R; ry++)
+            for (long rx = 0; rx < R; rx++)
+                off[(k * R + ry) * R + rx] =
+                    k * t.ph * t.ws + (pad + R - 1 - ry) * t.ws + (pad + R - 1 - rx);
+    for (long g = 0; g < t.groups; g++)
+        for (long q = 0; q < t.nt; q++) {
+            long k = q / RR, r = q % RR;
+            for (long gi = 0; gi < TILE_G; gi++) {
+                long c = g * TILE_G + gi;
+                wt[(g * t.nt + q) * TILE_G + gi] = c < C ? w[(k * C + c) * RR + r] : 0.0f;
+            }
+        }
+    for (long c = 0; c < t.groups * TILE_G; c++)
+        init[c] = 0.0f;
+    repro_pool_run(pool, s->B, tiles_chunk, &t);
+    return 0;
+}
