@@ -364,15 +364,18 @@ static void wino_chunk(void *vctx, long b)
     float *M = V + C * 16 * T;
 
     /* Input transform, 4 tiles (t = ty*TW + tx ascending) at a time; a
-     * short last group runs on zero lanes that are never stored. */
+     * short last group repeats its first tile in lanes that are never
+     * stored (every lane of d is written: no zeroing per group). */
     for (long c = 0; c < C; c++) {
         const float *xp = cx->x + (b * C + c) * H * W;
         float *vc = V + c * 16 * T;
         for (long t0 = 0; t0 < T; t0 += 4) {
             int nl = (int)lmin(4, T - t0);
-            float d[4][4][4] = {{{0}}};
-            for (int l = 0; l < nl; l++)
-                wino_gather(xp, H, W, pad, (t0 + l) / TW, (t0 + l) % TW, d, l);
+            float d[4][4][4];
+            for (int l = 0; l < 4; l++) {
+                long tl = t0 + (l < nl ? l : 0);
+                wino_gather(xp, H, W, pad, tl / TW, tl % TW, d, l);
+            }
             v4f dv[4][4], v[16];
             for (int i = 0; i < 4; i++)
                 for (int j = 0; j < 4; j++)
