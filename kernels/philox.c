@@ -1,5 +1,28 @@
-/* Sequential streams over the Philox block function (see philox.h). */
+/* Sequential streams over the Philox block function (see philox.h), and
+ * the many-block entry points, which run on the vector path in use
+ * (philox_vec.h) and finish the tails here with the scalar block function. */
 #include "philox.h"
+
+#include <string.h>
+
+#include "isa.h"
+#include "philox_vec.h"
+#include "kernels/shared/pointwise.h"
+
+const repro_philox_vec *repro_philox_vec_for(repro_isa isa)
+{
+    static const repro_philox_vec *const tables[REPRO_ISA_COUNT] = {
+        &repro_philox_vec_sse2, &repro_philox_vec_avx2, &repro_philox_vec_avx512};
+    if ((int)isa < 0 || isa >= REPRO_ISA_COUNT || !tables[isa]->lanes)
+        return NULL;
+    return tables[isa];
+}
+
+/* How many of n blocks the vector path v (NULL: none) takes: whole steps. */
+static long vec_count(const repro_philox_vec *v, long n)
+{
+    return v && n > 0 ? n - n % v->lanes : 0;
+}
 
 void repro_rng_init(repro_rng *rng, uint64_t key)
 {
@@ -97,14 +120,47 @@ void repro_philox_blocks4(uint64_t key, uint64_t block, uint32_t out[16])
     }
 }
 
+void repro_philox_blocks(uint64_t key, uint64_t block, long n, uint32_t *out)
+{
+    const repro_philox_vec *v = repro_philox_vec_for(repro_isa_current());
+    long i = vec_count(v, n);
+    if (i > 0)
+        v->blocks(key, block, i, out);
+    for (; i + 4 <= n; i += 4)
+        repro_philox_blocks4(key, block + (uint64_t)i, out + 4 * i);
+    for (; i < n; i++) {
+        repro_philox_ctr c = repro_philox_at(key, block + (uint64_t)i, 0);
+        memcpy(out + 4 * i, c.v, sizeof c.v);
+    }
+}
+
+void repro_philox_keep(uint64_t key, uint64_t index, long n, float p, uint8_t *mask)
+{
+    const repro_philox_vec *v = repro_philox_vec_for(repro_isa_current());
+    long i = vec_count(v, n);
+    if (i > 0)
+        v->keep(key, index, i, p, mask);
+    for (; i < n; i++)
+        mask[i] = (uint8_t)repro_hd_dropout_keep(key, index + (uint64_t)i, p);
+}
+
 void repro_rng_normals(repro_rng *rng, float *out, long n)
 {
-    /* q: the stream's next numbers: what is left of the current block,
-     * then four fresh blocks; four normals take 16, leaving as many as
-     * were left before, now the tail of the last fresh block. */
+    /* On the vector path: one fresh block per normal; the words left over
+     * before (4 - used) are as many as are left after, now the tail of the
+     * last fresh block, which becomes the buffer. */
+    const repro_philox_vec *v = repro_philox_vec_for(repro_isa_current());
+    long i = vec_count(v, n);
+    if (i > 0) {
+        v->normals(rng->key, rng->block, i, 4 - rng->used, rng->buf, out, rng->buf);
+        rng->block += (uint64_t)i;
+    }
+    /* The rest (or all, without a vector path), four at a time: q holds
+     * the stream's next numbers, what is left of the current block, then
+     * four fresh blocks; four normals take 16, leaving as many as were
+     * left before, now the tail of the last fresh block. */
     uint32_t q[20];
     int r = 4 - rng->used;
-    long i = 0;
     for (; i + 4 <= n; i += 4) {
         for (int j = 0; j < r; j++)
             q[j] = rng->buf[rng->used + j];

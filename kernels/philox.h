@@ -79,8 +79,11 @@ void repro_rng_permute(repro_rng *rng, uint32_t *perm, uint32_t n);
  * unit variance. Chosen over Box-Muller because it needs no libm (whose
  * log/cos differ between libcs) and its bits are the same everywhere. */
 float repro_rng_normal(repro_rng *rng);
-/* n successive repro_rng_normal(rng) values, the very same numbers (the
- * block function run on four blocks at a time). */
+/* n successive repro_rng_normal(rng) values, the very same numbers, and the
+ * same stream state after (the block function run on many blocks at a
+ * time, on the vector path in use: kernels/isa.h, philox_vec.h). From
+ * used = 0, a state only this function leaves, the state after is an
+ * equivalent one: the next words in the buffer rather than the next block. */
 void repro_rng_normals(repro_rng *rng, float *out, long n);
 /* The same normal from one counter-addressed block (4 uniforms). */
 float repro_philox_normal(repro_philox_ctr block);
@@ -90,6 +93,13 @@ float repro_philox_normal(repro_philox_ctr block);
  * interleaved: out[4*l + w] is word w of block + l. The same bits as four
  * calls of repro_philox_at. */
 void repro_philox_blocks4(uint64_t key, uint64_t block, uint32_t out[16]);
+/* The same for n blocks (n >= 0): out[4*l + w] = word w of
+ * repro_philox_at(key, block + l, 0), on the vector path in use. */
+void repro_philox_blocks(uint64_t key, uint64_t block, long n, uint32_t *out);
+/* Dropout's keep rule (kernels/shared/pointwise.h) for elements index ..
+ * index+n-1: mask[l] = repro_u32_to_unit(repro_philox_at(key, index + l,
+ * 0).v[0]) >= p, as 1 or 0, on the vector path in use. */
+void repro_philox_keep(uint64_t key, uint64_t index, long n, float p, uint8_t *mask);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/dataset.h"
+#include "kernels/isa.h"
 #include "util/error.h"
 
 static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
@@ -35,13 +36,30 @@ END_TEST
 START_TEST(test_pinned_bits)
 {
     /* The generator's bits are part of the determinism contract (no libm,
-     * no FMA contraction): a change here changes every synthetic run. */
-    repro_dataset a;
-    ck_assert_int_eq(repro_dataset_synthetic(&a, 42, REPRO_SPLIT_TRAIN, 64), 0);
-    uint64_t h = fnv1a(0xcbf29ce484222325ULL, a.images, (size_t)64 * REPRO_IMG_PIXELS);
-    h = fnv1a(h, a.labels, 64);
-    ck_assert_msg(h == 0xbd3b86f99e3fa218ULL, "synthetic bits changed: hash 0x%016llx", (unsigned long long)h);
-    repro_dataset_release(&a);
+     * no FMA contraction): a change here changes every synthetic run. The
+     * noise is drawn on the vector path in use (kernels/isa.h), so every
+     * path the CPU has must give them; 1000 samples cover every shift. */
+    repro_dataset ref;
+    ck_assert_int_eq(repro_isa_select(REPRO_ISA_SSE2), 0);
+    ck_assert_int_eq(repro_dataset_synthetic(&ref, 42, REPRO_SPLIT_TRAIN, 1000), 0);
+    for (int isa = 0; isa < REPRO_ISA_COUNT; isa++) {
+        if (!repro_isa_supported((repro_isa)isa))
+            continue;
+        ck_assert_int_eq(repro_isa_select((repro_isa)isa), 0);
+        repro_dataset a;
+        ck_assert_int_eq(repro_dataset_synthetic(&a, 42, REPRO_SPLIT_TRAIN, 64), 0);
+        uint64_t h = fnv1a(0xcbf29ce484222325ULL, a.images, (size_t)64 * REPRO_IMG_PIXELS);
+        h = fnv1a(h, a.labels, 64);
+        ck_assert_msg(h == 0xbd3b86f99e3fa218ULL, "synthetic bits changed on %s: hash 0x%016llx",
+                      repro_isa_name((repro_isa)isa), (unsigned long long)h);
+        repro_dataset_release(&a);
+        ck_assert_int_eq(repro_dataset_synthetic(&a, 42, REPRO_SPLIT_TRAIN, 1000), 0);
+        ck_assert_msg(!memcmp(a.images, ref.images, (size_t)1000 * REPRO_IMG_PIXELS),
+                      "synthetic images differ on %s", repro_isa_name((repro_isa)isa));
+        repro_dataset_release(&a);
+    }
+    repro_isa_select(repro_isa_best());
+    repro_dataset_release(&ref);
 }
 END_TEST
 

@@ -2,7 +2,8 @@
  * every path the CPU has gives the same bits -- the GEMM (tails, strided A,
  * bias, accumulate, K past one cache block), the three convolution passes
  * against plain loops in their stated orders (including the non-finite
- * weight that backward data must skip, not multiply by zero), and short
+ * weight that backward data must skip, not multiply by zero), dropout
+ * against its mask rule, and short
  * MLP and CNN training runs whose step digests must agree bit for bit
  * across paths and thread counts. The CLI's REPRO_ISA: unknown name exit 2,
  * a path the CPU lacks exit 3, and `repro env` names the path in use. */
@@ -19,6 +20,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/isa.h"
 #include "kernels/philox.h"
+#include "kernels/shared/pointwise.h"
 #include "testutil.h"
 
 static float *rand_floats(long n, uint64_t seed)
@@ -370,6 +372,57 @@ START_TEST(test_maxpool_wide_planes)
 }
 END_TEST
 
+/* ---- dropout ------------------------------------------------------------------ */
+
+START_TEST(test_dropout_every_path)
+{
+    /* The mask drawn many blocks at a time (repro_philox_keep) against the
+     * rule element by element, and forward's and backward's values against
+     * repro_hd_dropout_apply on the bits; lengths with tails on every step
+     * width and around the 4096-element chunks, one and two threads. NaN,
+     * inf and signed zeros travel through both multiplies. */
+    const size_t lens[] = {1, 5, 17, 4095, 4096, 4097, 16384 + 13, 60001};
+    const float ps[] = {0.1f, 0.5f, 0.95f};
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    repro_pool *pool2;
+    ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+        for (size_t pi = 0; pi < sizeof ps / sizeof *ps; pi++) {
+            long n = (long)lens[li];
+            float *x = rand_floats(n, 60 + li), scale = repro_hd_dropout_scale(ps[pi]);
+            for (long i = 0; i < n; i += 11)
+                x[i] = i % 3 == 0 ? -0.0f : i % 3 == 1 ? NAN : -INFINITY;
+            uint8_t *want_m = malloc(lens[li]), *got_m = malloc(lens[li]);
+            float *want = malloc(lens[li] * 4), *got = malloc(lens[li] * 4);
+            uint64_t key = 0xD209 + li;
+            for (long i = 0; i < n; i++) {
+                want_m[i] = (uint8_t)repro_hd_dropout_keep(key, (uint64_t)i, ps[pi]);
+                want[i] = repro_hd_dropout_apply(x[i], want_m[i], scale);
+            }
+            for (int i = 0; i < np; i++)
+                for (int threads = 1; threads <= 2; threads++) {
+                    ck_assert_int_eq(repro_isa_select(p[i]), 0);
+                    memset(got_m, 0xAB, (size_t)n);
+                    repro_pool *pool = threads == 2 ? pool2 : NULL;
+                    repro_dropout_forward(pool, x, got, got_m, n, ps[pi], key);
+                    ck_assert_msg(!memcmp(got_m, want_m, (size_t)n) &&
+                                      !memcmp(got, want, (size_t)n * 4),
+                                  "dropout n %ld p %g differs on %s, %d thread(s)", n,
+                                  (double)ps[pi], repro_isa_name(p[i]), threads);
+                    /* backward with x as dy: the same products */
+                    repro_dropout_backward(pool, x, want_m, got, n, ps[pi]);
+                    ck_assert_msg(!memcmp(got, want, (size_t)n * 4),
+                                  "dropout backward n %ld p %g differs on %s, %d thread(s)", n,
+                                  (double)ps[pi], repro_isa_name(p[i]), threads);
+                }
+            free(x), free(want_m), free(got_m), free(want), free(got);
+        }
+    repro_pool_free(pool2);
+    repro_isa_select(repro_isa_best());
+}
+END_TEST
+
 /* ---- training ------------------------------------------------------------------ */
 
 /* The chain digest after `steps` recorded steps (digests only, no file). */
@@ -454,6 +507,7 @@ Suite *isa_suite(void)
     tcase_add_test(tc, test_conv_every_path);
     tcase_add_test(tc, test_conv_algos_same_bits_every_path);
     tcase_add_test(tc, test_maxpool_wide_planes);
+    tcase_add_test(tc, test_dropout_every_path);
     tcase_add_test(tc, test_mlp_training_every_path);
     tcase_add_test(tc, test_cnn_training_every_path);
     tcase_add_test(tc, test_cli_repro_isa);

@@ -11,6 +11,7 @@
 #include "core/dataset.h"
 #include "util/error.h"
 #include "core/loader.h"
+#include "kernels/isa.h"
 #include "util/seeds.h"
 
 /* Test hook exported by loader.c (deliberately not in loader.h). */
@@ -383,6 +384,72 @@ START_TEST(test_augment_flip_mirrors)
 }
 END_TEST
 
+/* repro_augment_sample as its rules read, pixel by pixel: the draws (dy,
+ * dx, flip, then one repro_rng_normal per pixel), out[y][x] = src[y - dy]
+ * [x' - dx] with x' = x or 27 - x, zero outside, plus noise * z. */
+static void augment_ref(const repro_loader_config *cfg, repro_rng *rng, const uint8_t *px,
+                        float *out)
+{
+    int dy = 0, dx = 0, flip = 0;
+    if (cfg->shift > 0) {
+        uint32_t span = 2u * (uint32_t)cfg->shift + 1u;
+        dy = (int)repro_rng_below(rng, span) - cfg->shift;
+        dx = (int)repro_rng_below(rng, span) - cfg->shift;
+    }
+    if (cfg->flip)
+        flip = repro_rng_unit(rng) < 0.5f;
+    for (int y = 0; y < 28; y++)
+        for (int x = 0; x < 28; x++) {
+            int sy = y - dy, sx = (flip ? 27 - x : x) - dx;
+            int inside = sy >= 0 && sy < 28 && sx >= 0 && sx < 28;
+            out[y * 28 + x] = inside ? (float)px[sy * 28 + sx] / 255.0f : 0.0f;
+        }
+    if (cfg->noise > 0.0f)
+        for (int i = 0; i < REPRO_IMG_PIXELS; i++) {
+            float z = repro_rng_normal(rng);
+            out[i] = out[i] + cfg->noise * z;
+        }
+}
+
+START_TEST(test_augment_matches_rules_every_path)
+{
+    /* Every shift up to 3 and the largest (27: most rows and columns out),
+     * flip on and off, noise on and off; worker-mode streams (one RNG
+     * across samples, so every position in a Philox block) and fresh ones;
+     * on every vector path. Bits, not values: -0 and NaN-free floats. */
+    uint8_t px[REPRO_IMG_PIXELS];
+    for (int i = 0; i < REPRO_IMG_PIXELS; i++)
+        px[i] = (uint8_t)(i * 37 + 11);
+    const int shifts[] = {0, 1, 2, 3, 27};
+    for (int isa = 0; isa < REPRO_ISA_COUNT; isa++) {
+        if (!repro_isa_supported((repro_isa)isa))
+            continue;
+        ck_assert_int_eq(repro_isa_select((repro_isa)isa), 0);
+        for (size_t si = 0; si < sizeof shifts / sizeof *shifts; si++)
+            for (int mode = 0; mode < 4; mode++) {
+                repro_loader_config cfg = base_cfg();
+                cfg.shift = shifts[si];
+                cfg.flip = mode & 1;
+                cfg.noise = mode & 2 ? 0.1f : 0.0f;
+                repro_rng r, c;
+                repro_rng_init(&r, 1000 + (uint64_t)mode);
+                c = r;
+                for (int k = 0; k < 60; k++) {
+                    float got[REPRO_IMG_PIXELS], want[REPRO_IMG_PIXELS];
+                    repro_augment_sample(&cfg, &r, px, got);
+                    augment_ref(&cfg, &c, px, want);
+                    ck_assert_msg(!memcmp(got, want, sizeof got),
+                                  "%s shift %d flip %d noise %d sample %d",
+                                  repro_isa_name((repro_isa)isa), cfg.shift, cfg.flip, mode >> 1,
+                                  k);
+                    ck_assert_uint_eq(repro_rng_u32(&r), repro_rng_u32(&c)); /* the same draws */
+                }
+            }
+    }
+    repro_isa_select(repro_isa_best());
+}
+END_TEST
+
 START_TEST(test_augment_noise)
 {
     repro_loader_config cfg = base_cfg();
@@ -460,6 +527,7 @@ Suite *loader_suite(void)
     tcase_add_test(tc, test_augment_identity);
     tcase_add_test(tc, test_augment_shift_moves_pixels);
     tcase_add_test(tc, test_augment_flip_mirrors);
+    tcase_add_test(tc, test_augment_matches_rules_every_path);
     tcase_add_test(tc, test_augment_noise);
     tcase_add_test(tc, test_bad_config);
     suite_add_tcase(s, tc);

@@ -106,27 +106,25 @@ static void make_sample(uint64_t key, const float *protos, uint8_t *img, uint8_t
     float dweight = contrast * DISTRACT_MAX * repro_u32_to_unit(d.v[1]);
     const float *dproto = protos + other * REPRO_IMG_PIXELS;
 
+    /* Word k of block 1 + j is words[4 * j + k] = pixel 4 * j + k's noise
+     * (repro_philox_blocks: all the blocks at once, on the vector path). */
+    uint32_t words[REPRO_IMG_PIXELS];
+    repro_philox_blocks(key, 1, REPRO_IMG_PIXELS / 4, words);
     float v[REPRO_IMG_PIXELS];
-    for (int blk = 0; blk < REPRO_IMG_PIXELS / 4; blk += 4) {
-        /* Four independent blocks per iteration, so their multiply chains
-         * overlap; each is exactly repro_philox_at(key, 1 + blk + j, 0). */
-        repro_philox_ctr nb[4];
-        for (int j = 0; j < 4; j++)
-            nb[j] = repro_philox_at(key, 1 + (uint64_t)(blk + j), 0);
-        for (int j = 0; j < 4; j++)
-            for (int k = 0; k < 4; k++)
-                v[(blk + j) * 4 + k] = NOISE_STD * byte_normal(nb[j].v[k]);
-    }
+    for (int i = 0; i < REPRO_IMG_PIXELS; i++)
+        v[i] = NOISE_STD * byte_normal(words[i]);
+    /* The prototypes shifted by (dy, dx): column x - dx is inside the image
+     * for x in [x0, x1), so no pixel needs a test of its own. */
+    int x0 = dx > 0 ? dx : 0, x1 = dx < 0 ? REPRO_IMG_COLS + dx : REPRO_IMG_COLS;
     for (int y = 0; y < REPRO_IMG_ROWS; y++) {
         int sy = y - dy;
         if (sy < 0 || sy >= REPRO_IMG_ROWS)
             continue;
-        for (int x = 0; x < REPRO_IMG_COLS; x++) {
-            int sx = x - dx;
-            if (sx >= 0 && sx < REPRO_IMG_COLS) {
-                v[y * REPRO_IMG_COLS + x] += contrast * proto[sy * REPRO_IMG_COLS + sx];
-                v[y * REPRO_IMG_COLS + x] += dweight * dproto[sy * REPRO_IMG_COLS + sx];
-            }
+        float *row = v + y * REPRO_IMG_COLS;
+        const float *p = proto + sy * REPRO_IMG_COLS, *d = dproto + sy * REPRO_IMG_COLS;
+        for (int x = x0; x < x1; x++) {
+            row[x] += contrast * p[x - dx];
+            row[x] += dweight * d[x - dx];
         }
     }
     for (int i = 0; i < REPRO_IMG_PIXELS; i++) {

@@ -114,20 +114,32 @@ void repro_augment_sample(const repro_loader_config *cfg, repro_rng *rng, const 
     if (cfg->flip)
         flip = repro_rng_unit(rng) < 0.5f;
     /* out[y][x] = src[y - dy][x' - dx] with x' = x, or 27 - x when flipped:
-     * translate (zero fill) then mirror. */
+     * translate (zero fill) then mirror. Row by row, without a test per
+     * pixel: the source column x' - dx is inside the image for x in
+     * [x0, x1), with e = dx (or -dx when flipped). */
+    int e = flip ? -dx : dx;
+    int x0 = e > 0 ? e : 0, x1 = e < 0 ? C + e : C;
     for (int y = 0; y < R; y++) {
+        float *row = out + y * C;
         int sy = y - dy;
-        for (int x = 0; x < C; x++) {
-            int xs = flip ? C - 1 - x : x;
-            int sx = xs - dx;
-            out[y * C + x] = (sy >= 0 && sy < R && sx >= 0 && sx < C) ? src[sy * C + sx] : 0.0f;
-        }
+        for (int x = 0; x < C; x++)
+            row[x] = 0.0f;
+        if (sy < 0 || sy >= R)
+            continue;
+        const float *srow = src + sy * C;
+        if (flip)
+            for (int x = x0; x < x1; x++)
+                row[x] = srow[C - 1 - x - dx];
+        else
+            for (int x = x0; x < x1; x++)
+                row[x] = srow[x - dx];
     }
     if (cfg->noise > 0.0f) {
         float z[REPRO_IMG_PIXELS]; /* the same draws as one repro_rng_normal per pixel */
         repro_rng_normals(rng, z, REPRO_IMG_PIXELS);
+        float noise = cfg->noise; /* a local: out cannot change it, so the loop vectorizes */
         for (int i = 0; i < REPRO_IMG_PIXELS; i++)
-            out[i] += cfg->noise * z[i];
+            out[i] += noise * z[i];
     }
 }
 

@@ -1,11 +1,15 @@
 /* Inverted dropout with a counter-based mask. Determinism argument: element
  * i's keep decision is repro_u32_to_unit(philox_at(key, i, 0).v[0]) >= p, a
- * pure function of (key, i), so tiling, chunking (fixed 16384-element
- * ranges) and threads cannot change the mask, and the CUDA backend can draw
- * the very same bits. Values are x * noise with noise = 1/(1-p) (float) for
- * kept elements and 0 for dropped ones, PyTorch's formula (so a dropped NaN
- * or inf still yields NaN, and a dropped negative yields -0). The per-element
- * math is kernels/shared/pointwise.h, shared with the CUDA kernels. */
+ * pure function of (key, i), so tiling, chunking (fixed 4096-element
+ * ranges: small enough that two threads share one 64 x 256 activation) and
+ * threads cannot change the mask, and the CUDA backend can draw the very
+ * same bits. Forward draws a chunk's mask with repro_philox_keep (many
+ * blocks at once, on the vector path in use), then applies it as backward
+ * does. Values are x * noise with noise = 1/(1-p) (float) for kept elements
+ * and 0 for dropped ones, PyTorch's formula (so a dropped NaN or inf still
+ * yields NaN, and a dropped negative yields -0). The per-element math is
+ * kernels/shared/pointwise.h, shared with the CUDA kernels (apply_mask
+ * writes repro_hd_dropout_apply's product without its branch). */
 #include "ops.h"
 
 #include "kernels/philox.h"
@@ -13,7 +17,7 @@
 
 #include <string.h>
 
-enum { CHUNK = 16384 };
+enum { CHUNK = 4096 };
 
 typedef struct {
     const float *in;
@@ -25,33 +29,30 @@ typedef struct {
     uint64_t key;
 } drop_ctx;
 
+/* y[i] = repro_hd_dropout_apply(x[i], mask[i], scale) = x[i] * (mask[i] ?
+ * scale : 0) for i in [i0, i1), the factor picked from a table, not by a
+ * branch: the mask is random, and a branch on it mispredicts. */
+static void apply_mask(const float *x, const uint8_t *mask, float scale, float *y, long i0, long i1)
+{
+    const float factor[2] = {0.0f, scale};
+    for (long i = i0; i < i1; i++)
+        y[i] = x[i] * factor[mask[i] != 0];
+}
+
 static void fwd_chunk(void *vctx, long chunk)
 {
     const drop_ctx *c = vctx;
-    long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
-    long i = chunk * CHUNK;
-    for (; i + 4 <= i1; i += 4) {
-        uint32_t r[16]; /* word 0 of philox_at(key, i + l, 0) is r[4 * l] */
-        repro_philox_blocks4(c->key, (uint64_t)i, r);
-        for (int l = 0; l < 4; l++) {
-            int keep = repro_u32_to_unit(r[4 * l]) >= c->p; /* repro_hd_dropout_keep's rule */
-            c->mask[i + l] = (uint8_t)keep;
-            c->out[i + l] = repro_hd_dropout_apply(c->in[i + l], keep, c->scale);
-        }
-    }
-    for (; i < i1; i++) {
-        int keep = repro_hd_dropout_keep(c->key, (uint64_t)i, c->p);
-        c->mask[i] = (uint8_t)keep;
-        c->out[i] = repro_hd_dropout_apply(c->in[i], keep, c->scale);
-    }
+    long i0 = chunk * CHUNK, i1 = i0 + CHUNK < c->n ? i0 + CHUNK : c->n;
+    /* repro_hd_dropout_keep's rule, many blocks at a time */
+    repro_philox_keep(c->key, (uint64_t)i0, i1 - i0, c->p, c->mask + i0);
+    apply_mask(c->in, c->mask, c->scale, c->out, i0, i1);
 }
 
 static void bwd_chunk(void *vctx, long chunk)
 {
     const drop_ctx *c = vctx;
-    long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
-    for (long i = chunk * CHUNK; i < i1; i++)
-        c->out[i] = repro_hd_dropout_apply(c->in[i], c->mask_in[i], c->scale);
+    long i0 = chunk * CHUNK, i1 = i0 + CHUNK < c->n ? i0 + CHUNK : c->n;
+    apply_mask(c->in, c->mask_in, c->scale, c->out, i0, i1);
 }
 
 void repro_dropout_forward(repro_pool *pool, const float *x, float *y, uint8_t *mask, long n,
