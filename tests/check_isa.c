@@ -8,6 +8,7 @@
  * a path the CPU lacks exit 3, and `repro env` names the path in use. */
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +17,12 @@
 #include "core/train.h"
 #include "core/train_record.h"
 #include "kernels/cpu/conv_algos.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/isa.h"
 #include "kernels/philox.h"
+#include "kernels/shared/optim.h"
+#include "kernels/shared/pointwise.h"
 #include "testutil.h"
 
 static float *rand_floats(long n, uint64_t seed)
@@ -322,6 +326,202 @@ START_TEST(test_maxpool_wide_planes)
 }
 END_TEST
 
+/* ---- elementwise kernels (simd.h: relu .. unscale_check) ------------------------ */
+
+/* Random float bits, one in eight special (quiet and signalling NaN, +-inf,
+ * +-0, denormals, either sign); the rest ordinary, magnitudes 2^-30..2^30. */
+static void fill_special(float *x, long n, uint64_t seed, int specials)
+{
+    static const uint32_t sp[] = {0x7fc00000u, 0x7f800001u, 0x7fbfffffu, 0x7f800000u,
+                                  0x00000000u, 0x00000001u, 0x007fffffu, 0x00400000u};
+    uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 1;
+    for (long i = 0; i < n; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17; /* xorshift64 */
+        uint32_t r = (uint32_t)(st >> 32), sign = r & 0x80000000u, bits;
+        if (specials && (r & 7) == 0)
+            bits = sign | sp[(r >> 3) % 8];
+        else
+            bits = sign | (((r >> 3) % 60 + 97) << 23) | ((uint32_t)st & 0x7fffffu);
+        memcpy(&x[i], &bits, 4);
+    }
+}
+
+static void same_bits(const void *got, const void *want, long n, const char *what, long len,
+                      repro_isa isa)
+{
+    if (memcmp(got, want, (size_t)n * 4)) {
+        const uint32_t *g = got, *w = want;
+        long i = 0;
+        while (g[i] == w[i])
+            i++;
+        int nans = (g[i] & 0x7fffffffu) > 0x7f800000u && (w[i] & 0x7fffffffu) > 0x7f800000u;
+        ck_abort_msg("%s, %ld elements: %s differs at %ld: %08x, want %08x%s", what, len,
+                     repro_isa_name(isa), i, g[i], w[i],
+                     nans ? " (both NaN: payload or sign)" : "");
+    }
+}
+
+/* y + x as add_into promises it: where both are NaN, y's (quieted) wins,
+ * as x86 answers with y as the first operand (C leaves the order of a
+ * commutative + to the compiler, so it is written out here). */
+static float add_ref(float y, float x)
+{
+    if (y != y) {
+        uint32_t u;
+        memcpy(&u, &y, 4);
+        u |= 0x00400000u;
+        memcpy(&y, &u, 4);
+        return y;
+    }
+    return y + x;
+}
+
+/* One length on the selected path: each kernel (through its public entry,
+ * so the dispatch is tested too) against the scalar expression it
+ * promises (kernels/shared: repro_hd_*), on inputs a..d. */
+static void elementwise_case(repro_isa isa, repro_pool *pool, long n, const float *a,
+                             const float *b, const float *c, const float *d, const float *clean)
+{
+    size_t bytes = (size_t)(n > 0 ? n : 1) * 4;
+    float *got = malloc(bytes), *want = malloc(bytes), *g2 = malloc(bytes), *w2 = malloc(bytes);
+    float *g3 = malloc(bytes), *w3 = malloc(bytes);
+    ck_assert(got && want && g2 && w2 && g3 && w3);
+
+    repro_relu_forward(pool, a, got, n);
+    for (long i = 0; i < n; i++)
+        want[i] = repro_hd_relu(a[i]);
+    same_bits(got, want, n, "relu forward", n, isa);
+    repro_relu_backward(pool, a, b, got, n);
+    for (long i = 0; i < n; i++)
+        want[i] = repro_hd_relu_grad(a[i], b[i]);
+    same_bits(got, want, n, "relu backward", n, isa);
+
+    for (int first = 0; first <= 1; first++) { /* p = a, g = b, buf = c */
+        memcpy(got, a, (size_t)n * 4), memcpy(want, a, (size_t)n * 4);
+        memcpy(g2, c, (size_t)n * 4), memcpy(w2, c, (size_t)n * 4);
+        repro_sgd_step(pool, got, b, g2, n, 0.05f, 0.9f, 1e-4f, first);
+        for (long i = 0; i < n; i++)
+            repro_hd_sgd(&want[i], b[i], &w2[i], 0.05f, 0.9f, 1e-4f, first);
+        same_bits(got, want, n, first ? "sgd p, first step" : "sgd p", n, isa);
+        same_bits(g2, w2, n, first ? "sgd buf, first step" : "sgd buf", n, isa);
+    }
+
+    /* beta1 0.9: lerp weight 0.1 (m + w*(g - m)); 0.3: 0.7 (the form from
+     * the end). v = d: negative states make some sqrt operands negative. */
+    for (int form = 0; form < 2; form++) {
+        double beta1 = form ? 0.3 : 0.9, beta2 = 0.999, lr = 1e-3, wd = 0.01;
+        double bc1 = 1.0 - beta1 * beta1 * beta1, bc2 = 1.0 - beta2 * beta2 * beta2;
+        repro_adamw_consts k;
+        repro_adamw_constants(&k, lr, beta1, beta2, 1e-8f, wd, bc1, bc2);
+        ck_assert_int_eq(k.lerp_from_end, form);
+        memcpy(got, a, (size_t)n * 4), memcpy(want, a, (size_t)n * 4);
+        memcpy(g2, c, (size_t)n * 4), memcpy(w2, c, (size_t)n * 4);
+        memcpy(g3, d, (size_t)n * 4), memcpy(w3, d, (size_t)n * 4);
+        repro_adamw_step(pool, got, b, g2, g3, n, lr, beta1, beta2, 1e-8f, wd, bc1, bc2);
+        for (long i = 0; i < n; i++)
+            repro_hd_adamw(&k, b[i], &want[i], &w2[i], &w3[i]);
+        same_bits(got, want, n, form ? "adamw p (lerp from the end)" : "adamw p", n, isa);
+        same_bits(g2, w2, n, "adamw m", n, isa);
+        same_bits(g3, w3, n, "adamw v", n, isa);
+    }
+
+    memcpy(got, a, (size_t)n * 4);
+    repro_div_scalar(got, n, 3.0f);
+    for (long i = 0; i < n; i++)
+        want[i] = a[i] / 3.0f;
+    same_bits(got, want, n, "div_scalar", n, isa);
+    memcpy(got, a, (size_t)n * 4);
+    repro_mul_scalar(got, n, 0.1f);
+    for (long i = 0; i < n; i++)
+        want[i] = a[i] * 0.1f;
+    same_bits(got, want, n, "mul_scalar", n, isa);
+    memcpy(got, a, (size_t)n * 4);
+    repro_add_into(got, b, n);
+    for (long i = 0; i < n; i++)
+        want[i] = add_ref(a[i], b[i]);
+    same_bits(got, want, n, "add_into", n, isa);
+
+    /* found on data with and without non-finite values; inv 1 leaves g */
+    const float *src[2] = {a, clean};
+    const float invs[3] = {1.0f, 0.5f, 1.0f / 3.0f};
+    for (int si = 0; si < 2; si++)
+        for (int ii = 0; ii < 3; ii++) {
+            memcpy(got, src[si], (size_t)n * 4), memcpy(want, src[si], (size_t)n * 4);
+            int found = repro_unscale_check(got, n, invs[ii]), wfound = 0;
+            for (long i = 0; i < n; i++)
+                want[i] = repro_hd_unscale(want[i], invs[ii], &wfound);
+            same_bits(got, want, n, "unscale_check", n, isa);
+            ck_assert_msg(found == wfound, "unscale_check found %d, want %d (%ld, %s)", found,
+                          wfound, n, repro_isa_name(isa));
+        }
+    free(got), free(want), free(g2), free(w2), free(g3), free(w3);
+}
+
+/* Every path against the scalar expressions: every length 0..67 (each
+ * tail of 4, 8 and 16 lanes, odd ones at an odd address), then three
+ * 16384-element chunks and a tail on two threads. */
+START_TEST(test_elementwise_every_path)
+{
+    enum { BIG = 2 * 16384 + 45 };
+    float *in[5];
+    for (int j = 0; j < 5; j++) {
+        in[j] = malloc((BIG + 1) * sizeof(float));
+        ck_assert_ptr_nonnull(in[j]);
+        fill_special(in[j], BIG + 1, 70 + j, j < 4);
+    }
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    repro_pool *pool2;
+    ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
+    for (int i = 0; i < np; i++) {
+        ck_assert_int_eq(repro_isa_select(p[i]), 0);
+        for (long n = 0; n <= 68; n++) {
+            long len = n < 68 ? n : BIG, off = n % 2;
+            elementwise_case(p[i], n < 68 ? NULL : pool2, len, in[0] + off, in[1] + off,
+                             in[2] + off, in[3] + off, in[4] + off);
+        }
+    }
+    repro_pool_free(pool2);
+    repro_isa_select(repro_isa_best());
+    for (int j = 0; j < 5; j++)
+        free(in[j]);
+}
+END_TEST
+
+/* The bias gradient (linear.c): each column summed over the batch in
+ * ascending order, from +0 or from db, on every path. */
+START_TEST(test_linear_bias_every_path)
+{
+    const int shapes[][2] = {{16, 10}, {5, 256}, {3, 300}, {64, 7}, {1, 1}};
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int B = shapes[s][0], out = shapes[s][1];
+        float *dy = malloc((size_t)B * out * 4), *db0 = malloc((size_t)out * 4);
+        float *want = malloc((size_t)out * 4), *got = malloc((size_t)out * 4);
+        ck_assert(dy && db0 && want && got);
+        fill_special(dy, (long)B * out, 90 + s, 1);
+        fill_special(db0, out, 95 + s, 1);
+        for (int acc = 0; acc <= 1; acc++) {
+            for (int o = 0; o < out; o++) {
+                float a = acc ? db0[o] : 0.0f;
+                for (int b = 0; b < B; b++)
+                    a = add_ref(a, dy[(long)b * out + o]);
+                want[o] = a;
+            }
+            for (int i = 0; i < np; i++) {
+                ck_assert_int_eq(repro_isa_select(p[i]), 0);
+                memcpy(got, db0, (size_t)out * 4);
+                repro_linear_backward_bias(NULL, dy, got, B, out, acc);
+                same_bits(got, want, out, acc ? "bias, accumulate" : "bias", (long)B * out, p[i]);
+            }
+        }
+        free(dy), free(db0), free(want), free(got);
+    }
+    repro_isa_select(repro_isa_best());
+}
+END_TEST
+
 /* ---- training ------------------------------------------------------------------ */
 
 /* The chain digest after `steps` recorded steps (digests only, no file). */
@@ -405,6 +605,8 @@ Suite *isa_suite(void)
     tcase_add_test(tc, test_conv_every_path);
     tcase_add_test(tc, test_conv_algos_same_bits_every_path);
     tcase_add_test(tc, test_maxpool_wide_planes);
+    tcase_add_test(tc, test_elementwise_every_path);
+    tcase_add_test(tc, test_linear_bias_every_path);
     tcase_add_test(tc, test_mlp_training_every_path);
     tcase_add_test(tc, test_cnn_training_every_path);
     tcase_add_test(tc, test_cli_repro_isa);
