@@ -284,11 +284,26 @@ END_TEST
 
 /* ---- max pooling ------------------------------------------------------------------ */
 
+/* maxpool backward's rule for any argmax: zero the plane, then store each
+ * window's dy at its argmax, windows in order. */
+static void maxpool_bwd_ref(int planes, int H, int W, int OH, int OW, const int32_t *am,
+                            const float *dy, float *dx)
+{
+    for (long pl = 0; pl < planes; pl++) {
+        for (long i = 0; i < (long)H * W; i++)
+            dx[pl * H * W + i] = 0.0f;
+        for (long i = 0; i < (long)OH * OW; i++)
+            dx[pl * H * W + am[pl * OH * OW + i]] = dy[pl * OH * OW + i];
+    }
+}
+
 START_TEST(test_maxpool_wide_planes)
 {
     /* 2x2 windows four at a time: wide planes (26 -> 13 leaves a tail of
-     * one window), ties, NaNs and signed zeros against the scan rule. */
-    const int dims[][2] = {{26, 26}, {11, 13}, {8, 9}};
+     * one window), ties, NaNs and signed zeros against the scan rule;
+     * backward against zero-and-scatter, also with an argmax outside its
+     * window, and odd sizes whose last row and column are in no window. */
+    const int dims[][2] = {{26, 26}, {11, 13}, {8, 9}, {7, 5}, {5, 17}, {2, 2}};
     for (size_t d = 0; d < sizeof dims / sizeof *dims; d++) {
         int B = 2, C = 3, H = dims[d][0], W = dims[d][1], OH = H / 2, OW = W / 2;
         long nx = (long)B * C * H * W, ny = (long)B * C * OH * OW;
@@ -321,6 +336,24 @@ START_TEST(test_maxpool_wide_planes)
         repro_maxpool2d_forward(NULL, B, C, H, W, 2, x, y, am);
         ck_assert_msg(!memcmp(y, yw, (size_t)ny * 4), "maxpool values %dx%d", H, W);
         ck_assert_msg(!memcmp(am, amw, (size_t)ny * 4), "maxpool argmax %dx%d", H, W);
+        float *dy = rand_floats(ny, 60 + d), *dx = malloc((size_t)nx * 4);
+        float *dxw = malloc((size_t)nx * 4);
+        dy[0] = -0.0f, dy[ny - 1] = NAN;
+        for (int bad = 0; bad < 3; bad++) {
+            /* 1: the last plane's last window points at its first cell
+             * (another window's); 2: the first window at a cell past every
+             * window (H*W - 1: the floor's last cell when H or W is odd) */
+            if (bad == 1)
+                am[ny - 1] = 0;
+            if (bad == 2)
+                am[0] = H * W - 1;
+            memset(dx, 0x55, (size_t)nx * 4);
+            repro_maxpool2d_backward(NULL, B, C, H, W, 2, am, dy, dx);
+            maxpool_bwd_ref(B * C, H, W, OH, OW, am, dy, dxw);
+            ck_assert_msg(!memcmp(dx, dxw, (size_t)nx * 4), "maxpool backward %dx%d, case %d",
+                          H, W, bad);
+        }
+        free(dy), free(dx), free(dxw);
         free(x), free(y), free(yw), free(am), free(amw);
     }
 }
