@@ -17,6 +17,8 @@
 #include "kernels/shared/optim.h"
 #include "kernels/shared/pointwise.h"
 
+#include <limits.h>
+
 typedef int SFX(vi) __attribute__((vector_size(LANES * 4)));
 #define VF SFX(vf)
 #define VI SFX(vi)
@@ -93,15 +95,17 @@ TGT static void SFX(sgd)(float *p, const float *g, float *buf, long n, float lr,
 /* ---- AdamW: repro_hd_adamw ------------------------------------------------ */
 
 /* repro_hd_sqrtf per lane. It equals IEEE sqrt on every float (checked
- * exhaustively) except two: a negative operand, where x86 answers the
- * "default NaN" 0xffc00000 and repro_hd_sqrtf +NaN 0x7fc00000 (those lanes
- * are set to it here), and a signalling NaN, which the hardware quiets but
- * AdamW's v never is (it is an add's result). */
+ * exhaustively) except two: a negative operand, where x86 answers its
+ * default NaN 0xffc00000 and repro_hd_sqrtf +NaN 0x7fc00000, and a
+ * signalling NaN, which the hardware quiets but AdamW's v never is (it is
+ * an add's result). The negative lanes get their sign bit cleared. (Not
+ * "select 0x7fc00000 where v < 0": clang folds that pattern away as
+ * "a NaN either way", leaving x86's -NaN.) */
 TGT static inline VF SFX(sqrt)(VF v)
 {
 #ifdef VSQRT
     VI neg = v < SFX(splat)(0.0f);
-    return (VF)(((VI)VSQRT(v) & ~neg) | (neg & SFX(splati)(0x7fc00000)));
+    return (VF)((VI)VSQRT(v) & ~(neg & SFX(splati)(INT_MIN)));
 #else
     for (int j = 0; j < LANES; j++)
         v[j] = repro_hd_sqrtf(v[j]);
@@ -192,26 +196,31 @@ TGT static void SFX(add_into)(float *y, const float *x, long n)
 }
 
 /* repro_hd_unscale: the test is on the value before the multiply, and an
- * inv of exactly 1 leaves g untouched (so only the test runs). */
+ * inv of exactly 1 leaves g untouched, so then only the test runs (also
+ * in the tail: clang folds `inv == 1 ? g : g * inv` to g * inv, which
+ * quiets a signalling NaN). */
 TGT static int SFX(unscale_check)(float *g, long n, float inv)
 {
     VF vinv = SFX(splat)(inv);
     VI bad = SFX(splati)(0);
     long i = 0;
-    if (inv == 1.0f)
+    int found = 0;
+    if (inv == 1.0f) {
         for (; i + LANES <= n; i += LANES)
             bad |= SFX(nonfinite)(SFX(ld)(g + i));
-    else
+        for (; i < n; i++)
+            found |= !repro_hd_isfinite(g[i]);
+    } else {
         for (; i + LANES <= n; i += LANES) {
             VF v = SFX(ld)(g + i);
             bad |= SFX(nonfinite)(v);
             SFX(st)(g + i, v * vinv);
         }
-    int found = 0;
+        for (; i < n; i++)
+            g[i] = repro_hd_unscale(g[i], inv, &found);
+    }
     for (int j = 0; j < LANES; j++)
         found |= bad[j] != 0;
-    for (; i < n; i++)
-        g[i] = repro_hd_unscale(g[i], inv, &found);
     return found;
 }
 
