@@ -11,7 +11,11 @@
  * one element, IEEE add, multiply, divide and square root are correctly
  * rounded at every width, products are rounded before their add (no FMA:
  * -ffp-contract=off, and none is written), and a select is a bit mask, so
- * every lane has the scalar expression's bits. The last n % LANES elements
+ * every lane has the scalar expression's bits. (One thing C leaves to the
+ * compiler, here as in the scalar code: where two NaN operands meet, x86
+ * returns the first operand's, and the compiler picks the operand order;
+ * gcc 12 picks the former scalar loops' order here, checked element by
+ * element, and add_into pins it.) The last n % LANES elements
  * run the scalar expression itself. Branches on a per-call constant
  * (first_step, the lerp form, inv == 1) are taken once, outside the loop. */
 #include "kernels/shared/optim.h"
