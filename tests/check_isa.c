@@ -2,13 +2,15 @@
  * every path the CPU has gives the same bits -- the GEMM (tails, strided A,
  * bias, accumulate, K past one cache block), the three convolution passes
  * against plain loops in their stated orders (including the non-finite
- * weight that backward data must skip, not multiply by zero), dropout
- * against its mask rule, and short
- * MLP and CNN training runs whose step digests must agree bit for bit
+ * weight that backward data must skip, not multiply by zero), the sharded
+ * GEMM, dropout against its mask rule, the elementwise kernels and the
+ * bias sum against their per-element expressions, and short MLP and CNN
+ * training runs whose step digests must agree bit for bit
  * across paths and thread counts. The CLI's REPRO_ISA: unknown name exit 2,
  * a path the CPU lacks exit 3, and `repro env` names the path in use. */
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +19,11 @@
 #include "core/train.h"
 #include "core/train_record.h"
 #include "kernels/cpu/conv_algos.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/isa.h"
 #include "kernels/philox.h"
+#include "kernels/shared/optim.h"
 #include "kernels/shared/pointwise.h"
 #include "testutil.h"
 
@@ -330,11 +334,26 @@ END_TEST
 
 /* ---- max pooling ------------------------------------------------------------------ */
 
+/* maxpool backward's rule for any argmax: zero the plane, then store each
+ * window's dy at its argmax, windows in order. */
+static void maxpool_bwd_ref(int planes, int H, int W, int OH, int OW, const int32_t *am,
+                            const float *dy, float *dx)
+{
+    for (long pl = 0; pl < planes; pl++) {
+        for (long i = 0; i < (long)H * W; i++)
+            dx[pl * H * W + i] = 0.0f;
+        for (long i = 0; i < (long)OH * OW; i++)
+            dx[pl * H * W + am[pl * OH * OW + i]] = dy[pl * OH * OW + i];
+    }
+}
+
 START_TEST(test_maxpool_wide_planes)
 {
     /* 2x2 windows four at a time: wide planes (26 -> 13 leaves a tail of
-     * one window), ties, NaNs and signed zeros against the scan rule. */
-    const int dims[][2] = {{26, 26}, {11, 13}, {8, 9}};
+     * one window), ties, NaNs and signed zeros against the scan rule;
+     * backward against zero-and-scatter, also with an argmax outside its
+     * window, and odd sizes whose last row and column are in no window. */
+    const int dims[][2] = {{26, 26}, {11, 13}, {8, 9}, {7, 5}, {5, 17}, {2, 2}};
     for (size_t d = 0; d < sizeof dims / sizeof *dims; d++) {
         int B = 2, C = 3, H = dims[d][0], W = dims[d][1], OH = H / 2, OW = W / 2;
         long nx = (long)B * C * H * W, ny = (long)B * C * OH * OW;
@@ -367,6 +386,24 @@ START_TEST(test_maxpool_wide_planes)
         repro_maxpool2d_forward(NULL, B, C, H, W, 2, x, y, am);
         ck_assert_msg(!memcmp(y, yw, (size_t)ny * 4), "maxpool values %dx%d", H, W);
         ck_assert_msg(!memcmp(am, amw, (size_t)ny * 4), "maxpool argmax %dx%d", H, W);
+        float *dy = rand_floats(ny, 60 + d), *dx = malloc((size_t)nx * 4);
+        float *dxw = malloc((size_t)nx * 4);
+        dy[0] = -0.0f, dy[ny - 1] = NAN;
+        for (int bad = 0; bad < 3; bad++) {
+            /* 1: the last plane's last window points at its first cell
+             * (another window's); 2: the first window at a cell past every
+             * window (H*W - 1: the floor's last cell when H or W is odd) */
+            if (bad == 1)
+                am[ny - 1] = 0;
+            if (bad == 2)
+                am[0] = H * W - 1;
+            memset(dx, 0x55, (size_t)nx * 4);
+            repro_maxpool2d_backward(NULL, B, C, H, W, 2, am, dy, dx);
+            maxpool_bwd_ref(B * C, H, W, OH, OW, am, dy, dxw);
+            ck_assert_msg(!memcmp(dx, dxw, (size_t)nx * 4), "maxpool backward %dx%d, case %d",
+                          H, W, bad);
+        }
+        free(dy), free(dx), free(dxw);
         free(x), free(y), free(yw), free(am), free(amw);
     }
 }
@@ -419,6 +456,228 @@ START_TEST(test_dropout_every_path)
             free(x), free(want_m), free(got_m), free(want), free(got);
         }
     repro_pool_free(pool2);
+    repro_isa_select(repro_isa_best());
+}
+END_TEST
+
+/* ---- elementwise kernels (simd.h: relu .. unscale_check) ------------------------ */
+
+/* Random float bits, either sign, magnitudes 2^-30..2^30, and with
+ * specials one in eight special: SPECIALS_ALL quiet and signalling NaN,
+ * inf, 0 and denormals; SPECIALS_FINITE only 0 and denormals. */
+enum { SPECIALS_NONE, SPECIALS_ALL, SPECIALS_FINITE };
+
+static void fill_special(float *x, long n, uint64_t seed, int specials)
+{
+    static const uint32_t sp[] = {0x7fc00000u, 0x7f800001u, 0x7fbfffffu, 0x7f800000u,
+                                  0x00000000u, 0x00000001u, 0x007fffffu, 0x00400000u};
+    uint64_t st = seed * 0x9e3779b97f4a7c15ULL + 1;
+    for (long i = 0; i < n; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17; /* xorshift64 */
+        uint32_t r = (uint32_t)(st >> 32), sign = r & 0x80000000u, bits;
+        if (specials != SPECIALS_NONE && (r & 7) == 0)
+            bits = sign | sp[specials == SPECIALS_ALL ? (r >> 3) % 8 : 4 + (r >> 3) % 4];
+        else
+            bits = sign | (((r >> 3) % 60 + 97) << 23) | ((uint32_t)st & 0x7fffffu);
+        memcpy(&x[i], &bits, 4);
+    }
+}
+
+static int is_nan_bits(uint32_t u)
+{
+    return (u & 0x7fffffffu) > 0x7f800000u;
+}
+
+/* Bit for bit; with any_nan, a lane where both are NaN passes whatever
+ * their payloads: where two NaN operands meet, which one an x86
+ * instruction returns depends on the operand order the compiler picked,
+ * which C leaves open (gcc and clang pick differently, for the scalar
+ * expression too). The finite-input runs check every NaN exactly. */
+static void same_bits(const float *got, const float *want, long n, const char *what, long len,
+                      repro_isa isa, int any_nan)
+{
+    for (long i = 0; i < n; i++) {
+        uint32_t g, w; /* memcpy: reading a float's bits through a uint32_t * is UB */
+        memcpy(&g, &got[i], 4), memcpy(&w, &want[i], 4);
+        if (g != w && !(any_nan && is_nan_bits(g) && is_nan_bits(w)))
+            ck_abort_msg("%s, %ld elements: %s differs at %ld: %08x, want %08x", what, len,
+                         repro_isa_name(isa), i, g, w);
+    }
+}
+
+/* y + x as add_into promises it: where both are NaN, y's (quieted) wins,
+ * as x86 answers with y as the first operand (C leaves the order of a
+ * commutative + to the compiler, so it is written out here). */
+static float add_ref(float y, float x)
+{
+    if (y != y) {
+        uint32_t u;
+        memcpy(&u, &y, 4);
+        u |= 0x00400000u;
+        memcpy(&y, &u, 4);
+        return y;
+    }
+    return y + x;
+}
+
+/* One length on the selected path: each kernel (through its public entry,
+ * so the dispatch is tested too) against the scalar expression it
+ * promises (kernels/shared: repro_hd_*), on inputs a..d. With nan_inputs
+ * (some inputs NaN) the optimizers' lanes where NaNs meet may differ in
+ * payload (same_bits); relu, the scaling and add_into have one NaN
+ * operand at most, or pin the choice, and are always exact. */
+static void elementwise_case(repro_isa isa, repro_pool *pool, long n, const float *a,
+                             const float *b, const float *c, const float *d, const float *clean,
+                             int nan_inputs)
+{
+    size_t bytes = (size_t)(n > 0 ? n : 1) * 4;
+    float *got = malloc(bytes), *want = malloc(bytes), *g2 = malloc(bytes), *w2 = malloc(bytes);
+    float *g3 = malloc(bytes), *w3 = malloc(bytes);
+    ck_assert(got && want && g2 && w2 && g3 && w3);
+
+    repro_relu_forward(pool, a, got, n);
+    for (long i = 0; i < n; i++)
+        want[i] = repro_hd_relu(a[i]);
+    same_bits(got, want, n, "relu forward", n, isa, 0);
+    repro_relu_backward(pool, a, b, got, n);
+    for (long i = 0; i < n; i++)
+        want[i] = repro_hd_relu_grad(a[i], b[i]);
+    same_bits(got, want, n, "relu backward", n, isa, 0);
+
+    for (int first = 0; first <= 1; first++) { /* p = a, g = b, buf = c */
+        memcpy(got, a, (size_t)n * 4), memcpy(want, a, (size_t)n * 4);
+        memcpy(g2, c, (size_t)n * 4), memcpy(w2, c, (size_t)n * 4);
+        repro_sgd_step(pool, got, b, g2, n, 0.05f, 0.9f, 1e-4f, first);
+        for (long i = 0; i < n; i++)
+            repro_hd_sgd(&want[i], b[i], &w2[i], 0.05f, 0.9f, 1e-4f, first);
+        same_bits(got, want, n, first ? "sgd p, first step" : "sgd p", n, isa, nan_inputs);
+        same_bits(g2, w2, n, first ? "sgd buf, first step" : "sgd buf", n, isa, nan_inputs);
+    }
+
+    /* beta1 0.9: lerp weight 0.1 (m + w*(g - m)); 0.3: 0.7 (the form from
+     * the end). v = d: negative states make some sqrt operands negative. */
+    for (int form = 0; form < 2; form++) {
+        double beta1 = form ? 0.3 : 0.9, beta2 = 0.999, lr = 1e-3, wd = 0.01;
+        double bc1 = 1.0 - beta1 * beta1 * beta1, bc2 = 1.0 - beta2 * beta2 * beta2;
+        repro_adamw_consts k;
+        repro_adamw_constants(&k, lr, beta1, beta2, 1e-8f, wd, bc1, bc2);
+        ck_assert_int_eq(k.lerp_from_end, form);
+        memcpy(got, a, (size_t)n * 4), memcpy(want, a, (size_t)n * 4);
+        memcpy(g2, c, (size_t)n * 4), memcpy(w2, c, (size_t)n * 4);
+        memcpy(g3, d, (size_t)n * 4), memcpy(w3, d, (size_t)n * 4);
+        repro_adamw_step(pool, got, b, g2, g3, n, lr, beta1, beta2, 1e-8f, wd, bc1, bc2);
+        for (long i = 0; i < n; i++)
+            repro_hd_adamw(&k, b[i], &want[i], &w2[i], &w3[i]);
+        same_bits(got, want, n, form ? "adamw p (lerp from the end)" : "adamw p", n, isa,
+                  nan_inputs);
+        same_bits(g2, w2, n, "adamw m", n, isa, nan_inputs);
+        same_bits(g3, w3, n, "adamw v", n, isa, nan_inputs);
+    }
+
+    memcpy(got, a, (size_t)n * 4);
+    repro_div_scalar(got, n, 3.0f);
+    for (long i = 0; i < n; i++)
+        want[i] = a[i] / 3.0f;
+    same_bits(got, want, n, "div_scalar", n, isa, 0);
+    memcpy(got, a, (size_t)n * 4);
+    repro_mul_scalar(got, n, 0.1f);
+    for (long i = 0; i < n; i++)
+        want[i] = a[i] * 0.1f;
+    same_bits(got, want, n, "mul_scalar", n, isa, 0);
+    memcpy(got, a, (size_t)n * 4);
+    repro_add_into(got, b, n);
+    for (long i = 0; i < n; i++)
+        want[i] = add_ref(a[i], b[i]);
+    same_bits(got, want, n, "add_into", n, isa, 0);
+
+    /* found on data with and without non-finite values; inv 1 leaves g */
+    const float *src[2] = {a, clean};
+    const float invs[3] = {1.0f, 0.5f, 1.0f / 3.0f};
+    for (int si = 0; si < 2; si++)
+        for (int ii = 0; ii < 3; ii++) {
+            memcpy(got, src[si], (size_t)n * 4), memcpy(want, src[si], (size_t)n * 4);
+            int found = repro_unscale_check(got, n, invs[ii]), wfound = 0;
+            for (long i = 0; i < n; i++) /* repro_hd_unscale, its inv == 1 case written out */
+                if (invs[ii] == 1.0f)
+                    wfound |= !repro_hd_isfinite(want[i]);
+                else
+                    want[i] = repro_hd_unscale(want[i], invs[ii], &wfound);
+            same_bits(got, want, n, "unscale_check", n, isa, 0);
+            ck_assert_msg(found == wfound, "unscale_check found %d, want %d (%ld, %s)", found,
+                          wfound, n, repro_isa_name(isa));
+        }
+    free(got), free(want), free(g2), free(w2), free(g3), free(w3);
+}
+
+/* Every path against the scalar expressions: every length 0..67 (each
+ * tail of 4, 8 and 16 lanes, odd ones at an odd address), then three
+ * 16384-element chunks and a tail on two threads; on inputs with NaN, inf,
+ * 0 and denormals, and on finite ones (0, denormals, negative AdamW
+ * states: the only NaN is then sqrt's of a negative v, exact). */
+START_TEST(test_elementwise_every_path)
+{
+    enum { BIG = 2 * 16384 + 45 };
+    float *in[2][5];
+    for (int set = 0; set < 2; set++)
+        for (int j = 0; j < 5; j++) {
+            in[set][j] = malloc((BIG + 1) * sizeof(float));
+            ck_assert_ptr_nonnull(in[set][j]);
+            fill_special(in[set][j], BIG + 1, 70 + 5 * set + j,
+                         j == 4 ? SPECIALS_NONE : set == 0 ? SPECIALS_ALL : SPECIALS_FINITE);
+        }
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    repro_pool *pool2;
+    ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
+    for (int i = 0; i < np; i++) {
+        ck_assert_int_eq(repro_isa_select(p[i]), 0);
+        for (int set = 0; set < 2; set++)
+            for (long n = 0; n <= 68; n++) {
+                long len = n < 68 ? n : BIG, off = n % 2;
+                float **x = in[set];
+                elementwise_case(p[i], n < 68 ? NULL : pool2, len, x[0] + off, x[1] + off,
+                                 x[2] + off, x[3] + off, x[4] + off, set == 0);
+            }
+    }
+    repro_pool_free(pool2);
+    repro_isa_select(repro_isa_best());
+    for (int set = 0; set < 2; set++)
+        for (int j = 0; j < 5; j++)
+            free(in[set][j]);
+}
+END_TEST
+
+/* The bias gradient (linear.c): each column summed over the batch in
+ * ascending order, from +0 or from db, on every path. */
+START_TEST(test_linear_bias_every_path)
+{
+    const int shapes[][2] = {{16, 10}, {5, 256}, {3, 300}, {64, 7}, {1, 1}};
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int B = shapes[s][0], out = shapes[s][1];
+        float *dy = malloc((size_t)B * out * 4), *db0 = malloc((size_t)out * 4);
+        float *want = malloc((size_t)out * 4), *got = malloc((size_t)out * 4);
+        ck_assert(dy && db0 && want && got);
+        fill_special(dy, (long)B * out, 90 + s, SPECIALS_ALL);
+        fill_special(db0, out, 95 + s, SPECIALS_ALL);
+        for (int acc = 0; acc <= 1; acc++) {
+            for (int o = 0; o < out; o++) {
+                float a = acc ? db0[o] : 0.0f;
+                for (int b = 0; b < B; b++)
+                    a = add_ref(a, dy[(long)b * out + o]);
+                want[o] = a;
+            }
+            for (int i = 0; i < np; i++) {
+                ck_assert_int_eq(repro_isa_select(p[i]), 0);
+                memcpy(got, db0, (size_t)out * 4);
+                repro_linear_backward_bias(NULL, dy, got, B, out, acc);
+                same_bits(got, want, out, acc ? "bias, accumulate" : "bias", (long)B * out, p[i],
+                          0);
+            }
+        }
+        free(dy), free(db0), free(want), free(got);
+    }
     repro_isa_select(repro_isa_best());
 }
 END_TEST
@@ -508,6 +767,8 @@ Suite *isa_suite(void)
     tcase_add_test(tc, test_conv_algos_same_bits_every_path);
     tcase_add_test(tc, test_maxpool_wide_planes);
     tcase_add_test(tc, test_dropout_every_path);
+    tcase_add_test(tc, test_elementwise_every_path);
+    tcase_add_test(tc, test_linear_bias_every_path);
     tcase_add_test(tc, test_mlp_training_every_path);
     tcase_add_test(tc, test_cnn_training_every_path);
     tcase_add_test(tc, test_cli_repro_isa);

@@ -3,6 +3,7 @@
  * the chain; that hashing never changes training; and dumps. */
 #include <check.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "record/hash.h"
 #include "record/leaf_hasher.h"
 #include "record/stats.h"
+#include "kernels/isa.h"
 
 #include <math.h>
 
@@ -390,6 +392,56 @@ START_TEST(test_stats_f32_order)
 }
 END_TEST
 
+/* Random float bits, a quarter of them special: NaN (quiet, signalling,
+ * either sign), +-inf, +-0, denormals; the rest ordinary values spread
+ * over many exponents. */
+static float special_float(uint64_t *st)
+{
+    *st ^= *st << 13, *st ^= *st >> 7, *st ^= *st << 17; /* xorshift64 */
+    uint32_t r = (uint32_t)(*st >> 32), sign = r & 0x80000000u, bits;
+    static const uint32_t specials[] = {0x7fc00000u, 0x7f800001u, 0x7fbfffffu, 0x7f800000u,
+                                        0x00000000u, 0x00000001u, 0x007fffffu, 0x00400000u};
+    if ((r & 3) == 0)
+        bits = sign | specials[(r >> 2) % 8];
+    else
+        bits = sign | (((r >> 2) % 60 + 97) << 23) | ((uint32_t)*st & 0x7fffffu);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Every vector path the CPU has (the recorder follows kernels/isa.h's
+ * selection) against stats_ref, bitwise on the doubles: every length
+ * 0..67 (each tail, at two alignments) and one over a million elements. */
+START_TEST(test_stats_f32_every_path)
+{
+    enum { BIG = (1 << 20) + 7 };
+    float *x = malloc((BIG + 1) * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    uint64_t st = 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < BIG + 1; i++)
+        x[i] = special_float(&st);
+    for (int isa = 0; isa < REPRO_ISA_COUNT; isa++) {
+        if (!repro_isa_supported((repro_isa)isa))
+            continue;
+        ck_assert_int_eq(repro_isa_select((repro_isa)isa), 0);
+        for (size_t n = 0; n <= 68; n++) {
+            size_t len = n < 68 ? n : BIG, off = n % 2; /* odd n start one float in */
+            double a[3], b[3];
+            long nfa, nfb;
+            repro_tensor_stats_compute("f32", x + off, len * 4, &a[0], &a[1], &a[2], &nfa);
+            stats_ref(x + off, len, &b[0], &b[1], &b[2], &nfb);
+            ck_assert_msg(!memcmp(a, b, sizeof a) && nfa == nfb,
+                          "stats of %zu elements differ on %s: %a %a %a %ld vs %a %a %a %ld", len,
+                          repro_isa_name((repro_isa)isa), a[0], a[1], a[2], nfa, b[0], b[1], b[2],
+                          nfb);
+        }
+    }
+    repro_isa_select(repro_isa_best());
+    free(x);
+}
+END_TEST
+
 
 START_TEST(test_leaf_hasher_equals_tree_hash)
 {
@@ -428,6 +480,7 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_overlapped_hasher_equals_synchronous);
     tcase_add_test(tc, test_dumps_for_a_reader);
     tcase_add_test(tc, test_stats_f32_order);
+    tcase_add_test(tc, test_stats_f32_every_path);
     tcase_add_test(tc, test_leaf_hasher_equals_tree_hash);
     suite_add_tcase(s, tc);
     return s;

@@ -8,11 +8,11 @@
  * specified, so these equal sqrtf/sqrt bit for bit, without linking libm).
  * Chunks are fixed 16384-element ranges, so threads change nothing. The
  * per-element update and sqrtf are kernels/shared/optim.h (the CUDA kernel
- * compiles the same code); the per-step constants are made here, once, on
- * the host, for both backends (repro_adamw_constants). */
+ * compiles the same code; the loop is the vector path's, simd.h: adamw,
+ * the same expression per lane); the per-step constants are made here,
+ * once, on the host, for both backends (repro_adamw_constants). */
 #include "ops.h"
-
-#include "kernels/shared/optim.h"
+#include "simd.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -83,6 +83,7 @@ static double repro_sqrt(double d)
 }
 
 typedef struct {
+    const repro_simd *simd;
     float *p, *m, *v;
     const float *g;
     long n;
@@ -92,9 +93,8 @@ typedef struct {
 static void adamw_chunk(void *vctx, long chunk)
 {
     const adamw_ctx *c = vctx;
-    long i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
-    for (long i = chunk * CHUNK; i < i1; i++)
-        repro_hd_adamw(&c->k, c->g[i], &c->p[i], &c->m[i], &c->v[i]);
+    long i0 = chunk * CHUNK, i1 = (chunk + 1) * CHUNK < c->n ? (chunk + 1) * CHUNK : c->n;
+    c->simd->adamw(&c->k, c->p + i0, c->g + i0, c->m + i0, c->v + i0, i1 - i0);
 }
 
 void repro_adamw_constants(repro_adamw_consts *k, double lr, double beta1, double beta2, float eps,
@@ -119,7 +119,7 @@ void repro_adamw_step(repro_pool *pool, float *p, const float *g, float *m, floa
                       double lr, double beta1, double beta2, float eps, double wd,
                       double bc1, double bc2)
 {
-    adamw_ctx c = {.p = p, .m = m, .v = v, .g = g, .n = n};
+    adamw_ctx c = {.simd = repro_simd_get(), .p = p, .m = m, .v = v, .g = g, .n = n};
     repro_adamw_constants(&c.k, lr, beta1, beta2, eps, wd, bc1, bc2);
     repro_pool_run(pool, (n + CHUNK - 1) / CHUNK, adamw_chunk, &c);
 }

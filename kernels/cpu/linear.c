@@ -4,6 +4,7 @@
  * in ascending batch order by the single chunk that owns it. Chunks depend
  * only on the shapes, so thread count changes no bit. */
 #include "ops.h"
+#include "simd.h"
 
 #include <stddef.h>
 
@@ -62,11 +63,9 @@ static void bias_chunk(void *vctx, long chunk)
     float acc[BIAS_COLS];
     for (long o = o0; o < o1; o++)
         acc[o - o0] = c->accumulate ? c->db[o] : 0.0f;
-    for (long b = 0; b < c->B; b++) {
-        const float *row = c->dy + b * (long)c->out;
-        for (long o = o0; o < o1; o++)
-            acc[o - o0] = acc[o - o0] + row[o];
-    }
+    const repro_simd *s = repro_simd_get(); /* add_into: a lane per column's sum */
+    for (long b = 0; b < c->B; b++)
+        s->add_into(acc, c->dy + b * (long)c->out + o0, o1 - o0);
     for (long o = o0; o < o1; o++)
         c->db[o] = acc[o - o0];
 }

@@ -13,6 +13,7 @@
 #define REPRO_SIMD_H
 
 #include "kernels/isa.h"
+#include "kernels/shared/optim.h"
 
 typedef struct {
     repro_isa isa;
@@ -42,6 +43,27 @@ typedef struct {
      * must be readable over nv*lanes (+ R - 1) floats from each offset. */
     void (*colsum)(int R, int nv, long nrows, const float *dy, const long *dy_off,
                    const float *x, const long *x_off, float *acc);
+
+    /* Elementwise loops over n floats (simd_pointwise_tmpl.h), any n: each
+     * output element is the scalar kernel's expression of its own inputs,
+     * so every path and any split of a range give the same bits. */
+    /* y[i] = repro_hd_relu(x[i]) */
+    void (*relu_fwd)(const float *x, float *y, long n);
+    /* dx[i] = repro_hd_relu_grad(y[i], dy[i]) */
+    void (*relu_bwd)(const float *y, const float *dy, float *dx, long n);
+    /* repro_hd_sgd on each (p[i], g[i], buf[i]) */
+    void (*sgd)(float *p, const float *g, float *buf, long n, float lr, float momentum,
+                float wd, int first_step);
+    /* repro_hd_adamw on each (g[i], p[i], m[i], v[i]) */
+    void (*adamw)(const repro_adamw_consts *k, float *p, const float *g, float *m, float *v,
+                  long n);
+    /* x[i] = x[i] / d;  x[i] = x[i] * s */
+    void (*div_scalar)(float *x, long n, float d);
+    void (*mul_scalar)(float *x, long n, float s);
+    /* y[i] = y[i] + x[i]; where both are NaN, y's (quieted) */
+    void (*add_into)(float *y, const float *x, long n);
+    /* g[i] = repro_hd_unscale(g[i], inv, &found); returns found (0 or 1) */
+    int (*unscale_check)(float *g, long n, float inv);
 } repro_simd;
 
 /* The table of the path in use (repro_isa_current()). */

@@ -11,10 +11,19 @@
 #define MR 6
 #define MR_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define SPLAT_INIT(a) {a, a, a, a, a, a, a, a}
+#include <immintrin.h>
+#define VSQRT(v) ((VF)_mm256_sqrt_ps((__m256)(v)))
 #include "simd_tmpl.h"
 
-const repro_simd repro_simd_avx2 = {REPRO_ISA_AVX2, LANES, MR, 2 * LANES, gemm_tile_avx2, gemm_tile_shards_avx2, conv_tile_avx2,
-                                    colsum_avx2};
+const repro_simd repro_simd_avx2 = {
+    .isa = REPRO_ISA_AVX2, .lanes = LANES, .mr = MR, .nr = 2 * LANES,
+    .gemm_tile = gemm_tile_avx2, .gemm_tile_shards = gemm_tile_shards_avx2,
+    .conv_tile = conv_tile_avx2, .colsum = colsum_avx2,
+    .relu_fwd = relu_fwd_avx2, .relu_bwd = relu_bwd_avx2,
+    .sgd = sgd_avx2, .adamw = adamw_avx2,
+    .div_scalar = div_scalar_avx2, .mul_scalar = mul_scalar_avx2,
+    .add_into = add_into_avx2, .unscale_check = unscale_check_avx2,
+};
 #else
-const repro_simd repro_simd_avx2 = {REPRO_ISA_AVX2, 0, 0, 0, 0, 0, 0, 0};
+const repro_simd repro_simd_avx2 = {.isa = REPRO_ISA_AVX2};
 #endif

@@ -11,10 +11,19 @@
 #define MR 8
 #define MR_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define SPLAT_INIT(a) {a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a}
+#include <immintrin.h>
+#define VSQRT(v) ((VF)_mm512_sqrt_ps((__m512)(v)))
 #include "simd_tmpl.h"
 
-const repro_simd repro_simd_avx512 = {REPRO_ISA_AVX512, LANES, MR, 2 * LANES,
-                                      gemm_tile_avx512, gemm_tile_shards_avx512, conv_tile_avx512, colsum_avx512};
+const repro_simd repro_simd_avx512 = {
+    .isa = REPRO_ISA_AVX512, .lanes = LANES, .mr = MR, .nr = 2 * LANES,
+    .gemm_tile = gemm_tile_avx512, .gemm_tile_shards = gemm_tile_shards_avx512,
+    .conv_tile = conv_tile_avx512, .colsum = colsum_avx512,
+    .relu_fwd = relu_fwd_avx512, .relu_bwd = relu_bwd_avx512,
+    .sgd = sgd_avx512, .adamw = adamw_avx512,
+    .div_scalar = div_scalar_avx512, .mul_scalar = mul_scalar_avx512,
+    .add_into = add_into_avx512, .unscale_check = unscale_check_avx512,
+};
 #else
-const repro_simd repro_simd_avx512 = {REPRO_ISA_AVX512, 0, 0, 0, 0, 0, 0, 0};
+const repro_simd repro_simd_avx512 = {.isa = REPRO_ISA_AVX512};
 #endif

@@ -9,7 +9,18 @@
 #define MR 4
 #define MR_ROWS(X) X(0) X(1) X(2) X(3)
 #define SPLAT_INIT(a) {a, a, a, a}
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define VSQRT(v) ((VF)_mm_sqrt_ps((__m128)(v)))
+#endif
 #include "simd_tmpl.h"
 
-const repro_simd repro_simd_sse2 = {REPRO_ISA_SSE2, LANES, MR, 2 * LANES, gemm_tile_sse2, gemm_tile_shards_sse2, conv_tile_sse2,
-                                    colsum_sse2};
+const repro_simd repro_simd_sse2 = {
+    .isa = REPRO_ISA_SSE2, .lanes = LANES, .mr = MR, .nr = 2 * LANES,
+    .gemm_tile = gemm_tile_sse2, .gemm_tile_shards = gemm_tile_shards_sse2,
+    .conv_tile = conv_tile_sse2, .colsum = colsum_sse2,
+    .relu_fwd = relu_fwd_sse2, .relu_bwd = relu_bwd_sse2,
+    .sgd = sgd_sse2, .adamw = adamw_sse2,
+    .div_scalar = div_scalar_sse2, .mul_scalar = mul_scalar_sse2,
+    .add_into = add_into_sse2, .unscale_check = unscale_check_sse2,
+};

@@ -6,6 +6,7 @@
  *   MR_ROWS(X) X(0) X(1) ... X(mr-1): the GEMM tile's rows
  *   MR         their count
  *   SPLAT_INIT(a)  the initializer {a, a, ...} of LANES elements
+ *   VSQRT(v)   optional: the path's vector square root (simd_pointwise_tmpl.h)
  * Everything here is elementwise IEEE arithmetic on GCC/Clang vector types:
  * each lane is its own output, products are rounded before the add (no FMA:
  * -ffp-contract=off, and none is written). */
@@ -182,6 +183,10 @@ TGT static void SFX(colsum)(int R, int nv, long nrows, const float *dy, const lo
 }
 
 #undef VF
+
+/* The elementwise loops (relu, optimizers, scaling) on the same vectors. */
+#include "simd_pointwise_tmpl.h"
+
 #undef SPLAT_INIT
 #undef TILE_LOAD
 #undef TILE_STEP
