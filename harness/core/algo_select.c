@@ -12,10 +12,8 @@
 
 repro_conv_algo repro_algo_rule(const repro_conv_shape *s)
 {
-    if (s->R == 3 && s->C >= 4)
+    if (s->R == 3 && s->C >= 64)
         return REPRO_CONV_WINOGRAD;
-    if (s->C * s->R * s->R >= 32)
-        return REPRO_CONV_IM2COL;
     return REPRO_CONV_DIRECT;
 }
 

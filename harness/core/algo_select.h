@@ -3,11 +3,12 @@
  *    algorithm on the real inputs (3 times each, median) and keep the
  *    fastest, as cudnnFind does; timing noise decides, so the choice — and
  *    the bits — can change from run to run;
- *  - benchmark = off: a fixed rule, as cuDNN's heuristics:
- *        winograd  when the kernel is 3x3 and there are >= 4 input channels
+ *  - benchmark = off: a fixed rule, as cuDNN's heuristics, set from the CPU
+ *    kernels' measured speed (B 64, one thread: direct on its register
+ *    tiles beats winograd up to 32 input channels and im2col everywhere):
+ *        winograd  when the kernel is 3x3 and there are >= 64 input channels
  *                  (enough channels to amortize the transforms);
- *        im2col    when C*R*R >= 32 otherwise (a long reduction: GEMM pays);
- *        direct    else;
+ *        direct    else (im2col only by benchmark or lock);
  *  - an algorithm lock (--algo-lock TRACE) replays the choices recorded in a
  *    trace, which makes a benchmark = on run reproducible.
  * deterministic = on admits only deterministic algorithms (all three are;
