@@ -133,19 +133,30 @@ static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long 
     }
 }
 
+/* The register tile on A packed (lda = 0) or read in place (lda: its row
+ * stride; simd.h: gemm_tile_rows). */
+static void tile(const repro_simd *s, long kc, const float *A, long lda, const float *Bp,
+                 long ldb, float *C, long ldc)
+{
+    if (lda)
+        s->gemm_tile_rows(kc, A, lda, Bp, ldb, C, ldc);
+    else
+        s->gemm_tile(kc, A, Bp, ldb, C, ldc);
+}
+
 /* One tile, B's panel row k at Bp + k*ldb: a full tile in place, an edge
  * one through a padded copy of C. */
-static void run_tile(const repro_simd *s, long kc, const float *Ap, const float *Bp, long ldb,
-                     float *C, long ldc, int rows, int cols)
+static void run_tile(const repro_simd *s, long kc, const float *A, long lda, const float *Bp,
+                     long ldb, float *C, long ldc, int rows, int cols)
 {
     if (rows == s->mr && cols == s->nr) {
-        s->gemm_tile(kc, Ap, Bp, ldb, C, ldc);
+        tile(s, kc, A, lda, Bp, ldb, C, ldc);
         return;
     }
     float t[16 * 32]; /* mr x nr of the widest path */
     for (int r = 0; r < rows; r++)
         memcpy(t + r * s->nr, C + r * ldc, (size_t)cols * sizeof *t);
-    s->gemm_tile(kc, Ap, Bp, ldb, t, s->nr);
+    tile(s, kc, A, lda, Bp, ldb, t, s->nr);
     for (int r = 0; r < rows; r++)
         memcpy(C + r * ldc, t + r * s->nr, (size_t)cols * sizeof *t);
 }
@@ -218,7 +229,12 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
                 pack_b(B, b_rs, b_cs, k0, kc, n0 + direct, ncols - direct, nr, Bp);
             for (long m0 = 0; m0 < M; m0 += mr) {
                 int rows = (int)lmin(mr, M - m0);
-                pack_a(A, a_rs, a_cs, m0, rows, mr, k0, kc, Ap);
+                /* a row-major A's whole panels are read in place; the rest
+                 * (and every panel of a transposed A) is packed */
+                long lda = !shard && a_cs == 1 && a_rs != 1 && rows == mr ? a_rs : 0;
+                const float *at = lda ? A + m0 * a_rs + k0 : Ap;
+                if (!lda)
+                    pack_a(A, a_rs, a_cs, m0, rows, mr, k0, kc, Ap);
                 for (long n = 0; n < ncols; n += nr) {
                     int cols = (int)lmin(nr, ncols - n);
                     float *c = C + m0 * ldc + n0 + n;
@@ -229,7 +245,7 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
                         run_tile_sharded(s, kc, shard, Ap, bt, ldbt, c, ldc, rows, cols,
                                          accumulate);
                     else
-                        run_tile(s, kc, Ap, bt, ldbt, c, ldc, rows, cols);
+                        run_tile(s, kc, at, lda, bt, ldbt, c, ldc, rows, cols);
                 }
             }
         }

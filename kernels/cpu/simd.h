@@ -25,6 +25,10 @@ typedef struct {
      * of nr floats, ldb apart). C holds the running sums: a caller that
      * splits K into blocks keeps each element's order ascending in k. */
     void (*gemm_tile)(long kc, const float *Ap, const float *Bp, long ldb, float *C, long ldc);
+    /* gemm_tile with A in place, A(r, k) = A[r*lda + k] (a row-major A:
+     * no packing); the same sums in the same order. */
+    void (*gemm_tile_rows)(long kc, const float *A, long lda, const float *Bp, long ldb,
+                           float *C, long ldc);
     /* The sharded register tile: K (kc) cut into shards of S (the last one
      * may be short); shard q's partial Pq[r][j] = +0 + Ap[k*mr + r]*Bp[k*ldb
      * + j] over its k ascending, and T[r][j] (row stride ldt) becomes P0,

@@ -17,7 +17,8 @@
 
 const repro_simd repro_simd_avx2 = {
     .isa = REPRO_ISA_AVX2, .lanes = LANES, .mr = MR, .nr = 2 * LANES,
-    .gemm_tile = gemm_tile_avx2, .gemm_tile_shards = gemm_tile_shards_avx2,
+    .gemm_tile = gemm_tile_avx2, .gemm_tile_rows = gemm_tile_rows_avx2,
+    .gemm_tile_shards = gemm_tile_shards_avx2,
     .conv_tile = conv_tile_avx2, .colsum = colsum_avx2,
     .relu_fwd = relu_fwd_avx2, .relu_bwd = relu_bwd_avx2,
     .sgd = sgd_avx2, .adamw = adamw_avx2,

@@ -17,7 +17,8 @@
 
 const repro_simd repro_simd_avx512 = {
     .isa = REPRO_ISA_AVX512, .lanes = LANES, .mr = MR, .nr = 2 * LANES,
-    .gemm_tile = gemm_tile_avx512, .gemm_tile_shards = gemm_tile_shards_avx512,
+    .gemm_tile = gemm_tile_avx512, .gemm_tile_rows = gemm_tile_rows_avx512,
+    .gemm_tile_shards = gemm_tile_shards_avx512,
     .conv_tile = conv_tile_avx512, .colsum = colsum_avx512,
     .relu_fwd = relu_fwd_avx512, .relu_bwd = relu_bwd_avx512,
     .sgd = sgd_avx512, .adamw = adamw_avx512,

@@ -17,7 +17,8 @@
 
 const repro_simd repro_simd_sse2 = {
     .isa = REPRO_ISA_SSE2, .lanes = LANES, .mr = MR, .nr = 2 * LANES,
-    .gemm_tile = gemm_tile_sse2, .gemm_tile_shards = gemm_tile_shards_sse2,
+    .gemm_tile = gemm_tile_sse2, .gemm_tile_rows = gemm_tile_rows_sse2,
+    .gemm_tile_shards = gemm_tile_shards_sse2,
     .conv_tile = conv_tile_sse2, .colsum = colsum_sse2,
     .relu_fwd = relu_fwd_sse2, .relu_bwd = relu_bwd_sse2,
     .sgd = sgd_sse2, .adamw = adamw_sse2,

@@ -58,6 +58,27 @@ TGT static void SFX(gemm_tile)(long kc, const float *Ap, const float *Bp, long l
     MR_ROWS(TILE_STORE)
 }
 
+/* ---- GEMM register tile, A read in place (simd.h: gemm_tile_rows) -------
+ * The same sums as gemm_tile with A(r, k) = A[r*lda + k]: a row-major A
+ * needs no packed copy (its rows are read along k, one stream each). */
+#define ROWS_STEP(r)                                                                   \
+    {                                                                                  \
+        VF a = SFX(splat)(A[(r) * lda]);                                               \
+        c##r##a = c##r##a + a * b0;                                                    \
+        c##r##b = c##r##b + a * b1;                                                    \
+    }
+
+TGT static void SFX(gemm_tile_rows)(long kc, const float *A, long lda, const float *Bp,
+                                    long ldb, float *C, long ldc)
+{
+    MR_ROWS(TILE_LOAD)
+    for (long k = 0; k < kc; k++, A++, Bp += ldb) {
+        VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);
+        MR_ROWS(ROWS_STEP)
+    }
+    MR_ROWS(TILE_STORE)
+}
+
 /* ---- sharded GEMM register tile (simd.h: gemm_tile_shards) --------------
  * Each shard's partial starts from +0 in registers (no load), and goes to T
  * once: T = P0 for the first shard, T = T + Pq after it, so T's order is
@@ -191,6 +212,7 @@ TGT static void SFX(colsum)(int R, int nv, long nrows, const float *dy, const lo
 #undef TILE_LOAD
 #undef TILE_STEP
 #undef TILE_STORE
+#undef ROWS_STEP
 #undef SHARD_ZERO
 #undef SHARD_FIRST
 #undef SHARD_ADD
