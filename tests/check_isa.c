@@ -130,6 +130,45 @@ START_TEST(test_gemm_every_path)
 }
 END_TEST
 
+/* The linear forward (B = w^T, read transposed and packed four columns by
+ * four k at a time) on every path: K past one cache block and with a tail,
+ * column counts with tails on every panel width. */
+START_TEST(test_linear_forward_every_path)
+{
+    const int shapes[][3] = {{64, 256, 784}, {13, 37, 601}, {7, 3, 5}, {6, 16, 4}};
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = paths(p);
+    repro_pool *pool2;
+    ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int B = shapes[s][0], out = shapes[s][1], in = shapes[s][2];
+        float *x = rand_floats((long)B * in, 80 + s), *w = rand_floats((long)out * in, 90 + s);
+        float *bias = rand_floats(out, 100 + s), *want = rand_floats((long)B * out, 1);
+        for (int b = 0; b < B; b++)
+            for (int o = 0; o < out; o++) {
+                float a = bias[o];
+                for (int i = 0; i < in; i++) {
+                    float pr = x[(long)b * in + i] * w[(long)o * in + i];
+                    a = a + pr;
+                }
+                want[(long)b * out + o] = a;
+            }
+        for (int i = 0; i < np; i++) {
+            ck_assert_int_eq(repro_isa_select(p[i]), 0);
+            float *got = rand_floats((long)B * out, 2);
+            repro_linear_forward(pool2, x, w, bias, got, B, in, out, NULL);
+            ck_assert_msg(!memcmp(got, want, (size_t)B * out * sizeof(float)),
+                          "linear forward %dx%dx%d differs on %s", B, out, in,
+                          repro_isa_name(p[i]));
+            free(got);
+        }
+        free(x), free(w), free(bias), free(want);
+    }
+    repro_pool_free(pool2);
+    repro_isa_select(repro_isa_best());
+}
+END_TEST
+
 /* The shard rule's GEMM (the weight gradient: A = dy^T) on every path:
  * each shard summed from +0 in ascending k, the partials added in shard
  * order, then C = total or C + total; full tiles, edge tiles, a short last
@@ -762,6 +801,7 @@ Suite *isa_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_names_and_selection);
     tcase_add_test(tc, test_gemm_every_path);
+    tcase_add_test(tc, test_linear_forward_every_path);
     tcase_add_test(tc, test_gemm_sharded_every_path);
     tcase_add_test(tc, test_conv_every_path);
     tcase_add_test(tc, test_conv_algos_same_bits_every_path);

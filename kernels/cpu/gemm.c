@@ -16,6 +16,9 @@
 #include "ops.h"
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "scratch.h"
 #include "simd.h"
@@ -100,6 +103,39 @@ static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, int 
     }
 }
 
+/* Columns [0, cols & ~3) of a transposed panel, d[k*nr + j] = b[j*b_cs +
+ * k], four columns by four k at a time through a 4x4 register transpose
+ * (copies: no arithmetic); returns the columns done. */
+static long pack_b_transposed4(const float *b, long b_cs, long kc, long cols, int nr, float *d)
+{
+#if defined(__SSE2__)
+    long j = 0;
+    for (; j + 4 <= cols; j += 4) {
+        const float *r0 = b + j * b_cs, *r1 = r0 + b_cs, *r2 = r1 + b_cs, *r3 = r2 + b_cs;
+        long k = 0;
+        for (; k + 4 <= kc; k += 4) {
+            __m128 v0 = _mm_loadu_ps(r0 + k), v1 = _mm_loadu_ps(r1 + k);
+            __m128 v2 = _mm_loadu_ps(r2 + k), v3 = _mm_loadu_ps(r3 + k);
+            _MM_TRANSPOSE4_PS(v0, v1, v2, v3);
+            _mm_storeu_ps(d + k * nr + j, v0);
+            _mm_storeu_ps(d + (k + 1) * nr + j, v1);
+            _mm_storeu_ps(d + (k + 2) * nr + j, v2);
+            _mm_storeu_ps(d + (k + 3) * nr + j, v3);
+        }
+        for (; k < kc; k++) {
+            d[k * nr + j] = r0[k];
+            d[k * nr + j + 1] = r1[k];
+            d[k * nr + j + 2] = r2[k];
+            d[k * nr + j + 3] = r3[k];
+        }
+    }
+    return j;
+#else
+    (void)b, (void)b_cs, (void)kc, (void)cols, (void)nr, (void)d;
+    return 0;
+#endif
+}
+
 /* Panel p of Bp: [kc][nr] = B(k0 + k, n0 + p*nr + j) with B(k, n) =
  * B[k*b_rs + n*b_cs], columns past N as 0. Rows of B contiguous (b_cs = 1)
  * copy row pieces; a transposed B (b_rs = 1: linear's weights [out][in])
@@ -121,7 +157,10 @@ static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long 
          * along each column's contiguous run of k; the writes land nr
          * floats apart inside the panel, which stays in L1 */
         const float *b = B + k0 * b_rs + (n0 + p * nr) * b_cs;
-        for (long j = 0; j < nr; j++) {
+        long j = 0;
+        if (b_rs == 1)
+            j = pack_b_transposed4(b, b_cs, kc, cols, nr, d);
+        for (; j < nr; j++) {
             const float *bj = b + j * b_cs;
             if (j >= cols)
                 for (long k = 0; k < kc; k++)
