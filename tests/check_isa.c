@@ -455,9 +455,9 @@ START_TEST(test_dropout_every_path)
     /* The mask drawn many blocks at a time (repro_philox_keep) against the
      * rule element by element, and forward's and backward's values against
      * repro_hd_dropout_apply on the bits; lengths with tails on every step
-     * width and around the 4096-element chunks, one and two threads. NaN,
+     * width and around the 1024-element chunks, one and two threads. NaN,
      * inf and signed zeros travel through both multiplies. */
-    const size_t lens[] = {1, 5, 17, 4095, 4096, 4097, 16384 + 13, 60001};
+    const size_t lens[] = {1, 5, 17, 1023, 1024, 1025, 4096, 16384 + 13, 60001};
     const float ps[] = {0.1f, 0.5f, 0.95f};
     repro_isa p[REPRO_ISA_COUNT];
     int np = paths(p);

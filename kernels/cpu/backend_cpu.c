@@ -86,11 +86,27 @@ static void cpu_copy(void *ctx, void *dst, const void *src, size_t bytes)
         memcpy(dst, src, bytes);
 }
 
+enum { ZERO_CHUNK = 64 * 1024 }; /* bytes */
+
+typedef struct {
+    unsigned char *p;
+    size_t bytes;
+} zero_ctx;
+
+static void zero_chunk(void *vctx, long chunk)
+{
+    const zero_ctx *z = vctx;
+    size_t off = (size_t)chunk * ZERO_CHUNK;
+    memset(z->p + off, 0, z->bytes - off < ZERO_CHUNK ? z->bytes - off : ZERO_CHUNK);
+}
+
+/* zero_grad's memset, shared by the pool's threads (a serial megabyte a
+ * step kept the other thread waiting). */
 static void cpu_zero(void *ctx, void *p, size_t bytes)
 {
-    (void)ctx;
+    zero_ctx z = {p, bytes};
     if (bytes)
-        memset(p, 0, bytes);
+        repro_pool_run(pool_of(ctx), (long)((bytes + ZERO_CHUNK - 1) / ZERO_CHUNK), zero_chunk, &z);
 }
 
 /* ---- linear ------------------------------------------------------------------ */

@@ -1,7 +1,8 @@
 /* Inverted dropout with a counter-based mask. Determinism argument: element
  * i's keep decision is repro_u32_to_unit(philox_at(key, i, 0).v[0]) >= p, a
- * pure function of (key, i), so tiling, chunking (fixed 4096-element
- * ranges: small enough that two threads share one 64 x 256 activation) and
+ * pure function of (key, i), so tiling, chunking (fixed 1024-element
+ * ranges: small enough that two threads share one shard's 16 x 256
+ * activation, which the model passes as one call) and
  * threads cannot change the mask, and the CUDA backend can draw the very
  * same bits. Forward draws a chunk's mask with repro_philox_keep (many
  * blocks at once, on the vector path in use), then applies it as backward
@@ -17,7 +18,7 @@
 
 #include <string.h>
 
-enum { CHUNK = 4096 };
+enum { CHUNK = 1024 };
 
 typedef struct {
     const float *in;
