@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +313,57 @@ static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
         fprintf(stderr, "repro: no element detail: %s\n", repro_error_message());
 }
 
+/* Reading the traces (JSON parsing: most of what a check does besides its
+ * runs) on one thread per trace: each read fills only its own slot and its
+ * own error (the error slot is per thread), reported in run order. */
+typedef struct repro_trace_read_job {
+    repro_trace *trace;
+    char path[1200];
+    pthread_t thread;
+    int started, rc, code;
+    char msg[1024];
+} trace_read_job;
+
+static void *read_one(void *arg)
+{
+    trace_read_job *j = arg;
+    j->rc = repro_trace_read(j->trace, j->path);
+    if (j->rc) {
+        j->code = repro_error_code();
+        snprintf(j->msg, sizeof j->msg, "%s", repro_error_message());
+    }
+    return NULL;
+}
+
+static int read_traces(repro_multirun *m)
+{
+    m->reads = calloc((size_t)m->nplan, sizeof *m->reads);
+    if (!m->reads)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    for (int i = 0; i < m->nplan; i++) {
+        trace_read_job *j = &m->reads[i];
+        j->trace = &m->traces[i];
+        snprintf(j->path, sizeof j->path, "%s/trace.jsonl", m->plan[i].dir);
+        j->started = i > 0 && pthread_create(&j->thread, NULL, read_one, j) == 0;
+    }
+    for (int i = 0; i < m->nplan; i++) /* run 1, and any whose thread did not start */
+        if (!m->reads[i].started)
+            read_one(&m->reads[i]);
+    for (int i = 0; i < m->nplan; i++)
+        if (m->reads[i].started)
+            pthread_join(m->reads[i].thread, NULL);
+    return 0;
+}
+
+/* The traces after `i` that were read although i failed (release frees
+ * only the first ntraces). */
+static void release_reads_after(repro_multirun *m, int i)
+{
+    for (int k = i + 1; k < m->nplan; k++)
+        if (!m->reads[k].rc)
+            repro_trace_release(&m->traces[k]);
+}
+
 int repro_multirun_execute(repro_multirun *m)
 {
     for (int i = 0; i < m->nplan; i++) {
@@ -331,10 +383,12 @@ int repro_multirun_execute(repro_multirun *m)
     m->divs = calloc((size_t)m->nplan, sizeof *m->divs);
     if (!m->traces || !m->divs)
         return repro_error_set(REPRO_ENOMEM, "out of memory");
+    if (read_traces(m))
+        return -1;
     for (; m->ntraces < m->nplan; m->ntraces++) {
-        char path[1200];
-        snprintf(path, sizeof path, "%s/trace.jsonl", m->plan[m->ntraces].dir);
-        if (repro_trace_read(&m->traces[m->ntraces], path)) {
+        if (m->reads[m->ntraces].rc) {
+            release_reads_after(m, m->ntraces);
+            repro_error_set(m->reads[m->ntraces].code, "%s", m->reads[m->ntraces].msg);
             if (m->cmd) /* the program's fault, not the user's input */
                 return repro_error_set(REPRO_EIO, "%s of `%s` could not be tested: its trace "
                                                   "is not a valid repro trace: %s",
@@ -344,6 +398,7 @@ int repro_multirun_execute(repro_multirun *m)
         }
         if (m->cmd && repro_multirun_check_external_trace(m, m->ntraces,
                                                           &m->traces[m->ntraces])) {
+            release_reads_after(m, m->ntraces);
             m->ntraces++; /* read: release frees it */
             return -1;
         }
@@ -481,4 +536,6 @@ void repro_multirun_release(repro_multirun *m)
     m->traces = NULL;
     m->divs = NULL;
     m->ntraces = 0;
+    free(m->reads);
+    m->reads = NULL;
 }

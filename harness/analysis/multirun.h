@@ -56,6 +56,7 @@ typedef struct {
     repro_trace *traces;      /* nplan */
     repro_divergence *divs;   /* nplan; [0] unused */
     int ntraces;
+    struct repro_trace_read_job *reads; /* nplan: the parallel reads (multirun.c) */
     int failed;               /* runs that differ from run 1 */
 } repro_multirun;
 
