@@ -92,6 +92,18 @@ static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, int 
         }
         return;
     }
+    if (a_rs == 1 && rows == mr) { /* A transposed (the weight gradient's dy^T): each k's
+                                    * mr rows are contiguous, one fixed-size copy */
+        const float *a = A + m0 + k0 * a_cs;
+        for (long k = 0; k < kc; k++, a += a_cs)
+            switch (mr) {
+            case 4: memcpy(Ap + k * 4, a, 4 * sizeof *a); break;
+            case 6: memcpy(Ap + k * 6, a, 6 * sizeof *a); break;
+            case 8: memcpy(Ap + k * 8, a, 8 * sizeof *a); break;
+            default: memcpy(Ap + k * mr, a, (size_t)mr * sizeof *a); break;
+            }
+        return;
+    }
     for (long k = 0; k < kc; k++) {
         const float *a = A + m0 * a_rs + (k0 + k) * a_cs;
         float *d = Ap + k * mr;
