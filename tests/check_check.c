@@ -75,6 +75,25 @@ START_TEST(test_negative_control_fault_is_located)
 }
 END_TEST
 
+/* A fault naming a tensor the run does not record would flip nothing: the
+ * negative control could not fail. Refused (exit 2) with the right name. */
+START_TEST(test_fault_on_an_unknown_tensor_is_refused)
+{
+    setenv("REPRO_FAULT", "flip:step=5:tensor=fc1.weight", 1);
+    ck_assert_int_eq(tu_run_repro("run experiments/mlp.ini --steps 6 -q --no-trace", out,
+                                  sizeof out, err, sizeof err),
+                     2);
+    ck_assert_ptr_nonnull(strstr(err, "no tensor 'fc1.weight'"));
+    ck_assert(strstr(err, "did you mean 'grad.fc1.weight'?") ||
+              strstr(err, "did you mean 'param.fc1.weight'?"));
+    setenv("REPRO_FAULT", "flip:step=5:tensor=param.fc1.weight", 1);
+    ck_assert_int_eq(tu_run_repro("run experiments/mlp.ini --steps 6 -q --no-trace", out,
+                                  sizeof out, err, sizeof err),
+                     0);
+    unsetenv("REPRO_FAULT");
+}
+END_TEST
+
 START_TEST(test_worker_seeding_pitfall_has_its_scope)
 {
     ck_assert_int_eq(tu_run_repro("check experiments/cnn.ini --steps 6 --runs 1 --workers 1,3 "
@@ -170,6 +189,7 @@ Suite *check_suite(void)
     tcase_add_test(tc, test_shipped_experiments_reproduce);
     tcase_add_test(tc, test_thread_and_worker_counts_reproduce);
     tcase_add_test(tc, test_negative_control_fault_is_located);
+    tcase_add_test(tc, test_fault_on_an_unknown_tensor_is_refused);
     tcase_add_test(tc, test_worker_seeding_pitfall_has_its_scope);
     tcase_add_test(tc, test_bad_options_exit_2);
     suite_add_tcase(s, tc);

@@ -21,6 +21,7 @@
 #include "util/fault.h"
 #include "util/npy.h"
 #include "util/opnames.h"
+#include "util/suggest.h"
 
 enum { PHASE_G = 0, PHASE_P = 1 };
 
@@ -795,11 +796,47 @@ static int open_public(repro_train_recorder *r)
     return rc ? -1 : 0;
 }
 
+/* A fault whose tensor this run does not record would flip nothing, and a
+ * negative control that cannot fail proves nothing: refuse it, naming the
+ * closest recorded tensor (`fc1.weight` for `param.fc1.weight`). */
+static int check_fault_tensor(const repro_train_recorder *r)
+{
+    const char *want = r->fault.tensor;
+    if (!want[0])
+        return 0;
+    const char *names[64];
+    size_t n = 0;
+    for (int i = 0; i < r->nentries; i++) {
+        if (!strcmp(r->entries[i].name, want))
+            return 0;
+        if (n < sizeof names / sizeof *names)
+            names[n++] = r->entries[i].name;
+    }
+    const char *close = NULL;
+    for (int i = 0; i < r->nentries && !close; i++) { /* a missing prefix: "fc1.weight" */
+        const char *dot = strchr(r->entries[i].name, '.');
+        if (dot && !strcmp(dot + 1, want))
+            close = r->entries[i].name;
+    }
+    char hint[160];
+    if (close)
+        snprintf(hint, sizeof hint, " (did you mean '%s'?)", close);
+    else
+        repro_suggest_phrase(hint, sizeof hint, want, names, n);
+    return repro_error_set(REPRO_EINVAL,
+                           "REPRO_FAULT: this run records no tensor '%s'%s, so the fault "
+                           "would flip nothing; the names are those of the trace's tensor "
+                           "lines (grad.*, param.*, batch.x, logits, ...)",
+                           want, hint);
+}
+
 static int start(repro_train_recorder *r, const repro_train_recorder_opts *opts)
 {
     repro_trainer *t = r->t;
     if (build_entries(r))
         return repro_error_set(REPRO_ENOMEM, "out of memory");
+    if (check_fault_tensor(r))
+        return -1;
     snprintf(r->dump_dir, sizeof r->dump_dir, "%s", opts->dump_dir ? opts->dump_dir : "dump");
     /* Resumed: the hasher's progress starts where the checkpoint left off
      * (the waits compare with step numbers). */
