@@ -288,7 +288,7 @@ enum { FAST_COLS = 1024, FAST_R = 8 };
 typedef struct {
     const conv_ctx *cx;
     const repro_simd *simd;
-    const float *xpad, *dyc;
+    float *xpad, *dyc; /* this call's scratch: the copy chunks write them */
     const long *x_off, *dy_off; /* per row j = b*OH + oy */
     long Hp, Wp;
 } bwdf_ctx;
@@ -336,11 +336,11 @@ static void bwd_filter_copy_chunk(void *vctx, long chunk)
     long B = s->B, C = s->C, H = s->H, W = s->W, pad = s->pad;
     if (chunk >= C * B) {
         long b = chunk - C * B, n = (long)s->K * repro_conv_oh(s) * repro_conv_ow(s);
-        memcpy((float *)f->dyc + b * n, f->cx->dy + b * n, (size_t)n * sizeof *f->dyc);
+        memcpy(f->dyc + b * n, f->cx->dy + b * n, (size_t)n * sizeof *f->dyc);
         return;
     }
     long c = chunk / B, b = chunk % B;
-    float *plane = (float *)f->xpad + chunk * f->Hp * f->Wp; /* chunk == c*B + b */
+    float *plane = f->xpad + chunk * f->Hp * f->Wp; /* chunk == c*B + b */
     memset(plane, 0, (size_t)(f->Hp * f->Wp) * sizeof *plane);
     for (long iy = 0; iy < H; iy++)
         memcpy(plane + (iy + pad) * f->Wp + pad, f->cx->x + ((b * C + c) * H + iy) * W,

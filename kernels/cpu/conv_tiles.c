@@ -34,9 +34,9 @@ typedef struct {
     long in_c, in_h, in_w, out_c, out_h, out_w;
     long margin, ph, ws;
     long nt, groups;
-    const float *wt;   /* [groups][nt][TILE_G] */
-    const float *init; /* [groups * TILE_G] */
-    const long *t_off; /* [nt]: a term's offset in the padded copy */
+    float *wt;   /* [groups][nt][TILE_G]: this call's scratch */
+    float *init; /* [groups * TILE_G] */
+    long *t_off; /* [nt]: a term's offset in the padded copy */
     const repro_simd *simd;
     repro_conv_sample_fn fallback; /* sample b without scratch memory */
     void *fallback_ctx;
@@ -109,7 +109,7 @@ static float *plan(tiles_ctx *t, long max_row, long max_col)
     float *tab = repro_scratch(REPRO_SCRATCH_CALL, nw + ni + no);
     if (!tab)
         return NULL;
-    t->t_off = (const long *)tab; /* scratch is 64-byte aligned */
+    t->t_off = (long *)tab; /* scratch is 64-byte aligned */
     t->wt = tab + no;
     t->init = tab + no + nw;
     return tab;
@@ -127,8 +127,8 @@ int repro_conv_forward_tiled(repro_pool *pool, const repro_conv_shape *s, const 
     float *tab = plan(&t, R - 1, R - 1);
     if (!tab || !t.simd->conv_tile)
         return -1;
-    long *off = (long *)tab;
-    float *wt = (float *)t.wt, *init = (float *)t.init;
+    long *off = t.t_off;
+    float *wt = t.wt, *init = t.init;
     for (long c = 0; c < C; c++) /* terms (c, ry, rx) ascending */
         for (long ry = 0; ry < R; ry++)
             for (long rx = 0; rx < R; rx++)
@@ -159,8 +159,8 @@ int repro_conv_backward_data_tiled(repro_pool *pool, const repro_conv_shape *s, 
     float *tab = plan(&t, pad + R - 1, pad + R - 1);
     if (!tab || !t.simd->conv_tile)
         return -1;
-    long *off = (long *)tab;
-    float *wt = (float *)t.wt, *init = (float *)t.init;
+    long *off = t.t_off;
+    float *wt = t.wt, *init = t.init;
     for (long k = 0; k < K; k++) /* terms (k, ry, rx) ascending */
         for (long ry = 0; ry < R; ry++)
             for (long rx = 0; rx < R; rx++)
