@@ -46,16 +46,6 @@ static float *dup(const float *a, long n)
     return p;
 }
 
-/* The paths this CPU has; every test runs each and restores the best. */
-static int paths(repro_isa *out)
-{
-    int n = 0;
-    for (int i = 0; i < REPRO_ISA_COUNT; i++)
-        if (repro_isa_supported((repro_isa)i))
-            out[n++] = (repro_isa)i;
-    return n;
-}
-
 START_TEST(test_names_and_selection)
 {
     for (int i = 0; i < REPRO_ISA_COUNT; i++)
@@ -98,7 +88,7 @@ START_TEST(test_gemm_every_path)
      * every tile shape (4, 6, 8 rows; 8, 16, 32 columns). */
     const int shapes[][3] = {{13, 37, 600}, {64, 256, 97}, {7, 3, 5}, {33, 70, 257}, {1, 1, 1}};
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     repro_pool *pool2;
     ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
@@ -137,7 +127,7 @@ START_TEST(test_linear_forward_every_path)
 {
     const int shapes[][3] = {{64, 256, 784}, {13, 37, 601}, {7, 3, 5}, {6, 16, 4}};
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     repro_pool *pool2;
     ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
@@ -178,7 +168,7 @@ START_TEST(test_gemm_sharded_every_path)
     const int shapes[][4] = {{256, 784, 64, 16}, {13, 37, 48, 16}, {7, 3, 6, 3},
                              {33, 70, 256, 32}, {20, 40, 300, 4}, {6, 16, 16, 1}};
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     repro_pool *pool2;
     ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
@@ -308,7 +298,7 @@ static void check_conv_shape(const repro_conv_shape *s, repro_pool *pool, int in
     conv_bwd_data_ref(s, dy, w, dx_want);
     conv_bwd_filter_ref(s, dy, x, dw_want, 1);
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     for (int i = 0; i < np; i++) {
         ck_assert_int_eq(repro_isa_select(p[i]), 0);
         const char *name = repro_isa_name(p[i]);
@@ -352,7 +342,7 @@ START_TEST(test_conv_algos_same_bits_every_path)
     long ny = (long)s.B * s.K * repro_conv_oh(&s) * repro_conv_ow(&s);
     float *x = rand_floats(nx, 7), *w = rand_floats(nw, 8), *bias = rand_floats(s.K, 9);
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     for (int a = 0; a < REPRO_CONV_NALGOS; a++) {
         size_t ws = repro_conv_workspace_floats((repro_conv_algo)a, &s) + 1;
         float *work = malloc(ws * 4), *base = malloc((size_t)ny * 4), *y = malloc((size_t)ny * 4);
@@ -460,7 +450,7 @@ START_TEST(test_dropout_every_path)
     const size_t lens[] = {1, 5, 17, 1023, 1024, 1025, 4096, 16384 + 13, 60001};
     const float ps[] = {0.1f, 0.5f, 0.95f};
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     repro_pool *pool2;
     ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
     for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
@@ -665,7 +655,7 @@ START_TEST(test_elementwise_every_path)
                          j == 4 ? SPECIALS_NONE : set == 0 ? SPECIALS_ALL : SPECIALS_FINITE);
         }
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     repro_pool *pool2;
     ck_assert_int_eq(repro_pool_new(&pool2, 2), 0);
     for (int i = 0; i < np; i++) {
@@ -692,7 +682,7 @@ START_TEST(test_linear_bias_every_path)
 {
     const int shapes[][2] = {{16, 10}, {5, 256}, {3, 300}, {64, 7}, {1, 1}};
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         int B = shapes[s][0], out = shapes[s][1];
         float *dy = malloc((size_t)B * out * 4), *db0 = malloc((size_t)out * 4);
@@ -749,7 +739,7 @@ static repro_digest train_chain(const char *path, int threads, long steps)
 static void same_training_every_path(const char *path, long steps)
 {
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     ck_assert_int_eq(repro_isa_select(REPRO_ISA_SSE2), 0);
     repro_digest base = train_chain(path, 1, steps);
     for (int i = 0; i < np; i++)

@@ -10,6 +10,7 @@
 #include "kernels/isa.h"
 #include "kernels/philox_vec.h"
 #include "kernels/shared/pointwise.h"
+#include "testutil.h"
 #include "util/seeds.h"
 
 static void expect_kat(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
@@ -136,16 +137,6 @@ static const uint64_t keys[] = {0, 0x0123456789abcdefULL, 0xFFFFFFFFFFFFFFFFULL}
 #define COUNT(a) (sizeof(a) / sizeof *(a))
 #define MAXLEN 257
 
-/* The paths this CPU has. */
-static int paths(repro_isa *out)
-{
-    int n = 0;
-    for (int i = 0; i < REPRO_ISA_COUNT; i++)
-        if (repro_isa_supported((repro_isa)i))
-            out[n++] = (repro_isa)i;
-    return n;
-}
-
 typedef void (*blocks_fn)(uint64_t key, uint64_t block, long n, uint32_t *out);
 typedef void (*keep_fn)(uint64_t key, uint64_t block, long n, float p, uint8_t *mask);
 
@@ -194,7 +185,7 @@ static void expect_keep(const char *path, keep_fn keep, int step)
 START_TEST(test_blocks_every_path)
 {
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     for (int i = 0; i < np; i++) {
         ck_assert_int_eq(repro_isa_select(p[i]), 0);
         expect_blocks(repro_isa_name(p[i]), repro_philox_blocks, 1);
@@ -247,7 +238,7 @@ START_TEST(test_normals_every_path)
     const long nl[] = {0, 1, 3, 4, 5, 8, 12, 16, 17, 31, 32, 33, 48, 784, 1100};
     const uint64_t blocks[] = {0, 0xFFFFFFF0u};
     repro_isa p[REPRO_ISA_COUNT];
-    int np = paths(p);
+    int np = tu_isa_paths(p);
     for (int i = 0; i < np; i++) {
         ck_assert_int_eq(repro_isa_select(p[i]), 0);
         for (size_t bi = 0; bi < COUNT(blocks); bi++)

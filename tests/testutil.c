@@ -87,3 +87,12 @@ int tu_run_repro_fsize(const char *cwd, unsigned long fsize_bytes, const char *a
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
+
+int tu_isa_paths(repro_isa *out)
+{
+    int n = 0;
+    for (int i = 0; i < REPRO_ISA_COUNT; i++)
+        if (repro_isa_supported((repro_isa)i))
+            out[n++] = (repro_isa)i;
+    return n;
+}

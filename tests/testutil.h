@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "kernels/isa.h"
+
 /* Writes `text` to a new file in a fresh temporary directory; returns its
  * path (static storage per call site is the caller's job: copy it). */
 void tu_write_temp(char *path_out, size_t len, const char *name, const char *text);
@@ -19,5 +21,9 @@ int tu_run_repro(const char *args, char *out, size_t outlen, char *err, size_t e
  * `out` (a pipe: not limited). Returns the exit status (128 + signal). */
 int tu_run_repro_fsize(const char *cwd, unsigned long fsize_bytes, const char *args, char *out,
                        size_t outlen);
+
+/* The vector paths this CPU has (kernels/isa.h), into out[REPRO_ISA_COUNT];
+ * returns how many. Tests that run each restore repro_isa_best() after. */
+int tu_isa_paths(repro_isa *out);
 
 #endif
