@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "record/hash.h"
+#include "record/leaf_sha.h"
 #include "util/error.h"
 #include "kernels/cpu/pool.h"
 
@@ -199,6 +200,52 @@ START_TEST(test_known_answer_digests)
 }
 END_TEST
 
+/* The leaves, whichever path hashes them (leaf_sha.h): two full leaves
+ * interleaved on SHA-NI where the CPU has it, OpenSSL otherwise, and
+ * OpenSSL when forced. Every range, odd starts and ends, a short last leaf,
+ * misaligned data and extreme bytes against OpenSSL one leaf at a time. */
+START_TEST(test_leaf_paths_equal_openssl)
+{
+    const char *path = repro_leaf_sha_path();
+    ck_assert_msg(!strstr(path, "self-test failed"), "leaf SHA path: %s", path);
+    ck_assert_int_ne(repro_leaf_sha_self_test(1), 1); /* the self-test can fail */
+    if (strcmp(path, "sha-ni x2") == 0)
+        ck_assert_int_eq(repro_leaf_sha_self_test(0), 1);
+    enum { NL = 9 };
+    size_t nbytes = NL * REPRO_LEAF_BYTES + 7, nl = NL + 1;
+    unsigned char *buf = malloc(nbytes + 1);
+    uint32_t x = 2463534242u;
+    for (int pattern = 0; pattern < 3; pattern++)
+        for (int skew = 0; skew < 2; skew++) {
+            unsigned char *d = buf + skew;
+            for (size_t i = 0; i < nbytes; i++) {
+                x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+                d[i] = pattern == 0 ? (unsigned char)x : pattern == 1 ? 0x00 : 0xff;
+            }
+            repro_digest ref[NL + 1], got[NL + 1], forced[NL + 1];
+            for (size_t i = 0; i < nl; i++) {
+                size_t off = i * REPRO_LEAF_BYTES;
+                size_t len = nbytes - off < REPRO_LEAF_BYTES ? nbytes - off : REPRO_LEAF_BYTES;
+                ck_assert_int_eq(repro_sha256(d + off, len, &ref[i]), 0);
+            }
+            for (size_t i0 = 0; i0 <= nl; i0++)
+                for (size_t i1 = i0; i1 <= nl; i1++) {
+                    memset(got, 0, sizeof got);
+                    ck_assert_int_eq(repro_leaf_sha_range(d, nbytes, i0, i1, got), 0);
+                    for (size_t i = i0; i < i1; i++)
+                        ck_assert_msg(repro_digest_eq(&got[i], &ref[i]),
+                                      "leaf %zu of [%zu, %zu) differs (%s)", i, i0, i1, path);
+                }
+            repro_leaf_sha_force_openssl(1);
+            ck_assert_str_eq(repro_leaf_sha_path(), "openssl (forced)");
+            ck_assert_int_eq(repro_leaf_sha_range(d, nbytes, 0, nl, forced), 0);
+            repro_leaf_sha_force_openssl(0);
+            ck_assert(!memcmp(forced, ref, nl * sizeof *ref));
+        }
+    free(buf);
+}
+END_TEST
+
 Suite *hash_suite(void)
 {
     Suite *s = suite_create("hash");
@@ -209,6 +256,7 @@ Suite *hash_suite(void)
     tcase_add_test(tc, test_tree_hash_matches_reference_any_threads);
     tcase_add_test(tc, test_bitwise_semantics_and_header);
     tcase_add_test(tc, test_leaf_locates_change);
+    tcase_add_test(tc, test_leaf_paths_equal_openssl);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2,6 +2,7 @@
  * order; that trace levels and trace_every change only the detail, never
  * the chain; that hashing never changes training; and dumps. */
 #include <check.h>
+#include <pthread.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@
 #include "core/train.h"
 #include "testutil.h"
 #include "record/hash.h"
-#include "record/leaf_hasher.h"
+#include "record/leaf_share.h"
 #include "record/stats.h"
 #include "kernels/isa.h"
 
@@ -443,27 +444,76 @@ START_TEST(test_stats_f32_every_path)
 END_TEST
 
 
-START_TEST(test_leaf_hasher_equals_tree_hash)
+/* A waiting thread's side of the leaf share: help whenever a tensor is
+ * posted, until told to stop; counts the leaves it took part in. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    repro_leaf_share share;
+    int stop;
+    long helped;
+} share_rig;
+
+static void *share_helper(void *arg)
 {
-    /* Two threads' leaves are the one-thread tree hash's, for empty, one
-     * leaf, an odd count and a short last leaf; reused across calls. */
-    const size_t sizes[] = {0, 100, 4096, 3 * 4096, 5 * 4096 + 7, (1 << 20) + 3};
-    repro_leaf_hasher *h;
-    ck_assert_int_eq(repro_leaf_hasher_new(&h), 0);
-    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-        size_t n = sizes[k], nl = repro_leaf_count(n);
-        unsigned char *d = malloc(n + 1);
-        for (size_t i = 0; i < n; i++)
-            d[i] = (unsigned char)(i * 7 + k);
-        repro_digest *a = calloc(nl + 1, sizeof *a), *b = calloc(nl + 1, sizeof *b), ra;
-        long shape[1] = {(long)n};
-        repro_tensor_view v = {"t", "u8", 1, shape, d, n};
-        ck_assert_int_eq(repro_tensor_digest(&v, &ra, a), 0);
-        ck_assert_int_eq(repro_leaf_hasher_run(h, d, n, b), 0);
-        ck_assert_msg(!memcmp(a, b, nl * sizeof *a), "leaves of %zu bytes differ", n);
-        free(d), free(a), free(b);
-    }
-    repro_leaf_hasher_free(h);
+    share_rig *g = arg;
+    pthread_mutex_lock(&g->mu);
+    while (!g->stop)
+        if (repro_leaf_share_help(&g->share))
+            g->helped++;
+        else
+            pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+/* The poster starts only once the helper has claimed leaves (up to 10 s),
+ * so the helper's part is exercised on every machine. */
+static void slow_start(void *arg)
+{
+    repro_leaf_share *s = arg;
+    for (int i = 0; i < 10000 && atomic_load(&s->next) == 0; i++)
+        usleep(1000);
+}
+
+START_TEST(test_leaf_share_equals_tree_hash)
+{
+    /* Leaves hashed by the poster and a helper are the one-thread tree
+     * hash's, for empty, one leaf, an odd count and a short last leaf,
+     * posted one after another on the same share; and the helper really
+     * takes part (it is given a head start on the large tensors). */
+    const size_t sizes[] = {0, 100, 4096, 3 * 4096, 5 * 4096 + 7, (1 << 20) + 3, (4 << 20) + 1};
+    share_rig g = {.stop = 0, .helped = 0};
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    repro_leaf_share_init(&g.share, &g.mu, &g.cv);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, share_helper, &g), 0);
+    for (int round = 0; round < 2; round++)
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+            size_t n = sizes[k], nl = repro_leaf_count(n);
+            unsigned char *d = malloc(n + 1);
+            for (size_t i = 0; i < n; i++)
+                d[i] = (unsigned char)(i * 7 + k + round);
+            repro_digest *a = calloc(nl + 1, sizeof *a), *b = calloc(nl + 1, sizeof *b), ra;
+            long shape[1] = {(long)n};
+            repro_tensor_view v = {"t", "u8", 1, shape, d, n};
+            ck_assert_int_eq(repro_tensor_digest(&v, &ra, a), 0);
+            ck_assert_int_eq(
+                repro_leaf_share_run(&g.share, d, n, b, n > (1 << 20) ? slow_start : NULL, &g.share),
+                0);
+            ck_assert_msg(!memcmp(a, b, nl * sizeof *a), "leaves of %zu bytes differ", n);
+            free(d), free(a), free(b);
+        }
+    pthread_mutex_lock(&g.mu);
+    g.stop = 1;
+    long helped = g.helped;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    pthread_join(th, NULL);
+    ck_assert_msg(helped > 0, "the helper never took part");
+    pthread_cond_destroy(&g.cv);
+    pthread_mutex_destroy(&g.mu);
 }
 END_TEST
 
@@ -481,7 +531,7 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_dumps_for_a_reader);
     tcase_add_test(tc, test_stats_f32_order);
     tcase_add_test(tc, test_stats_f32_every_path);
-    tcase_add_test(tc, test_leaf_hasher_equals_tree_hash);
+    tcase_add_test(tc, test_leaf_share_equals_tree_hash);
     suite_add_tcase(s, tc);
     return s;
 }

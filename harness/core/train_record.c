@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "record/leaf_hasher.h"
+#include "record/leaf_share.h"
 #include "record/stats.h"
 #include "repro/repro.h"
 #include "util/error.h"
@@ -25,8 +25,9 @@
 
 enum { PHASE_G = 0, PHASE_P = 1 };
 
-/* Tensors of at least this many bytes have their leaves hashed on two
- * threads (record/leaf_hasher.h); smaller ones are not worth the hand-off. */
+/* Tensors of at least this many bytes have their leaves shared with a
+ * waiting training thread (record/leaf_share.h); smaller ones are not worth
+ * the hand-off. */
 enum { SPLIT_BYTES = 64 * 1024 };
 
 /* One recorded tensor. `data` is either live model memory (grads, params,
@@ -65,8 +66,10 @@ struct repro_train_recorder {
     repro_train_recorder_opts o;
     char dump_dir[1024];
     repro_recorder *pub;     /* the public recorder: digests, chain, trace */
-    repro_leaf_hasher *lh;   /* two-thread leaves of large tensors */
-    repro_digest *leaves;    /* room for the largest split tensor's leaves */
+    repro_leaf_share share;  /* large tensors' leaves, shared with a waiting
+                                training thread; uses mu and cv below */
+    repro_digest *leaves;    /* room for the largest shared tensor's leaves
+                                (NULL: no tensor is large enough to share) */
     repro_fault fault;
     FILE *tap;
     int nentries;
@@ -363,45 +366,58 @@ static int detail_step(const repro_train_recorder *r, long step)
            (step % r->o.every == 0 || step == r->o.total_steps);
 }
 
+/* A large tensor's stats, computed on the hasher thread while a waiting
+ * training thread hashes its leaves (leaf_share.h's while_shared). */
+typedef struct {
+    const entry *e;
+    const void *data;
+    repro_tensor_stats st;
+} stats_job;
+
+static void compute_stats(void *arg)
+{
+    stats_job *j = arg;
+    long nf = 0;
+    repro_tensor_stats_compute(j->e->dtype, j->data, j->e->nbytes, &j->st.l2, &j->st.sum,
+                               &j->st.max_abs, &nf);
+    j->st.nonfinite = nf;
+}
+
 /* One entry into the public recorder (and its dump). A large tensor goes in
- * as its leaf digests, hashed on two threads, with the stats the recorder
- * would have computed on a detail step: the same digest and the same line. */
+ * as its leaf digests, hashed by this thread and a waiting training thread,
+ * with the stats the recorder would have computed on a detail step: the
+ * same digest and the same line. */
 static int record_entry(repro_train_recorder *r, const entry *e, long step)
 {
     const void *data = e->live && !e->device ? e->live : e->copy[step & 1];
     if (dump_tensor(r, step, e->name, e->dtype, e->ndim, e->shape, data, e->nbytes))
         return -1;
-    if (!r->lh || e->nbytes < SPLIT_BYTES)
+    if (!r->leaves || e->nbytes < SPLIT_BYTES)
         return repro_recorder_tensor(r->pub, e->name, e->type, e->ndim, e->shape64, data) ? -1
                                                                                          : 0;
-    if (repro_leaf_hasher_run(r->lh, data, e->nbytes, r->leaves))
+    int detail = detail_step(r, step);
+    stats_job sj = {e, data, {0, 0, 0, 0}};
+    if (repro_leaf_share_run(&r->share, data, e->nbytes, r->leaves, detail ? compute_stats : NULL,
+                             &sj))
         return -1;
-    repro_tensor_stats st = {0, 0, 0, 0}, *sp = NULL;
-    if (detail_step(r, step)) {
-        long nf = 0;
-        repro_tensor_stats_compute(e->dtype, data, e->nbytes, &st.l2, &st.sum, &st.max_abs, &nf);
-        st.nonfinite = nf;
-        sp = &st;
-    }
     return repro_recorder_tensor_leaves(r->pub, e->name, e->type, e->ndim, e->shape64,
-                                        e->nbytes, r->leaves, sp)
+                                        e->nbytes, r->leaves, detail ? &sj.st : NULL)
                ? -1
                : 0;
 }
 
-/* The helper thread and the leaf buffer, when some tensor is large. */
-static int start_leaf_hasher(repro_train_recorder *r)
+/* The leaf buffer, when some tensor is large enough to share. */
+static int start_leaf_share(repro_train_recorder *r)
 {
     size_t most = 0;
     for (int i = 0; i < r->nentries; i++)
         if (r->entries[i].nbytes >= SPLIT_BYTES && r->entries[i].nbytes > most)
             most = r->entries[i].nbytes;
+    repro_leaf_share_init(&r->share, &r->mu, &r->cv);
     if (most == 0)
         return 0;
     r->leaves = malloc(repro_leaf_count(most) * sizeof *r->leaves);
-    if (!r->leaves)
-        return repro_error_set(REPRO_ENOMEM, "out of memory");
-    return repro_leaf_hasher_new(&r->lh);
+    return r->leaves ? 0 : repro_error_set(REPRO_ENOMEM, "out of memory");
 }
 
 /* Informational keys of step n's line (trace.h): step 1's algorithm
@@ -513,11 +529,14 @@ static int check_failed(repro_train_recorder *r)
     return failed ? repro_error_set(code, "%s", msg) : 0;
 }
 
+/* Waits for the hasher to finish job (phase, step), hashing leaves of the
+ * tensor it is on meanwhile: the training thread would idle here anyway. */
 static int wait_done(repro_train_recorder *r, int phase, long step)
 {
     pthread_mutex_lock(&r->mu);
     while ((phase == PHASE_G ? r->g_done : r->p_done) < step)
-        pthread_cond_wait(&r->cv, &r->mu);
+        if (!repro_leaf_share_help(&r->share))
+            pthread_cond_wait(&r->cv, &r->mu);
     pthread_mutex_unlock(&r->mu);
     return check_failed(r);
 }
@@ -841,7 +860,7 @@ static int start(repro_train_recorder *r, const repro_train_recorder_opts *opts)
     /* Resumed: the hasher's progress starts where the checkpoint left off
      * (the waits compare with step numbers). */
     r->g_done = r->p_done = opts->start_step;
-    if (open_public(r) || start_leaf_hasher(r))
+    if (open_public(r) || start_leaf_share(r))
         return -1;
     if (pthread_create(&r->thread, NULL, hasher_main, r) != 0)
         return repro_error_set(REPRO_EIO, "cannot start the hasher thread");
@@ -918,7 +937,6 @@ void repro_train_recorder_free(repro_train_recorder *r)
         pthread_join(r->thread, NULL);
     }
     repro_recorder_abort(r->pub);
-    repro_leaf_hasher_free(r->lh);
     free(r->leaves);
     if (r->tap)
         fclose(r->tap);

@@ -17,6 +17,7 @@
 #include "record/hash.h"
 #include "kernels/backend.h"
 #include "kernels/isa.h"
+#include "record/leaf_sha.h"
 #include "kernels/philox.h"
 #include "util/seeds.h"
 #include "record/trace.h"
@@ -41,6 +42,7 @@ static const struct {
     FIELD("cpu_model", cpu_model, 0),
     FIELD("cpu_flags", cpu_flags, 0),
     FIELD("isa_path", isa_path, 0),
+    FIELD("leaf_sha", leaf_sha, 0),
     FIELD("compiler", compiler, 0),
     FIELD("compiler_version", compiler_version, 0),
     FIELD("cflags", cflags, 0),
@@ -337,6 +339,8 @@ int repro_env_get_backend(repro_env *e, const char *backend)
         set(e->cpu_model, sizeof e->cpu_model, "unknown");
     cpu_flags(e->cpu_flags, sizeof e->cpu_flags);
     isa_path(e->isa_path, sizeof e->isa_path);
+    /* Same digests on every path; informational, like the vector path. */
+    snprintf(e->leaf_sha, sizeof e->leaf_sha, "%s", repro_leaf_sha_path());
     set(e->compiler, sizeof e->compiler, REPRO_CC);
     set(e->compiler_version, sizeof e->compiler_version, REPRO_CC_VERSION);
     set(e->cflags, sizeof e->cflags, REPRO_CFLAGS);

@@ -51,6 +51,7 @@ typedef struct {
     char cpu_model[256];     /* /proc/cpuinfo "model name", or "unknown" */
     char cpu_flags[128];     /* which of the flags we ask about are present */
     char isa_path[256];      /* the code path the kernels were compiled for */
+    char leaf_sha[64];       /* how tensor leaves are SHA-256'd (leaf_sha.h) */
     char compiler[32];       /* REPRO_CC */
     char compiler_version[256];
     char cflags[1024];

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/leaf_sha.h"
 #include "util/error.h"
 
 static EVP_MD *sha256_md;
@@ -176,14 +177,9 @@ int repro_tensor_digest(const repro_tensor_view *t, repro_digest *out, repro_dig
         if (!lv)
             return repro_error_set(REPRO_ENOMEM, "out of memory hashing %s", t->name);
     }
-    const uint8_t *data = t->data;
     int rc = 0;
-    for (size_t i = 0; i < nleaves && !rc; i++) {
-        size_t off = i * REPRO_LEAF_BYTES;
-        size_t n = t->nbytes - off < REPRO_LEAF_BYTES ? t->nbytes - off : REPRO_LEAF_BYTES;
-        if (sha_oneshot(data + off, n, &lv[i]))
-            rc = repro_error_set(REPRO_EIO, "OpenSSL SHA-256 failed hashing %s", t->name);
-    }
+    if (repro_leaf_sha_range(t->data, t->nbytes, 0, nleaves, lv))
+        rc = repro_error_set(REPRO_EIO, "OpenSSL SHA-256 failed hashing %s", t->name);
     if (!rc)
         rc = digest_root(t, lv, nleaves, out);
     if (!leaves && lv != stack_leaves)

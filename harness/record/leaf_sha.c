@@ -1,0 +1,221 @@
+/* Leaves of the tree hash, two full leaves at a time on SHA-NI (leaf_sha.h).
+ *
+ * The two-message compression follows the SHA-256 standard (FIPS 180-4)
+ * in the form the SHA extensions compute it: the state as two registers
+ * (A,B,E,F) and (C,D,G,H), sha256rnds2 doing two rounds, sha256msg1/msg2
+ * extending the message schedule four words at a time. A full 4 KiB leaf is
+ * 64 message blocks plus one padding block that is the same for every full
+ * leaf (0x80, zeros, the bit length 32768), so it is built once. */
+#include "record/leaf_sha.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record/hash.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define HAVE_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#else
+#define HAVE_X86 0
+#endif
+
+enum { PATH_OPENSSL = 0, PATH_SHANI_X2 = 1 };
+
+static int path = PATH_OPENSSL;
+static const char *path_name = "openssl";
+static int forced_openssl;
+static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
+
+/* One leaf through OpenSSL EVP. */
+static int leaf_openssl(const unsigned char *data, size_t nbytes, size_t i, repro_digest *out)
+{
+    size_t off = i * REPRO_LEAF_BYTES;
+    size_t len = nbytes - off < REPRO_LEAF_BYTES ? nbytes - off : REPRO_LEAF_BYTES;
+    return repro_sha256(data + off, len, out) ? -1 : 0;
+}
+
+#if HAVE_X86
+
+static const uint32_t round_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2};
+
+static const uint32_t initial_h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+
+/* The padding block of every full leaf. */
+static unsigned char full_leaf_pad[64];
+
+#define SHANI __attribute__((target("sha,sse4.1,ssse3")))
+
+/* Big-endian words <-> the little-endian lanes the instructions use. */
+SHANI static inline __m128i byte_swap_words(__m128i x)
+{
+    return _mm_shuffle_epi8(x, _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL));
+}
+
+/* One 64-byte block of each of two messages into their states (s0 =
+ * ABEF, s1 = CDGH per message). The two messages' instructions are
+ * independent, so each one's rounds run while the other's wait. */
+SHANI static inline void compress2(__m128i s0[2], __m128i s1[2], const unsigned char *b0,
+                                   const unsigned char *b1)
+{
+    const unsigned char *blk[2] = {b0, b1};
+    __m128i abef[2] = {s0[0], s0[1]}, cdgh[2] = {s1[0], s1[1]}, w[2][4];
+#pragma GCC unroll 16
+    for (int g = 0; g < 16; g++) { /* rounds 4g .. 4g+3 */
+        __m128i k = _mm_loadu_si128((const __m128i *)(const void *)(round_k + 4 * g));
+#pragma GCC unroll 2
+        for (int m = 0; m < 2; m++) {
+            __m128i x;
+            if (g < 4) {
+                x = byte_swap_words(
+                    _mm_loadu_si128((const __m128i *)(const void *)(blk[m] + 16 * g)));
+            } else { /* W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16], four at a time */
+                __m128i t = _mm_sha256msg1_epu32(w[m][g & 3], w[m][(g + 1) & 3]);
+                t = _mm_add_epi32(t, _mm_alignr_epi8(w[m][(g + 3) & 3], w[m][(g + 2) & 3], 4));
+                x = _mm_sha256msg2_epu32(t, w[m][(g + 3) & 3]);
+            }
+            w[m][g & 3] = x;
+            __m128i wk = _mm_add_epi32(x, k);
+            cdgh[m] = _mm_sha256rnds2_epu32(cdgh[m], abef[m], wk);
+            abef[m] = _mm_sha256rnds2_epu32(abef[m], cdgh[m], _mm_shuffle_epi32(wk, 0x0E));
+        }
+    }
+    for (int m = 0; m < 2; m++) {
+        s0[m] = _mm_add_epi32(s0[m], abef[m]);
+        s1[m] = _mm_add_epi32(s1[m], cdgh[m]);
+    }
+}
+
+/* SHA-256 of two full 4 KiB leaves a and b. */
+SHANI static void two_full_leaves(const unsigned char *a, const unsigned char *b,
+                                  repro_digest *da, repro_digest *db)
+{
+    __m128i dcba = _mm_loadu_si128((const __m128i *)(const void *)initial_h);
+    __m128i hgfe = _mm_loadu_si128((const __m128i *)(const void *)(initial_h + 4));
+    __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1), efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    __m128i abef0 = _mm_alignr_epi8(cdab, efgh, 8), cdgh0 = _mm_blend_epi16(efgh, cdab, 0xF0);
+    __m128i s0[2] = {abef0, abef0}, s1[2] = {cdgh0, cdgh0};
+    for (size_t off = 0; off < REPRO_LEAF_BYTES; off += 64)
+        compress2(s0, s1, a + off, b + off);
+    compress2(s0, s1, full_leaf_pad, full_leaf_pad);
+    repro_digest *out[2] = {da, db};
+    for (int m = 0; m < 2; m++) {
+        __m128i feba = _mm_shuffle_epi32(s0[m], 0x1B), dchg = _mm_shuffle_epi32(s1[m], 0xB1);
+        __m128i abcd = _mm_blend_epi16(feba, dchg, 0xF0), efgh_out = _mm_alignr_epi8(dchg, feba, 8);
+        _mm_storeu_si128((__m128i *)(void *)out[m]->b, byte_swap_words(abcd));
+        _mm_storeu_si128((__m128i *)(void *)(out[m]->b + 16), byte_swap_words(efgh_out));
+    }
+}
+
+static int cpu_has_sha_ni(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_1) || !(c & bit_SSSE3))
+        return 0;
+    if (__get_cpuid_max(0, NULL) < 7)
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b & (1u << 29)) != 0; /* CPUID.(7,0):EBX.SHA */
+}
+
+/* The interleaved path must give OpenSSL's digests on a test pattern
+ * (`corrupt`: one byte of OpenSSL's input differs, so it must not). */
+static int self_test(int corrupt)
+{
+    unsigned char *p = malloc(2 * REPRO_LEAF_BYTES);
+    if (!p)
+        return 0;
+    for (size_t i = 0; i < 2 * REPRO_LEAF_BYTES; i++)
+        p[i] = (unsigned char)(i * 131 + (i >> 9));
+    repro_digest fast[2], ref[2];
+    two_full_leaves(p, p + REPRO_LEAF_BYTES, &fast[0], &fast[1]);
+    p[REPRO_LEAF_BYTES + 77] ^= (unsigned char)(corrupt ? 1 : 0);
+    int ok = !leaf_openssl(p, 2 * REPRO_LEAF_BYTES, 0, &ref[0]) &&
+             !leaf_openssl(p, 2 * REPRO_LEAF_BYTES, 1, &ref[1]) && !memcmp(fast, ref, sizeof ref);
+    free(p);
+    return ok;
+}
+#endif /* HAVE_X86 */
+
+static void choose_path(void)
+{
+    const char *env = getenv("REPRO_SHA");
+    if (env && !strcmp(env, "openssl")) {
+        path_name = "openssl (REPRO_SHA)";
+        return;
+    }
+#if HAVE_X86
+    uint64_t bits = (uint64_t)REPRO_LEAF_BYTES * 8;
+    full_leaf_pad[0] = 0x80;
+    for (int i = 0; i < 8; i++)
+        full_leaf_pad[63 - i] = (unsigned char)(bits >> (8 * i));
+    if (!cpu_has_sha_ni()) {
+        path_name = "openssl (no SHA-NI)";
+        return;
+    }
+    if (!self_test(0)) {
+        path_name = "openssl (SHA-NI self-test failed)";
+        return;
+    }
+    path = PATH_SHANI_X2;
+    path_name = "sha-ni x2";
+#else
+    path_name = "openssl (not x86)";
+#endif
+}
+
+int repro_leaf_sha_range(const void *data, size_t nbytes, size_t i0, size_t i1,
+                         repro_digest *leaves)
+{
+    pthread_once(&choose_once, choose_path);
+    const unsigned char *d = data;
+    size_t full = nbytes / REPRO_LEAF_BYTES, i = i0;
+#if HAVE_X86
+    if (path == PATH_SHANI_X2 && !forced_openssl)
+        for (; i + 1 < i1 && i + 1 < full; i += 2)
+            two_full_leaves(d + i * REPRO_LEAF_BYTES, d + (i + 1) * REPRO_LEAF_BYTES, &leaves[i],
+                            &leaves[i + 1]);
+#else
+    (void)full;
+#endif
+    for (; i < i1; i++)
+        if (leaf_openssl(d, nbytes, i, &leaves[i]))
+            return -1;
+    return 0;
+}
+
+const char *repro_leaf_sha_path(void)
+{
+    pthread_once(&choose_once, choose_path);
+    return forced_openssl ? "openssl (forced)" : path_name;
+}
+
+int repro_leaf_sha_self_test(int corrupt)
+{
+    pthread_once(&choose_once, choose_path);
+#if HAVE_X86
+    if (cpu_has_sha_ni())
+        return self_test(corrupt);
+#endif
+    (void)corrupt;
+    return -1;
+}
+
+void repro_leaf_sha_force_openssl(int on)
+{
+    forced_openssl = on;
+}
