@@ -68,6 +68,10 @@ static double torch_peer_rate(torch_peer *p, const char *arch, long steps)
     if (!p->to || fprintf(p->to, "%s %ld\n", arch, steps) < 0 || fflush(p->to) ||
         !fgets(line, sizeof line, p->from))
         return -1;
+    /* OpenBLAS's and OpenMP's threads keep spinning after PyTorch's last
+     * step (measured here: a whole core for ~0.1 s after the 2-thread mlp),
+     * which would steal a core from the repro run measured next. */
+    usleep(300 * 1000);
     return atof(line);
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -44,6 +45,15 @@ static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The median of num[r] / den[r] over the repeats (den NULL: of num[r]). */
+static double median_ratio(const double *num, const double *den)
+{
+    double v[REPEATS];
+    for (int r = 0; r < REPEATS; r++)
+        v[r] = den ? num[r] / den[r] : num[r];
+    return median(v, REPEATS);
 }
 
 static void die(void)
@@ -91,6 +101,38 @@ static double one_run(const repro_config *cfg, long steps, int level)
     return rate;
 }
 
+/* What two cores give here: the summed steps/s of two 1-thread runs at
+ * once, in two processes (nothing shared but the machine). Over one run
+ * alone, measured in the same repeat, it is the most that 2 threads over 1
+ * could reach on this machine (on a VM the second vCPU is often worth less
+ * than the first, and varies with the host's load). */
+static double pair_rate(const repro_config *cfg, long steps)
+{
+    int fds[2][2];
+    pid_t pid[2];
+    double sum = 0;
+    for (int k = 0; k < 2; k++) {
+        if (pipe(fds[k]))
+            return 0;
+        fflush(stdout);
+        pid[k] = fork();
+        if (pid[k] == 0) {
+            double r = one_run(cfg, steps, NO_HASH);
+            _exit(write(fds[k][1], &r, sizeof r) == (ssize_t)sizeof r ? 0 : 1);
+        }
+        close(fds[k][1]);
+    }
+    for (int k = 0; k < 2; k++) {
+        double r = 0;
+        if (pid[k] > 0 && read(fds[k][0], &r, sizeof r) == (ssize_t)sizeof r)
+            sum += r;
+        close(fds[k][0]);
+        if (pid[k] > 0)
+            waitpid(pid[k], NULL, 0);
+    }
+    return sum;
+}
+
 /* ---- repro vs PyTorch, per vector path ----------------------------------- */
 
 static int supported_isas(repro_isa *out)
@@ -119,38 +161,52 @@ static void versus_torch(const char *python, const char *script)
     printf("\n%-4s %3s %-7s %10s %10s %8s %10s %9s %9s %8s\n", "exp", "thr", "path",
            "repro off", "repro on", "on/off", "pytorch", "off/pt", "on/pt", "2t/1t");
     for (int e = 0; e < NEXPS; e++) {
-        double base1[REPRO_ISA_COUNT] = {0};
-        for (int threads = 1; threads <= 2; threads++) {
-            static repro_config cfg;
-            load(&cfg, exps[e].path, threads);
-            double off[REPRO_ISA_COUNT][REPEATS], on[REPRO_ISA_COUNT][REPEATS], pt[REPEATS];
-            for (int r = 0; r < REPEATS; r++) { /* interleaved: noise hits all alike */
-                pt[r] = have_torch ? torch_peer_rate(&peers[threads - 1], exps[e].arch,
-                                                     exps[e].steps)
-                                   : 0;
+        static repro_config cfg[2];
+        for (int t = 0; t < 2; t++)
+            load(&cfg[t], exps[e].path, t + 1);
+        /* Interleaved across thread counts, paths and PyTorch alike: the
+         * machine's speed drifts, and a ratio of two figures measured minutes
+         * apart would measure the drift. */
+        double off[2][REPRO_ISA_COUNT][REPEATS], on[2][REPRO_ISA_COUNT][REPEATS], pt[2][REPEATS];
+        double pair[REPEATS], alone[REPEATS];
+        for (int r = 0; r < REPEATS; r++) {
+            repro_isa_select(repro_isa_best());
+            alone[r] = one_run(&cfg[0], exps[e].steps, NO_HASH);
+            pair[r] = pair_rate(&cfg[0], exps[e].steps);
+            for (int t = 0; t < 2; t++) {
+                pt[t][r] = have_torch
+                               ? torch_peer_rate(&peers[t], exps[e].arch, exps[e].steps)
+                               : 0;
                 for (int i = 0; i < nisa; i++) {
                     repro_isa_select(isas[i]);
-                    off[i][r] = one_run(&cfg, exps[e].steps, NO_HASH);
-                    on[i][r] = one_run(&cfg, exps[e].steps, cfg.trace_level);
+                    off[t][i][r] = one_run(&cfg[t], exps[e].steps, NO_HASH);
+                    on[t][i][r] = one_run(&cfg[t], exps[e].steps, cfg[t].trace_level);
                 }
             }
-            double p = have_torch ? median(pt, REPEATS) : 0;
+        }
+        for (int t = 0; t < 2; t++) {
+            double p = have_torch ? median_ratio(pt[t], NULL) : 0; /* pt stays in order */
             for (int i = 0; i < nisa; i++) {
-                double a = median(off[i], REPEATS), b = median(on[i], REPEATS);
-                if (threads == 1)
-                    base1[i] = a;
+                /* Every ratio: the median of the ratios within a repeat,
+                 * whose runs were seconds apart. */
+                double a = median_ratio(off[t][i], NULL), b = median_ratio(on[t][i], NULL);
+                double onoff = median_ratio(on[t][i], off[t][i]);
                 char pts[3][16] = {"-", "-", "-"}, sc[16] = "";
                 if (p > 0) {
                     snprintf(pts[0], 16, "%.1f", p);
-                    snprintf(pts[1], 16, "%.2fx", a / p);
-                    snprintf(pts[2], 16, "%.2fx", b / p);
+                    snprintf(pts[1], 16, "%.2fx", median_ratio(off[t][i], pt[t]));
+                    snprintf(pts[2], 16, "%.2fx", median_ratio(on[t][i], pt[t]));
                 }
-                if (threads == 2)
-                    snprintf(sc, sizeof sc, "%.2fx", a / base1[i]);
+                if (t == 1)
+                    snprintf(sc, sizeof sc, "%.2fx", median_ratio(off[1][i], off[0][i]));
                 printf("%-4s %3d %-7s %10.1f %10.1f %7.3fx %10s %9s %9s %8s\n", exps[e].arch,
-                       threads, repro_isa_name(isas[i]), a, b, b / a, pts[0], pts[1], pts[2], sc);
+                       t + 1, repro_isa_name(isas[i]), a, b, onoff, pts[0], pts[1], pts[2], sc);
             }
         }
+        printf("%-4s two 1-thread runs at once, %s: %.1f steps/s summed, %.2fx one alone (the\n"
+               "%-4s machine's ceiling for 2t/1t in these repeats)\n",
+               exps[e].arch, repro_isa_name(repro_isa_best()), median_ratio(pair, NULL),
+               median_ratio(pair, alone), "");
     }
     repro_isa_select(repro_isa_best());
     for (int t = 0; t < 2; t++)
@@ -158,7 +214,8 @@ static void versus_torch(const char *python, const char *script)
     printf("steps/s, median of %d interleaved runs (mlp %ld, cnn %ld steps); repro on =\n"
            "hashing at the experiment's trace level and every (what `repro run` does),\n"
            "off = no recorder; pytorch = the same model, batch and optimizer on in-memory\n"
-           "batches; 2t/1t = repro off at 2 threads over 1 (bits identical either way)\n",
+           "batches; 2t/1t = repro off at 2 threads over 1 (bits identical either way);\n"
+           "every ratio is the median of the ratios within each repeat\n",
            REPEATS, exps[0].steps, exps[1].steps);
 }
 

@@ -6,11 +6,22 @@
  * worker that finished one spins briefly (a pause loop, about a hundred
  * microseconds) watching for the next before it sleeps on the condition
  * variable, and the caller likewise spins before it sleeps waiting for the
- * workers. The mutex is only touched to wake sleepers. */
+ * chunks. The mutex is only touched to wake sleepers.
+ *
+ * Robust when the machine is oversubscribed (a recorder's hasher thread
+ * beside 2 compute threads on 2 cores): the caller waits for the chunks,
+ * never for the workers. A worker that is off its core when a job starts
+ * simply claims nothing, and the caller runs every chunk itself instead of
+ * waiting a scheduler time slice for the worker to say so. For that, a
+ * claim names its job: the claim word holds (job number << 32 | next
+ * chunk), and a claim is a compare-and-swap that fails once the job is
+ * over or another has started, so a late worker can never run a stale
+ * function on a newer job's chunk. */
 #include "pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /* Pause loops: about 120 us on Zen 3 (a pause is ~30 ns there). A training
@@ -25,15 +36,26 @@ struct repro_pool {
     pthread_t *tids;
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
-    /* the job in flight, published by the release store of generation */
-    repro_chunk_fn fn;
-    void *ctx;
-    long nchunks;
-    atomic_long next;
-    atomic_int generation; /* bumped per job so waiting workers notice a new one */
-    atomic_int busy;       /* workers still inside the current job */
+    /* The job in flight: stored before the claim word publishes it, read
+     * by workers after they see it; atomic because a late worker may read
+     * them while the next job is being set up (its claim then fails). */
+    _Atomic(repro_chunk_fn) fn;
+    _Atomic(void *) ctx;
+    atomic_long nchunks;
+    _Atomic uint64_t claim; /* job number << 32 | next unclaimed chunk */
+    atomic_long done;       /* chunks of the current job finished */
     atomic_int quit;
 };
+
+static inline uint32_t job_of(uint64_t w)
+{
+    return (uint32_t)(w >> 32);
+}
+
+static inline long chunk_of(uint64_t w)
+{
+    return (long)(uint32_t)w;
+}
 
 static inline void cpu_relax(void)
 {
@@ -42,45 +64,54 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static void pool_drain(repro_pool *p, repro_chunk_fn fn, void *ctx, long nchunks)
+/* Claims and runs chunks of job `job` until none are left; the thread that
+ * finishes the last chunk wakes a caller asleep waiting for it. */
+static void drain(repro_pool *p, uint32_t job, repro_chunk_fn fn, void *ctx, long nchunks)
 {
     for (;;) {
-        long c = atomic_fetch_add(&p->next, 1);
-        if (c >= nchunks)
+        uint64_t w = atomic_load(&p->claim);
+        if (job_of(w) != job || chunk_of(w) >= nchunks)
             return;
-        fn(ctx, c);
+        if (!atomic_compare_exchange_weak(&p->claim, &w, w + 1))
+            continue;
+        fn(ctx, chunk_of(w));
+        if (atomic_fetch_add(&p->done, 1) + 1 == nchunks) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_broadcast(&p->done_cv);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
 }
 
-/* Waits until the generation differs from `seen` (or quit): spin, then sleep. */
-static int wait_job(repro_pool *p, int seen)
+/* Waits until the job number differs from `seen` (or quit): spin, then
+ * sleep. Returns the claim word seen. */
+static uint64_t wait_job(repro_pool *p, uint32_t seen)
 {
     for (int i = 0; i < SPIN; i++) {
-        if (atomic_load(&p->generation) != seen || atomic_load(&p->quit))
-            return atomic_load(&p->generation);
+        uint64_t w = atomic_load(&p->claim);
+        if (job_of(w) != seen || atomic_load(&p->quit))
+            return w;
         cpu_relax();
     }
     pthread_mutex_lock(&p->mu);
-    while (!atomic_load(&p->quit) && atomic_load(&p->generation) == seen)
+    while (!atomic_load(&p->quit) && job_of(atomic_load(&p->claim)) == seen)
         pthread_cond_wait(&p->work_cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
-    return atomic_load(&p->generation);
+    return atomic_load(&p->claim);
 }
 
 static void *pool_worker(void *arg)
 {
     repro_pool *p = arg;
-    int seen = 0;
+    uint32_t seen = 0;
     for (;;) {
-        seen = wait_job(p, seen);
+        uint64_t w = wait_job(p, seen);
         if (atomic_load(&p->quit))
             break;
-        pool_drain(p, p->fn, p->ctx, p->nchunks);
-        if (atomic_fetch_sub(&p->busy, 1) == 1) { /* the last one out */
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done_cv);
-            pthread_mutex_unlock(&p->mu);
-        }
+        seen = job_of(w);
+        /* Read after the job number: if this job is still open when a
+         * claim succeeds, these are its fields (pool.c's header). */
+        drain(p, seen, atomic_load(&p->fn), atomic_load(&p->ctx), atomic_load(&p->nchunks));
     }
     return NULL;
 }
@@ -94,6 +125,12 @@ int repro_pool_new(repro_pool **out, int threads)
     if (!p)
         return -1;
     p->threads = threads;
+    atomic_init(&p->fn, NULL);
+    atomic_init(&p->ctx, NULL);
+    atomic_init(&p->nchunks, 0);
+    atomic_init(&p->claim, 0);
+    atomic_init(&p->done, 0);
+    atomic_init(&p->quit, 0);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work_cv, NULL);
     pthread_cond_init(&p->done_cv, NULL);
@@ -141,30 +178,31 @@ void repro_pool_run(repro_pool *p, long nchunks, repro_chunk_fn fn, void *ctx)
 {
     if (nchunks <= 0)
         return;
-    if (!p || p->threads == 1 || nchunks == 1) {
+    if (!p || p->threads == 1 || nchunks == 1 || nchunks > (long)UINT32_MAX) {
         for (long c = 0; c < nchunks; c++)
             fn(ctx, c);
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
-    p->nchunks = nchunks;
-    atomic_store(&p->next, 0);
-    atomic_store(&p->busy, p->threads - 1);
-    atomic_fetch_add(&p->generation, 1); /* publishes the job (seq_cst) */
-    /* Sleepers check the generation under the mutex before they wait, so
+    atomic_store(&p->fn, fn);
+    atomic_store(&p->ctx, ctx);
+    atomic_store(&p->nchunks, nchunks);
+    atomic_store(&p->done, 0);
+    uint32_t job = job_of(atomic_load(&p->claim)) + 1;
+    atomic_store(&p->claim, (uint64_t)job << 32); /* publishes the job (seq_cst) */
+    /* Sleepers check the job number under the mutex before they wait, so
      * taking it here before the broadcast loses no wake-up. */
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
 
-    pool_drain(p, fn, ctx, nchunks);
+    drain(p, job, fn, ctx, nchunks);
 
-    for (int i = 0; i < SPIN && atomic_load(&p->busy) > 0; i++)
+    /* Only chunks a worker claimed and is still running are waited for. */
+    for (int i = 0; i < SPIN && atomic_load(&p->done) < nchunks; i++)
         cpu_relax();
-    if (atomic_load(&p->busy) > 0) {
+    if (atomic_load(&p->done) < nchunks) {
         pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->busy) > 0)
+        while (atomic_load(&p->done) < nchunks)
             pthread_cond_wait(&p->done_cv, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
