@@ -326,25 +326,35 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
 }
 
 /* The copies, shared by the threads (done by the caller alone they left
- * the other threads idle; perf put them at 4% of a 2-thread CNN step): chunk
- * c*B + b pads plane (c, b) of the input image, chunk C*B + b copies
- * sample b's dy. */
-static void bwd_filter_copy_chunk(void *vctx, long chunk)
+ * the other threads idle; perf put them at 4% of a 2-thread CNN step): unit
+ * c*B + b pads plane (c, b) of the input image, unit C*B + b copies sample
+ * b's dy. A chunk is COPY_UNITS units: one unit is a fraction of a
+ * microsecond, less than a claim costs when two threads contend for it. */
+enum { COPY_UNITS = 8 };
+
+static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
 {
-    const bwdf_ctx *f = vctx;
     const repro_conv_shape *s = f->cx->s;
     long B = s->B, C = s->C, H = s->H, W = s->W, pad = s->pad;
-    if (chunk >= C * B) {
-        long b = chunk - C * B, n = (long)s->K * repro_conv_oh(s) * repro_conv_ow(s);
+    if (unit >= C * B) {
+        long b = unit - C * B, n = (long)s->K * repro_conv_oh(s) * repro_conv_ow(s);
         memcpy(f->dyc + b * n, f->cx->dy + b * n, (size_t)n * sizeof *f->dyc);
         return;
     }
-    long c = chunk / B, b = chunk % B;
-    float *plane = f->xpad + chunk * f->Hp * f->Wp; /* chunk == c*B + b */
+    long c = unit / B, b = unit % B;
+    float *plane = f->xpad + unit * f->Hp * f->Wp; /* unit == c*B + b */
     memset(plane, 0, (size_t)(f->Hp * f->Wp) * sizeof *plane);
     for (long iy = 0; iy < H; iy++)
         memcpy(plane + (iy + pad) * f->Wp + pad, f->cx->x + ((b * C + c) * H + iy) * W,
                (size_t)W * sizeof *plane);
+}
+
+static void bwd_filter_copy_chunk(void *vctx, long chunk)
+{
+    const bwdf_ctx *f = vctx;
+    long units = (f->cx->s->C + 1) * (long)f->cx->s->B;
+    for (long u = chunk * COPY_UNITS; u < units && u < (chunk + 1) * COPY_UNITS; u++)
+        bwd_filter_copy_unit(f, u);
 }
 
 /* Copies and offsets into the calling thread's scratch; 0, or -1 when it
@@ -371,7 +381,8 @@ static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx)
     }
     memset(dyc + ndy, 0, 64 * sizeof *dyc); /* the slack the last strip may read */
     bwdf_ctx f = {cx, repro_simd_get(), xpad, dyc, x_off, dy_off, Hp, Wp};
-    repro_pool_run(pool, C * B + B, bwd_filter_copy_chunk, &f); /* copies: no sums */
+    repro_pool_run(pool, (C * B + B + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
+                   &f); /* copies: no sums */
     repro_pool_run(pool, K * C * R, bwd_filter_fast_chunk, &f);
     return 0;
 }

@@ -2,11 +2,19 @@
  * the backward pass. Determinism argument: no arithmetic at all, only
  * comparisons with a fixed tie rule (the first maximum in row-major window
  * order wins; the first NaN wins over everything), and each (b, c) plane is
- * owned by one chunk, so any thread count gives the same y, argmax and dx. */
+ * owned by one chunk, so any thread count gives the same y, argmax and dx.
+ *
+ * A chunk is a run of whole planes, at least PLANE_FLOATS input floats
+ * (the count a function of the shape only): the CNN's second pool has 1,024
+ * planes of 11 x 11, and a chunk per plane made the chunks' claims cost
+ * more than their work on 2 threads. */
 #include "ops.h"
+
+enum { PLANE_FLOATS = 4096 };
 
 typedef struct {
     int H, W, k, OH, OW;
+    long planes, per_chunk; /* B * C planes, planes_per_chunk of them a chunk */
     const float *x, *dy;
     float *y, *dx;
     int32_t *argmax;
@@ -86,9 +94,8 @@ static void fwd_plane_k2(const pool_ctx *p, const float *xp, float *yp, int32_t 
         }
 }
 
-static void fwd_chunk(void *vctx, long plane)
+static void fwd_plane(const pool_ctx *p, long plane)
 {
-    const pool_ctx *p = vctx;
     if (p->k == 2) {
         fwd_plane_k2(p, p->x + plane * p->H * p->W, p->y + plane * p->OH * p->OW,
                      p->argmax + plane * p->OH * p->OW);
@@ -118,9 +125,8 @@ static void fwd_chunk(void *vctx, long plane)
         }
 }
 
-static void bwd_chunk(void *vctx, long plane)
+static void bwd_plane(const pool_ctx *p, long plane)
 {
-    const pool_ctx *p = vctx;
     float *dxp = p->dx + plane * p->H * p->W;
     const float *dyp = p->dy + plane * p->OH * p->OW;
     const int32_t *ap = p->argmax_in + plane * p->OH * p->OW;
@@ -130,12 +136,37 @@ static void bwd_chunk(void *vctx, long plane)
         dxp[ap[i]] = dyp[i]; /* windows are disjoint: a store, not a sum */
 }
 
+static void fwd_chunk(void *vctx, long chunk)
+{
+    const pool_ctx *p = vctx;
+    long end = (chunk + 1) * p->per_chunk < p->planes ? (chunk + 1) * p->per_chunk : p->planes;
+    for (long plane = chunk * p->per_chunk; plane < end; plane++)
+        fwd_plane(p, plane);
+}
+
+static void bwd_chunk(void *vctx, long chunk)
+{
+    const pool_ctx *p = vctx;
+    long end = (chunk + 1) * p->per_chunk < p->planes ? (chunk + 1) * p->per_chunk : p->planes;
+    for (long plane = chunk * p->per_chunk; plane < end; plane++)
+        bwd_plane(p, plane);
+}
+
+/* Sets the chunking; returns the chunk count. */
+static long chunking(pool_ctx *p, int B, int C)
+{
+    long plane = (long)p->H * p->W;
+    p->planes = (long)B * C;
+    p->per_chunk = plane >= PLANE_FLOATS ? 1 : (PLANE_FLOATS + plane - 1) / (plane > 0 ? plane : 1);
+    return (p->planes + p->per_chunk - 1) / p->per_chunk;
+}
+
 void repro_maxpool2d_forward(repro_pool *pool, int B, int C, int H, int W, int k,
                              const float *x, float *y, int32_t *argmax)
 {
     pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
                   .x = x, .y = y, .argmax = argmax};
-    repro_pool_run(pool, (long)B * C, fwd_chunk, &p);
+    repro_pool_run(pool, chunking(&p, B, C), fwd_chunk, &p);
 }
 
 void repro_maxpool2d_backward(repro_pool *pool, int B, int C, int H, int W, int k,
@@ -143,5 +174,5 @@ void repro_maxpool2d_backward(repro_pool *pool, int B, int C, int H, int W, int 
 {
     pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
                   .dy = dy, .dx = dx, .argmax_in = argmax};
-    repro_pool_run(pool, (long)B * C, bwd_chunk, &p);
+    repro_pool_run(pool, chunking(&p, B, C), bwd_chunk, &p);
 }
