@@ -236,10 +236,10 @@ START_TEST(test_leaf_paths_equal_openssl)
                         ck_assert_msg(repro_digest_eq(&got[i], &ref[i]),
                                       "leaf %zu of [%zu, %zu) differs (%s)", i, i0, i1, path);
                 }
-            repro_leaf_sha_force_openssl(1);
-            ck_assert_str_eq(repro_leaf_sha_path(), "openssl (forced)");
+            repro_leaf_sha_force_openssl("test");
+            ck_assert_str_eq(repro_leaf_sha_path(), "openssl (test)");
             ck_assert_int_eq(repro_leaf_sha_range(d, nbytes, 0, nl, forced), 0);
-            repro_leaf_sha_force_openssl(0);
+            repro_leaf_sha_force_openssl(NULL);
             ck_assert(!memcmp(forced, ref, nl * sizeof *ref));
         }
     free(buf);

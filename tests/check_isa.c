@@ -784,6 +784,36 @@ START_TEST(test_cli_repro_isa)
 }
 END_TEST
 
+/* REPRO_SHA: `openssl` hashes every leaf with OpenSSL and changes no
+ * digest (the chain of a short run is the default's); `repro env` says
+ * which path runs; anything but auto/openssl is a usage error. */
+START_TEST(test_cli_repro_sha)
+{
+    char out[8192], err[4096], chain[2][80] = {"", ""};
+    const char *run = "run experiments/mlp.ini --steps 3 -q --no-trace";
+    for (int forced = 0; forced < 2; forced++) {
+        if (forced)
+            setenv("REPRO_SHA", "openssl", 1);
+        ck_assert_int_eq(tu_run_repro("env", out, sizeof out, err, sizeof err), 0);
+        const char *at = strstr(out, "leaf_sha:");
+        ck_assert_ptr_nonnull(at);
+        char line[128];
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(at, "\n"), at);
+        if (forced)
+            ck_assert_msg(strstr(line, "openssl (REPRO_SHA)") != NULL, "repro env: %s", line);
+        ck_assert_int_eq(tu_run_repro(run, out, sizeof out, err, sizeof err), 0);
+        const char *c = strstr(out, "chain ");
+        ck_assert_ptr_nonnull(c);
+        snprintf(chain[forced], sizeof chain[forced], "%.70s", c);
+    }
+    ck_assert_str_eq(chain[0], chain[1]);
+    setenv("REPRO_SHA", "sha1", 1);
+    ck_assert_int_eq(tu_run_repro("env", out, sizeof out, err, sizeof err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "REPRO_SHA=sha1"));
+    unsetenv("REPRO_SHA");
+}
+END_TEST
+
 Suite *isa_suite(void)
 {
     Suite *s = suite_create("isa");
@@ -802,6 +832,7 @@ Suite *isa_suite(void)
     tcase_add_test(tc, test_mlp_training_every_path);
     tcase_add_test(tc, test_cnn_training_every_path);
     tcase_add_test(tc, test_cli_repro_isa);
+    tcase_add_test(tc, test_cli_repro_sha);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "kernels/isa.h"
+#include "record/leaf_sha.h"
 #include "util/error.h"
 #include "util/suggest.h"
 #include "util/version.h"
@@ -32,6 +33,22 @@ static int select_isa(void)
     return REPRO_EXIT_OK;
 }
 
+/* REPRO_SHA=openssl hashes every tensor leaf with OpenSSL instead of two
+ * at a time on SHA-NI (record/leaf_sha.h; the digests are the same);
+ * `auto` or unset: the fastest path. Anything else: usage error (2). */
+static int select_leaf_sha(void)
+{
+    const char *want = getenv("REPRO_SHA");
+    if (!want || !want[0] || !strcmp(want, "auto"))
+        return REPRO_EXIT_OK;
+    if (!strcmp(want, "openssl")) {
+        repro_leaf_sha_force_openssl("REPRO_SHA");
+        return REPRO_EXIT_OK;
+    }
+    fprintf(stderr, "repro: REPRO_SHA=%s: not a leaf hashing path (auto, openssl)\n", want);
+    return REPRO_EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     /* A write past the file-size limit (RLIMIT_FSIZE) fails with EFBIG, a
@@ -41,6 +58,9 @@ int main(int argc, char **argv)
     int isa_rc = select_isa();
     if (isa_rc != REPRO_EXIT_OK)
         return isa_rc;
+    int sha_rc = select_leaf_sha();
+    if (sha_rc != REPRO_EXIT_OK)
+        return sha_rc;
     if (argc < 2) {
         repro_print_usage(stderr);
         return REPRO_EXIT_USAGE;

@@ -9,6 +9,8 @@
 #include "record/leaf_sha.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,8 @@ enum { PATH_OPENSSL = 0, PATH_SHANI_X2 = 1 };
 
 static int path = PATH_OPENSSL;
 static const char *path_name = "openssl";
-static int forced_openssl;
+/* Set before hashing starts (repro's main, tests), read by every thread. */
+static _Atomic(const char *) forced_why;
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
 
 /* One leaf through OpenSSL EVP. */
@@ -153,11 +156,6 @@ static int self_test(int corrupt)
 
 static void choose_path(void)
 {
-    const char *env = getenv("REPRO_SHA");
-    if (env && !strcmp(env, "openssl")) {
-        path_name = "openssl (REPRO_SHA)";
-        return;
-    }
 #if HAVE_X86
     uint64_t bits = (uint64_t)REPRO_LEAF_BYTES * 8;
     full_leaf_pad[0] = 0x80;
@@ -185,7 +183,7 @@ int repro_leaf_sha_range(const void *data, size_t nbytes, size_t i0, size_t i1,
     const unsigned char *d = data;
     size_t full = nbytes / REPRO_LEAF_BYTES, i = i0;
 #if HAVE_X86
-    if (path == PATH_SHANI_X2 && !forced_openssl)
+    if (path == PATH_SHANI_X2 && !atomic_load_explicit(&forced_why, memory_order_relaxed))
         for (; i + 1 < i1 && i + 1 < full; i += 2)
             two_full_leaves(d + i * REPRO_LEAF_BYTES, d + (i + 1) * REPRO_LEAF_BYTES, &leaves[i],
                             &leaves[i + 1]);
@@ -200,8 +198,13 @@ int repro_leaf_sha_range(const void *data, size_t nbytes, size_t i0, size_t i1,
 
 const char *repro_leaf_sha_path(void)
 {
+    static _Thread_local char text[96];
     pthread_once(&choose_once, choose_path);
-    return forced_openssl ? "openssl (forced)" : path_name;
+    const char *why = atomic_load(&forced_why);
+    if (!why)
+        return path_name;
+    snprintf(text, sizeof text, "openssl (%s)", why);
+    return text;
 }
 
 int repro_leaf_sha_self_test(int corrupt)
@@ -215,7 +218,7 @@ int repro_leaf_sha_self_test(int corrupt)
     return -1;
 }
 
-void repro_leaf_sha_force_openssl(int on)
+void repro_leaf_sha_force_openssl(const char *why)
 {
-    forced_openssl = on;
+    atomic_store(&forced_why, why);
 }

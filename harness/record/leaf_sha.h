@@ -13,7 +13,8 @@
  *
  * The digests are SHA-256's whichever path runs: at first use the
  * interleaved path must reproduce OpenSSL's digest of a test pattern, or
- * it is not used. REPRO_SHA=openssl forces OpenSSL for every leaf. */
+ * it is not used. repro_leaf_sha_force_openssl turns it off (repro's
+ * REPRO_SHA=openssl; the library reads no environment). */
 #ifndef REPRO_LEAF_SHA_H
 #define REPRO_LEAF_SHA_H
 
@@ -27,8 +28,8 @@
 int repro_leaf_sha_range(const void *data, size_t nbytes, size_t i0, size_t i1,
                          repro_digest *leaves);
 
-/* The path in use: "sha-ni x2" or "openssl" (with why, e.g. "openssl
- * (REPRO_SHA)"). For `repro env`. */
+/* The path in use: "sha-ni x2" or "openssl (WHY)", e.g. "openssl (no
+ * SHA-NI)", "openssl (REPRO_SHA)". For `repro env`. */
 const char *repro_leaf_sha_path(void);
 
 /* The start-up self-test, for tests: 1 passed, 0 failed, -1 not run (no
@@ -36,8 +37,10 @@ const char *repro_leaf_sha_path(void);
  * with one byte changed, so the test must fail. */
 int repro_leaf_sha_self_test(int corrupt);
 
-/* Tests: 1 to force OpenSSL for every leaf, 0 to use the fastest path
- * (which may still be OpenSSL). Not thread-safe against concurrent hashing. */
-void repro_leaf_sha_force_openssl(int on);
+/* why (a static string, shown by repro_leaf_sha_path) forces OpenSSL for
+ * every leaf; NULL goes back to the fastest path (which may still be
+ * OpenSSL). Call it before hashing starts: the digests are the same either
+ * way, only which code computes them changes. */
+void repro_leaf_sha_force_openssl(const char *why);
 
 #endif
