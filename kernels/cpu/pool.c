@@ -14,9 +14,16 @@
  * simply claims nothing, and the caller runs every chunk itself instead of
  * waiting a scheduler time slice for the worker to say so. For that, a
  * claim names its job: the claim word holds (job number << 32 | next
- * chunk), and a claim is a compare-and-swap that fails once the job is
- * over or another has started, so a late worker can never run a stale
- * function on a newer job's chunk. */
+ * chunk), and a claim is a compare-and-swap that fails once another job
+ * has started. A job's function, context and chunk count live in one of
+ * two descriptors, by the job number's parity: while the claim word still
+ * shows job g, the caller may already be filling job g+1's descriptor,
+ * but never g's (it refills that one only for g+2, after g+1 was
+ * published), so a worker that read g's descriptor between seeing job g
+ * and claiming in job g read g's fields, all of them. (With one
+ * descriptor a late worker could pair job g's exhausted claim word with
+ * job g+1's larger chunk count and run a chunk twice; TSan's scheduling
+ * found that.) */
 #include "pool.h"
 
 #include <pthread.h>
@@ -36,12 +43,14 @@ struct repro_pool {
     pthread_t *tids;
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
-    /* The job in flight: stored before the claim word publishes it, read
-     * by workers after they see it; atomic because a late worker may read
-     * them while the next job is being set up (its claim then fails). */
-    _Atomic(repro_chunk_fn) fn;
-    _Atomic(void *) ctx;
-    atomic_long nchunks;
+    /* Job g's descriptor is jobs[g & 1]: stored before the claim word
+     * publishes g; atomic because a worker far behind may read one while
+     * it is refilled (its claim then fails: the job number moved on). */
+    struct {
+        _Atomic(repro_chunk_fn) fn;
+        _Atomic(void *) ctx;
+        atomic_long nchunks;
+    } jobs[2];
     _Atomic uint64_t claim; /* job number << 32 | next unclaimed chunk */
     atomic_long done;       /* chunks of the current job finished */
     atomic_int quit;
@@ -109,9 +118,11 @@ static void *pool_worker(void *arg)
         if (atomic_load(&p->quit))
             break;
         seen = job_of(w);
-        /* Read after the job number: if this job is still open when a
-         * claim succeeds, these are its fields (pool.c's header). */
-        drain(p, seen, atomic_load(&p->fn), atomic_load(&p->ctx), atomic_load(&p->nchunks));
+        /* Read after the job number: if a claim in this job succeeds,
+         * these are its fields (the header's argument). */
+        int d = (int)(seen & 1);
+        drain(p, seen, atomic_load(&p->jobs[d].fn), atomic_load(&p->jobs[d].ctx),
+              atomic_load(&p->jobs[d].nchunks));
     }
     return NULL;
 }
@@ -125,9 +136,11 @@ int repro_pool_new(repro_pool **out, int threads)
     if (!p)
         return -1;
     p->threads = threads;
-    atomic_init(&p->fn, NULL);
-    atomic_init(&p->ctx, NULL);
-    atomic_init(&p->nchunks, 0);
+    for (int d = 0; d < 2; d++) {
+        atomic_init(&p->jobs[d].fn, NULL);
+        atomic_init(&p->jobs[d].ctx, NULL);
+        atomic_init(&p->jobs[d].nchunks, 0);
+    }
     atomic_init(&p->claim, 0);
     atomic_init(&p->done, 0);
     atomic_init(&p->quit, 0);
@@ -183,11 +196,12 @@ void repro_pool_run(repro_pool *p, long nchunks, repro_chunk_fn fn, void *ctx)
             fn(ctx, c);
         return;
     }
-    atomic_store(&p->fn, fn);
-    atomic_store(&p->ctx, ctx);
-    atomic_store(&p->nchunks, nchunks);
-    atomic_store(&p->done, 0);
     uint32_t job = job_of(atomic_load(&p->claim)) + 1;
+    int d = (int)(job & 1);
+    atomic_store(&p->jobs[d].fn, fn);
+    atomic_store(&p->jobs[d].ctx, ctx);
+    atomic_store(&p->jobs[d].nchunks, nchunks);
+    atomic_store(&p->done, 0);
     atomic_store(&p->claim, (uint64_t)job << 32); /* publishes the job (seq_cst) */
     /* Sleepers check the job number under the mutex before they wait, so
      * taking it here before the broadcast loses no wake-up. */
