@@ -69,7 +69,7 @@ BENCH_SRC = $(wildcard bench/*.c)
 # rebuilds only what includes it.
 DEPFLAGS = -MMD -MP
 
-.PHONY: all run check check-run bench asan clean deps portability fuzz fuzz-smoke fuzz-bins \
+.PHONY: all run check check-run bench asan tsan clean deps portability fuzz fuzz-smoke fuzz-bins \
         install examples
 all: $(BUILD)/repro repro
 	@echo "✓ repro (CPU backend)"
@@ -159,6 +159,18 @@ asan: deps
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	    check-run CK_TIMEOUT_MULTIPLIER=4
 
+# The suites of the code that hands work between threads (the pool's job
+# claims, the recorder's hasher pipeline and leaf sharing) under
+# ThreadSanitizer: a data race fails it, and TSan's scheduling shakes out
+# orderings a quiet machine never shows (it found a double-run chunk once).
+TSAN_SUITES = pool record
+tsan: deps
+	@$(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 SAN=-fsanitize=thread \
+	    build-tsan/check_all build-tsan/repro
+	@for s in $(TSAN_SUITES); do \
+	    TSAN_OPTIONS=halt_on_error=1 CK_RUN_SUITE=$$s CK_TIMEOUT_MULTIPLIER=4 \
+	    REPRO_BIN=build-tsan/repro build-tsan/check_all || exit 1; done
+
 # Side by side with PyTorch (bench/torch_ref.py, run by $(PYTHON)); without
 # PyTorch the bench says so and prints repro's figures.
 # The first python3 that imports torch: the one on PATH (a virtualenv,
@@ -242,7 +254,7 @@ repro: $(BUILD)/repro
 	@cp $< $@
 
 clean:
-	rm -rf build build-asan build-port-* build-fuzz repro
+	rm -rf build build-asan build-tsan build-port-* build-fuzz repro
 
 # Build flags are tracked: a change rebuilds everything, and the compiler,
 # its version and the flags are compiled into the binary (they change bits).
