@@ -27,7 +27,7 @@
 #include "util/error.h"
 #include "util/progress.h"
 
-enum { REPEATS = 5, NO_HASH = -1 };
+enum { REPEATS = 7, NO_HASH = -1 };
 
 static const struct {
     const char *arch, *path;
