@@ -293,35 +293,43 @@ typedef struct {
     long Hp, Wp;
 } bwdf_ctx;
 
+/* Chunk (kp, c, ry): filters k = 2kp and 2kp + 1 (the last alone when K
+ * is odd), so each row of x is loaded once for both (simd.h: colsum). */
 static void bwd_filter_fast_chunk(void *vctx, long chunk)
 {
     const bwdf_ctx *f = vctx;
     const conv_ctx *cx = f->cx;
     const repro_conv_shape *s = cx->s;
     long C = s->C, R = s->R, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
-    long ry = chunk % R, c = (chunk / R) % C, k = chunk / (R * C);
-    float *dwrow = cx->dw + ((k * C + c) * R + ry) * R;
-    if (cx->db && c == 0 && ry == 0)
-        bwd_bias_k(cx, k);
-    long lanes = f->simd->lanes, nrows = (long)s->B * OH;
+    long ry = chunk % R, c = (chunk / R) % C, k0 = 2 * (chunk / (R * C));
+    int nk = k0 + 1 < s->K ? 2 : 1;
+    for (int kk = 0; kk < nk && cx->db && c == 0 && ry == 0; kk++)
+        bwd_bias_k(cx, k0 + kk);
+    long lanes = f->simd->lanes, nrows = (long)s->B * OH, dy_k = OH * OW;
     const float *xb = f->xpad + c * s->B * f->Hp * f->Wp + ry * f->Wp;
-    const float *dyb = f->dyc + k * OH * OW;
-    float col[FAST_R * FAST_COLS], acc[FAST_R * 3 * 16];
-    for (long s0 = 0; s0 < OW; s0 += 3 * lanes) {
-        long n = lmin(3 * lanes, OW - s0);
+    const float *dyb = f->dyc + k0 * dy_k;
+    /* Two filters: strips of 2 vectors (their register path); one: 3. */
+    long strip = (nk == 2 ? 2 : 3) * lanes;
+    float col[2 * FAST_R * FAST_COLS], acc[2 * FAST_R * 3 * 16];
+    for (long s0 = 0; s0 < OW; s0 += strip) {
+        long n = lmin(strip, OW - s0);
         int nv = (int)((n + lanes - 1) / lanes);
         long w = nv * lanes;
-        for (long i = 0; i < R * w; i++)
+        for (long i = 0; i < nk * R * w; i++)
             acc[i] = 0.0f;
-        f->simd->colsum((int)R, nv, nrows, dyb + s0, f->dy_off, xb + s0, f->x_off, acc);
-        for (long rx = 0; rx < R; rx++)
-            memcpy(col + rx * OW + s0, acc + rx * w, (size_t)n * sizeof *col);
+        f->simd->colsum((int)R, nv, nk, nrows, dyb + s0, dy_k, f->dy_off, xb + s0, f->x_off,
+                        acc);
+        for (long kr = 0; kr < nk * R; kr++) /* kr = kk * R + rx */
+            memcpy(col + kr * OW + s0, acc + kr * w, (size_t)n * sizeof *col);
     }
-    for (long rx = 0; rx < R; rx++) {
-        float a = cx->accumulate ? dwrow[rx] : 0.0f;
-        for (long ox = 0; ox < OW; ox++)
-            a = a + col[rx * OW + ox];
-        dwrow[rx] = a;
+    for (int kk = 0; kk < nk; kk++) {
+        float *dwrow = cx->dw + (((k0 + kk) * C + c) * R + ry) * R;
+        for (long rx = 0; rx < R; rx++) {
+            float a = cx->accumulate ? dwrow[rx] : 0.0f;
+            for (long ox = 0; ox < OW; ox++)
+                a = a + col[(kk * R + rx) * OW + ox];
+            dwrow[rx] = a;
+        }
     }
 }
 
@@ -383,7 +391,7 @@ static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx)
     bwdf_ctx f = {cx, repro_simd_get(), xpad, dyc, x_off, dy_off, Hp, Wp};
     repro_pool_run(pool, (C * B + B + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
                    &f); /* copies: no sums */
-    repro_pool_run(pool, K * C * R, bwd_filter_fast_chunk, &f);
+    repro_pool_run(pool, (K + 1) / 2 * C * R, bwd_filter_fast_chunk, &f);
     return 0;
 }
 

@@ -40,13 +40,16 @@ typedef struct {
      * r*ws + l] for t = 0 .. nt-1 in that order. */
     void (*conv_tile)(long nt, const float *wt, const long *t_off, const float *in, long ws,
                       const float *init, float *out, long ldg, long ldr);
-    /* Column sums of conv backward filter, nv (1..3 fast, any works)
-     * vectors of output columns ox = v*lanes + lane, R kernel columns rx:
-     *   acc[rx][ox] = acc[rx][ox] + dy[dy_off[j] + ox] * x[x_off[j] + ox + rx]
-     * for j = 0 .. nrows-1 in that order. acc is [R][nv*lanes]; dy and x
-     * must be readable over nv*lanes (+ R - 1) floats from each offset. */
-    void (*colsum)(int R, int nv, long nrows, const float *dy, const long *dy_off,
-                   const float *x, const long *x_off, float *acc);
+    /* Column sums of conv backward filter for nk filters kk (1 or 2; 2
+     * with R = 3 and nv <= 2 shares the x loads), nv vectors of output
+     * columns ox = v*lanes + lane (R = 3 with nv 1..3 in registers; any
+     * works), R kernel columns rx:
+     *   acc[kk][rx][ox] = acc[kk][rx][ox]
+     *                     + dy[kk*dy_k + dy_off[j] + ox] * x[x_off[j] + ox + rx]
+     * for j = 0 .. nrows-1 in that order. acc is [nk][R][nv*lanes]; dy and
+     * x must be readable over nv*lanes (+ R - 1) floats from each offset. */
+    void (*colsum)(int R, int nv, int nk, long nrows, const float *dy, long dy_k,
+                   const long *dy_off, const float *x, const long *x_off, float *acc);
 
     /* Elementwise loops over n floats (simd_pointwise_tmpl.h), any n: each
      * output element is the scalar kernel's expression of its own inputs,

@@ -182,8 +182,61 @@ COLSUM_R3(1)
 COLSUM_R3(2)
 COLSUM_R3(3)
 
-TGT static void SFX(colsum)(int R, int nv, long nrows, const float *dy, const long *dy_off,
-                            const float *x, const long *x_off, float *acc)
+/* Two filters (k, k+1) at once, R = 3, 1 or 2 vectors: each row's three
+ * shifted x loads serve both filters' accumulators (2 x 3 x NV of them), so
+ * a row costs fewer loads per product; every accumulator still adds its
+ * rows in order j = 0 .. nrows-1. */
+#define COLSUM_R3K2(NV)                                                                  \
+    TGT static void SFX(colsum3k2_##NV)(long nrows, const float *dy, long dy_k,           \
+                                         const long *dy_off, const float *x,              \
+                                         const long *x_off, float *acc)                   \
+    {                                                                                    \
+        long w = (long)(NV) * LANES, kw = 3 * w;                                         \
+        VF a0[NV], a1[NV], a2[NV], b0[NV], b1[NV], b2[NV];                               \
+        _Pragma("GCC unroll 2") for (int v = 0; v < (NV); v++)                           \
+        {                                                                                \
+            a0[v] = SFX(ld)(acc + v * LANES);                                            \
+            a1[v] = SFX(ld)(acc + w + v * LANES);                                        \
+            a2[v] = SFX(ld)(acc + 2 * w + v * LANES);                                    \
+            b0[v] = SFX(ld)(acc + kw + v * LANES);                                       \
+            b1[v] = SFX(ld)(acc + kw + w + v * LANES);                                   \
+            b2[v] = SFX(ld)(acc + kw + 2 * w + v * LANES);                               \
+        }                                                                                \
+        for (long j = 0; j < nrows; j++) {                                               \
+            const float *d = dy + dy_off[j], *xr = x + x_off[j];                         \
+            _Pragma("GCC unroll 2") for (int v = 0; v < (NV); v++)                       \
+            {                                                                            \
+                /* one shifted x live at a time: 12 accumulators, da, db   \
+                 * and x fit 16 registers without spilling */              \
+                VF da = SFX(ld)(d + v * LANES), db = SFX(ld)(d + dy_k + v * LANES);      \
+                VF xs = SFX(ld)(xr + v * LANES);                                         \
+                a0[v] = a0[v] + da * xs;                                                 \
+                b0[v] = b0[v] + db * xs;                                                 \
+                xs = SFX(ld)(xr + v * LANES + 1);                                        \
+                a1[v] = a1[v] + da * xs;                                                 \
+                b1[v] = b1[v] + db * xs;                                                 \
+                xs = SFX(ld)(xr + v * LANES + 2);                                        \
+                a2[v] = a2[v] + da * xs;                                                 \
+                b2[v] = b2[v] + db * xs;                                                 \
+            }                                                                            \
+        }                                                                                \
+        _Pragma("GCC unroll 2") for (int v = 0; v < (NV); v++)                           \
+        {                                                                                \
+            SFX(st)(acc + v * LANES, a0[v]);                                             \
+            SFX(st)(acc + w + v * LANES, a1[v]);                                         \
+            SFX(st)(acc + 2 * w + v * LANES, a2[v]);                                     \
+            SFX(st)(acc + kw + v * LANES, b0[v]);                                        \
+            SFX(st)(acc + kw + w + v * LANES, b1[v]);                                    \
+            SFX(st)(acc + kw + 2 * w + v * LANES, b2[v]);                                \
+        }                                                                                \
+    }
+COLSUM_R3K2(1)
+COLSUM_R3K2(2)
+
+/* One filter: the R = 3 register paths, else one (rx, vector) accumulator
+ * at a time through memory, in the same order. */
+TGT static void SFX(colsum1)(int R, int nv, long nrows, const float *dy, const long *dy_off,
+                             const float *x, const long *x_off, float *acc)
 {
     if (R == 3 && nv == 1)
         SFX(colsum3_1)(nrows, dy, dy_off, x, x_off, acc);
@@ -201,6 +254,19 @@ TGT static void SFX(colsum)(int R, int nv, long nrows, const float *dy, const lo
                                 SFX(ld)(x + x_off[j] + v * LANES + rx);
                 SFX(st)(ap, a);
             }
+}
+
+TGT static void SFX(colsum)(int R, int nv, int nk, long nrows, const float *dy, long dy_k,
+                            const long *dy_off, const float *x, const long *x_off, float *acc)
+{
+    if (nk == 2 && R == 3 && nv == 1)
+        SFX(colsum3k2_1)(nrows, dy, dy_k, dy_off, x, x_off, acc);
+    else if (nk == 2 && R == 3 && nv == 2)
+        SFX(colsum3k2_2)(nrows, dy, dy_k, dy_off, x, x_off, acc);
+    else
+        for (int kk = 0; kk < nk; kk++)
+            SFX(colsum1)(R, nv, nrows, dy + kk * dy_k, dy_off, x, x_off,
+                         acc + (long)kk * R * nv * LANES);
 }
 
 #undef VF
