@@ -3,7 +3,7 @@
  * The build stays portable (baseline x86-64 = SSE2, no -mavx2, no FMA);
  * the hot kernels also exist compiled for AVX2 and AVX-512F (per-function
  * target attributes) and one path is selected for the whole process: the
- * best the CPU has, unless a program says otherwise (the CLI reads
+ * fastest the CPU has, unless a program says otherwise (the CLI reads
  * REPRO_ISA=sse2|avx2|avx512 and calls repro_isa_select; the numerics core
  * reads no environment).
  *
@@ -34,7 +34,9 @@ const char *repro_isa_name(repro_isa isa);
 int repro_isa_from_name(const char *name);
 /* 1 when this CPU (and OS) can run the path. The baseline always can. */
 int repro_isa_supported(repro_isa isa);
-/* The widest supported path. */
+/* The fastest supported path: the widest, except avx512 on a CPU that
+ * splits 512-bit operations into two 256-bit halves (AMD Zen 4), where
+ * avx2 is faster. Any supported path can still be selected. */
 repro_isa repro_isa_best(void);
 /* Selects the path every CPU kernel uses from now on (process-wide). Call it
  * at start-up, before kernels run. Returns 0, or -1 when the CPU lacks it

@@ -9,8 +9,8 @@
 #include "util/error.h"
 
 /* Leaves per claim: 64 KiB, ~25-50 us of SHA-256, so a claim's atomic add
- * is noise while the tail a late thread leaves the other is short. Even,
- * so that full leaves go two at a time (leaf_sha.h). */
+ * is noise while the tail a late thread leaves the other is short. A
+ * multiple of four, so that full leaves go four at a time (leaf_sha.h). */
 enum { CHUNK = 16 };
 
 void repro_leaf_share_init(repro_leaf_share *s, pthread_mutex_t *mu, pthread_cond_t *cv)
