@@ -44,6 +44,15 @@ static inline void take4(__m128 v, __m128i off, __m128 *best, __m128i *at)
     *at = _mm_or_si128(_mm_and_si128(w, off), _mm_andnot_si128(w, *at));
 }
 
+/* take4() where no lane of v or best is a NaN: the NaN terms are false. */
+static inline void take4_ordered(__m128 v, __m128i off, __m128 *best, __m128i *at)
+{
+    __m128 win = _mm_cmpgt_ps(v, *best);
+    __m128i w = _mm_castps_si128(win);
+    *best = _mm_or_ps(_mm_and_ps(win, v), _mm_andnot_ps(win, *best));
+    *at = _mm_or_si128(_mm_and_si128(w, off), _mm_andnot_si128(w, *at));
+}
+
 /* Windows ox .. ox+3 of output row oy: even and odd columns of the two
  * input rows split out of 8 consecutive floats each. Returns how many
  * windows it did (0 when fewer than 4 are left). */
@@ -62,9 +71,19 @@ static int row4_k2(const pool_ctx *p, const float *xp, float *yrow, int32_t *aro
     /* each candidate's offset from the window's first element, fixed */
     __m128i base = _mm_add_epi32(_mm_set1_epi32(first), _mm_set_epi32(6, 4, 2, 0)), at = base;
     __m128 best = e0;
-    take4(o0, _mm_add_epi32(base, _mm_set1_epi32(1)), &best, &at);
-    take4(e1, _mm_add_epi32(base, _mm_set1_epi32(p->W)), &best, &at);
-    take4(o1, _mm_add_epi32(base, _mm_set1_epi32(p->W + 1)), &best, &at);
+    __m128i off1 = _mm_add_epi32(base, _mm_set1_epi32(1));
+    __m128i off2 = _mm_add_epi32(base, _mm_set1_epi32(p->W));
+    __m128i off3 = _mm_add_epi32(base, _mm_set1_epi32(p->W + 1));
+    if (_mm_movemask_ps(_mm_or_ps(_mm_cmpunord_ps(a, b), _mm_cmpunord_ps(c, d))) == 0) {
+        /* no NaN among the 16 inputs: take()'s rule is v > best alone */
+        take4_ordered(o0, off1, &best, &at);
+        take4_ordered(e1, off2, &best, &at);
+        take4_ordered(o1, off3, &best, &at);
+    } else {
+        take4(o0, off1, &best, &at);
+        take4(e1, off2, &best, &at);
+        take4(o1, off3, &best, &at);
+    }
     _mm_storeu_ps(yrow + ox, best);
     _mm_storeu_si128((__m128i *)(void *)(arow + ox), at);
     return 4;
