@@ -280,15 +280,17 @@ static void bwd_filter_chunk(void *vctx, long chunk)
  * ascending. Here a chunk (k, c, ry) keeps col in vector registers across
  * the whole (b, oy) loop (simd.h: colsum), one strip of up to 3 vectors of
  * output columns at a time. The input is copied once per call into a
- * zero-padded image (so padded positions are real +0 terms, as the contract
- * says, and the last lanes of a strip may read past a row), dy into a copy
- * with slack after it. */
+ * zero-padded image with slack after it (so padded positions are real +0
+ * terms, as the contract says, and the last lanes of a strip may read past
+ * a row). dy is read in place: a partial strip's last lanes read into the
+ * next row and are dropped, and only the very last row of dy, which has no
+ * next row, goes through a copy (see last_row). */
 enum { FAST_COLS = 1024, FAST_R = 8 };
 
 typedef struct {
     const conv_ctx *cx;
     const repro_simd *simd;
-    float *xpad, *dyc; /* this call's scratch: the copy chunks write them */
+    float *xpad; /* this call's scratch: the copy chunks write it */
     const long *x_off, *dy_off; /* per row j = b*OH + oy */
     long Hp, Wp;
 } bwdf_ctx;
@@ -307,7 +309,7 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
         bwd_bias_k(cx, k0 + kk);
     long lanes = f->simd->lanes, nrows = (long)s->B * OH, dy_k = OH * OW;
     const float *xb = f->xpad + c * s->B * f->Hp * f->Wp + ry * f->Wp;
-    const float *dyb = f->dyc + k0 * dy_k;
+    const float *dyb = cx->dy + k0 * dy_k;
     /* Two filters: strips of 2 vectors (their register path); one: 3. */
     long strip = (nk == 2 ? 2 : 3) * lanes;
     float col[2 * FAST_R * FAST_COLS], acc[2 * FAST_R * 3 * 16];
@@ -317,8 +319,21 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
         long w = nv * lanes;
         for (long i = 0; i < nk * R * w; i++)
             acc[i] = 0.0f;
-        f->simd->colsum((int)R, nv, nk, nrows, dyb + s0, dy_k, f->dy_off, xb + s0, f->x_off,
-                        acc);
+        /* a partial strip of the last filters would read past dy's end on
+         * the last row: that row comes from a copy, after the others (acc
+         * carries each sum across the two calls, exactly, in row order) */
+        int last_row = n < w && k0 + nk == s->K;
+        f->simd->colsum((int)R, nv, nk, nrows - last_row, dyb + s0, dy_k, f->dy_off, xb + s0,
+                        f->x_off, acc);
+        if (last_row) {
+            float row[2 * 3 * 16]; /* nk rows of w <= 3 vectors of the widest path */
+            long row_off = 0;
+            for (int kk = 0; kk < nk; kk++)
+                for (long i = 0; i < w; i++)
+                    row[kk * w + i] = i < n ? dyb[kk * dy_k + f->dy_off[nrows - 1] + s0 + i] : 0.0f;
+            f->simd->colsum((int)R, nv, nk, 1, row, w, &row_off, xb + s0, f->x_off + nrows - 1,
+                            acc);
+        }
         for (long kr = 0; kr < nk * R; kr++) /* kr = kk * R + rx */
             memcpy(col + kr * OW + s0, acc + kr * w, (size_t)n * sizeof *col);
     }
@@ -335,8 +350,7 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
 
 /* The copies, shared by the threads (done by the caller alone they left
  * the other threads idle; perf put them at 4% of a 2-thread CNN step): unit
- * c*B + b pads plane (c, b) of the input image, unit C*B + b copies sample
- * b's dy. A chunk is COPY_UNITS units: one unit is a fraction of a
+ * c*B + b pads plane (c, b) of the input image. A chunk is COPY_UNITS units: one unit is a fraction of a
  * microsecond, less than a claim costs when two threads contend for it. */
 enum { COPY_UNITS = 8 };
 
@@ -344,11 +358,6 @@ static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
 {
     const repro_conv_shape *s = f->cx->s;
     long B = s->B, C = s->C, H = s->H, W = s->W, pad = s->pad;
-    if (unit >= C * B) {
-        long b = unit - C * B, n = (long)s->K * repro_conv_oh(s) * repro_conv_ow(s);
-        memcpy(f->dyc + b * n, f->cx->dy + b * n, (size_t)n * sizeof *f->dyc);
-        return;
-    }
     long c = unit / B, b = unit % B;
     float *plane = f->xpad + unit * f->Hp * f->Wp; /* unit == c*B + b */
     memset(plane, 0, (size_t)(f->Hp * f->Wp) * sizeof *plane);
@@ -360,7 +369,7 @@ static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
 static void bwd_filter_copy_chunk(void *vctx, long chunk)
 {
     const bwdf_ctx *f = vctx;
-    long units = (f->cx->s->C + 1) * (long)f->cx->s->B;
+    long units = f->cx->s->C * (long)f->cx->s->B;
     for (long u = chunk * COPY_UNITS; u < units && u < (chunk + 1) * COPY_UNITS; u++)
         bwd_filter_copy_unit(f, u);
 }
@@ -375,21 +384,21 @@ static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx)
     long Hp = H + 2 * pad, Wp = W + 2 * pad, rows = B * OH;
     if (R > FAST_R || OW > FAST_COLS)
         return -1;
-    size_t nx = (size_t)(C * B * Hp * Wp), ndy = (size_t)(B * K * OH * OW);
+    size_t nx = (size_t)(C * B * Hp * Wp);
     size_t noff = (size_t)(2 * rows) * sizeof(long) / sizeof(float) + 16;
-    float *buf = repro_scratch(REPRO_SCRATCH_CALL, noff + nx + ndy + 64);
+    float *buf = repro_scratch(REPRO_SCRATCH_CALL, noff + nx + 64);
     if (!buf)
         return -1;
     long *x_off = (long *)buf, *dy_off = x_off + rows;
-    float *xpad = buf + noff, *dyc = xpad + nx;
+    float *xpad = buf + noff;
     for (long j = 0; j < rows; j++) {
         long b = j / OH, oy = j % OH;
         x_off[j] = (b * Hp + oy) * Wp;
         dy_off[j] = b * K * OH * OW + oy * OW;
     }
-    memset(dyc + ndy, 0, 64 * sizeof *dyc); /* the slack the last strip may read */
-    bwdf_ctx f = {cx, repro_simd_get(), xpad, dyc, x_off, dy_off, Hp, Wp};
-    repro_pool_run(pool, (C * B + B + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
+    memset(xpad + nx, 0, 64 * sizeof *xpad); /* the slack the last strip may read */
+    bwdf_ctx f = {cx, repro_simd_get(), xpad, x_off, dy_off, Hp, Wp};
+    repro_pool_run(pool, (C * B + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
                    &f); /* copies: no sums */
     repro_pool_run(pool, (K + 1) / 2 * C * R, bwd_filter_fast_chunk, &f);
     return 0;
