@@ -295,6 +295,25 @@ typedef struct {
     long Hp, Wp;
 } bwdf_ctx;
 
+enum { TAIL_ROWS = 8 };
+
+/* Rows j0 .. j0+g-1 of a strip (n of its w lanes real) through a
+ * zero-padded copy, for rows whose read would run past dy's end. */
+static void colsum_copied_rows(const bwdf_ctx *f, int nk, int nv, long j0, long g,
+                               const float *dys, long dy_k, long n, long w, const float *xs,
+                               float *acc)
+{
+    float rows[2 * TAIL_ROWS * 3 * 16]; /* nk x g rows of w <= 3 vectors of the widest path */
+    long offs[TAIL_ROWS];
+    for (long i = 0; i < g; i++) {
+        offs[i] = i * w;
+        for (int kk = 0; kk < nk; kk++)
+            for (long l = 0; l < w; l++)
+                rows[(kk * g + i) * w + l] = l < n ? dys[kk * dy_k + f->dy_off[j0 + i] + l] : 0.0f;
+    }
+    f->simd->colsum((int)f->cx->s->R, nv, nk, g, rows, g * w, offs, xs, f->x_off + j0, acc);
+}
+
 /* Chunk (kp, c, ry): filters k = 2kp and 2kp + 1 (the last alone when K
  * is odd), so each row of x is loaded once for both (simd.h: colsum). */
 static void bwd_filter_fast_chunk(void *vctx, long chunk)
@@ -308,6 +327,7 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
     for (int kk = 0; kk < nk && cx->db && c == 0 && ry == 0; kk++)
         bwd_bias_k(cx, k0 + kk);
     long lanes = f->simd->lanes, nrows = (long)s->B * OH, dy_k = OH * OW;
+    long dy_len = (long)s->B * s->K * dy_k; /* floats of dy */
     const float *xb = f->xpad + c * s->B * f->Hp * f->Wp + ry * f->Wp;
     const float *dyb = cx->dy + k0 * dy_k;
     /* Two filters: strips of 2 vectors (their register path); one: 3. */
@@ -319,21 +339,18 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
         long w = nv * lanes;
         for (long i = 0; i < nk * R * w; i++)
             acc[i] = 0.0f;
-        /* a partial strip of the last filters would read past dy's end on
-         * the last row: that row comes from a copy, after the others (acc
-         * carries each sum across the two calls, exactly, in row order) */
-        int last_row = n < w && k0 + nk == s->K;
-        f->simd->colsum((int)R, nv, nk, nrows - last_row, dyb + s0, dy_k, f->dy_off, xb + s0,
-                        f->x_off, acc);
-        if (last_row) {
-            float row[2 * 3 * 16]; /* nk rows of w <= 3 vectors of the widest path */
-            long row_off = 0;
-            for (int kk = 0; kk < nk; kk++)
-                for (long i = 0; i < w; i++)
-                    row[kk * w + i] = i < n ? dyb[kk * dy_k + f->dy_off[nrows - 1] + s0 + i] : 0.0f;
-            f->simd->colsum((int)R, nv, nk, 1, row, w, &row_off, xb + s0, f->x_off + nrows - 1,
-                            acc);
-        }
+        /* A partial strip's last lanes read into the rows after each row;
+         * the final rows of dy have too few after them (several rows when
+         * OW < w). Those come from zero-padded copies, summed after the
+         * others: acc carries each sum across the calls exactly, in row
+         * order, so the sums are the same. */
+        long body = nrows;
+        while (n < w && body > 0 && f->dy_off[body - 1] + (k0 + nk - 1) * dy_k + s0 + w > dy_len)
+            body--;
+        f->simd->colsum((int)R, nv, nk, body, dyb + s0, dy_k, f->dy_off, xb + s0, f->x_off, acc);
+        for (long j0 = body; j0 < nrows; j0 += TAIL_ROWS)
+            colsum_copied_rows(f, nk, nv, j0, lmin(TAIL_ROWS, nrows - j0), dyb + s0, dy_k, n, w,
+                               xb + s0, acc);
         for (long kr = 0; kr < nk * R; kr++) /* kr = kk * R + rx */
             memcpy(col + kr * OW + s0, acc + kr * w, (size_t)n * sizeof *col);
     }
