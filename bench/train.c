@@ -5,7 +5,8 @@
  *     size and optimizer in stock PyTorch), at 1 and 2 threads, for every
  *     vector path this CPU has (kernels/isa.h), hashing off and on;
  *   - what hashing costs per trace level (step, tensor, op);
- *   - `repro check` (2 runs) wall time over one `repro run`;
+ *   - `repro check` (2 runs) wall time over one `repro run`, its runs at once
+ *     (the default where the CPUs hold them) and one after another;
  *   - convolution algorithms per shape; peak memory per precision.
  * Usage: bench_train [REPRO_BIN [PYTHON [TORCH_REF]]]. Not a test: nothing
  * here passes or fails on time. */
@@ -304,22 +305,31 @@ static double wall_of(const char *repro, char *const *args)
     return repro_now() - t0;
 }
 
+/* check / run, the ratio of each repeat (interleaved: the machine's speed
+ * drifts over minutes), with the runs at once as check starts them by
+ * default and one after another (--jobs 1). */
 static void check_over_run(const char *repro)
 {
+    enum { REPEATS = 5 };
     char trace[64];
     snprintf(trace, sizeof trace, "/tmp/repro-bench-run-%ld.jsonl", (long)getpid());
     char *run[] = {"run", "experiments/mlp.ini", "-o", trace, NULL};
     char *check[] = {"check", "experiments/mlp.ini", "--runs", "2", NULL};
-    double a[3], b[3];
-    for (int r = 0; r < 3; r++) {
+    char *serial[] = {"check", "experiments/mlp.ini", "--runs", "2", "--jobs", "1", NULL};
+    double a[REPEATS], b[REPEATS], c[REPEATS], rb[REPEATS], rc[REPEATS];
+    for (int r = 0; r < REPEATS; r++) {
         a[r] = wall_of(repro, run);
         b[r] = wall_of(repro, check);
+        c[r] = wall_of(repro, serial);
+        rb[r] = b[r] / a[r];
+        rc[r] = c[r] / a[r];
     }
     remove(trace);
-    double ma = median(a, 3), mb = median(b, 3);
-    printf("\nrepro check experiments/mlp.ini --runs 2: %.2f s; one repro run: %.2f s;"
-           " check / run %.2fx\n(median of 3 interleaved, %s, 300 steps each)\n", mb, ma,
-           mb / ma, repro);
+    printf("\nrepro check experiments/mlp.ini --runs 2: %.2f s (its runs at once, the default "
+           "here), %.2f s with --jobs 1;\none repro run: %.2f s; check / run %.2fx, with --jobs 1 "
+           "%.2fx\n(medians of %d interleaved, %s, 300 steps each)\n",
+           median(b, REPEATS), median(c, REPEATS), median(a, REPEATS), median(rb, REPEATS),
+           median(rc, REPEATS), REPEATS, repro);
 }
 
 /* Peak memory by category per precision and zeroing mode (bytes a real

@@ -2,7 +2,7 @@
  * across fresh processes, thread counts and worker counts; the negative
  * control (a one-bit fault injected into one run) is caught and located;
  * the worker-seeding pitfall is reported in its scope; reports in JSON and
- * JUnit XML; bad options exit 2. */
+ * JUnit XML; runs at once (--jobs) give the same bits; bad options exit 2. */
 #include <check.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -41,7 +41,9 @@ START_TEST(test_negative_control_fault_is_located)
 {
     /* One bit of one weight, at step 37, in the second run only. */
     setenv("REPRO_FAULT", "flip:step=37:tensor=param.fc2.weight:element=77", 1);
-    ck_assert_int_eq(tu_run_repro("check experiments/mlp.ini --steps 40 --junit /tmp/repro-j.xml",
+    /* the runs at once here, one after another below: caught either way */
+    ck_assert_int_eq(tu_run_repro("check experiments/mlp.ini --steps 40 --jobs 2 "
+                                  "--junit /tmp/repro-j.xml",
                                   out, sizeof out, err, sizeof err),
                      1);
     ck_assert_ptr_nonnull(strstr(out, "DIVERGED at step 37"));
@@ -59,8 +61,8 @@ START_TEST(test_negative_control_fault_is_located)
     ck_assert_ptr_nonnull(strstr(err, "diverged at step 37"));
 
     /* The same as JSON. */
-    ck_assert_int_eq(tu_run_repro("check experiments/mlp.ini --steps 40 --json", out, sizeof out,
-                                  err, sizeof err),
+    ck_assert_int_eq(tu_run_repro("check experiments/mlp.ini --steps 40 --jobs 1 --json", out,
+                                  sizeof out, err, sizeof err),
                      1);
     json_error_t je;
     json_t *doc = json_loads(out, 0, &je);
@@ -72,6 +74,42 @@ START_TEST(test_negative_control_fault_is_located)
     ck_assert_int_eq(json_integer_value(json_object_get(rep, "first_divergent_step")), 37);
     json_decref(doc);
     unsetenv("REPRO_FAULT");
+}
+END_TEST
+
+/* One check's JSON: the chain of its runs and whether run 2 began
+ * before run 1 ended (the runs' "started" and "seconds"). */
+static void check_runs_json(const char *args, char chain[65], int *overlapped)
+{
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 0);
+    json_error_t je;
+    json_t *doc = json_loads(out, 0, &je);
+    ck_assert_msg(doc != NULL, "not JSON: %s", je.text);
+    json_t *runs = json_object_get(doc, "runs");
+    ck_assert_int_eq(json_array_size(runs), 2);
+    json_t *r1 = json_array_get(runs, 0), *r2 = json_array_get(runs, 1);
+    double end1 = json_real_value(json_object_get(r1, "started")) +
+                  json_real_value(json_object_get(r1, "seconds"));
+    *overlapped = json_real_value(json_object_get(r2, "started")) < end1;
+    snprintf(chain, 65, "%s", json_string_value(json_object_get(r1, "chain")));
+    ck_assert_str_eq(chain, json_string_value(json_object_get(r2, "chain")));
+    json_decref(doc);
+}
+
+/* --jobs 2 starts run 2 while run 1 is still going (each takes ~0.1 s or
+ * more; the second starts within a millisecond), --jobs 1 after it ends,
+ * and the traces are the same bits either way. */
+START_TEST(test_runs_at_once_change_no_bit)
+{
+    char together[65], apart[65];
+    int overlapped;
+    check_runs_json("check experiments/mlp.ini --steps 30 --no-golden --jobs 2 --json", together,
+                    &overlapped);
+    ck_assert_msg(overlapped, "--jobs 2: run 2 began after run 1 ended");
+    check_runs_json("check experiments/mlp.ini --steps 30 --no-golden --jobs 1 --json", apart,
+                    &overlapped);
+    ck_assert_msg(!overlapped, "--jobs 1: run 2 began before run 1 ended");
+    ck_assert_str_eq(together, apart);
 }
 END_TEST
 
@@ -126,6 +164,14 @@ START_TEST(test_bad_options_exit_2)
                                   sizeof err),
                      2);
     ck_assert_int_eq(tu_run_repro("check /nonexistent.ini", out, sizeof out, err, sizeof err), 2);
+    ck_assert_int_eq(tu_run_repro("check experiments/mlp.ini --jobs 0", out, sizeof out, err,
+                                  sizeof err),
+                     2);
+    ck_assert_ptr_nonnull(strstr(err, "--jobs"));
+    ck_assert_int_eq(tu_run_repro("check experiments/mlp.ini --batch-invariance --jobs 2", out,
+                                  sizeof out, err, sizeof err),
+                     2);
+    ck_assert_ptr_nonnull(strstr(err, "--jobs does not combine"));
     ck_assert_int_eq(tu_run_repro("help check", out, sizeof out, err, sizeof err), 0);
     ck_assert_ptr_nonnull(strstr(out, "--workers LIST"));
 }
@@ -191,6 +237,7 @@ Suite *check_suite(void)
     tcase_add_test(tc, test_shipped_experiments_reproduce);
     tcase_add_test(tc, test_thread_and_worker_counts_reproduce);
     tcase_add_test(tc, test_negative_control_fault_is_located);
+    tcase_add_test(tc, test_runs_at_once_change_no_bit);
     tcase_add_test(tc, test_fault_on_an_unknown_tensor_is_refused);
     tcase_add_test(tc, test_worker_seeding_pitfall_has_its_scope);
     tcase_add_test(tc, test_bad_options_exit_2);

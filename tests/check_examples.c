@@ -93,6 +93,43 @@ START_TEST(test_check_program_threads_and_workers)
 }
 END_TEST
 
+/* A program's runs go one after another unless --jobs says otherwise (it
+ * may share files between runs). Each run here marks that it started,
+ * waits up to 2 s for a sibling's mark, and notes whether it saw one
+ * before it trains: with --jobs 2 both runs see each other, by default
+ * run 1 trains alone. */
+START_TEST(test_program_runs_at_once_only_when_asked)
+{
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        char dir[] = "/tmp/repro-jobs-XXXXXX", script[256], args[1024], out[16384], err[16384];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(script, sizeof script, "%s/prog.sh", dir);
+        FILE *f = fopen(script, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "touch \"$D/started-$REPRO_RUN_INDEX\"\n"
+                   "n=0\n"
+                   "while [ \"$(ls \"$D\" | grep -c '^started-')\" -lt 2 ] && [ $n -lt 20 ]; do\n"
+                   "  sleep 0.1; n=$((n + 1))\n"
+                   "done\n"
+                   "[ \"$(ls \"$D\" | grep -c '^started-')\" -ge 2 ] && "
+                   "touch \"$D/together-$REPRO_RUN_INDEX\"\n"
+                   "exec \"$CHARLM\" --steps 5\n");
+        fclose(f);
+        snprintf(args, sizeof args, "check --no-golden %s -- env D='%s' CHARLM='%s/charlm' sh '%s'",
+                 jobs == 2 ? "--jobs 2" : "", dir, examples_dir(), script);
+        int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+        ck_assert_msg(rc == 0, "exit %d\n%.2000s%.2000s", rc, out, err);
+        int together = 0;
+        for (int run = 0; run <= 2; run++) {
+            char mark[300];
+            snprintf(mark, sizeof mark, "%s/together-%d", dir, run);
+            together += access(mark, F_OK) == 0;
+        }
+        ck_assert_msg(together == jobs, "--jobs %d: %d runs saw a sibling running", jobs, together);
+    }
+}
+END_TEST
+
 /* Programs that cannot be tested get exit 3 and a message that says why,
  * never "reproducible". Each is a small shell script that plays a broken
  * program against the protocol. */
@@ -276,6 +313,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_charlm_negative_control_diverges);
     tcase_add_test(tc, test_check_program_threads_and_workers);
     tcase_add_test(tc, test_broken_programs_cannot_be_tested);
+    tcase_add_test(tc, test_program_runs_at_once_only_when_asked);
     tcase_add_test(tc, test_bisect_program_names_the_op);
     tcase_add_test(tc, test_python_client_digests_equal_c);
     tcase_add_test(tc, test_torch_example_reproduces);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "analysis/elemdiff.h"
+#include "analysis/run_progress.h"
 #include "util/child.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -143,42 +144,6 @@ int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *lis
     return 0;
 }
 
-/* The progress of one running child on a terminal: the steps its trace
- * has so far (lines after the header), read incrementally, and an ETA. */
-typedef struct {
-    const char *trace, *what;
-    long total, steps;
-    off_t read_to;
-    double start;
-} run_progress;
-
-static void draw_progress(void *arg)
-{
-    run_progress *p = arg;
-    FILE *f = fopen(p->trace, "r");
-    if (f && fseeko(f, p->read_to, SEEK_SET) == 0) {
-        char buf[65536];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-            for (size_t i = 0; i < n; i++)
-                p->steps += buf[i] == '\n';
-            p->read_to += (off_t)n;
-        }
-    }
-    if (f)
-        fclose(f);
-    long done = p->steps > 1 ? p->steps - 1 : 0; /* the header is line 1 */
-    double el = repro_now() - p->start;
-    if (p->total > 0 && done > 0) {
-        double eta = el / (double)done * (double)(p->total - done);
-        fprintf(stderr, "\r\033[K  %s: step %ld/%ld, ETA %.0f s", p->what, done, p->total,
-                eta > 0 ? eta : 0);
-    } else {
-        fprintf(stderr, "\r\033[K  %s: step %ld, %.0f s", p->what, done, el);
-    }
-    fflush(stderr);
-}
-
 /* `repro run ARGV...` as a fresh process, output to DIR/stdout.txt and
  * DIR/stderr.txt; a failure shows what the child said (its exit code says
  * what kind of failure). On a terminal (and not quiet) one updating line
@@ -193,15 +158,19 @@ static int run_child_progress(char *const argv[], int idx, const char *dir, cons
     const char *const env_set[] = {env, NULL};
     if (repro_mkdirs(dir))
         return -1;
-    run_progress prog = {trace, what, total, 0, 0, repro_now()};
+    repro_run_progress prog = {trace, what, total, 0, 0, repro_now()};
     int tty = show && trace && isatty(STDERR_FILENO);
-    int rc = repro_child_run_self_tick(argv, env_set, out, err, tty ? draw_progress : NULL, &prog);
     if (tty)
-        fprintf(stderr, "\r\033[K");
+        repro_run_progress_join(&prog);
+    int rc = repro_child_run_self_tick(argv, env_set, out, err,
+                                       tty ? repro_run_progress_tick : NULL, &prog);
+    if (tty)
+        repro_run_progress_leave(&prog);
     if (rc <= 0)
         return rc;
     FILE *f = fopen(err, "r");
     char line[1024];
+    repro_run_progress_hold(); /* runs at once: one failure's lines stay together */
     fprintf(stderr, "repro: %s failed (exit %d):\n", what, rc);
     while (f && fgets(line, sizeof line, f))
         fprintf(stderr, "  %s", line);
@@ -212,6 +181,7 @@ static int run_child_progress(char *const argv[], int idx, const char *dir, cons
     char silence[1600];
     if (repro_child_explain_silence(err, silence, sizeof silence))
         fprintf(stderr, "  (it said nothing: %s)\n", silence);
+    repro_run_progress_release();
     return rc;
 }
 
@@ -366,19 +336,9 @@ static void release_reads_after(repro_multirun *m, int i)
 
 int repro_multirun_execute(repro_multirun *m)
 {
-    for (int i = 0; i < m->nplan; i++) {
-        repro_run_plan *p = &m->plan[i];
-        snprintf(p->dir, sizeof p->dir, "%s/run-%d", m->root, i + 1);
-        if (!m->quiet)
-            fprintf(stderr, "repro: %s (%d/%d) ...\n", p->label, i + 1, m->nplan);
-        double t0 = repro_now();
-        int rc = repro_multirun_run_one(m, i, p->dir, 0);
-        p->seconds = repro_now() - t0;
-        if (rc < 0)
-            return -1;
-        if (rc > 0)
-            return rc == 2 || rc == 3 ? rc : 3; /* the child repro's exit status, passed through */
-    }
+    int rc = repro_multirun_run_planned(m);
+    if (rc)
+        return rc;
     m->traces = calloc((size_t)m->nplan, sizeof *m->traces);
     m->divs = calloc((size_t)m->nplan, sizeof *m->divs);
     if (!m->traces || !m->divs)
@@ -464,6 +424,7 @@ json_t *repro_multirun_json(const repro_multirun *m)
         json_object_set_new(r, "trace", json_string(m->traces[i].path));
         json_object_set_new(r, "chain", json_string(h));
         json_object_set_new(r, "seconds", json_real(m->plan[i].seconds));
+        json_object_set_new(r, "started", json_real(m->plan[i].started));
         json_array_append_new(runs, r);
     }
     for (int i = 1; i < m->nplan; i++) {

@@ -25,7 +25,8 @@ typedef struct {
                             checkpoint, a fresh one resuming from it to the end
                             (its trace covers resume_at + 1 .. N) */
     char dir[1100];
-    double seconds;
+    double seconds;      /* the run's wall time */
+    double started;      /* when it began, seconds after the first run began */
 } repro_run_plan;
 
 typedef struct {
@@ -52,6 +53,10 @@ typedef struct {
     int quiet;          /* no progress on stderr */
     long total_steps;   /* steps per run, for the progress line (0: unknown) */
     int no_element_detail; /* skip the re-runs for element-level detail */
+    /* Runs at once (0 or 1: one after another). Each run is its own
+     * process with its own directory, so this moves wall time, never
+     * bits; see repro_multirun_auto_jobs for what fits the machine. */
+    int jobs;
     /* results */
     repro_trace *traces;      /* nplan */
     repro_divergence *divs;   /* nplan; [0] unused */
@@ -104,6 +109,16 @@ int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *lis
  * element detail. Returns 0, a child's failing exit code (2 or 3), or -1
  * with the error slot set. */
 int repro_multirun_execute(repro_multirun *m);
+/* Starts the planned runs, m->jobs at a time in plan order, into
+ * root/run-N. Once one fails no further run starts; the first failure in
+ * plan order is returned: 0, the child's exit code (2 or 3), or -1 with
+ * the error slot set. Called by repro_multirun_execute. */
+int repro_multirun_run_planned(repro_multirun *m);
+/* How many of m's planned runs fit the machine at once: the CPUs this
+ * process may run on (its affinity mask) over the widest run's threads x
+ * ranks (`threads` and `ranks` as the config gives them, a run's own
+ * --threads or --ranks taking their place), at least 1, at most nplan. */
+int repro_multirun_auto_jobs(const repro_multirun *m, int threads, int ranks);
 /* One more `repro run` of run `idx`'s settings into dir, up to and dumping
  * `dump_step` when > 0. Returns 0, the child's exit code, or -1. */
 int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dump_step);

@@ -224,7 +224,10 @@ static int run_all(bless_ctx *b)
     }
     repro_multirun_add_pass(m, &b->co.pass);
     m->quiet = b->co.quiet || b->co.json;
-    int rc = repro_multirun_add_runs(m, b->runs) ? -1 : repro_multirun_execute(m);
+    int rc = repro_multirun_add_runs(m, b->runs);
+    if (!rc && !b->program) /* runs at once where the CPUs hold them (multirun.h) */
+        m->jobs = repro_multirun_auto_jobs(m, b->cfg.train_threads, b->cfg.train_ranks);
+    rc = rc ? -1 : repro_multirun_execute(m);
     if (rc)
         return rc < 0 ? repro_report_error() : rc;
     if (b->program && !b->name[0]) { /* the experiment name the program records */

@@ -62,7 +62,7 @@ static const char epilogue[] =
     "Exit: 0 reproducible, 1 not, 2 bad experiment or option, 3 environment.\n";
 
 enum { O_RESUME_AT = 1, O_JUNIT, O_REQUIRE, O_NO_GOLDEN, O_KEEP, O_BATCHINV, O_BATCH_SIZES,
-       O_GIT_BISECT, O_NAME, O_TIMEOUT };
+       O_GIT_BISECT, O_NAME, O_TIMEOUT, O_JOBS };
 
 static const repro_cli_opt own_opts[] = {
     {"resume-at", 0, "K",
@@ -99,6 +99,11 @@ static const repro_cli_opt own_opts[] = {
      O_NAME},
     {"timeout", 0, "SECONDS", "-- PROGRAM only: kill a run that takes longer (default: none)",
      O_TIMEOUT},
+    {"jobs", 0, "N",
+     "runs at once (default: as many as the CPUs hold:\nCPUs / (threads x ranks) of the widest "
+     "run; 1 for a\nprogram after '--', which may share files between runs);\nthe bits never "
+     "depend on it",
+     O_JOBS},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -124,6 +129,7 @@ typedef struct {
     int batch_invariance;           /* --batch-invariance: that scope only */
     repro_batchinv_opts bi;         /* its batch sizes */
     int bi_sizes_given, runs_given;
+    int jobs;                       /* --jobs; 0: fit the machine */
 } check_opts;
 
 /* --batch-invariance is a scope of its own: the options of the other
@@ -135,6 +141,7 @@ static int batch_invariance_conflicts(const check_opts *o)
                                                                  "--batch-invariance")
                                  : 0;
     const char *other = o->runs_given      ? "--runs"
+                        : o->jobs          ? "--jobs"
                         : o->co.nlists     ? o->co.lists[0].flag
                         : o->resume_at     ? "--resume-at"
                         : o->require_golden ? "--require-golden"
@@ -167,6 +174,11 @@ static int check_option(check_opts *o, int id, const char *v)
             return -1;
         snprintf(o->name, sizeof o->name, "%s", v);
         o->name_given = 1;
+        return 0;
+    case O_JOBS:
+        if (repro_parse_count("check: --jobs", v, 1, REPRO_MULTIRUN_MAX, &t))
+            return -1;
+        o->jobs = (int)t;
         return 0;
     case O_TIMEOUT:
         if (repro_parse_count("check: --timeout", v, 1, 7 * 24 * 3600, &t))
@@ -257,6 +269,7 @@ static int plan_program_runs(repro_multirun *m, const check_opts *o)
     m->timeout_s = o->timeout_s;
     if (plan_common_runs(m, o))
         return -1;
+    m->jobs = o->jobs ? o->jobs : 1; /* a program may share files between runs */
     if (m->nplan < 2 && o->no_golden)
         return repro_error_set(REPRO_EINVAL,
                                "check: one run and no golden compare with nothing");
@@ -292,6 +305,7 @@ static int plan_runs(repro_multirun *m, check_opts *o)
             return -1;
         m->plan[m->nplan - 1].resume_at = resume_at;
     }
+    m->jobs = o->jobs ? o->jobs : repro_multirun_auto_jobs(m, cfg.train_threads, cfg.train_ranks);
     if (m->nplan < 2 && o->no_golden)
         return repro_error_set(REPRO_EINVAL,
                                "check: one run and no golden compare with nothing");
