@@ -340,6 +340,7 @@ START_TEST(test_help_lists_every_common_option)
     ck_assert_int_eq(tu_run_repro("help check", out, sizeof out, err, sizeof err), 0);
     ck_assert_ptr_nonnull(strstr(out, "--threads LIST"));
     ck_assert_ptr_nonnull(strstr(out, "--resume-at K"));
+    ck_assert_ptr_nonnull(strstr(out, "--jobs N"));
     ck_assert_int_eq(tu_run_repro("help run", out, sizeof out, err, sizeof err), 0);
     ck_assert_ptr_nonnull(strstr(out, "--threads T"));
     ck_assert_ptr_nonnull(strstr(out, "--dump-only GLOB"));
