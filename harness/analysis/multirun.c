@@ -259,6 +259,38 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
                               !m->quiet);
 }
 
+/* One re-run to the divergent step (a thread's work when they go at once). */
+typedef struct {
+    repro_multirun *m;
+    int idx;
+    const char *dir;
+    long step;
+    int rc;
+} rerun_job;
+
+static void *rerun(void *arg)
+{
+    rerun_job *j = arg;
+    j->rc = repro_multirun_run_one(j->m, j->idx, j->dir, j->step);
+    return NULL;
+}
+
+/* Run 1's and run idx's re-runs, at once when the check runs its runs at
+ * once (m->jobs): 0 when both succeeded. */
+static int rerun_both(repro_multirun *m, int idx, const char *dir_a, const char *dir_b,
+                      long step)
+{
+    rerun_job a = {m, 0, dir_a, step, 0}, b = {m, idx, dir_b, step, 0};
+    pthread_t th;
+    int threaded = m->jobs > 1 && pthread_create(&th, NULL, rerun, &b) == 0;
+    rerun(&a);
+    if (threaded)
+        pthread_join(th, NULL);
+    else if (a.rc == 0)
+        rerun(&b);
+    return a.rc || b.rc;
+}
+
 /* Re-runs run 1 and run idx to the divergent step with dumps, and compares
  * the first differing tensor element by element. */
 static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
@@ -274,8 +306,7 @@ static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
     if (!m->quiet)
         fprintf(stderr, "repro: re-running both sides to step %ld for element detail\n",
                 d->first_step);
-    if (repro_multirun_run_one(m, 0, dir_a, d->first_step) ||
-        repro_multirun_run_one(m, idx, dir_b, d->first_step))
+    if (rerun_both(m, idx, dir_a, dir_b, d->first_step))
         return;
     snprintf(fa, sizeof fa, "%s/dump/step-%06ld/%s.npy", dir_a, d->first_step, t->name);
     snprintf(fb, sizeof fb, "%s/dump/step-%06ld/%s.npy", dir_b, d->first_step, t->name);
