@@ -7,7 +7,6 @@
  * thread runs them too, beside jobs - 1 more. */
 #include "analysis/multirun.h"
 
-
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
