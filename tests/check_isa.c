@@ -376,20 +376,41 @@ static void maxpool_bwd_ref(int planes, int H, int W, int OH, int OW, const int3
     }
 }
 
+/* One plane size of test_maxpool_wide_planes on the current vector path;
+ * nan_every = 0 leaves the NaNs out (the vector paths' NaN-free branch). */
+static void check_maxpool_planes(int H, int W, size_t d, long nan_every);
+
 START_TEST(test_maxpool_wide_planes)
 {
-    /* 2x2 windows four at a time: wide planes (26 -> 13 leaves a tail of
-     * one window), ties, NaNs and signed zeros against the scan rule;
-     * backward against zero-and-scatter, also with an argmax outside its
-     * window, and odd sizes whose last row and column are in no window. */
-    const int dims[][2] = {{26, 26}, {11, 13}, {8, 9}, {7, 5}, {5, 17}, {2, 2}};
-    for (size_t d = 0; d < sizeof dims / sizeof *dims; d++) {
-        int B = 2, C = 3, H = dims[d][0], W = dims[d][1], OH = H / 2, OW = W / 2;
+    /* 2x2 windows eight (AVX2) and four at a time: wide planes (26 -> 13
+     * is 8 + 4 + one window; 40 -> 20 is 8 + 8 + 4; 34 -> 17 is 8 + 8 +
+     * one), ties, NaNs and signed zeros against the scan rule, with and
+     * without NaNs; backward against zero-and-scatter, also with an argmax
+     * outside its window, and odd sizes whose last row and column are in no
+     * window. Every vector path the CPU has. */
+    const int dims[][2] = {{26, 26}, {11, 13}, {8, 9}, {7, 5}, {5, 17}, {2, 2}, {4, 40}, {6, 34}};
+    repro_isa p[REPRO_ISA_COUNT];
+    int np = tu_isa_paths(p);
+    for (int i = 0; i < np; i++) {
+        ck_assert_int_eq(repro_isa_select(p[i]), 0);
+        for (size_t d = 0; d < sizeof dims / sizeof *dims; d++) {
+            check_maxpool_planes(dims[d][0], dims[d][1], d, 29);
+            check_maxpool_planes(dims[d][0], dims[d][1], d, 0);
+        }
+    }
+    repro_isa_select(repro_isa_best());
+}
+END_TEST
+
+static void check_maxpool_planes(int H, int W, size_t d, long nan_every)
+{
+    {
+        int B = 2, C = 3, OH = H / 2, OW = W / 2;
         long nx = (long)B * C * H * W, ny = (long)B * C * OH * OW;
         float *x = rand_floats(nx, 50 + d);
         for (long i = 0; i < nx; i += 7)
             x[i] = x[i + 1 < nx ? i + 1 : i]; /* ties */
-        for (long i = 3; i < nx; i += 29)
+        for (long i = 3; nan_every > 0 && i < nx; i += nan_every)
             x[i] = NAN;
         for (long i = 5; i < nx; i += 31)
             x[i] = -0.0f;
@@ -413,8 +434,10 @@ START_TEST(test_maxpool_wide_planes)
                     amw[(pl * OH + oy) * OW + ox] = at;
                 }
         repro_maxpool2d_forward(NULL, B, C, H, W, 2, x, y, am);
-        ck_assert_msg(!memcmp(y, yw, (size_t)ny * 4), "maxpool values %dx%d", H, W);
-        ck_assert_msg(!memcmp(am, amw, (size_t)ny * 4), "maxpool argmax %dx%d", H, W);
+        ck_assert_msg(!memcmp(y, yw, (size_t)ny * 4), "maxpool values %dx%d on %s", H, W,
+                      repro_isa_name(repro_isa_current()));
+        ck_assert_msg(!memcmp(am, amw, (size_t)ny * 4), "maxpool argmax %dx%d on %s", H, W,
+                      repro_isa_name(repro_isa_current()));
         float *dy = rand_floats(ny, 60 + d), *dx = malloc((size_t)nx * 4);
         float *dxw = malloc((size_t)nx * 4);
         dy[0] = -0.0f, dy[ny - 1] = NAN;
@@ -436,7 +459,6 @@ START_TEST(test_maxpool_wide_planes)
         free(x), free(y), free(yw), free(am), free(amw);
     }
 }
-END_TEST
 
 /* ---- dropout ------------------------------------------------------------------ */
 

@@ -10,10 +10,13 @@
  * more than their work on 2 threads. */
 #include "ops.h"
 
+#include "kernels/isa.h"
+
 enum { PLANE_FLOATS = 4096 };
 
 typedef struct {
     int H, W, k, OH, OW;
+    int avx2;               /* 2x2 windows eight at a time (kernels/isa.h) */
     long planes, per_chunk; /* B * C planes, planes_per_chunk of them a chunk */
     const float *x, *dy;
     float *y, *dx;
@@ -90,12 +93,83 @@ static int row4_k2(const pool_ctx *p, const float *xp, float *yrow, int32_t *aro
 }
 #endif
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define AVX2 __attribute__((target("avx2")))
+
+/* take4() for eight windows; `ordered`: no lane of v or best is a NaN. The
+ * masks are all ones or all zeros, so blendv picks exactly as and/andnot. */
+AVX2 static inline void take8(__m256 v, __m256i off, __m256 *best, __m256i *at, int ordered)
+{
+    __m256 win = _mm256_cmp_ps(v, *best, _CMP_GT_OQ);
+    if (!ordered)
+        win = _mm256_or_ps(win, _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q),
+                                              _mm256_cmp_ps(*best, *best, _CMP_ORD_Q)));
+    *best = _mm256_blendv_ps(*best, v, win);
+    *at = _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(*at), _mm256_castsi256_ps(off), win));
+}
+
+/* Windows ox .. ox+7 of output row oy (AVX2). The in-lane shuffles leave
+ * the windows in the order 0 1 4 5 2 3 6 7; each lane's window is scanned
+ * as it lies (its offsets follow that order) and the results are put in
+ * order once, at the end. Returns 8, or 0 when fewer are left. */
+AVX2 static int row8_k2(const pool_ctx *p, const float *xp, float *yrow, int32_t *arow, int oy,
+                        int ox)
+{
+    if (ox + 8 > p->OW)
+        return 0;
+    int32_t first = 2 * oy * p->W + 2 * ox;
+    const float *r0 = xp + first, *r1 = r0 + p->W;
+    __m256 a = _mm256_loadu_ps(r0), b = _mm256_loadu_ps(r0 + 8);
+    __m256 c = _mm256_loadu_ps(r1), d = _mm256_loadu_ps(r1 + 8);
+    __m256 e0 = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* (0,0) of each window */
+    __m256 o0 = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)); /* (0,1) */
+    __m256 e1 = _mm256_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0)); /* (1,0) */
+    __m256 o1 = _mm256_shuffle_ps(c, d, _MM_SHUFFLE(3, 1, 3, 1)); /* (1,1) */
+    __m256i base = _mm256_add_epi32(_mm256_set1_epi32(first),
+                                    _mm256_setr_epi32(0, 2, 8, 10, 4, 6, 12, 14));
+    __m256i at = base;
+    __m256 best = e0;
+    __m256i off1 = _mm256_add_epi32(base, _mm256_set1_epi32(1));
+    __m256i off2 = _mm256_add_epi32(base, _mm256_set1_epi32(p->W));
+    __m256i off3 = _mm256_add_epi32(base, _mm256_set1_epi32(p->W + 1));
+    int ordered = _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(a, b, _CMP_UNORD_Q),
+                                                  _mm256_cmp_ps(c, d, _CMP_UNORD_Q))) == 0;
+    take8(o0, off1, &best, &at, ordered);
+    take8(e1, off2, &best, &at, ordered);
+    take8(o1, off3, &best, &at, ordered);
+    /* 64-bit pairs (w0 w1)(w4 w5)(w2 w3)(w6 w7) -> w0 .. w7 */
+    best = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(best), _MM_SHUFFLE(3, 1, 2, 0)));
+    at = _mm256_permute4x64_epi64(at, _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_ps(yrow + ox, best);
+    _mm256_storeu_si256((__m256i *)(void *)(arow + ox), at);
+    return 8;
+}
+
+/* Output row oy of a 2x2 plane, eight windows at a time while eight are
+ * left (the rest go to the four-at-a-time and one-at-a-time scans). */
+AVX2 static int rows8_k2(const pool_ctx *p, const float *xp, float *yrow, int32_t *arow, int oy)
+{
+    int ox = 0;
+    while (row8_k2(p, xp, yrow, arow, oy, ox))
+        ox += 8;
+    return ox;
+}
+#define HAVE_AVX2_POOL 1
+#endif
+
 /* k = 2 (the CNN's pool): the same scan written out for the 2 x 2 window,
- * four windows at a time where SSE2 is there. */
+ * eight windows at a time on the AVX2 path, then four where SSE2 is there. */
 static void fwd_plane_k2(const pool_ctx *p, const float *xp, float *yp, int32_t *ap)
 {
-    for (int oy = 0; oy < p->OH; oy++)
-        for (int ox = 0; ox < p->OW; ox++) {
+    for (int oy = 0; oy < p->OH; oy++) {
+        int ox = 0;
+#if HAVE_AVX2_POOL
+        if (p->avx2)
+            ox = rows8_k2(p, xp, yp + oy * p->OW, ap + oy * p->OW, oy);
+#endif
+        for (; ox < p->OW; ox++) {
 #if defined(__SSE2__)
             int done = row4_k2(p, xp, yp + oy * p->OW, ap + oy * p->OW, oy, ox);
             if (done) {
@@ -111,6 +185,7 @@ static void fwd_plane_k2(const pool_ctx *p, const float *xp, float *yp, int32_t 
             yp[oy * p->OW + ox] = best;
             ap[oy * p->OW + ox] = at;
         }
+    }
 }
 
 static void fwd_plane(const pool_ctx *p, long plane)
@@ -185,6 +260,8 @@ void repro_maxpool2d_forward(repro_pool *pool, int B, int C, int H, int W, int k
 {
     pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
                   .x = x, .y = y, .argmax = argmax};
+    /* the AVX-512 path too: eight windows fill one 256-bit register */
+    p.avx2 = repro_isa_current() != REPRO_ISA_SSE2 && repro_isa_supported(REPRO_ISA_AVX2);
     repro_pool_run(pool, chunking(&p, B, C), fwd_chunk, &p);
 }
 
