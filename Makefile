@@ -190,7 +190,7 @@ bench: deps
 # instruction even where the CPU cannot run them.
 PORT_VARIANTS = gcc:-O2 gcc:-O3 clang:-O2
 PORT_EXPERIMENTS = experiments/mlp.ini experiments/cnn.ini
-PORT_SUITES = kernels conv_algos atomic backend isa philox
+PORT_SUITES = kernels conv_algos atomic backend isa philox hash
 # sse2 always; avx2 / avx512 where /proc/cpuinfo lists avx2 / avx512f
 PORT_ISAS = sse2 $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo avx2) \
             $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo avx512)

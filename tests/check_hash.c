@@ -1,11 +1,14 @@
 /* The hash module: SHA-256 known answers, and the tensor tree hash against a
  * plain re-computation of its definition, for any thread count. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "record/hash.h"
+#include "kernels/isa.h"
 #include "record/leaf_sha.h"
+#include "record/leaf_sha16.h"
 #include "util/error.h"
 #include "kernels/cpu/pool.h"
 
@@ -200,18 +203,15 @@ START_TEST(test_known_answer_digests)
 }
 END_TEST
 
-/* The leaves, whichever path hashes them (leaf_sha.h): four (then two)
- * full leaves interleaved on SHA-NI where the CPU has it, OpenSSL otherwise, and
+/* The leaves, whichever path hashes them (leaf_sha.h): sixteen full leaves
+ * in AVX-512 lanes while the vector path is avx512, four (then two)
+ * interleaved on SHA-NI where the CPU has it, OpenSSL otherwise, and
  * OpenSSL when forced. Every range, odd starts and ends, a short last leaf,
- * misaligned data and extreme bytes against OpenSSL one leaf at a time. */
-START_TEST(test_leaf_paths_equal_openssl)
+ * misaligned data and extreme bytes against OpenSSL one leaf at a time,
+ * under every vector path this CPU has (so each leaf path runs here). */
+static void leaf_ranges_equal_openssl(const char *path)
 {
-    const char *path = repro_leaf_sha_path();
-    ck_assert_msg(!strstr(path, "self-test failed"), "leaf SHA path: %s", path);
-    ck_assert_int_ne(repro_leaf_sha_self_test(1), 1); /* the self-test can fail */
-    if (strcmp(path, "sha-ni x4") == 0)
-        ck_assert_int_eq(repro_leaf_sha_self_test(0), 1);
-    enum { NL = 9 };
+    enum { NL = 21 }; /* 16 + 4 + 1 full leaves, then a short one */
     size_t nbytes = NL * REPRO_LEAF_BYTES + 7, nl = NL + 1;
     unsigned char *buf = malloc(nbytes + 1);
     uint32_t x = 2463534242u;
@@ -243,6 +243,29 @@ START_TEST(test_leaf_paths_equal_openssl)
             ck_assert(!memcmp(forced, ref, nl * sizeof *ref));
         }
     free(buf);
+}
+
+START_TEST(test_leaf_paths_equal_openssl)
+{
+    ck_assert_int_ne(repro_leaf_sha_self_test(1), 1); /* the self-test can fail */
+    int wide_seen = 0;
+    for (int isa = 0; isa < REPRO_ISA_COUNT; isa++) {
+        if (repro_isa_select((repro_isa)isa))
+            continue; /* not on this CPU */
+        const char *path = repro_leaf_sha_path();
+        ck_assert_msg(!strstr(path, "self-test failed"), "leaf SHA path: %s", path);
+        if (strstr(path, "sha-ni x4") || strstr(path, "avx512 x16"))
+            ck_assert_int_eq(repro_leaf_sha_self_test(0), 1);
+        /* The sixteen lanes run exactly when the vector path is avx512 on
+         * a CPU with AVX-512BW. */
+        int wide = strstr(path, "avx512 x16") != NULL;
+        ck_assert_int_eq(wide, isa == REPRO_ISA_AVX512 && repro_leaf_sha16_supported());
+        wide_seen |= wide;
+        leaf_ranges_equal_openssl(path);
+    }
+    repro_isa_select(repro_isa_best());
+    if (!wide_seen)
+        fprintf(stderr, "check_hash: no AVX-512BW here; the sixteen-lane leaf path was not run\n");
 }
 END_TEST
 

@@ -33,8 +33,8 @@ static int select_isa(void)
     return REPRO_EXIT_OK;
 }
 
-/* REPRO_SHA=openssl hashes every tensor leaf with OpenSSL instead of two
- * at a time on SHA-NI (record/leaf_sha.h; the digests are the same);
+/* REPRO_SHA=openssl hashes every tensor leaf with OpenSSL instead of many
+ * at a time (AVX-512 lanes, SHA-NI) (record/leaf_sha.h; the digests are the same);
  * `auto` or unset: the fastest path. Anything else: usage error (2). */
 static int select_leaf_sha(void)
 {

@@ -1,5 +1,6 @@
-/* Leaves of the tree hash, four (then two) full leaves at a time on SHA-NI
- * (leaf_sha.h).
+/* Leaves of the tree hash, sixteen full leaves at a time in AVX-512 lanes
+ * (leaf_sha16.c) when the vector path is avx512, then four (then two) at a
+ * time on SHA-NI (leaf_sha.h).
  *
  * The two-message compression follows the SHA-256 standard (FIPS 180-4)
  * in the form the SHA extensions compute it: the state as two registers
@@ -16,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/isa.h"
 #include "record/hash.h"
+#include "record/leaf_sha16.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define HAVE_X86 1
@@ -30,6 +33,10 @@ enum { PATH_OPENSSL = 0, PATH_SHANI = 1 };
 
 static int path = PATH_OPENSSL;
 static const char *path_name = "openssl";
+/* The AVX-512 lanes passed their self-test; they are used while the vector
+ * path (kernels/isa.h) is avx512, so REPRO_ISA=avx2 leaves them out (and the
+ * tests reach both paths). */
+static int wide16;
 /* Set before hashing starts (repro's main, tests), read by every thread. */
 static _Atomic(const char *) forced_why;
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
@@ -175,26 +182,35 @@ static int cpu_has_sha_ni(void)
     return (b & (1u << 29)) != 0; /* CPUID.(7,0):EBX.SHA */
 }
 
-/* The interleaved paths (MAX_WAYS leaves, and two) must give OpenSSL's
- * digests on a test pattern (`corrupt`: one byte of OpenSSL's input to the
- * last leaf differs, so they must not). */
-static int self_test(int corrupt)
+/* Every fast path this CPU has (MAX_WAYS leaves and two on SHA-NI, sixteen
+ * in AVX-512 lanes) must give OpenSSL's digests of a test pattern
+ * (`corrupt`: one byte of OpenSSL's input to the first leaf, which every
+ * path hashes, differs, so they must not). shani/x16: which to test.
+ * 1 passed, 0 failed. */
+static int self_test(int corrupt, int shani, int x16)
 {
-    enum { N = MAX_WAYS + 2 };
+    enum { N = 16 };
     unsigned char *p = malloc(N * REPRO_LEAF_BYTES);
     if (!p)
         return 0;
     for (size_t i = 0; i < N * REPRO_LEAF_BYTES; i++)
         p[i] = (unsigned char)(i * 131 + (i >> 9));
-    repro_digest fast[N], ref[N];
-    many_full_leaves(p, fast);
-    two_full_leaves(p + MAX_WAYS * REPRO_LEAF_BYTES, p + (MAX_WAYS + 1) * REPRO_LEAF_BYTES,
-                    &fast[MAX_WAYS], &fast[MAX_WAYS + 1]);
-    p[(N - 1) * REPRO_LEAF_BYTES + 77] ^= (unsigned char)(corrupt ? 1 : 0);
+    repro_digest fast[N], wide[N], ref[N];
+    if (shani) {
+        many_full_leaves(p, fast);
+        two_full_leaves(p + MAX_WAYS * REPRO_LEAF_BYTES, p + (MAX_WAYS + 1) * REPRO_LEAF_BYTES,
+                        &fast[MAX_WAYS], &fast[MAX_WAYS + 1]);
+    }
+    if (x16)
+        repro_leaf_sha16(p, wide);
+    p[77] ^= (unsigned char)(corrupt ? 1 : 0);
     int ok = 1;
     for (size_t i = 0; i < N; i++)
         ok = ok && !leaf_openssl(p, N * REPRO_LEAF_BYTES, i, &ref[i]);
-    ok = ok && !memcmp(fast, ref, sizeof ref);
+    if (shani)
+        ok = ok && !memcmp(fast, ref, (MAX_WAYS + 2) * sizeof *ref);
+    if (x16)
+        ok = ok && !memcmp(wide, ref, sizeof ref);
     free(p);
     return ok;
 }
@@ -207,11 +223,12 @@ static void choose_path(void)
     full_leaf_pad[0] = 0x80;
     for (int i = 0; i < 8; i++)
         full_leaf_pad[63 - i] = (unsigned char)(bits >> (8 * i));
+    wide16 = repro_leaf_sha16_supported() && self_test(0, 0, 1);
     if (!cpu_has_sha_ni()) {
         path_name = "openssl (no SHA-NI)";
         return;
     }
-    if (!self_test(0)) {
+    if (!self_test(0, 1, 0)) {
         path_name = "openssl (SHA-NI self-test failed)";
         return;
     }
@@ -222,6 +239,14 @@ static void choose_path(void)
 #endif
 }
 
+/* The sixteen-lane path runs now: it passed its self-test, nothing forces
+ * OpenSSL, and the vector path is avx512. */
+static int wide16_now(void)
+{
+    return wide16 && !atomic_load_explicit(&forced_why, memory_order_relaxed) &&
+           repro_isa_current() == REPRO_ISA_AVX512;
+}
+
 int repro_leaf_sha_range(const void *data, size_t nbytes, size_t i0, size_t i1,
                          repro_digest *leaves)
 {
@@ -229,6 +254,9 @@ int repro_leaf_sha_range(const void *data, size_t nbytes, size_t i0, size_t i1,
     const unsigned char *d = data;
     size_t full = nbytes / REPRO_LEAF_BYTES, i = i0;
 #if HAVE_X86
+    if (wide16_now())
+        for (; i + 16 <= i1 && i + 16 <= full; i += 16)
+            repro_leaf_sha16(d + i * REPRO_LEAF_BYTES, &leaves[i]);
     if (path == PATH_SHANI && !atomic_load_explicit(&forced_why, memory_order_relaxed)) {
         for (; i + MAX_WAYS <= i1 && i + MAX_WAYS <= full; i += MAX_WAYS)
             many_full_leaves(d + i * REPRO_LEAF_BYTES, &leaves[i]);
@@ -250,6 +278,10 @@ const char *repro_leaf_sha_path(void)
     static _Thread_local char text[96];
     pthread_once(&choose_once, choose_path);
     const char *why = atomic_load(&forced_why);
+    if (!why && wide16_now()) {
+        snprintf(text, sizeof text, "avx512 x16, then %s", path_name);
+        return text;
+    }
     if (!why)
         return path_name;
     snprintf(text, sizeof text, "openssl (%s)", why);
@@ -260,8 +292,9 @@ int repro_leaf_sha_self_test(int corrupt)
 {
     pthread_once(&choose_once, choose_path);
 #if HAVE_X86
-    if (cpu_has_sha_ni())
-        return self_test(corrupt);
+    int shani = cpu_has_sha_ni(), x16 = repro_leaf_sha16_supported();
+    if (shani || x16)
+        return self_test(corrupt, shani, x16);
 #endif
     (void)corrupt;
     return -1;

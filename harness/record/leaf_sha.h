@@ -9,7 +9,9 @@
  * two and 3.5 for four. No packaged library
  * offers that (OpenSSL's multi-block SHA-256 is internal to its TLS
  * ciphers), so this module does it for the one case that matters, full
- * 4 KiB leaves on a CPU with SHA-NI, and leaves everything else to OpenSSL
+ * 4 KiB leaves on a CPU with SHA-NI or AVX-512 (sixteen messages in the
+ * lanes of one vector, leaf_sha16.h: 3.6-3.8 GB/s on Zen 5 against 3.1
+ * for four on SHA-NI), and leaves everything else to OpenSSL
  * EVP: short last leaves, roots, chains, CPUs without SHA-NI.
  *
  * The digests are SHA-256's whichever path runs: at first use the
@@ -29,8 +31,11 @@
 int repro_leaf_sha_range(const void *data, size_t nbytes, size_t i0, size_t i1,
                          repro_digest *leaves);
 
-/* The path in use: "sha-ni x4" (four full leaves at a time, then two) or "openssl (WHY)", e.g. "openssl (no
- * SHA-NI)", "openssl (REPRO_SHA)". For `repro env`. */
+/* The path in use: "avx512 x16, then sha-ni x4" (sixteen full leaves in
+ * AVX-512 lanes while the vector path is avx512, the rest four and two at
+ * a time on SHA-NI), "sha-ni x4", "avx512 x16, then openssl (no SHA-NI)",
+ * or "openssl (WHY)", e.g. "openssl (no SHA-NI)", "openssl (REPRO_SHA)".
+ * For `repro env`. */
 const char *repro_leaf_sha_path(void);
 
 /* The start-up self-test, for tests: 1 passed, 0 failed, -1 not run (no

@@ -1,0 +1,150 @@
+/* Sixteen full leaves in the lanes of AVX-512 (leaf_sha16.h).
+ *
+ * Lane m of every vector is message m. Each 64-byte block of the sixteen
+ * messages is loaded as sixteen rows and transposed (16 x 16 words), so
+ * vector t holds word t of every message; the rounds are the standard's,
+ * with rotates (vprord) and three-input logic (vpternlogd: 0x96 is
+ * a ^ b ^ c, 0xCA is Ch = e ? f : g, 0xE8 is Maj). */
+#include "record/leaf_sha16.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/isa.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+static const uint32_t round_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2};
+
+static const uint32_t initial_h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+
+/* The padding block of every full leaf as big-endian words: 0x80, zeros,
+ * the bit length 32768. */
+static const uint32_t pad_words[16] = {0x80000000u, 0, 0, 0, 0, 0, 0, 0,
+                                       0, 0, 0, 0, 0, 0, 0, 32768};
+
+#define X16 __attribute__((target("avx512f,avx512bw")))
+#define ROR(x, n) _mm512_ror_epi32(x, n)
+#define XOR3(a, b, c) _mm512_ternarylogic_epi32(a, b, c, 0x96)
+
+/* Word t (0..15) of block `off` of the sixteen leaves into w[t], as the
+ * big-endian words the rounds read. */
+X16 static inline void load_block(const unsigned char *first, size_t off, __m512i *w)
+{
+    const __m512i bswap = _mm512_broadcast_i32x4(
+        _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL));
+    __m512i r[16], t[16], u[16];
+    for (int m = 0; m < 16; m++)
+        r[m] = _mm512_loadu_si512((const void *)(first + (size_t)m * REPRO_LEAF_BYTES + off));
+    /* Within each 128-bit lane: 4 x 4 transposes of four rows at a time,
+     * so u[4i + k], lane L, holds word 4L + k of rows 4i .. 4i + 3. */
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    /* Then the 128-bit lanes across the four groups of rows. */
+    for (int k = 0; k < 4; k++) {
+        __m512i x0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x44);
+        __m512i x1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xEE);
+        __m512i y0 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x44);
+        __m512i y1 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xEE);
+        w[k] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(x0, y0, 0x88), bswap);
+        w[4 + k] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(x0, y0, 0xDD), bswap);
+        w[8 + k] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(x1, y1, 0x88), bswap);
+        w[12 + k] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(x1, y1, 0xDD), bswap);
+    }
+}
+
+/* The 64 rounds on one block's words w[0..15] (the schedule extends them
+ * in place, sixteen words live at a time), added into the state s[0..7]. */
+X16 static inline void compress16(__m512i *s, __m512i *w)
+{
+    __m512i a = s[0], b = s[1], c = s[2], d = s[3], e = s[4], f = s[5], g = s[6], h = s[7];
+#pragma GCC unroll 64
+    for (int t = 0; t < 64; t++) {
+        if (t >= 16) { /* W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16] */
+            __m512i w2 = w[(t - 2) & 15], w15 = w[(t - 15) & 15];
+            __m512i s1 = XOR3(ROR(w2, 17), ROR(w2, 19), _mm512_srli_epi32(w2, 10));
+            __m512i s0 = XOR3(ROR(w15, 7), ROR(w15, 18), _mm512_srli_epi32(w15, 3));
+            w[t & 15] = _mm512_add_epi32(_mm512_add_epi32(s1, w[(t - 7) & 15]),
+                                         _mm512_add_epi32(s0, w[t & 15]));
+        }
+        __m512i kw = _mm512_add_epi32(w[t & 15], _mm512_set1_epi32((int)round_k[t]));
+        __m512i t1 = _mm512_add_epi32(_mm512_add_epi32(h, XOR3(ROR(e, 6), ROR(e, 11), ROR(e, 25))),
+                                      _mm512_add_epi32(_mm512_ternarylogic_epi32(e, f, g, 0xCA), kw));
+        __m512i t2 = _mm512_add_epi32(XOR3(ROR(a, 2), ROR(a, 13), ROR(a, 22)),
+                                      _mm512_ternarylogic_epi32(a, b, c, 0xE8));
+        h = g, g = f, f = e, e = _mm512_add_epi32(d, t1);
+        d = c, c = b, b = a, a = _mm512_add_epi32(t1, t2);
+    }
+    s[0] = _mm512_add_epi32(s[0], a), s[1] = _mm512_add_epi32(s[1], b);
+    s[2] = _mm512_add_epi32(s[2], c), s[3] = _mm512_add_epi32(s[3], d);
+    s[4] = _mm512_add_epi32(s[4], e), s[5] = _mm512_add_epi32(s[5], f);
+    s[6] = _mm512_add_epi32(s[6], g), s[7] = _mm512_add_epi32(s[7], h);
+}
+
+X16 static void leaves16(const unsigned char *first, repro_digest *out)
+{
+    __m512i s[8], w[16];
+    for (int j = 0; j < 8; j++)
+        s[j] = _mm512_set1_epi32((int)initial_h[j]);
+    for (size_t off = 0; off < REPRO_LEAF_BYTES; off += 64) {
+        load_block(first, off, w);
+        compress16(s, w);
+    }
+    for (int t = 0; t < 16; t++)
+        w[t] = _mm512_set1_epi32((int)pad_words[t]);
+    compress16(s, w);
+    uint32_t words[8][16];
+    for (int j = 0; j < 8; j++)
+        _mm512_storeu_si512((void *)words[j], s[j]);
+    for (int m = 0; m < 16; m++)
+        for (int j = 0; j < 8; j++) { /* big-endian, as SHA-256 writes its digest */
+            uint32_t v = words[j][m];
+            unsigned char *o = out[m].b + 4 * j;
+            o[0] = (unsigned char)(v >> 24), o[1] = (unsigned char)(v >> 16);
+            o[2] = (unsigned char)(v >> 8), o[3] = (unsigned char)v;
+        }
+}
+
+int repro_leaf_sha16_supported(void)
+{
+    /* AVX-512F support here includes the OS saving the zmm state. */
+    return repro_isa_supported(REPRO_ISA_AVX512) && __builtin_cpu_supports("avx512bw");
+}
+
+void repro_leaf_sha16(const unsigned char *first, repro_digest *out)
+{
+    leaves16(first, out);
+}
+
+#else /* not x86-64 */
+
+int repro_leaf_sha16_supported(void)
+{
+    return 0;
+}
+
+void repro_leaf_sha16(const unsigned char *first, repro_digest *out)
+{
+    (void)first, (void)out;
+}
+#endif
