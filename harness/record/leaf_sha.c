@@ -20,6 +20,7 @@
 #include "kernels/isa.h"
 #include "record/hash.h"
 #include "record/leaf_sha16.h"
+#include "record/sha256_consts.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define HAVE_X86 1
@@ -50,21 +51,6 @@ static int leaf_openssl(const unsigned char *data, size_t nbytes, size_t i, repr
 }
 
 #if HAVE_X86
-
-static const uint32_t round_k[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
-
-static const uint32_t initial_h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
 
 /* The padding block of every full leaf. */
 static unsigned char full_leaf_pad[64];
@@ -98,7 +84,7 @@ SHANI static inline void compress_n(int n, __m128i *s0, __m128i *s1,
     }
 #pragma GCC unroll 16
     for (int g = 0; g < 16; g++) { /* rounds 4g .. 4g+3 */
-        __m128i k = _mm_loadu_si128((const __m128i *)(const void *)(round_k + 4 * g));
+        __m128i k = _mm_loadu_si128((const __m128i *)(const void *)(repro_sha256_round_k + 4 * g));
 #pragma GCC unroll 4
         for (int m = 0; m < n; m++) {
             __m128i x;
@@ -126,8 +112,8 @@ SHANI static inline void compress_n(int n, __m128i *s0, __m128i *s1,
 SHANI static inline void n_full_leaves(int n, const unsigned char *const *leaf,
                                        repro_digest *const *out)
 {
-    __m128i dcba = _mm_loadu_si128((const __m128i *)(const void *)initial_h);
-    __m128i hgfe = _mm_loadu_si128((const __m128i *)(const void *)(initial_h + 4));
+    __m128i dcba = _mm_loadu_si128((const __m128i *)(const void *)repro_sha256_initial_h);
+    __m128i hgfe = _mm_loadu_si128((const __m128i *)(const void *)(repro_sha256_initial_h + 4));
     __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1), efgh = _mm_shuffle_epi32(hgfe, 0x1B);
     __m128i abef0 = _mm_alignr_epi8(cdab, efgh, 8), cdgh0 = _mm_blend_epi16(efgh, cdab, 0xF0);
     __m128i s0[MAX_WAYS], s1[MAX_WAYS];
