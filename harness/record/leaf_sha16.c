@@ -73,14 +73,25 @@ X16 static inline void compress16(__m512i *s, __m512i *w)
             w[t & 15] = _mm512_add_epi32(_mm512_add_epi32(s1, w[(t - 7) & 15]),
                                          _mm512_add_epi32(s0, w[t & 15]));
         }
-        __m512i k = _mm512_set1_epi32((int)repro_sha256_round_k[t]);
-        __m512i kw = _mm512_add_epi32(w[t & 15], k);
-        __m512i t1 = _mm512_add_epi32(_mm512_add_epi32(h, XOR3(ROR(e, 6), ROR(e, 11), ROR(e, 25))),
-                                      _mm512_add_epi32(_mm512_ternarylogic_epi32(e, f, g, 0xCA), kw));
-        __m512i t2 = _mm512_add_epi32(XOR3(ROR(a, 2), ROR(a, 13), ROR(a, 22)),
-                                      _mm512_ternarylogic_epi32(a, b, c, 0xE8));
-        h = g, g = f, f = e, e = _mm512_add_epi32(d, t1);
-        d = c, c = b, b = a, a = _mm512_add_epi32(t1, t2);
+        /* T1 = h + S1(e) + Ch(e,f,g) + K[t] + W[t], e' = d + T1 and
+         * a' = T1 + S0(a) + Maj(a,b,c), added so that what waits on the
+         * previous round's e and a comes last: h + K + W and d + h + K + W
+         * are ready early, and each new e and a is two adds after its
+         * S-function (the round chain, not the unit, bounded the first
+         * version: 3.9 -> 4.3 GB/s on Zen 5). Integer adds: any order gives
+         * the same words. */
+        __m512i hkw = _mm512_add_epi32(
+            h, _mm512_add_epi32(w[t & 15], _mm512_set1_epi32((int)repro_sha256_round_k[t])));
+        __m512i dhkw = _mm512_add_epi32(d, hkw);
+        __m512i ch = _mm512_ternarylogic_epi32(e, f, g, 0xCA);
+        __m512i s1 = XOR3(ROR(e, 6), ROR(e, 11), ROR(e, 25));
+        __m512i t1 = _mm512_add_epi32(_mm512_add_epi32(hkw, ch), s1);
+        __m512i new_e = _mm512_add_epi32(_mm512_add_epi32(dhkw, ch), s1);
+        __m512i maj = _mm512_ternarylogic_epi32(a, b, c, 0xE8);
+        __m512i new_a = _mm512_add_epi32(_mm512_add_epi32(t1, maj),
+                                         XOR3(ROR(a, 2), ROR(a, 13), ROR(a, 22)));
+        h = g, g = f, f = e, e = new_e;
+        d = c, c = b, b = a, a = new_a;
     }
     s[0] = _mm512_add_epi32(s[0], a), s[1] = _mm512_add_epi32(s[1], b);
     s[2] = _mm512_add_epi32(s[2], c), s[3] = _mm512_add_epi32(s[3], d);
