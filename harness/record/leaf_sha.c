@@ -225,12 +225,16 @@ static void choose_path(void)
 #endif
 }
 
+static int forced_to_openssl(void)
+{
+    return atomic_load_explicit(&forced_why, memory_order_relaxed) != NULL;
+}
+
 /* The sixteen-lane path runs now: it passed its self-test, nothing forces
  * OpenSSL, and the vector path is avx512. */
 static int wide16_now(void)
 {
-    return wide16 && !atomic_load_explicit(&forced_why, memory_order_relaxed) &&
-           repro_isa_current() == REPRO_ISA_AVX512;
+    return wide16 && !forced_to_openssl() && repro_isa_current() == REPRO_ISA_AVX512;
 }
 
 int repro_leaf_sha_range(const void *data, size_t nbytes, size_t i0, size_t i1,
@@ -243,7 +247,7 @@ int repro_leaf_sha_range(const void *data, size_t nbytes, size_t i0, size_t i1,
     if (wide16_now())
         for (; i + 16 <= i1 && i + 16 <= full; i += 16)
             repro_leaf_sha16(d + i * REPRO_LEAF_BYTES, &leaves[i]);
-    if (path == PATH_SHANI && !atomic_load_explicit(&forced_why, memory_order_relaxed)) {
+    if (path == PATH_SHANI && !forced_to_openssl()) {
         for (; i + MAX_WAYS <= i1 && i + MAX_WAYS <= full; i += MAX_WAYS)
             many_full_leaves(d + i * REPRO_LEAF_BYTES, &leaves[i]);
         for (; i + 1 < i1 && i + 1 < full; i += 2)
