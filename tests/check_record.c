@@ -444,6 +444,86 @@ START_TEST(test_stats_f32_every_path)
 END_TEST
 
 
+/* Ordinary values with a special one (NaN, inf, -0, a denormal) every few
+ * hundred elements and on both sides of the vector runs' edges (256
+ * elements), so the unmasked runs that must be redone and those that must
+ * not both occur. */
+static void sparse_specials(float *x, size_t n, uint64_t seed)
+{
+    static const uint32_t specials[] = {0x7fc00000u, 0xff800000u, 0x7f800000u, 0x80000000u,
+                                        0x00000001u};
+    uint64_t st = seed;
+    for (size_t i = 0; i < n; i++) {
+        float f = special_float(&st);
+        x[i] = isfinite(f) ? f : 1.5f; /* finite only, for now */
+    }
+    size_t at[] = {255, 256, 511, 700, 1023, 1024, 4097};
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
+        if (at[k] < n) {
+            uint32_t b = specials[k % 5];
+            memcpy(&x[at[k]], &b, 4);
+        }
+    for (size_t i = 9000; i < n; i += 9001) {
+        uint32_t b = specials[i % 5];
+        memcpy(&x[i], &b, 4);
+    }
+}
+
+/* The pair (two tensors' stats interleaved) against stats_ref of each,
+ * bitwise, on every vector path: lengths from 0 to 70 against 0..6 more,
+ * either tensor the longer, densely and sparsely special data, and two
+ * long tensors of different lengths. The single-tensor stats are checked
+ * on the sparse data too (the dense data makes every run masked). */
+START_TEST(test_stats_f32_pair_equals_single)
+{
+    enum { BIG = 300007 };
+    float *x = malloc(BIG * sizeof *x), *y = malloc(BIG * sizeof *y);
+    ck_assert(x && y);
+    for (int dense = 0; dense < 2; dense++) {
+        uint64_t st = 0x2545f4914f6cdd1dULL;
+        if (dense)
+            for (size_t i = 0; i < BIG; i++)
+                x[i] = special_float(&st), y[i] = special_float(&st);
+        else
+            sparse_specials(x, BIG, 1), sparse_specials(y, BIG, 2);
+        for (int isa = 0; isa < REPRO_ISA_COUNT; isa++) {
+            if (!repro_isa_supported((repro_isa)isa))
+                continue;
+            ck_assert_int_eq(repro_isa_select((repro_isa)isa), 0);
+            for (size_t n = 0; n <= 71; n++)
+                for (size_t d = 0; d <= 6; d++) {
+                    size_t nx = n < 71 ? n : BIG, ny = n < 71 ? n + d : BIG - 5 * d - 1;
+                    if (d & 1) { /* y the shorter */
+                        size_t t = nx;
+                        nx = ny, ny = t;
+                    }
+                    repro_stats_f32 a, b;
+                    double rx[3], ry[3];
+                    long nfx, nfy;
+                    repro_tensor_stats_f32_pair(x, nx, &a, y, ny, &b);
+                    stats_ref(x, nx, &rx[0], &rx[1], &rx[2], &nfx);
+                    stats_ref(y, ny, &ry[0], &ry[1], &ry[2], &nfy);
+                    double ax[3] = {a.l2, a.sum, a.max_abs}, bx[3] = {b.l2, b.sum, b.max_abs};
+                    ck_assert_msg(!memcmp(ax, rx, sizeof ax) && a.nonfinite == nfx &&
+                                      !memcmp(bx, ry, sizeof bx) && b.nonfinite == nfy,
+                                  "pair of %zu and %zu elements differs on %s (%s data)", nx, ny,
+                                  repro_isa_name((repro_isa)isa), dense ? "dense" : "sparse");
+                    double one[3];
+                    long nf1;
+                    repro_tensor_stats_compute("f32", y, ny * 4, &one[0], &one[1], &one[2],
+                                               &nf1);
+                    ck_assert_msg(!memcmp(one, ry, sizeof one) && nf1 == nfy,
+                                  "stats of %zu elements differ on %s (%s data)", ny,
+                                  repro_isa_name((repro_isa)isa), dense ? "dense" : "sparse");
+                }
+        }
+    }
+    repro_isa_select(repro_isa_best());
+    free(x), free(y);
+}
+END_TEST
+
+
 /* A waiting thread's side of the leaf share: help whenever a tensor is
  * posted, until told to stop; counts the leaves it took part in. */
 typedef struct {
@@ -531,6 +611,7 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_dumps_for_a_reader);
     tcase_add_test(tc, test_stats_f32_order);
     tcase_add_test(tc, test_stats_f32_every_path);
+    tcase_add_test(tc, test_stats_f32_pair_equals_single);
     tcase_add_test(tc, test_leaf_share_equals_tree_hash);
     suite_add_tcase(s, tc);
     return s;

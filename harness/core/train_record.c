@@ -24,6 +24,9 @@
 #include "util/suggest.h"
 
 enum { PHASE_G = 0, PHASE_P = 1 };
+/* What the training thread may wait for (wait_done): a job finished
+ * (PHASE_G, PHASE_P) or, before the optimizer, a P job's tensors read. */
+enum { P_READ = 2 };
 
 /* Tensors of at least this many bytes have their leaves shared with a
  * waiting training thread (record/leaf_share.h); smaller ones are not worth
@@ -45,6 +48,9 @@ typedef struct {
     void *copy[2];        /* parity copies (batch, logits, loss, rng; and the live
                              buffers of a device backend, fetched at the hooks) */
     int device;           /* live is device memory: hashed from copy[] */
+    long stats_step;      /* the step whose stats are in `stats` (0: none): computed
+                             beside another tensor's (compute_stats) */
+    repro_tensor_stats stats;
 } entry;
 
 typedef struct {
@@ -84,6 +90,8 @@ struct repro_train_recorder {
     job queue[4];
     int qhead, qlen;
     long g_done, p_done;     /* last step whose G / P job finished */
+    long p_hashed;           /* last step whose P job has read every tensor (its
+                                trace line may still be in the writing) */
     int stop;
     int failed;              /* set by either thread, under mu */
     int fail_code;
@@ -366,39 +374,82 @@ static int detail_step(const repro_train_recorder *r, long step)
            (step % r->o.every == 0 || step == r->o.total_steps);
 }
 
+/* The bytes the hasher reads for entry e at step n: the live buffer, or
+ * this step's parity copy. */
+static const void *entry_data(const entry *e, long step)
+{
+    return e->live && !e->device ? e->live : e->copy[step & 1];
+}
+
 /* A large tensor's stats, computed on the hasher thread while a waiting
- * training thread hashes its leaves (leaf_share.h's while_shared). */
+ * training thread hashes its leaves (leaf_share.h's while_shared), with a
+ * later large tensor's of the same job when there is one (`partner`): the
+ * two interleaved take little more time than one (stats.h), and the
+ * partner's wait in its entry for its turn. */
 typedef struct {
     const entry *e;
     const void *data;
+    entry *partner;
+    long step;
     repro_tensor_stats st;
 } stats_job;
 
 static void compute_stats(void *arg)
 {
     stats_job *j = arg;
+    if (j->partner) {
+        repro_stats_f32 a, b;
+        repro_tensor_stats_f32_pair(j->data, j->e->nbytes / 4, &a,
+                                    entry_data(j->partner, j->step), j->partner->nbytes / 4, &b);
+        j->st = (repro_tensor_stats){a.l2, a.sum, a.max_abs, a.nonfinite};
+        j->partner->stats = (repro_tensor_stats){b.l2, b.sum, b.max_abs, b.nonfinite};
+        j->partner->stats_step = j->step;
+        return;
+    }
     long nf = 0;
     repro_tensor_stats_compute(j->e->dtype, j->data, j->e->nbytes, &j->st.l2, &j->st.sum,
                                &j->st.max_abs, &nf);
     j->st.nonfinite = nf;
 }
 
-/* One entry into the public recorder (and its dump). A large tensor goes in
+static int pairable(const repro_train_recorder *r, const entry *e)
+{
+    return e->nbytes >= SPLIT_BYTES && e->type == REPRO_F32 && e != &r->entries[r->rng_entry];
+}
+
+/* The largest large float32 tensor after entry i in the same job whose
+ * stats are still to compute at this step, or NULL. */
+static entry *stats_partner(repro_train_recorder *r, int i, long step)
+{
+    entry *best = NULL;
+    for (int k = i + 1; k < r->nentries; k++) {
+        entry *c = &r->entries[k];
+        if (c->phase == r->entries[i].phase && pairable(r, c) && c->stats_step != step &&
+            (!best || c->nbytes > best->nbytes))
+            best = c;
+    }
+    return best;
+}
+
+/* Entry i into the public recorder (and its dump). A large tensor goes in
  * as its leaf digests, hashed by this thread and a waiting training thread,
  * with the stats the recorder would have computed on a detail step: the
  * same digest and the same line. */
-static int record_entry(repro_train_recorder *r, const entry *e, long step)
+static int record_entry(repro_train_recorder *r, int i, long step)
 {
-    const void *data = e->live && !e->device ? e->live : e->copy[step & 1];
+    entry *e = &r->entries[i];
+    const void *data = entry_data(e, step);
     if (dump_tensor(r, step, e->name, e->dtype, e->ndim, e->shape, data, e->nbytes))
         return -1;
     if (!r->leaves || e->nbytes < SPLIT_BYTES)
         return repro_recorder_tensor(r->pub, e->name, e->type, e->ndim, e->shape64, data) ? -1
                                                                                          : 0;
-    int detail = detail_step(r, step);
-    stats_job sj = {e, data, {0, 0, 0, 0}};
-    if (repro_leaf_share_run(&r->share, data, e->nbytes, r->leaves, detail ? compute_stats : NULL,
-                             &sj))
+    int detail = detail_step(r, step), ready = e->stats_step == step;
+    stats_job sj = {e, data, NULL, step, e->stats};
+    if (detail && !ready && pairable(r, e))
+        sj.partner = stats_partner(r, i, step);
+    if (repro_leaf_share_run(&r->share, data, e->nbytes, r->leaves,
+                             detail && !ready ? compute_stats : NULL, &sj))
         return -1;
     return repro_recorder_tensor_leaves(r->pub, e->name, e->type, e->ndim, e->shape64,
                                         e->nbytes, r->leaves, detail ? &sj.st : NULL)
@@ -452,15 +503,19 @@ static char *line_extra(repro_train_recorder *r, long step, step_slot *s)
  * last), then the step ends: digest, chain, trace line. */
 static int run_job(repro_train_recorder *r, job j)
 {
-    for (int i = 0; i < r->nentries; i++) {
-        const entry *e = &r->entries[i];
-        if (e->phase == j.phase && i != r->rng_entry && record_entry(r, e, j.step))
+    for (int i = 0; i < r->nentries; i++)
+        if (r->entries[i].phase == j.phase && i != r->rng_entry && record_entry(r, i, j.step))
             return -1;
-    }
     if (j.phase != PHASE_P)
         return 0;
-    if (record_entry(r, &r->entries[r->rng_entry], j.step))
+    if (record_entry(r, r->rng_entry, j.step))
         return -1;
+    /* Every tensor of the step is read: the optimizer may overwrite them
+     * while the line is built and written. */
+    pthread_mutex_lock(&r->mu);
+    r->p_hashed = j.step;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
     step_slot *s = &r->slots[j.step & 1];
     float loss;
     memcpy(&loss, &s->loss_bits, 4);
@@ -529,12 +584,21 @@ static int check_failed(repro_train_recorder *r)
     return failed ? repro_error_set(code, "%s", msg) : 0;
 }
 
-/* Waits for the hasher to finish job (phase, step), hashing leaves of the
+/* The last step done as `what` (PHASE_G, PHASE_P, P_READ), under mu. A P
+ * job that failed before reading everything still ends (p_done). */
+static long done_step(const repro_train_recorder *r, int what)
+{
+    if (what == P_READ)
+        return r->p_hashed > r->p_done ? r->p_hashed : r->p_done;
+    return what == PHASE_G ? r->g_done : r->p_done;
+}
+
+/* Waits for the hasher to finish job (what, step), hashing leaves of the
  * tensor it is on meanwhile: the training thread would idle here anyway. */
-static int wait_done(repro_train_recorder *r, int phase, long step)
+static int wait_done(repro_train_recorder *r, int what, long step)
 {
     pthread_mutex_lock(&r->mu);
-    while ((phase == PHASE_G ? r->g_done : r->p_done) < step)
+    while (done_step(r, what) < step)
         if (!repro_leaf_share_help(&r->share))
             pthread_cond_wait(&r->cv, &r->mu);
     pthread_mutex_unlock(&r->mu);
@@ -695,7 +759,7 @@ int repro_train_recorder_after_backward(repro_train_recorder *r)
 
 int repro_train_recorder_before_update(repro_train_recorder *r)
 {
-    return wait_done(r, PHASE_P, r->t->step); /* P(n-1) still reads the params */
+    return wait_done(r, P_READ, r->t->step); /* P(n-1) may still read the params */
 }
 
 int repro_train_recorder_after_update(repro_train_recorder *r)
@@ -859,7 +923,7 @@ static int start(repro_train_recorder *r, const repro_train_recorder_opts *opts)
     snprintf(r->dump_dir, sizeof r->dump_dir, "%s", opts->dump_dir ? opts->dump_dir : "dump");
     /* Resumed: the hasher's progress starts where the checkpoint left off
      * (the waits compare with step numbers). */
-    r->g_done = r->p_done = opts->start_step;
+    r->g_done = r->p_done = r->p_hashed = opts->start_step;
     if (open_public(r) || start_leaf_share(r))
         return -1;
     if (pthread_create(&r->thread, NULL, hasher_main, r) != 0)

@@ -6,7 +6,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #define LANES 16
-#define TGT __attribute__((target("avx512f")))
+#define TGT __attribute__((target("avx512f,prfchw")))
 #define SFX(name) name##_avx512
 #define MR 8
 #define MR_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
