@@ -13,9 +13,9 @@
  * never for the workers. A worker that is off its core when a job starts
  * simply claims nothing, and the caller runs every chunk itself instead of
  * waiting a scheduler time slice for the worker to say so. For that, a
- * claim names its job: the claim word holds (job number << 32 | next
- * chunk), and a claim is a compare-and-swap that fails once another job
- * has started. A job's function, context and chunk count live in one of
+ * claim names its job: the claim word holds the job number and the
+ * unclaimed range [lo, hi) (the caller takes lo, workers hi - 1), and a
+ * claim is a compare-and-swap that fails once another job has started. A job's function, context and chunk count live in one of
  * two descriptors, by the job number's parity: while the claim word still
  * shows job g, the caller may already be filling job g+1's descriptor,
  * but never g's (it refills that one only for g+2, after g+1 was
@@ -51,19 +51,33 @@ struct repro_pool {
         _Atomic(void *) ctx;
         atomic_long nchunks;
     } jobs[2];
-    _Atomic uint64_t claim; /* job number << 32 | next unclaimed chunk */
+    _Atomic uint64_t claim; /* job number << 40 | lo << 20 | hi: chunks [lo, hi)
+                               are unclaimed */
     atomic_long done;       /* chunks of the current job finished */
     atomic_int quit;
 };
 
+/* The claim word's fields. 24 bits of job number: a worker would have to
+ * stall between reading the word and its compare-and-swap for 16M jobs
+ * (minutes of training) to mistake an old job for the current one. 20 bits
+ * per chunk index: a job of more chunks runs on the caller alone. */
+enum { JOB_SHIFT = 40, LO_SHIFT = 20 };
+#define CHUNK_MASK ((1ULL << LO_SHIFT) - 1)
+#define MAX_CHUNKS ((long)CHUNK_MASK)
+
 static inline uint32_t job_of(uint64_t w)
 {
-    return (uint32_t)(w >> 32);
+    return (uint32_t)(w >> JOB_SHIFT);
 }
 
-static inline long chunk_of(uint64_t w)
+static inline long lo_of(uint64_t w)
 {
-    return (long)(uint32_t)w;
+    return (long)((w >> LO_SHIFT) & CHUNK_MASK);
+}
+
+static inline long hi_of(uint64_t w)
+{
+    return (long)(w & CHUNK_MASK);
 }
 
 static inline void cpu_relax(void)
@@ -74,16 +88,24 @@ static inline void cpu_relax(void)
 }
 
 /* Claims and runs chunks of job `job` until none are left; the thread that
- * finishes the last chunk wakes a caller asleep waiting for it. */
-static void drain(repro_pool *p, uint32_t job, repro_chunk_fn fn, void *ctx, long nchunks)
+ * finishes the last chunk wakes a caller asleep waiting for it. The caller
+ * claims from the low end, the workers from the high end: every op splits
+ * its outputs into chunks in memory order, so the same thread tends to write
+ * and then read the same part of each tensor (a GEMM's block of C, then the
+ * update of those parameters, then the next forward's rows), instead of
+ * fetching lines the other core just wrote. */
+static void drain(repro_pool *p, uint32_t job, repro_chunk_fn fn, void *ctx, long nchunks,
+                  int from_low)
 {
     for (;;) {
         uint64_t w = atomic_load(&p->claim);
-        if (job_of(w) != job || chunk_of(w) >= nchunks)
+        long lo = lo_of(w), hi = hi_of(w);
+        if (job_of(w) != job || lo >= hi)
             return;
-        if (!atomic_compare_exchange_weak(&p->claim, &w, w + 1))
+        uint64_t next = from_low ? w + (1ULL << LO_SHIFT) : w - 1;
+        if (!atomic_compare_exchange_weak(&p->claim, &w, next))
             continue;
-        fn(ctx, chunk_of(w));
+        fn(ctx, from_low ? lo : hi - 1);
         if (atomic_fetch_add(&p->done, 1) + 1 == nchunks) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_broadcast(&p->done_cv);
@@ -122,7 +144,7 @@ static void *pool_worker(void *arg)
          * these are its fields (the header's argument). */
         int d = (int)(seen & 1);
         drain(p, seen, atomic_load(&p->jobs[d].fn), atomic_load(&p->jobs[d].ctx),
-              atomic_load(&p->jobs[d].nchunks));
+              atomic_load(&p->jobs[d].nchunks), 0);
     }
     return NULL;
 }
@@ -191,25 +213,26 @@ void repro_pool_run(repro_pool *p, long nchunks, repro_chunk_fn fn, void *ctx)
 {
     if (nchunks <= 0)
         return;
-    if (!p || p->threads == 1 || nchunks == 1 || nchunks > (long)UINT32_MAX) {
+    if (!p || p->threads == 1 || nchunks == 1 || nchunks > MAX_CHUNKS) {
         for (long c = 0; c < nchunks; c++)
             fn(ctx, c);
         return;
     }
-    uint32_t job = job_of(atomic_load(&p->claim)) + 1;
+    uint32_t job = (job_of(atomic_load(&p->claim)) + 1) & ((1u << (64 - JOB_SHIFT)) - 1);
     int d = (int)(job & 1);
     atomic_store(&p->jobs[d].fn, fn);
     atomic_store(&p->jobs[d].ctx, ctx);
     atomic_store(&p->jobs[d].nchunks, nchunks);
     atomic_store(&p->done, 0);
-    atomic_store(&p->claim, (uint64_t)job << 32); /* publishes the job (seq_cst) */
+    /* publishes the job (seq_cst) */
+    atomic_store(&p->claim, (uint64_t)job << JOB_SHIFT | (uint64_t)nchunks);
     /* Sleepers check the job number under the mutex before they wait, so
      * taking it here before the broadcast loses no wake-up. */
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
 
-    drain(p, job, fn, ctx, nchunks);
+    drain(p, job, fn, ctx, nchunks, 1);
 
     /* Only chunks a worker claimed and is still running are waited for. */
     for (int i = 0; i < SPIN && atomic_load(&p->done) < nchunks; i++)
