@@ -45,6 +45,7 @@ typedef struct {
     repro_loader *l;
     int id;
     pthread_t thread;
+    pthread_cond_t slot_cv; /* this worker waits: its next slot freed, or stop */
 } worker;
 
 struct repro_loader {
@@ -73,7 +74,6 @@ struct repro_loader {
     int running;          /* workers of the current epoch are started */
 
     pthread_mutex_t mu;
-    pthread_cond_t released_cv; /* workers wait: slot freed, or stop */
     pthread_cond_t ready_cv;    /* consumer waits: batch ready */
     int released;         /* batches of this epoch the consumer is done with */
     int started;          /* batches of this epoch a worker has begun filling */
@@ -235,7 +235,7 @@ static void *worker_main(void *arg)
     for (; k < l->bpe; k += l->nw) {
         pthread_mutex_lock(&l->mu);
         while (!l->stop && k >= l->released + l->nslots)
-            pthread_cond_wait(&l->released_cv, &l->mu);
+            pthread_cond_wait(&w->slot_cv, &l->mu);
         if (l->stop) {
             pthread_mutex_unlock(&l->mu);
             break;
@@ -261,7 +261,8 @@ static void stop_workers(repro_loader *l, int count)
 {
     pthread_mutex_lock(&l->mu);
     l->stop = 1;
-    pthread_cond_broadcast(&l->released_cv);
+    for (int i = 0; i < l->nw; i++)
+        pthread_cond_broadcast(&l->workers[i].slot_cv);
     pthread_mutex_unlock(&l->mu);
     for (int i = 0; i < count; i++)
         pthread_join(l->workers[i].thread, NULL);
@@ -389,13 +390,14 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
     l->epoch = -1;
     repro_rng_init(&l->gen, repro_seed_derive(cfg->seed, REPRO_PURPOSE_SHUFFLE, 0, 0, 0, 0));
     pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->released_cv, NULL);
     pthread_cond_init(&l->ready_cv, NULL);
 
     size_t bs = (size_t)l->rows;
     l->perm = malloc(sizeof(uint32_t) * (size_t)ds->n);
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
     l->workers = calloc(l->nw ? (size_t)l->nw : 1, sizeof *l->workers);
+    for (int i = 0; l->workers && i < l->nw; i++)
+        pthread_cond_init(&l->workers[i].slot_cv, NULL);
     int ok = l->perm && l->slots && l->workers;
     for (int s = 0; ok && s < l->nslots; s++) {
         l->slots[s].ids = malloc(sizeof(uint32_t) * bs);
@@ -424,7 +426,11 @@ int repro_loader_next(repro_loader *l, const repro_batch **out)
     if (l->held) {
         pthread_mutex_lock(&l->mu);
         l->released++;
-        pthread_cond_broadcast(&l->released_cv);
+        /* Only batch released + nslots - 1 can start now; wake its worker
+         * alone (waking every worker each step cost context switches on
+         * the cores the training threads use). */
+        if (l->nw > 0)
+            pthread_cond_signal(&l->workers[(l->released + l->nslots - 1) % l->nw].slot_cv);
         pthread_mutex_unlock(&l->mu);
         l->held = 0;
     }
@@ -546,7 +552,8 @@ void repro_loader_free(repro_loader *l)
     free(l->slots);
     free(l->workers);
     free(l->perm);
-    pthread_cond_destroy(&l->released_cv);
+    for (int i = 0; l->workers && i < l->nw; i++)
+        pthread_cond_destroy(&l->workers[i].slot_cv);
     pthread_cond_destroy(&l->ready_cv);
     pthread_mutex_destroy(&l->mu);
     free(l);

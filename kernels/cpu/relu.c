@@ -1,6 +1,6 @@
 /* ReLU forward and backward, elementwise. Determinism argument: each element
  * is a pure function of its own inputs (no sums at all), and chunks are fixed
- * ranges of 16384 elements, so neither thread count nor vector width can
+ * ranges of 4096 elements, so neither thread count nor vector width can
  * change a bit. NaN inputs propagate (as torch.relu does); -0 maps to +0. The per-element
  * math is kernels/shared/pointwise.h, shared with the CUDA kernels; the
  * loops are the vector path's (simd.h: relu_fwd, relu_bwd, the same
@@ -8,7 +8,7 @@
 #include "ops.h"
 #include "simd.h"
 
-enum { CHUNK = 16384 };
+enum { CHUNK = 4096 };
 
 typedef struct {
     const repro_simd *simd;
