@@ -626,7 +626,10 @@ START_TEST(test_conv_bitwise_vs_plain_loops)
      * forward; accumulate mode of backward filter too. */
     const repro_conv_shape shapes[] = {
         {2, 3, 6, 7, 4, 3, 1}, {1, 2, 5, 5, 3, 3, 0}, {2, 1, 4, 9, 2, 3, 2},
-        {1, 2, 7, 5, 2, 5, 2}, {3, 2, 3, 3, 2, 1, 0}, {1, 1, 2, 3, 1, 2, 1}};
+        {1, 2, 7, 5, 2, 5, 2}, {3, 2, 3, 3, 2, 1, 0}, {1, 1, 2, 3, 1, 2, 1},
+        /* rows of 30 and 35 outputs: the bias sums in registers (up to 32)
+         * with a two-float tail, and the stored column sums past them */
+        {2, 1, 3, 32, 3, 3, 0}, {1, 2, 3, 37, 2, 3, 0}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const repro_conv_shape *s = &shapes[i];
         float *x = frand_new(conv_xn(s), 70 + i), *w = frand_new(conv_wn(s), 80 + i);
