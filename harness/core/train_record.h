@@ -10,8 +10,9 @@
  *   job P(n) hashes step n's parameters and optimizer state while step n+1's
  *            forward and backward run, then writes step n's trace line;
  * and the training thread waits only where a buffer is about to be
- * overwritten: for G(n-1) before backward(n) and for P(n-1) before
- * optimizer(n). The small copies are double-buffered by step parity. */
+ * overwritten: for G(n-1) before backward(n) and, before optimizer(n),
+ * until P(n-1) has read its tensors (its trace line may still be in the
+ * writing). The small copies are double-buffered by step parity. */
 #ifndef REPRO_TRAIN_RECORD_H
 #define REPRO_TRAIN_RECORD_H
 
