@@ -160,10 +160,11 @@ asan: deps
 	    check-run CK_TIMEOUT_MULTIPLIER=4
 
 # The suites of the code that hands work between threads (the pool's job
-# claims, the recorder's hasher pipeline and leaf sharing) under
-# ThreadSanitizer: a data race fails it, and TSan's scheduling shakes out
-# orderings a quiet machine never shows (it found a double-run chunk once).
-TSAN_SUITES = pool record
+# claims, the recorder's hasher pipeline and leaf sharing, the loader's
+# workers) under ThreadSanitizer: a data race fails it, and TSan's
+# scheduling shakes out orderings a quiet machine never shows (it found a
+# double-run chunk once, and a condition variable destroyed after free).
+TSAN_SUITES = pool record loader
 tsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 SAN=-fsanitize=thread \
 	    build-tsan/check_all build-tsan/repro

@@ -567,10 +567,10 @@ void repro_loader_free(repro_loader *l)
             free(l->slots[s].y);
         }
     free(l->slots);
-    free(l->workers);
-    free(l->perm);
     for (int i = 0; l->workers && i < l->nw; i++)
         pthread_cond_destroy(&l->workers[i].slot_cv);
+    free(l->workers);
+    free(l->perm);
     pthread_cond_destroy(&l->ready_cv);
     pthread_mutex_destroy(&l->mu);
     free(l);
