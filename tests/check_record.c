@@ -497,7 +497,7 @@ START_TEST(test_stats_f32_pair_equals_single)
                         size_t t = nx;
                         nx = ny, ny = t;
                     }
-                    repro_stats_f32 a, b;
+                    repro_tensor_stats a, b;
                     double rx[3], ry[3];
                     long nfx, nfy;
                     repro_tensor_stats_f32_pair(x, nx, &a, y, ny, &b);

@@ -398,11 +398,9 @@ static void compute_stats(void *arg)
 {
     stats_job *j = arg;
     if (j->partner) {
-        repro_stats_f32 a, b;
-        repro_tensor_stats_f32_pair(j->data, j->e->nbytes / 4, &a,
-                                    entry_data(j->partner, j->step), j->partner->nbytes / 4, &b);
-        j->st = (repro_tensor_stats){a.l2, a.sum, a.max_abs, a.nonfinite};
-        j->partner->stats = (repro_tensor_stats){b.l2, b.sum, b.max_abs, b.nonfinite};
+        repro_tensor_stats_f32_pair(j->data, j->e->nbytes / 4, &j->st,
+                                    entry_data(j->partner, j->step), j->partner->nbytes / 4,
+                                    &j->partner->stats);
         j->partner->stats_step = j->step;
         return;
     }
@@ -412,9 +410,9 @@ static void compute_stats(void *arg)
     j->st.nonfinite = nf;
 }
 
-static int pairable(const repro_train_recorder *r, const entry *e)
+static int pairable(const entry *e)
 {
-    return e->nbytes >= SPLIT_BYTES && e->type == REPRO_F32 && e != &r->entries[r->rng_entry];
+    return e->nbytes >= SPLIT_BYTES && e->type == REPRO_F32;
 }
 
 /* The largest large float32 tensor after entry i in the same job whose
@@ -424,7 +422,7 @@ static entry *stats_partner(repro_train_recorder *r, int i, long step)
     entry *best = NULL;
     for (int k = i + 1; k < r->nentries; k++) {
         entry *c = &r->entries[k];
-        if (c->phase == r->entries[i].phase && pairable(r, c) && c->stats_step != step &&
+        if (c->phase == r->entries[i].phase && pairable(c) && c->stats_step != step &&
             (!best || c->nbytes > best->nbytes))
             best = c;
     }
@@ -446,7 +444,7 @@ static int record_entry(repro_train_recorder *r, int i, long step)
                                                                                          : 0;
     int detail = detail_step(r, step), ready = e->stats_step == step;
     stats_job sj = {e, data, NULL, step, e->stats};
-    if (detail && !ready && pairable(r, e))
+    if (detail && !ready && pairable(e))
         sj.partner = stats_partner(r, i, step);
     if (repro_leaf_share_run(&r->share, data, e->nbytes, r->leaves,
                              detail && !ready ? compute_stats : NULL, &sj))

@@ -255,7 +255,7 @@ static size_t lanes_vector(const float *x, size_t n, lane_acc *a, long *nf)
  * vector path, all of them without one) into the lanes a, then the lanes
  * combined. */
 static void finish_f32(const float *x, size_t i, size_t n, const lane_acc *a, long nf,
-                       repro_stats_f32 *out)
+                       repro_tensor_stats *out)
 {
     /* Four named lanes (registers, not an indexed array: the compiler keeps
      * them apart and the four chains overlap). */
@@ -276,7 +276,7 @@ static void finish_f32(const float *x, size_t i, size_t n, const lane_acc *a, lo
     out->nonfinite = nf;
 }
 
-static void stats_f32(const float *x, size_t n, repro_stats_f32 *out)
+static void stats_f32(const float *x, size_t n, repro_tensor_stats *out)
 {
     lane_acc a[4] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
     long nf = 0;
@@ -287,8 +287,8 @@ static void stats_f32(const float *x, size_t n, repro_stats_f32 *out)
     finish_f32(x, i, n, a, nf, out);
 }
 
-void repro_tensor_stats_f32_pair(const float *x, size_t nx, repro_stats_f32 *sx, const float *y,
-                                 size_t ny, repro_stats_f32 *sy)
+void repro_tensor_stats_f32_pair(const float *x, size_t nx, repro_tensor_stats *sx,
+                                 const float *y, size_t ny, repro_tensor_stats *sy)
 {
 #if defined(__SSE2__)
     if (pair_path()) {
@@ -382,9 +382,9 @@ void repro_tensor_stats_compute(const char *dtype, const void *data, size_t nbyt
                                 double *sum, double *max_abs, long *nonfinite)
 {
     if (!strcmp(dtype, "f32")) {
-        repro_stats_f32 st;
+        repro_tensor_stats st;
         stats_f32(data, nbytes / 4, &st);
-        *l2 = st.l2, *sum = st.sum, *max_abs = st.max_abs, *nonfinite = st.nonfinite;
+        *l2 = st.l2, *sum = st.sum, *max_abs = st.max_abs, *nonfinite = (long)st.nonfinite;
         return;
     }
     double q = 0, s = 0, mx = 0;

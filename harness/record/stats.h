@@ -7,23 +7,19 @@
 
 #include <stddef.h>
 
+#include "repro/repro.h" /* repro_tensor_stats */
+
 /* dtype: a trace dtype name ("f32", "f64", "f16", "bf16", "i32", "i64",
  * "u8", "u32"); an unknown dtype gives zeros. */
 void repro_tensor_stats_compute(const char *dtype, const void *data, size_t nbytes, double *l2,
                                 double *sum, double *max_abs, long *nonfinite);
-
-/* float32 stats, as repro_tensor_stats_compute("f32", ...) gives them. */
-typedef struct {
-    double l2, sum, max_abs;
-    long nonfinite;
-} repro_stats_f32;
 
 /* Two float32 tensors' stats at once, bitwise each one's
  * repro_tensor_stats_compute: the same adds in the same order per tensor,
  * the two tensors' add chains interleaved so they overlap (about twice
  * the speed of two calls on the AVX2 and AVX-512 paths; the baseline path
  * makes two calls). */
-void repro_tensor_stats_f32_pair(const float *x, size_t nx, repro_stats_f32 *sx, const float *y,
-                                 size_t ny, repro_stats_f32 *sy);
+void repro_tensor_stats_f32_pair(const float *x, size_t nx, repro_tensor_stats *sx,
+                                 const float *y, size_t ny, repro_tensor_stats *sy);
 
 #endif

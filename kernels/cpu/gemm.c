@@ -353,7 +353,8 @@ static void gemm_run(repro_pool *pool, int M, int N, int K, const float *A, long
     long row_blocks = (M + mr * MC_PANELS - 1) / (mr * MC_PANELS);
     long rows = (M + row_blocks - 1) / row_blocks;
     rows = (rows + mr - 1) / mr * mr;
-    long threads = repro_pool_threads(pool), want = threads > 1 ? 8 * threads : 2, have = row_blocks * ((N + nc - 1) / nc);
+    long threads = repro_pool_threads(pool), want = threads > 1 ? 8 * threads : 2;
+    long have = row_blocks * ((N + nc - 1) / nc);
     if (have < want && (double)M * N * K >= 1e5) { /* narrower column blocks */
         long per = (N + want / row_blocks - 1) / (want / row_blocks > 0 ? want / row_blocks : 1);
         nc = per < nr ? nr : (per + nr - 1) / nr * nr;

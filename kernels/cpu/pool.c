@@ -15,12 +15,13 @@
  * waiting a scheduler time slice for the worker to say so. For that, a
  * claim names its job: the claim word holds the job number and the
  * unclaimed range [lo, hi) (the caller takes lo, workers hi - 1), and a
- * claim is a compare-and-swap that fails once another job has started. A job's function, context and chunk count live in one of
- * two descriptors, by the job number's parity: while the claim word still
- * shows job g, the caller may already be filling job g+1's descriptor,
- * but never g's (it refills that one only for g+2, after g+1 was
- * published), so a worker that read g's descriptor between seeing job g
- * and claiming in job g read g's fields, all of them. (With one
+ * claim is a compare-and-swap that fails once another job has started. A
+ * job's function, context and chunk count live in one of two descriptors,
+ * by the job number's parity: while the claim word still shows job g,
+ * the caller may already be filling job g+1's descriptor, but never g's
+ * (it refills that one only for g+2, after g+1 was published), so a
+ * worker that read g's descriptor between seeing job g and claiming in
+ * job g read g's fields, all of them. (With one
  * descriptor a late worker could pair job g's exhausted claim word with
  * job g+1's larger chunk count and run a chunk twice; TSan's scheduling
  * found that.) */
