@@ -708,6 +708,119 @@ START_TEST(test_blank_line)
 }
 END_TEST
 
+/* ---- the writer keeps each step's tensor list its own --------------------- */
+
+/* Tensor k of a writer test step: its digest and stats differ per step. */
+static repro_trace_tensor wt_tensor(const char *name, const char *dtype, int ndim, long d0,
+                                    long step, int k)
+{
+    repro_trace_tensor t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    snprintf(t.dtype, sizeof t.dtype, "%s", dtype);
+    t.ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        t.shape[i] = d0 + i;
+    char key[96];
+    snprintf(key, sizeof key, "%s|%ld|%d", name, step, k);
+    digest_of(key, &t.digest);
+    t.l2 = 1.0 / (double)(step + k + 3), t.sum = -(double)step - 0.1 * k;
+    t.max_abs = 0.25 * (double)k, t.nonfinite = step + k;
+    return t;
+}
+
+static void same_tensors(const repro_trace_tensor *got, const repro_trace_tensor *want, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ck_assert_str_eq(got[i].name, want[i].name);
+        ck_assert_str_eq(got[i].dtype, want[i].dtype);
+        ck_assert_int_eq(got[i].ndim, want[i].ndim);
+        for (int d = 0; d < want[i].ndim; d++)
+            ck_assert_int_eq(got[i].shape[d], want[i].shape[d]);
+        ck_assert(repro_digest_eq(&got[i].digest, &want[i].digest));
+        ck_assert_double_eq(got[i].l2, want[i].l2);
+        ck_assert_double_eq(got[i].sum, want[i].sum);
+        ck_assert_double_eq(got[i].max_abs, want[i].max_abs);
+        ck_assert_int_eq(got[i].nonfinite, want[i].nonfinite);
+    }
+}
+
+START_TEST(test_writer_tensor_lists_change)
+{
+    /* The writer reuses the last detail step's tensor objects while the
+     * list stays the same (trace_write.c): every kind of change between
+     * steps (values only, a step without detail, a renamed, dropped,
+     * reshaped or retyped tensor, ops appearing, growing past the line
+     * buffer, vanishing) must read back as exactly what was written. */
+    enum { STEPS = 9, MAXT = 300 };
+    static repro_trace_tensor tens[STEPS + 1][MAXT], ops[STEPS + 1][MAXT];
+    int nt[STEPS + 1] = {0}, nops[STEPS + 1] = {0}, detail[STEPS + 1] = {0};
+    for (long st = 1; st <= STEPS; st++) {
+        int d = st != 2; /* step 2: digests only */
+        const char *b = st == 4 ? "param.fc2.bias" : "param.fc1.bias";
+        long d0 = st == 6 || st == 7 ? 7 : 256;
+        const char *dt = st == 7 ? "f64" : "f32";
+        int k = 0;
+        tens[st][k++] = wt_tensor("param.fc1.weight", dt, 2, d0, st, 0);
+        if (st < 5 || st > 7) /* 5 drops it, 6 and 7 change the other one alone */
+            tens[st][k++] = wt_tensor(b, "f32", 1, 256, st, 1);
+        nt[st] = k, detail[st] = d;
+        nops[st] = st == 1 ? 1 : st == 8 ? MAXT : 0; /* 300 ops: a line past the buffer */
+        for (int i = 0; i < nops[st]; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "fwd.op%d", i);
+            ops[st][i] = wt_tensor(name, "f32", 2, 64, st, i);
+        }
+    }
+    char path[256];
+    tu_write_temp(path, sizeof path, "written.jsonl", "");
+    json_t *h = repro_trace_header_new("mlp", "experiments/mlp.ini", 1, REPRO_TRACE_OP, 1, 1, 0,
+                                       NULL);
+    ck_assert_ptr_nonnull(h);
+    json_object_set_new(h, "config", json_object());
+    char hex[65];
+    repro_digest d;
+    digest_of("config", &d), hex_of(&d, hex);
+    json_object_set_new(h, "config_digest", json_string(hex));
+    json_object_set_new(h, "numerics_digest", json_string(hex));
+    repro_trace_writer *w;
+    ck_assert_int_eq(repro_trace_writer_open(&w, path, h), 0);
+    json_decref(h);
+    repro_digest chain = {{0}};
+    for (long st = 1; st <= STEPS; st++) {
+        repro_trace_step s;
+        memset(&s, 0, sizeof s);
+        s.step = st, s.loss_bits = 0x40000000u + (uint32_t)st, s.loss_value = 2.0 + 0.01 * st;
+        s.ntensors = nt[st], s.tensors = tens[st], s.nops = nops[st], s.ops = ops[st];
+        repro_digest ds[MAXT], pair[2];
+        for (int i = 0; i < nt[st]; i++)
+            ds[i] = tens[st][i].digest;
+        ck_assert_int_eq(repro_sha256_digests(ds, (size_t)nt[st], &s.step_digest), 0);
+        pair[0] = chain, pair[1] = s.step_digest;
+        ck_assert_int_eq(repro_sha256_digests(pair, 2, &s.chain), 0);
+        chain = s.chain;
+        ck_assert_int_eq(repro_trace_writer_step(w, &s, detail[st]), 0);
+    }
+    ck_assert_int_eq(repro_trace_writer_close(w, STEPS, &chain, NULL), 0);
+
+    ck_assert_int_eq(repro_trace_read(&tr, path), 0);
+    ck_assert_int_eq(tr.nsteps, STEPS);
+    for (long st = 1; st <= STEPS; st++) {
+        const repro_trace_step *s = repro_trace_find_step(&tr, st);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_int_eq(s->has_detail, detail[st]);
+        if (!detail[st])
+            continue;
+        ck_assert_uint_eq(s->loss_bits, 0x40000000u + (uint32_t)st);
+        ck_assert_int_eq(s->ntensors, nt[st]);
+        same_tensors(s->tensors, tens[st], nt[st]);
+        ck_assert_int_eq(s->nops, nops[st]);
+        same_tensors(s->ops, ops[st], nops[st]);
+    }
+    repro_trace_release(&tr);
+}
+END_TEST
+
 Suite *trace_read_suite(void)
 {
     Suite *s = suite_create("trace_read");
@@ -716,6 +829,7 @@ Suite *trace_read_suite(void)
     tcase_add_test(tc, test_fixture_reads_with_sparse_detail);
     tcase_add_test(tc, test_missing_loss_value_uses_bits);
     tcase_add_test(tc, test_truncated_trace_loads_without_trailer);
+    tcase_add_test(tc, test_writer_tensor_lists_change);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, test_missing_file);
