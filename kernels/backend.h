@@ -276,6 +276,16 @@ typedef struct repro_backend {
     void (*conv2d_backward_filter)(void *ctx, int variant, const repro_conv_shape *s,
                                    const float *dy, const float *x, float *dw, float *db,
                                    int accumulate);
+    /* Optional (NULL: the caller runs conv2d_backward_filter per shard into
+     * buffers of its own and adds them): the shard rule's dw and db, ORDERED
+     * only. dy and x hold nq shards of s->B samples; shard q's partials sum
+     * from +0 as conv2d_backward_filter does; dw = P_0, then dw + P_1, ...
+     * in shard order, or, with accumulate, the old dw + that sum (db
+     * likewise). 0, or -1 with nothing written when this backend cannot
+     * for this shape (the caller then takes its own way). */
+    int (*conv2d_backward_filter_sharded)(void *ctx, const repro_conv_shape *s, int nq,
+                                          const float *dy, const float *x, float *dw, float *db,
+                                          int accumulate);
 
     /* -- elementwise layers -- */
     /* y = x > 0 || x is NaN ? x : +0 (NaN propagates, as torch.relu). */

@@ -142,6 +142,7 @@ START_TEST(test_table_complete)
     ENTRY(linear_backward_weight_sharded); /* optional; the CPU's is tested in check_kernels.c */
     ENTRY(conv_algo_eligible), ENTRY(conv_workspace_bytes), ENTRY(conv2d_forward);
     ENTRY(conv2d_backward_data), ENTRY(conv2d_backward_filter);
+    ENTRY(conv2d_backward_filter_sharded); /* optional; the CPU's is tested in check_kernels.c */
     ENTRY(relu_forward), ENTRY(relu_backward), ENTRY(maxpool2d_forward);
     ENTRY(maxpool2d_backward), ENTRY(dropout_forward), ENTRY(dropout_backward);
     ENTRY(softmax_xent_forward), ENTRY(softmax_xent_backward), ENTRY(sgd_step);

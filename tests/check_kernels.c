@@ -715,7 +715,7 @@ END_TEST
 START_TEST(test_conv_threads)
 {
     /* 1, 2, 3 threads: identical bits for all three passes (forward 40
-     * chunks, backward data 24, backward filter 10*6*3 = 180). */
+     * chunks, backward data 24, backward filter 5*6 = 30). */
     repro_conv_shape s = {4, 6, 13, 11, 10, 3, 1};
     float *x = frand_new(conv_xn(&s), 140), *w = frand_new(conv_wn(&s), 141);
     float *b = frand_new(s.K, 142), *dy = frand_new(conv_yn(&s), 143);
@@ -754,6 +754,75 @@ START_TEST(test_conv_threads)
     free(w);
     free(b);
     free(dy);
+}
+END_TEST
+
+/* The shard rule's filter and bias gradients in one pass equal each
+ * shard's gradient into a buffer of its own (from +0) and the buffers added
+ * in shard order (what the model does where the backend has no sharded
+ * op), bit for bit: the models' two convolutions, odd K, padding, rows past
+ * the registers' 32 columns, one shard, with and without accumulate, any
+ * thread count. And the test can fail: one running sum over the whole
+ * batch rounds otherwise. */
+START_TEST(test_conv_filter_sharded_equals_shard_buffers)
+{
+    const struct {
+        repro_conv_shape s; /* s.B: one shard's samples */
+        int nq;
+    } cases[] = {{{16, 1, 28, 28, 8, 3, 0}, 4}, {{16, 8, 13, 13, 16, 3, 0}, 4},
+                 {{3, 2, 6, 7, 5, 3, 1}, 3},    {{2, 1, 4, 9, 2, 3, 2}, 2},
+                 {{2, 1, 3, 32, 3, 3, 0}, 2},   {{1, 2, 3, 37, 2, 3, 0}, 3},
+                 {{4, 3, 5, 5, 3, 3, 1}, 1}};
+    repro_pool *pools[NPOOLS];
+    pools_new(pools);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        repro_conv_shape s = cases[i].s, all = s;
+        int nq = cases[i].nq;
+        all.B = s.B * nq;
+        long wn = conv_wn(&s), xq = conv_xn(&s), yq = conv_yn(&s);
+        float *x = frand_new(conv_xn(&all), 300 + i), *dy = frand_new(conv_yn(&all), 310 + i);
+        float *dw0 = frand_new(wn, 320 + i), *db0 = frand_new(s.K, 330 + i);
+        float *pw = falloc(wn), *pb = falloc(s.K), *sw = falloc(wn), *sb = falloc(s.K);
+        for (int q = 0; q < nq; q++) {
+            repro_conv2d_backward_filter(NULL, &s, dy + q * yq, x + q * xq, pw, pb, 0);
+            for (long e = 0; e < wn; e++)
+                sw[e] = q == 0 ? pw[e] : sw[e] + pw[e];
+            for (long k = 0; k < s.K; k++)
+                sb[k] = q == 0 ? pb[k] : sb[k] + pb[k];
+        }
+        if (i == 0) { /* the running sum over all 64 samples differs */
+            repro_conv2d_backward_filter(NULL, &all, dy, x, pw, pb, 0);
+            ck_assert(memcmp(pw, sw, (size_t)wn * 4) != 0);
+        }
+        for (int acc = 0; acc < 2; acc++) {
+            float *ww = fdup(dw0, wn), *wb = fdup(db0, s.K);
+            for (long e = 0; e < wn; e++)
+                ww[e] = acc ? ww[e] + sw[e] : sw[e];
+            for (long k = 0; k < s.K; k++)
+                wb[k] = acc ? wb[k] + sb[k] : sb[k];
+            for (int t = 0; t < NPOOLS; t++) {
+                float *gw = fdup(dw0, wn), *gb = fdup(db0, s.K);
+                ck_assert_int_eq(
+                    repro_conv2d_backward_filter_sharded(pools[t], &s, nq, dy, x, gw, gb, acc), 0);
+                ck_assert_msg(!memcmp(gw, ww, (size_t)wn * 4) && !memcmp(gb, wb, (size_t)s.K * 4),
+                              "sharded conv filter case %zu acc %d threads %d differs", i, acc,
+                              t + 1);
+                free(gw);
+                free(gb);
+            }
+            free(ww);
+            free(wb);
+        }
+        free(x);
+        free(dy);
+        free(dw0);
+        free(db0);
+        free(pw);
+        free(pb);
+        free(sw);
+        free(sb);
+    }
+    pools_free(pools);
 }
 END_TEST
 
@@ -1310,6 +1379,7 @@ Suite *kernels_suite(void)
     tcase_add_test(tc, test_conv_bitwise_vs_plain_loops);
     tcase_add_test(tc, test_conv_finite_diff);
     tcase_add_test(tc, test_conv_threads);
+    tcase_add_test(tc, test_conv_filter_sharded_equals_shard_buffers);
     suite_add_tcase(s, tc);
     tc = tcase_create("elementwise");
     tcase_add_test(tc, test_relu);

@@ -227,6 +227,20 @@ static int shard_linear_fused(repro_model *m, const repro_layer *l, int i, int B
     return 1;
 }
 
+/* The same for a conv layer's dw and db (the backend may decline a shape). */
+static int shard_conv_fused(repro_model *m, const repro_layer *l, int i, int B, int accumulate)
+{
+    const repro_backend *be = m->be;
+    repro_param *w = &m->params[l->param];
+    if (!be->conv2d_backward_filter_sharded || !one_process(m) ||
+        m->precision != REPRO_PRECISION_FP32 || m->var_conv2d_bwd_filter != REPRO_VARIANT_ORDERED)
+        return 0;
+    int S = m->shard_rows;
+    repro_conv_shape s = conv_shape(l, S);
+    return be->conv2d_backward_filter_sharded(m->be_ctx, &s, B / S, m->dact[i + 1], m->act[i],
+                                              w->grad, w[1].grad, accumulate) == 0;
+}
+
 /* The shard rule's parameter gradients of a linear or conv layer: each
  * shard's dw, db from +0 over its own rows (rounded to the precision under
  * bf16/fp16), the shards summed by m->reduce in shard order, the sum
@@ -234,6 +248,8 @@ static int shard_linear_fused(repro_model *m, const repro_layer *l, int i, int B
 static void shard_param_grads(repro_model *m, const repro_layer *l, int i, int B, int accumulate)
 {
     if (l->kind == REPRO_LAYER_LINEAR && shard_linear_fused(m, l, i, B, accumulate))
+        return;
+    if (l->kind == REPRO_LAYER_CONV && shard_conv_fused(m, l, i, B, accumulate))
         return;
     const repro_backend *be = m->be;
     void *ctx = m->be_ctx;

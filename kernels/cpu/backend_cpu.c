@@ -190,6 +190,13 @@ static void cpu_conv2d_backward_data(void *ctx, const repro_conv_shape *s, const
     repro_conv2d_backward_data(pool_of(ctx), s, dy, w, dx);
 }
 
+static int cpu_conv2d_backward_filter_sharded(void *ctx, const repro_conv_shape *s, int nq,
+                                              const float *dy, const float *x, float *dw,
+                                              float *db, int accumulate)
+{
+    return repro_conv2d_backward_filter_sharded(pool_of(ctx), s, nq, dy, x, dw, db, accumulate);
+}
+
 static void cpu_conv2d_backward_filter(void *ctx, int variant, const repro_conv_shape *s,
                                        const float *dy, const float *x, float *dw, float *db,
                                        int accumulate)
@@ -375,6 +382,7 @@ const repro_backend repro_backend_cpu = {
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward_data = cpu_conv2d_backward_data,
     .conv2d_backward_filter = cpu_conv2d_backward_filter,
+    .conv2d_backward_filter_sharded = cpu_conv2d_backward_filter_sharded,
     .relu_forward = cpu_relu_forward,
     .relu_backward = cpu_relu_backward,
     .maxpool2d_forward = cpu_maxpool2d_forward,

@@ -2,8 +2,10 @@
  * backward filter/bias, each in the exact per-element order ops.h states.
  * Determinism argument: every output element is written by exactly one chunk
  * (forward and backward data: a sample, on the register tiles of
- * conv_tiles.c, or planes in the plain loops; backward filter: a (k, c, ry)
- * filter row, plus db[k] in the (k, 0, 0) chunk), chunk boundaries depend
+ * conv_tiles.c, or planes in the plain loops; backward filter: the rows of
+ * two filters for one channel c, plus their db in the c = 0 chunk, or a
+ * (k, c, ry) row in the plain loops; the shard rule's variant runs the
+ * shards one after another inside each chunk), chunk boundaries depend
  * only on the shape, and vector lanes run across output positions, never
  * across the terms of one sum; the tiles keep each sum's order. The plain
  * loops stay as the fallback (no scratch memory, non-finite weights in
@@ -209,7 +211,7 @@ enum { REG_COLS = 32 };
     if (nv > j)     \
         a##j = a##j + v4_load(row + 4 * j);
 
-static void bias_cols_in_registers(const conv_ctx *cx, long k, float *col)
+static void bias_cols_in_registers(const conv_ctx *cx, const float *dy, long k, float *col)
 {
     const repro_conv_shape *s = cx->s;
     long K = s->K, OH = repro_conv_oh(s), OW = repro_conv_ow(s), nv = OW / 4;
@@ -217,7 +219,7 @@ static void bias_cols_in_registers(const conv_ctx *cx, long k, float *col)
     float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f;
     for (long b = 0; b < s->B; b++)
         for (long oy = 0; oy < OH; oy++) {
-            const float *row = cx->dy + ((b * K + k) * OH + oy) * OW;
+            const float *row = dy + ((b * K + k) * OH + oy) * OW;
             BIAS_VEC(0) BIAS_VEC(1) BIAS_VEC(2) BIAS_VEC(3)
             BIAS_VEC(4) BIAS_VEC(5) BIAS_VEC(6) BIAS_VEC(7)
             const float *tail = row + 4 * nv;
@@ -237,18 +239,17 @@ static void bias_cols_in_registers(const conv_ctx *cx, long k, float *col)
         col[i] = t[i - 4 * nv];
 }
 
-static void bwd_bias_k(const conv_ctx *cx, long k)
+/* db[k]'s sum over the samples of cx->s (dy: their gradient) from `acc`. */
+static float bias_sum(const conv_ctx *cx, const float *dy, long k, float acc)
 {
     const repro_conv_shape *s = cx->s;
     long K = s->K, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
     float col[COLBUF];
-    float acc = cx->accumulate ? cx->db[k] : 0.0f;
     if (OW <= REG_COLS) {
-        bias_cols_in_registers(cx, k, col);
+        bias_cols_in_registers(cx, dy, k, col);
         for (long i = 0; i < OW; i++)
             acc = acc + col[i];
-        cx->db[k] = acc;
-        return;
+        return acc;
     }
     for (long s0 = 0; s0 < OW; s0 += COLBUF) {
         long n = lmin(COLBUF, OW - s0);
@@ -256,7 +257,7 @@ static void bwd_bias_k(const conv_ctx *cx, long k)
             col[i] = 0.0f;
         for (long b = 0; b < s->B; b++)
             for (long oy = 0; oy < OH; oy++) {
-                const float *dyrow = cx->dy + ((b * K + k) * OH + oy) * OW + s0;
+                const float *dyrow = dy + ((b * K + k) * OH + oy) * OW + s0;
                 long i = 0;
                 for (; i + 4 <= n; i += 4) /* four columns' sums at a time */
                     v4_store(col + i, v4_load(col + i) + v4_load(dyrow + i));
@@ -266,7 +267,12 @@ static void bwd_bias_k(const conv_ctx *cx, long k)
         for (long i = 0; i < n; i++)
             acc = acc + col[i];
     }
-    cx->db[k] = acc;
+    return acc;
+}
+
+static void bwd_bias_k(const conv_ctx *cx, long k)
+{
+    cx->db[k] = bias_sum(cx, cx->dy, k, cx->accumulate ? cx->db[k] : 0.0f);
 }
 
 static void bwd_filter_chunk(void *vctx, long chunk)
@@ -334,11 +340,13 @@ static void bwd_filter_chunk(void *vctx, long chunk)
 enum { FAST_COLS = 1024, FAST_R = 8 };
 
 typedef struct {
-    const conv_ctx *cx;
+    const conv_ctx *cx;         /* cx->s: one shard's shape (B = its samples) */
     const repro_simd *simd;
-    float *xpad; /* this call's scratch: the copy chunks write it */
-    const long *x_off, *dy_off; /* per row j = b*OH + oy */
+    float *xpad; /* this call's scratch: the copy chunks write it, every shard's samples */
+    const long *x_off, *dy_off; /* per row j = b*OH + oy of a shard */
     long Hp, Wp;
+    int nq;      /* shards (1 when not sharded) */
+    int sharded; /* the shard rule: each shard from +0, then summed in order */
 } bwdf_ctx;
 
 enum { TAIL_ROWS = 8 };
@@ -360,22 +368,18 @@ static void colsum_copied_rows(const bwdf_ctx *f, int nk, int nv, long j0, long 
     f->simd->colsum((int)f->cx->s->R, nv, nk, g, rows, g * w, offs, xs, f->x_off + j0, acc);
 }
 
-/* Chunk (kp, c, ry): filters k = 2kp and 2kp + 1 (the last alone when K
- * is odd), so each row of x is loaded once for both (simd.h: colsum). */
-static void bwd_filter_fast_chunk(void *vctx, long chunk)
+/* Filters k0 .. k0+nk-1, channel c, row ry over shard q's samples:
+ * res[kk * R + rx] = start (NULL: +0) + the column sums in ascending ox. */
+static void filter_rows(const bwdf_ctx *f, long k0, int nk, long c, long ry, long q,
+                        const float *start, float *res)
 {
-    const bwdf_ctx *f = vctx;
     const conv_ctx *cx = f->cx;
     const repro_conv_shape *s = cx->s;
-    long C = s->C, R = s->R, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
-    long ry = chunk % R, c = (chunk / R) % C, k0 = 2 * (chunk / (R * C));
-    int nk = k0 + 1 < s->K ? 2 : 1;
-    for (int kk = 0; kk < nk && cx->db && c == 0 && ry == 0; kk++)
-        bwd_bias_k(cx, k0 + kk);
+    long R = s->R, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
     long lanes = f->simd->lanes, nrows = (long)s->B * OH, dy_k = OH * OW;
-    long dy_len = (long)s->B * s->K * dy_k; /* floats of dy */
-    const float *xb = f->xpad + c * s->B * f->Hp * f->Wp + ry * f->Wp;
-    const float *dyb = cx->dy + k0 * dy_k;
+    long dy_len = (long)s->B * s->K * dy_k; /* floats of the shard's dy */
+    const float *xb = f->xpad + (c * f->nq + q) * s->B * f->Hp * f->Wp + ry * f->Wp;
+    const float *dyb = cx->dy + q * dy_len + k0 * dy_k;
     /* Two filters: strips of 2 vectors (their register path); one: 3. */
     long strip = (nk == 2 ? 2 : 3) * lanes;
     float col[2 * FAST_R * FAST_COLS], acc[2 * FAST_R * 3 * 16];
@@ -400,15 +404,76 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
         for (long kr = 0; kr < nk * R; kr++) /* kr = kk * R + rx */
             memcpy(col + kr * OW + s0, acc + kr * w, (size_t)n * sizeof *col);
     }
-    for (int kk = 0; kk < nk; kk++) {
-        float *dwrow = cx->dw + (((k0 + kk) * C + c) * R + ry) * R;
-        for (long rx = 0; rx < R; rx++) {
-            float a = cx->accumulate ? dwrow[rx] : 0.0f;
-            for (long ox = 0; ox < OW; ox++)
-                a = a + col[(kk * R + rx) * OW + ox];
-            dwrow[rx] = a;
-        }
+    for (long kr = 0; kr < nk * R; kr++) {
+        float a = start ? start[kr] : 0.0f;
+        for (long ox = 0; ox < OW; ox++)
+            a = a + col[kr * OW + ox];
+        res[kr] = a;
     }
+}
+
+/* Filters k0 .. k0+nk-1 of channel c, every filter row ry, over shard q:
+ * res[(ry * nk + kk) * R + rx] = start[same] (start NULL: +0) + the column
+ * sums in ascending ox. The rows ry run inside a shard, so its x plane and
+ * dy stay in the L1 cache across them. */
+static void filter_rows_all_ry(const bwdf_ctx *f, long k0, int nk, long c, long q,
+                               const float *start, float *res)
+{
+    long R = f->cx->s->R, per = nk * R;
+    for (long ry = 0; ry < R; ry++)
+        filter_rows(f, k0, nk, c, ry, q, start ? start + ry * per : NULL, res + ry * per);
+}
+
+/* Chunk (kp, c): filters k = 2kp and 2kp + 1 (the last alone when K is
+ * odd), so each row of x is loaded once for both (simd.h: colsum), every
+ * filter row ry. Sharded, the chunk runs every shard in turn and sums them
+ * in shard order (dw = P_0, then dw + P_1, ...; with accumulate the old dw
+ * + that sum): the adds the model's shard buffers get, in one job instead
+ * of one per shard plus the adds. */
+static void bwd_filter_fast_chunk(void *vctx, long chunk)
+{
+    const bwdf_ctx *f = vctx;
+    const conv_ctx *cx = f->cx;
+    const repro_conv_shape *s = cx->s;
+    long C = s->C, R = s->R, K = s->K;
+    long c = chunk % C, k0 = 2 * (chunk / C);
+    int nk = k0 + 1 < K ? 2 : 1;
+    long dy_q = (long)s->B * K * repro_conv_oh(s) * repro_conv_ow(s), per = nk * R;
+    float cur[2 * FAST_R * FAST_R], sum[2 * FAST_R * FAST_R];
+    for (int kk = 0; kk < nk && cx->db && c == 0; kk++) {
+        long k = k0 + kk;
+        if (!f->sharded) {
+            bwd_bias_k(cx, k);
+            continue;
+        }
+        float b = bias_sum(cx, cx->dy, k, 0.0f);
+        for (int q = 1; q < f->nq; q++)
+            b = b + bias_sum(cx, cx->dy + q * dy_q, k, 0.0f);
+        cx->db[k] = cx->accumulate ? cx->db[k] + b : b;
+    }
+    /* dw row (k0 + kk, c, ry) <-> sum[(ry * nk + kk) * R ...] */
+#define DWROW(ry, kk) (cx->dw + (((k0 + (kk)) * C + c) * R + (ry)) * R)
+    if (!f->sharded) {
+        for (long ry = 0; ry < R; ry++)
+            for (int kk = 0; kk < nk; kk++)
+                memcpy(cur + (ry * nk + kk) * R, DWROW(ry, kk), (size_t)R * sizeof *cur);
+        filter_rows_all_ry(f, k0, nk, c, 0, cx->accumulate ? cur : NULL, sum);
+    } else {
+        filter_rows_all_ry(f, k0, nk, c, 0, NULL, sum);
+        for (int q = 1; q < f->nq; q++) {
+            filter_rows_all_ry(f, k0, nk, c, q, NULL, cur);
+            for (long i = 0; i < R * per; i++)
+                sum[i] = sum[i] + cur[i];
+        }
+        for (long ry = 0; ry < R && cx->accumulate; ry++)
+            for (int kk = 0; kk < nk; kk++)
+                for (long rx = 0; rx < R; rx++)
+                    sum[(ry * nk + kk) * R + rx] = DWROW(ry, kk)[rx] + sum[(ry * nk + kk) * R + rx];
+    }
+    for (long ry = 0; ry < R; ry++)
+        for (int kk = 0; kk < nk; kk++)
+            memcpy(DWROW(ry, kk), sum + (ry * nk + kk) * R, (size_t)R * sizeof *sum);
+#undef DWROW
 }
 
 /* The copies, shared by the threads (done by the caller alone they left
@@ -420,7 +485,7 @@ enum { COPY_UNITS = 8 };
 static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
 {
     const repro_conv_shape *s = f->cx->s;
-    long B = s->B, C = s->C, H = s->H, W = s->W, pad = s->pad;
+    long B = s->B * f->nq, C = s->C, H = s->H, W = s->W, pad = s->pad;
     long c = unit / B, b = unit % B;
     float *plane = f->xpad + unit * f->Hp * f->Wp; /* unit == c*B + b */
     memset(plane, 0, (size_t)(f->Hp * f->Wp) * sizeof *plane);
@@ -432,14 +497,15 @@ static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
 static void bwd_filter_copy_chunk(void *vctx, long chunk)
 {
     const bwdf_ctx *f = vctx;
-    long units = f->cx->s->C * (long)f->cx->s->B;
+    long units = f->cx->s->C * (long)f->cx->s->B * f->nq;
     for (long u = chunk * COPY_UNITS; u < units && u < (chunk + 1) * COPY_UNITS; u++)
         bwd_filter_copy_unit(f, u);
 }
 
 /* Copies and offsets into the calling thread's scratch; 0, or -1 when it
- * is not available (the caller then runs the plain kernel). */
-static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx)
+ * is not available (the caller then runs the plain kernel). nq shards of
+ * cx->s->B samples each (nq = 1, sharded = 0: the plain sum). */
+static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sharded)
 {
     const repro_conv_shape *s = cx->s;
     long B = s->B, C = s->C, K = s->K, H = s->H, W = s->W, R = s->R, pad = s->pad;
@@ -447,7 +513,7 @@ static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx)
     long Hp = H + 2 * pad, Wp = W + 2 * pad, rows = B * OH;
     if (R > FAST_R || OW > FAST_COLS)
         return -1;
-    size_t nx = (size_t)(C * B * Hp * Wp);
+    size_t nx = (size_t)(C * nq * B * Hp * Wp);
     size_t noff = (size_t)(2 * rows) * sizeof(long) / sizeof(float) + 16;
     float *buf = repro_scratch(REPRO_SCRATCH_CALL, noff + nx + 64);
     if (!buf)
@@ -460,10 +526,10 @@ static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx)
         dy_off[j] = b * K * OH * OW + oy * OW;
     }
     memset(xpad + nx, 0, 64 * sizeof *xpad); /* the slack the last strip may read */
-    bwdf_ctx f = {cx, repro_simd_get(), xpad, x_off, dy_off, Hp, Wp};
-    repro_pool_run(pool, (C * B + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
+    bwdf_ctx f = {cx, repro_simd_get(), xpad, x_off, dy_off, Hp, Wp, nq, sharded};
+    repro_pool_run(pool, (C * nq * B + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
                    &f); /* copies: no sums */
-    repro_pool_run(pool, (K + 1) / 2 * C * R, bwd_filter_fast_chunk, &f);
+    repro_pool_run(pool, (K + 1) / 2 * C, bwd_filter_fast_chunk, &f);
     return 0;
 }
 
@@ -480,6 +546,16 @@ void repro_conv2d_backward_filter(repro_pool *pool, const repro_conv_shape *s, c
             db[k] = 0.0f;
         return;
     }
-    if (bwd_filter_fast(pool, &cx))
+    if (bwd_filter_fast(pool, &cx, 1, 0))
         repro_pool_run(pool, (long)s->K * s->C * s->R, bwd_filter_chunk, &cx);
+}
+
+int repro_conv2d_backward_filter_sharded(repro_pool *pool, const repro_conv_shape *s, int nq,
+                                         const float *dy, const float *x, float *dw, float *db,
+                                         int accumulate)
+{
+    if (nq < 1 || repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0)
+        return -1;
+    conv_ctx cx = {.s = s, .dy = dy, .x = x, .dw = dw, .db = db, .accumulate = accumulate};
+    return bwd_filter_fast(pool, &cx, nq, 1);
 }

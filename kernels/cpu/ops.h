@@ -94,6 +94,16 @@ void repro_conv2d_backward_data(repro_pool *pool, const repro_conv_shape *s, con
  * added in ascending ox. db (may be NULL) (+)= the same order over dy. */
 void repro_conv2d_backward_filter(repro_pool *pool, const repro_conv_shape *s, const float *dy,
                                   const float *x, float *dw, float *db, int accumulate);
+/* The shard rule's filter and bias gradients in one pass: the batch is nq
+ * shards of s->B samples (dy and x hold all of them, shard after shard);
+ * shard q's partial is repro_conv2d_backward_filter's sum over its samples
+ * from +0, and dw = P_0, then dw + P_1, ... in shard order (with
+ * accumulate: the old dw + that sum); db likewise. Bitwise what per-shard
+ * buffers and adds give. 0, or -1 (nothing written) where the shape or
+ * the scratch memory does not allow it: the caller takes that way. */
+int repro_conv2d_backward_filter_sharded(repro_pool *pool, const repro_conv_shape *s, int nq,
+                                         const float *dy, const float *x, float *dw, float *db,
+                                         int accumulate);
 
 /* ---- ReLU (relu.c) ----------------------------------------------------- */
 void repro_relu_forward(repro_pool *pool, const float *x, float *y, long n);
