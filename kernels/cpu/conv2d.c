@@ -347,6 +347,7 @@ typedef struct {
     long Hp, Wp;
     int nq;      /* shards (1 when not sharded) */
     int sharded; /* the shard rule: each shard from +0, then summed in order */
+    long nry;    /* filter rows a chunk takes: all R, or 1 where that leaves few chunks */
 } bwdf_ctx;
 
 enum { TAIL_ROWS = 8 };
@@ -412,21 +413,23 @@ static void filter_rows(const bwdf_ctx *f, long k0, int nk, long c, long ry, lon
     }
 }
 
-/* Filters k0 .. k0+nk-1 of channel c, every filter row ry, over shard q:
- * res[(ry * nk + kk) * R + rx] = start[same] (start NULL: +0) + the column
- * sums in ascending ox. The rows ry run inside a shard, so its x plane and
- * dy stay in the L1 cache across them. */
-static void filter_rows_all_ry(const bwdf_ctx *f, long k0, int nk, long c, long q,
-                               const float *start, float *res)
+/* Filters k0 .. k0+nk-1 of channel c, filter rows ry0 .. ry0+nry-1, over
+ * shard q: res[(i * nk + kk) * R + rx] (row ry0 + i) = start[same] (start
+ * NULL: +0) + the column sums in ascending ox. The rows run inside a
+ * shard, so its x plane and dy stay in the L1 cache across them. */
+static void filter_rows_of_shard(const bwdf_ctx *f, long k0, int nk, long c, long ry0, long q,
+                                 const float *start, float *res)
 {
-    long R = f->cx->s->R, per = nk * R;
-    for (long ry = 0; ry < R; ry++)
-        filter_rows(f, k0, nk, c, ry, q, start ? start + ry * per : NULL, res + ry * per);
+    long per = nk * f->cx->s->R;
+    for (long i = 0; i < f->nry; i++)
+        filter_rows(f, k0, nk, c, ry0 + i, q, start ? start + i * per : NULL, res + i * per);
 }
 
-/* Chunk (kp, c): filters k = 2kp and 2kp + 1 (the last alone when K is
- * odd), so each row of x is loaded once for both (simd.h: colsum), every
- * filter row ry. Sharded, the chunk runs every shard in turn and sums them
+/* Chunk (kp, c, ry0): filters k = 2kp and 2kp + 1 (the last alone when K
+ * is odd), so each row of x is loaded once for both (simd.h: colsum),
+ * filter rows ry0 .. ry0 + nry - 1 (all R, or one each where the filters
+ * and channels make few chunks: the models' first convolution has 4
+ * pairs, one channel). Sharded, the chunk runs every shard in turn and sums them
  * in shard order (dw = P_0, then dw + P_1, ...; with accumulate the old dw
  * + that sum): the adds the model's shard buffers get, in one job instead
  * of one per shard plus the adds. */
@@ -435,12 +438,12 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
     const bwdf_ctx *f = vctx;
     const conv_ctx *cx = f->cx;
     const repro_conv_shape *s = cx->s;
-    long C = s->C, R = s->R, K = s->K;
-    long c = chunk % C, k0 = 2 * (chunk / C);
+    long C = s->C, R = s->R, K = s->K, nry = f->nry, nrc = R / nry;
+    long ry0 = chunk % nrc * nry, c = chunk / nrc % C, k0 = 2 * (chunk / (nrc * C));
     int nk = k0 + 1 < K ? 2 : 1;
     long dy_q = (long)s->B * K * repro_conv_oh(s) * repro_conv_ow(s), per = nk * R;
     float cur[2 * FAST_R * FAST_R], sum[2 * FAST_R * FAST_R];
-    for (int kk = 0; kk < nk && cx->db && c == 0; kk++) {
+    for (int kk = 0; kk < nk && cx->db && c == 0 && ry0 == 0; kk++) {
         long k = k0 + kk;
         if (!f->sharded) {
             bwd_bias_k(cx, k);
@@ -451,28 +454,28 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
             b = b + bias_sum(cx, cx->dy + q * dy_q, k, 0.0f);
         cx->db[k] = cx->accumulate ? cx->db[k] + b : b;
     }
-    /* dw row (k0 + kk, c, ry) <-> sum[(ry * nk + kk) * R ...] */
-#define DWROW(ry, kk) (cx->dw + (((k0 + (kk)) * C + c) * R + (ry)) * R)
+    /* dw row (k0 + kk, c, ry0 + i) <-> sum[(i * nk + kk) * R ...] */
+#define DWROW(i, kk) (cx->dw + (((k0 + (kk)) * C + c) * R + ry0 + (i)) * R)
     if (!f->sharded) {
-        for (long ry = 0; ry < R; ry++)
+        for (long i = 0; i < nry; i++)
             for (int kk = 0; kk < nk; kk++)
-                memcpy(cur + (ry * nk + kk) * R, DWROW(ry, kk), (size_t)R * sizeof *cur);
-        filter_rows_all_ry(f, k0, nk, c, 0, cx->accumulate ? cur : NULL, sum);
+                memcpy(cur + (i * nk + kk) * R, DWROW(i, kk), (size_t)R * sizeof *cur);
+        filter_rows_of_shard(f, k0, nk, c, ry0, 0, cx->accumulate ? cur : NULL, sum);
     } else {
-        filter_rows_all_ry(f, k0, nk, c, 0, NULL, sum);
+        filter_rows_of_shard(f, k0, nk, c, ry0, 0, NULL, sum);
         for (int q = 1; q < f->nq; q++) {
-            filter_rows_all_ry(f, k0, nk, c, q, NULL, cur);
-            for (long i = 0; i < R * per; i++)
+            filter_rows_of_shard(f, k0, nk, c, ry0, q, NULL, cur);
+            for (long i = 0; i < nry * per; i++)
                 sum[i] = sum[i] + cur[i];
         }
-        for (long ry = 0; ry < R && cx->accumulate; ry++)
+        for (long i = 0; i < nry && cx->accumulate; i++)
             for (int kk = 0; kk < nk; kk++)
                 for (long rx = 0; rx < R; rx++)
-                    sum[(ry * nk + kk) * R + rx] = DWROW(ry, kk)[rx] + sum[(ry * nk + kk) * R + rx];
+                    sum[(i * nk + kk) * R + rx] = DWROW(i, kk)[rx] + sum[(i * nk + kk) * R + rx];
     }
-    for (long ry = 0; ry < R; ry++)
+    for (long i = 0; i < nry; i++)
         for (int kk = 0; kk < nk; kk++)
-            memcpy(DWROW(ry, kk), sum + (ry * nk + kk) * R, (size_t)R * sizeof *sum);
+            memcpy(DWROW(i, kk), sum + (i * nk + kk) * R, (size_t)R * sizeof *sum);
 #undef DWROW
 }
 
@@ -480,7 +483,7 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
  * the other threads idle; perf put them at 4% of a 2-thread CNN step): unit
  * c*B + b pads plane (c, b) of the input image. A chunk is COPY_UNITS units: one unit is a fraction of a
  * microsecond, less than a claim costs when two threads contend for it. */
-enum { COPY_UNITS = 8 };
+enum { COPY_UNITS = 8, FEW_CHUNKS = 8 };
 
 static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
 {
@@ -526,10 +529,14 @@ static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sha
         dy_off[j] = b * K * OH * OW + oy * OW;
     }
     memset(xpad + nx, 0, 64 * sizeof *xpad); /* the slack the last strip may read */
-    bwdf_ctx f = {cx, repro_simd_get(), xpad, x_off, dy_off, Hp, Wp, nq, sharded};
+    /* A chunk per filter row where pairs x channels are fewer than
+     * FEW_CHUNKS a thread: so few large chunks leave one thread idle
+     * whenever the other starts late. */
+    long pairs = (K + 1) / 2, nry = pairs * C < FEW_CHUNKS * repro_pool_threads(pool) ? 1 : R;
+    bwdf_ctx f = {cx, repro_simd_get(), xpad, x_off, dy_off, Hp, Wp, nq, sharded, nry};
     repro_pool_run(pool, (C * nq * B + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
                    &f); /* copies: no sums */
-    repro_pool_run(pool, (K + 1) / 2 * C, bwd_filter_fast_chunk, &f);
+    repro_pool_run(pool, pairs * C * (R / nry), bwd_filter_fast_chunk, &f);
     return 0;
 }
 
