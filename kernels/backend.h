@@ -300,6 +300,13 @@ typedef struct repro_backend {
     /* dx (B x C x H x W) fully overwritten: 0 except dy at each argmax. */
     void (*maxpool2d_backward)(void *ctx, int B, int C, int H, int W, int k,
                                const int32_t *argmax, const float *dy, float *dx);
+    /* Optional (NULL: maxpool2d_backward, then relu_backward): a pool that
+     * follows a ReLU, both backward in one pass. relu_y is the ReLU's output
+     * (the pool's input); dx = 0 except, at each argmax a, the ReLU's
+     * gradient of dy: relu_y[a] > 0 ? dy : 0. Bitwise the two ops. */
+    void (*maxpool2d_relu_backward)(void *ctx, int B, int C, int H, int W, int k,
+                                    const int32_t *argmax, const float *dy, const float *relu_y,
+                                    float *dx);
     /* Element i is kept iff repro_u32_to_unit(repro_philox_at(key, i, 0).v[0])
      * >= p (kernels/philox.h: Philox4x32-10, counter (i lo, i hi, 0, 0));
      * with s = 1.0f / (1.0f - p) in float: mask[i] = kept,

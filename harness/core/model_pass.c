@@ -355,6 +355,25 @@ static void layer_backward(repro_model *m, repro_layer *l, int i, float *din, in
     }
 }
 
+/* Layer i, a pool right after a ReLU (layer i - 1, whose input gradient
+ * is wanted), may run both backward in one pass: when the backend can and
+ * nothing watches the ops (the observer reports the pool's dx, which the
+ * fused pass does not write). Returns 1 when it did: dact[i - 1] is the
+ * ReLU's dx, bitwise what the two ops give. */
+static int pool_relu_fused(repro_model *m, int i, int B)
+{
+    const repro_layer *l = &m->layers[i];
+    if (l->kind != REPRO_LAYER_MAXPOOL || i < 2 || m->layers[i - 1].kind != REPRO_LAYER_RELU ||
+        !m->be->maxpool2d_relu_backward || m->on_op)
+        return 0;
+    m->be->maxpool2d_relu_backward(m->be_ctx, B, l->in_c, l->in_h, l->in_w, l->k, l->argmax,
+                                   m->dact[i + 1], m->act[i], m->dact[i - 1]);
+    /* reduced precision: masking a stored value stores it again (a no-op),
+     * kept for the rule's sake */
+    round_to_precision(m, m->dact[i - 1], (long)B * layer_in_numel(&m->layers[i - 1]));
+    return 1;
+}
+
 void repro_model_backward_acc(repro_model *m, const float *dlogits, int B, int accumulate)
 {
     long nlog = (long)B * layer_out_numel(&m->layers[m->nlayers - 1]);
@@ -363,6 +382,10 @@ void repro_model_backward_acc(repro_model *m, const float *dlogits, int B, int a
     round_to_precision(m, m->dact[m->nlayers], nlog);
     for (int i = m->nlayers - 1; i >= 0; i--) {
         repro_layer *l = &m->layers[i];
+        if (pool_relu_fused(m, i, B)) {
+            i--; /* the ReLU's backward is done too */
+            continue;
+        }
         float *din = i > 0 ? m->dact[i] : NULL; /* no gradient for the input batch */
         layer_backward(m, l, i, din, B, accumulate);
         if (din) /* reduced precision: dx is stored in it */

@@ -11,6 +11,7 @@
 #include "ops.h"
 
 #include "kernels/isa.h"
+#include "kernels/shared/pointwise.h"
 
 enum { PLANE_FLOATS = 4096 };
 
@@ -19,6 +20,7 @@ typedef struct {
     int avx2;               /* 2x2 windows eight at a time (kernels/isa.h) */
     long planes, per_chunk; /* B * C planes, planes_per_chunk of them a chunk */
     const float *x, *dy;
+    const float *relu_y; /* backward: the ReLU's output it follows (fused), or NULL */
     float *y, *dx;
     int32_t *argmax;
     const int32_t *argmax_in;
@@ -226,6 +228,12 @@ static void bwd_plane(const pool_ctx *p, long plane)
     const int32_t *ap = p->argmax_in + plane * p->OH * p->OW;
     for (long i = 0; i < (long)p->H * p->W; i++)
         dxp[i] = 0.0f;
+    if (p->relu_y) { /* the ReLU's gradient too, where the pool put one */
+        const float *yp = p->relu_y + plane * p->H * p->W;
+        for (long i = 0; i < (long)p->OH * p->OW; i++)
+            dxp[ap[i]] = repro_hd_relu_grad(yp[ap[i]], dyp[i]);
+        return;
+    }
     for (long i = 0; i < (long)p->OH * p->OW; i++)
         dxp[ap[i]] = dyp[i]; /* windows are disjoint: a store, not a sum */
 }
@@ -270,5 +278,14 @@ void repro_maxpool2d_backward(repro_pool *pool, int B, int C, int H, int W, int 
 {
     pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
                   .dy = dy, .dx = dx, .argmax_in = argmax};
+    repro_pool_run(pool, chunking(&p, B, C), bwd_chunk, &p);
+}
+
+void repro_maxpool2d_relu_backward(repro_pool *pool, int B, int C, int H, int W, int k,
+                                   const int32_t *argmax, const float *dy, const float *relu_y,
+                                   float *dx)
+{
+    pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
+                  .dy = dy, .dx = dx, .argmax_in = argmax, .relu_y = relu_y};
     repro_pool_run(pool, chunking(&p, B, C), bwd_chunk, &p);
 }

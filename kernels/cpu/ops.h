@@ -119,6 +119,14 @@ void repro_maxpool2d_forward(repro_pool *pool, int B, int C, int H, int W, int k
  * not overlap (stride = k), so no two terms meet and no order is involved. */
 void repro_maxpool2d_backward(repro_pool *pool, int B, int C, int H, int W, int k,
                               const int32_t *argmax, const float *dy, float *dx);
+/* The pool's backward and then the backward of the ReLU before it (relu_y:
+ * that ReLU's output, the pool's input) in one pass: dx = 0 except, at
+ * each argmax a, relu_grad(relu_y[a], dy) (kernels/shared/pointwise.h).
+ * Bitwise repro_maxpool2d_backward followed by repro_relu_backward, without
+ * the pool's gradient in between. */
+void repro_maxpool2d_relu_backward(repro_pool *pool, int B, int C, int H, int W, int k,
+                                   const int32_t *argmax, const float *dy, const float *relu_y,
+                                   float *dx);
 
 /* ---- dropout (dropout.c) ----------------------------------------------- */
 /* Element i is kept iff repro_u32_to_unit(philox_at(key, i, 0).v[0]) >= p;
