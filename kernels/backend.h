@@ -300,12 +300,17 @@ typedef struct repro_backend {
     /* dx (B x C x H x W) fully overwritten: 0 except dy at each argmax. */
     void (*maxpool2d_backward)(void *ctx, int B, int C, int H, int W, int k,
                                const int32_t *argmax, const float *dy, float *dx);
-    /* Optional (NULL: maxpool2d_backward, then relu_backward): a pool that
-     * follows a ReLU, both backward in one pass. relu_y is the ReLU's output
-     * (the pool's input); dx = 0 except, at each argmax a, the ReLU's
-     * gradient of dy: relu_y[a] > 0 ? dy : 0. Bitwise the two ops. */
+    /* Optional, both or neither (NULL: relu_forward then maxpool2d_forward,
+     * maxpool2d_backward then relu_backward): a ReLU and the pool after it
+     * in one pass each way. Forward: y = relu(the window's maximum of x),
+     * the window's maximum of relu(x), relu(x) not stored; argmax is x's
+     * (it may differ from relu(x)'s only where y is +0). Backward: dx = 0
+     * except, at each argmax, pool_y > 0 ? dy : 0 (pool_y: the pool's
+     * output). Bitwise the two ops each way. */
+    void (*maxpool2d_relu_forward)(void *ctx, int B, int C, int H, int W, int k, const float *x,
+                                   float *y, int32_t *argmax);
     void (*maxpool2d_relu_backward)(void *ctx, int B, int C, int H, int W, int k,
-                                    const int32_t *argmax, const float *dy, const float *relu_y,
+                                    const int32_t *argmax, const float *dy, const float *pool_y,
                                     float *dx);
     /* Element i is kept iff repro_u32_to_unit(repro_philox_at(key, i, 0).v[0])
      * >= p (kernels/philox.h: Philox4x32-10, counter (i lo, i hi, 0, 0));

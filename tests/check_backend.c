@@ -145,7 +145,8 @@ START_TEST(test_table_complete)
     ENTRY(conv2d_backward_filter_sharded); /* optional; the CPU's is tested in check_kernels.c */
     ENTRY(relu_forward), ENTRY(relu_backward), ENTRY(maxpool2d_forward);
     ENTRY(maxpool2d_backward), ENTRY(dropout_forward), ENTRY(dropout_backward);
-    ENTRY(maxpool2d_relu_backward); /* optional; the CPU's is tested in check_kernels.c */
+    ENTRY(maxpool2d_relu_forward), ENTRY(maxpool2d_relu_backward); /* optional; the CPU's are
+                                                                     tested in check_kernels.c */
     ENTRY(softmax_xent_forward), ENTRY(softmax_xent_backward), ENTRY(sgd_step);
     ENTRY(adamw_step), ENTRY(index_add), ENTRY(round_to), ENTRY(div_scalar);
     ENTRY(mul_scalar), ENTRY(add), ENTRY(unscale_check);

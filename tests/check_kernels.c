@@ -1018,14 +1018,14 @@ START_TEST(test_maxpool_threads)
 }
 END_TEST
 
-/* A pool after a ReLU, both backward in one pass, equals the pool's
- * backward and then the ReLU's, bit for bit: ReLU outputs +0 (the ReLU's
- * zeros: no gradient), NaN (propagated: no gradient either, NaN > 0 being
- * false) and positive values, pool gradients of -0 and NaN, floor-mode
- * edges (rows and columns outside every window), the models' two shapes,
- * any thread count. And the test can fail: the pool's gradient alone
- * (the ReLU skipped) differs. */
-START_TEST(test_maxpool_relu_backward_fused)
+/* A ReLU and the pool after it in one pass each way equal the two ops, bit
+ * for bit: forward, the pool's output (its argmax may differ only where
+ * that output is +0); backward, the ReLU's dx after either forward. Inputs
+ * with negatives, -0, NaN (propagated: no gradient, NaN > 0 being false),
+ * pool gradients of -0 and NaN, floor-mode edges (rows and columns outside
+ * every window), the models' two shapes, any thread count. And the test can
+ * fail: the pool's gradient alone (the ReLU skipped) differs. */
+START_TEST(test_maxpool_relu_fused)
 {
     const int shapes[][5] = {{64, 8, 26, 26, 2}, {64, 16, 11, 11, 2}, {3, 2, 7, 8, 3}};
     repro_pool *pools[NPOOLS];
@@ -1035,24 +1035,33 @@ START_TEST(test_maxpool_relu_backward_fused)
         int k = shapes[c][4];
         long n = (long)B * C * H * W, m = (long)B * C * (H / k) * (W / k);
         float *x = frand_new(n, 400 + c), *dy = frand_new(m, 410 + c);
-        for (long i = 0; i < n; i++) /* ReLU outputs: +0 about half the time, some NaN */
-            x[i] = i % 97 == 5 ? NAN : x[i] > 0 ? x[i] : 0.0f;
+        for (long i = 0; i < n; i++) /* the conv's output: some -0 and NaN */
+            x[i] = i % 97 == 5 ? NAN : i % 89 == 4 ? -0.0f : x[i];
         for (long i = 0; i < m; i++)
             dy[i] = i % 31 == 3 ? -0.0f : i % 53 == 7 ? NAN : dy[i];
-        float *y = falloc(m), *dpool = falloc(n), *want = falloc(n);
+        float *r = falloc(n), *y = falloc(m), *dpool = falloc(n), *want = falloc(n);
         int32_t *am = calloc((size_t)m, sizeof(int32_t));
-        repro_maxpool2d_forward(NULL, B, C, H, W, k, x, y, am);
+        repro_relu_forward(NULL, x, r, n);
+        repro_maxpool2d_forward(NULL, B, C, H, W, k, r, y, am);
         repro_maxpool2d_backward(NULL, B, C, H, W, k, am, dy, dpool);
-        repro_relu_backward(NULL, x, dpool, want, n);
+        repro_relu_backward(NULL, r, dpool, want, n);
         ck_assert(memcmp(dpool, want, (size_t)n * 4) != 0);
         for (int t = 0; t < NPOOLS; t++) {
-            float *got = frand_new(n, 420 + c); /* fully overwritten */
-            repro_maxpool2d_relu_backward(pools[t], B, C, H, W, k, am, dy, x, got);
-            assert_same_bits(got, want, (size_t)n * 4, "maxpool+relu backward fused");
+            float *y2 = frand_new(m, 430 + c), *got = frand_new(n, 420 + c); /* overwritten */
+            int32_t *am2 = calloc((size_t)m, sizeof(int32_t));
+            repro_maxpool2d_relu_forward(pools[t], B, C, H, W, k, x, y2, am2);
+            assert_same_bits(y2, y, (size_t)m * 4, "relu+maxpool forward fused");
+            repro_maxpool2d_relu_backward(pools[t], B, C, H, W, k, am2, dy, y2, got);
+            assert_same_bits(got, want, (size_t)n * 4, "maxpool+relu backward after fused");
+            repro_maxpool2d_relu_backward(pools[t], B, C, H, W, k, am, dy, y, got);
+            assert_same_bits(got, want, (size_t)n * 4, "maxpool+relu backward after the ops");
+            free(y2);
             free(got);
+            free(am2);
         }
         free(x);
         free(dy);
+        free(r);
         free(y);
         free(dpool);
         free(want);
@@ -1431,7 +1440,7 @@ Suite *kernels_suite(void)
     tcase_add_test(tc, test_maxpool_finite_diff_and_floor);
     tcase_add_test(tc, test_maxpool_ties_and_nan);
     tcase_add_test(tc, test_maxpool_threads);
-    tcase_add_test(tc, test_maxpool_relu_backward_fused);
+    tcase_add_test(tc, test_maxpool_relu_fused);
     tcase_add_test(tc, test_dropout_finite_diff);
     tcase_add_test(tc, test_dropout_mask_rule);
     tcase_add_test(tc, test_softmax_xent);

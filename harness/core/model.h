@@ -78,6 +78,8 @@ typedef struct {
     int pad;          /* conv zero padding */
     float *workspace; /* conv: scratch for any eligible algorithm, at capacity */
     int32_t *argmax;  /* maxpool: batch x out */
+    int relu_fused;   /* maxpool: the last forward ran the ReLU before it in the same
+                         pass (model_pass.c), whose output was then not stored */
     uint8_t *mask;    /* dropout: batch x out */
 } repro_layer;
 

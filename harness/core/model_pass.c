@@ -158,12 +158,36 @@ static int layer_forward(repro_model *m, repro_layer *l, const float *in, float 
     return 0;
 }
 
+/* A ReLU (layer i) and the pool after it, forward in one pass, when the
+ * backend can and nothing watches the ops (the observer reports the ReLU's
+ * output, which the fused pass does not store). Returns 1 when it did:
+ * act[i + 2] holds the pool's output, bitwise the two ops'; the pool's
+ * backward then runs fused too (pool_relu_fused). */
+static int relu_pool_forward_fused(repro_model *m, int i, int B)
+{
+    const repro_backend *be = m->be;
+    repro_layer *l = &m->layers[i], *pl = l + 1;
+    if (l->kind != REPRO_LAYER_RELU || i + 1 >= m->nlayers || pl->kind != REPRO_LAYER_MAXPOOL)
+        return 0;
+    pl->relu_fused = be->maxpool2d_relu_forward && be->maxpool2d_relu_backward && !m->on_op;
+    if (!pl->relu_fused)
+        return 0;
+    be->maxpool2d_relu_forward(m->be_ctx, B, pl->in_c, pl->in_h, pl->in_w, pl->k, m->act[i],
+                               m->act[i + 2], pl->argmax);
+    round_to_precision(m, m->act[i + 2], (long)B * layer_out_numel(pl));
+    return 1;
+}
+
 const float *repro_model_forward(repro_model *m, const float *x, int B, int train, uint64_t seed,
                                  long step)
 {
     stage_inputs(m, x, B);
     for (int i = 0; i < m->nlayers; i++) {
         repro_layer *l = &m->layers[i];
+        if (relu_pool_forward_fused(m, i, B)) {
+            i++; /* the pool is done too */
+            continue;
+        }
         float *out = m->act[i + 1];
         if (layer_forward(m, l, m->act[i], out, B, train, seed, step))
             return NULL;
@@ -356,18 +380,19 @@ static void layer_backward(repro_model *m, repro_layer *l, int i, float *din, in
 }
 
 /* Layer i, a pool right after a ReLU (layer i - 1, whose input gradient
- * is wanted), may run both backward in one pass: when the backend can and
- * nothing watches the ops (the observer reports the pool's dx, which the
- * fused pass does not write). Returns 1 when it did: dact[i - 1] is the
- * ReLU's dx, bitwise what the two ops give. */
+ * is wanted), runs both backward in one pass when its forward did (the
+ * ReLU's output was not stored), or when the backend can and nothing
+ * watches the ops (the observer reports the pool's dx, which the fused
+ * pass does not write). Returns 1 when it did: dact[i - 1] is the ReLU's
+ * dx, bitwise what the two ops give. */
 static int pool_relu_fused(repro_model *m, int i, int B)
 {
     const repro_layer *l = &m->layers[i];
     if (l->kind != REPRO_LAYER_MAXPOOL || i < 2 || m->layers[i - 1].kind != REPRO_LAYER_RELU ||
-        !m->be->maxpool2d_relu_backward || m->on_op)
+        !m->be->maxpool2d_relu_backward || (m->on_op && !l->relu_fused))
         return 0;
     m->be->maxpool2d_relu_backward(m->be_ctx, B, l->in_c, l->in_h, l->in_w, l->k, l->argmax,
-                                   m->dact[i + 1], m->act[i], m->dact[i - 1]);
+                                   m->dact[i + 1], m->act[i + 1], m->dact[i - 1]);
     /* reduced precision: masking a stored value stores it again (a no-op),
      * kept for the rule's sake */
     round_to_precision(m, m->dact[i - 1], (long)B * layer_in_numel(&m->layers[i - 1]));

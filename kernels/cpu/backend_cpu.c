@@ -231,11 +231,17 @@ static void cpu_maxpool2d_backward(void *ctx, int B, int C, int H, int W, int k,
     repro_maxpool2d_backward(pool_of(ctx), B, C, H, W, k, argmax, dy, dx);
 }
 
+static void cpu_maxpool2d_relu_forward(void *ctx, int B, int C, int H, int W, int k,
+                                       const float *x, float *y, int32_t *argmax)
+{
+    repro_maxpool2d_relu_forward(pool_of(ctx), B, C, H, W, k, x, y, argmax);
+}
+
 static void cpu_maxpool2d_relu_backward(void *ctx, int B, int C, int H, int W, int k,
                                         const int32_t *argmax, const float *dy,
-                                        const float *relu_y, float *dx)
+                                        const float *pool_y, float *dx)
 {
-    repro_maxpool2d_relu_backward(pool_of(ctx), B, C, H, W, k, argmax, dy, relu_y, dx);
+    repro_maxpool2d_relu_backward(pool_of(ctx), B, C, H, W, k, argmax, dy, pool_y, dx);
 }
 
 static void cpu_dropout_forward(void *ctx, const float *x, float *y, uint8_t *mask, long n,
@@ -394,6 +400,7 @@ const repro_backend repro_backend_cpu = {
     .relu_backward = cpu_relu_backward,
     .maxpool2d_forward = cpu_maxpool2d_forward,
     .maxpool2d_backward = cpu_maxpool2d_backward,
+    .maxpool2d_relu_forward = cpu_maxpool2d_relu_forward,
     .maxpool2d_relu_backward = cpu_maxpool2d_relu_backward,
     .dropout_forward = cpu_dropout_forward,
     .dropout_backward = cpu_dropout_backward,

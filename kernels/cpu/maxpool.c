@@ -12,6 +12,7 @@
 
 #include "kernels/isa.h"
 #include "kernels/shared/pointwise.h"
+#include "simd.h"
 
 enum { PLANE_FLOATS = 4096 };
 
@@ -20,7 +21,9 @@ typedef struct {
     int avx2;               /* 2x2 windows eight at a time (kernels/isa.h) */
     long planes, per_chunk; /* B * C planes, planes_per_chunk of them a chunk */
     const float *x, *dy;
-    const float *relu_y; /* backward: the ReLU's output it follows (fused), or NULL */
+    const float *pool_y; /* backward: the pool's output, for the ReLU before it (fused), or NULL */
+    const repro_simd *relu; /* forward: the ReLU before it, applied to each window's
+                               maximum (the vector path's relu_fwd), or NULL */
     float *y, *dx;
     int32_t *argmax;
     const int32_t *argmax_in;
@@ -228,10 +231,10 @@ static void bwd_plane(const pool_ctx *p, long plane)
     const int32_t *ap = p->argmax_in + plane * p->OH * p->OW;
     for (long i = 0; i < (long)p->H * p->W; i++)
         dxp[i] = 0.0f;
-    if (p->relu_y) { /* the ReLU's gradient too, where the pool put one */
-        const float *yp = p->relu_y + plane * p->H * p->W;
+    if (p->pool_y) { /* the ReLU's gradient too, where the pool put one */
+        const float *yp = p->pool_y + plane * p->OH * p->OW;
         for (long i = 0; i < (long)p->OH * p->OW; i++)
-            dxp[ap[i]] = repro_hd_relu_grad(yp[ap[i]], dyp[i]);
+            dxp[ap[i]] = repro_hd_relu_grad(yp[i], dyp[i]);
         return;
     }
     for (long i = 0; i < (long)p->OH * p->OW; i++)
@@ -242,8 +245,12 @@ static void fwd_chunk(void *vctx, long chunk)
 {
     const pool_ctx *p = vctx;
     long end = (chunk + 1) * p->per_chunk < p->planes ? (chunk + 1) * p->per_chunk : p->planes;
-    for (long plane = chunk * p->per_chunk; plane < end; plane++)
+    for (long plane = chunk * p->per_chunk; plane < end; plane++) {
         fwd_plane(p, plane);
+        if (p->relu) /* in place, one vector at a time (a branch per element mispredicts) */
+            p->relu->relu_fwd(p->y + plane * p->OH * p->OW, p->y + plane * p->OH * p->OW,
+                              (long)p->OH * p->OW);
+    }
 }
 
 static void bwd_chunk(void *vctx, long chunk)
@@ -281,11 +288,20 @@ void repro_maxpool2d_backward(repro_pool *pool, int B, int C, int H, int W, int 
     repro_pool_run(pool, chunking(&p, B, C), bwd_chunk, &p);
 }
 
+void repro_maxpool2d_relu_forward(repro_pool *pool, int B, int C, int H, int W, int k,
+                                  const float *x, float *y, int32_t *argmax)
+{
+    pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
+                  .x = x, .y = y, .argmax = argmax, .relu = repro_simd_get()};
+    p.avx2 = repro_isa_current() != REPRO_ISA_SSE2 && repro_isa_supported(REPRO_ISA_AVX2);
+    repro_pool_run(pool, chunking(&p, B, C), fwd_chunk, &p);
+}
+
 void repro_maxpool2d_relu_backward(repro_pool *pool, int B, int C, int H, int W, int k,
-                                   const int32_t *argmax, const float *dy, const float *relu_y,
+                                   const int32_t *argmax, const float *dy, const float *pool_y,
                                    float *dx)
 {
     pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
-                  .dy = dy, .dx = dx, .argmax_in = argmax, .relu_y = relu_y};
+                  .dy = dy, .dx = dx, .argmax_in = argmax, .pool_y = pool_y};
     repro_pool_run(pool, chunking(&p, B, C), bwd_chunk, &p);
 }

@@ -119,13 +119,20 @@ void repro_maxpool2d_forward(repro_pool *pool, int B, int C, int H, int W, int k
  * not overlap (stride = k), so no two terms meet and no order is involved. */
 void repro_maxpool2d_backward(repro_pool *pool, int B, int C, int H, int W, int k,
                               const int32_t *argmax, const float *dy, float *dx);
-/* The pool's backward and then the backward of the ReLU before it (relu_y:
- * that ReLU's output, the pool's input) in one pass: dx = 0 except, at
- * each argmax a, relu_grad(relu_y[a], dy) (kernels/shared/pointwise.h).
- * Bitwise repro_maxpool2d_backward followed by repro_relu_backward, without
- * the pool's gradient in between. */
+/* A ReLU and the pool after it in one pass: y = relu(the window's maximum
+ * of x), which is the window's maximum of relu(x) (ReLU is monotone, keeps
+ * NaN, maps -0 to +0), without relu(x) stored. argmax is x's (the first
+ * maximum, a NaN first of all); where that maximum is <= 0 it may name
+ * another element than relu(x)'s would, where the gradient is 0 anyway. */
+void repro_maxpool2d_relu_forward(repro_pool *pool, int B, int C, int H, int W, int k,
+                                  const float *x, float *y, int32_t *argmax);
+/* The pool's backward and then the backward of the ReLU before it in one
+ * pass (pool_y: the pool's output, B x C x H/k x W/k, which is the ReLU's
+ * output at each argmax): dx = 0 except, at each argmax, relu_grad(pool_y,
+ * dy) (kernels/shared/pointwise.h). Bitwise repro_maxpool2d_backward
+ * followed by repro_relu_backward, after either forward. */
 void repro_maxpool2d_relu_backward(repro_pool *pool, int B, int C, int H, int W, int k,
-                                   const int32_t *argmax, const float *dy, const float *relu_y,
+                                   const int32_t *argmax, const float *dy, const float *pool_y,
                                    float *dx);
 
 /* ---- dropout (dropout.c) ----------------------------------------------- */
