@@ -491,7 +491,8 @@ static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
     long B = s->B * f->nq, C = s->C, H = s->H, W = s->W, pad = s->pad;
     long c = unit / B, b = unit % B;
     float *plane = f->xpad + unit * f->Hp * f->Wp; /* unit == c*B + b */
-    memset(plane, 0, (size_t)(f->Hp * f->Wp) * sizeof *plane);
+    if (pad > 0) /* unpadded, the rows below cover the plane: no zeros to write */
+        memset(plane, 0, (size_t)(f->Hp * f->Wp) * sizeof *plane);
     for (long iy = 0; iy < H; iy++)
         memcpy(plane + (iy + pad) * f->Wp + pad, f->cx->x + ((b * C + c) * H + iy) * W,
                (size_t)W * sizeof *plane);
