@@ -78,7 +78,7 @@ void repro_linear_backward_weight(repro_pool *pool, const float *dy, const float
 void repro_linear_backward_bias(repro_pool *pool, const float *dy, float *db, int B, int out,
                                 int accumulate);
 
-/* ---- conv2d, stride 1, zero padding (conv2d.c) ------------------------- */
+/* ---- conv2d, stride 1, zero padding (conv2d.c; filter and bias gradients: conv_filter.c) */
 /* repro_conv_shape and repro_conv_oh/ow are every backend's: backend.h. */
 
 /* y[b][k][oy][ox] = bias[k] + sum over (c, ry, rx) in lexicographic order of

@@ -1,5 +1,5 @@
 /* Convolution on the GPU: our own kernels in the CPU kernels' exact orders
- * (kernels/cpu/conv2d.c, conv_algos.c), one thread per output element (per
+ * (kernels/cpu/conv2d.c, conv_filter.c, conv_algos.c), one thread per output element (per
  * 2x2 output tile for Winograd), so their bits are the CPU's; the algorithm
  * entries (eligibility, determinism, workspace, choice, forward dispatch)
  * over these and cuDNN's forward algorithms (conv_cudnn.cu).

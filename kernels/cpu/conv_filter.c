@@ -1,0 +1,421 @@
+/* The filter and bias gradients of a 2-D convolution (stride 1, zero
+ * padding), in the exact per-element order ops.h states; forward and
+ * backward data are conv2d.c's. Determinism argument: every output element
+ * is written by exactly one chunk (the rows of two filters for one channel
+ * c, plus their db in the c = 0 chunk; a (k, c, ry) row in the plain loops;
+ * the shard rule's variant runs the shards one after another inside each
+ * chunk), chunk boundaries depend only on the shape and the thread count's
+ * few-chunks rule (never on which thread runs what), and vector lanes run
+ * across output columns, never across the terms of one sum. Padding: the
+ * padded positions are real terms whose input value is +0 (dy*0 is added,
+ * exactly as "zero padding" reads). Sums without an "accumulate" start value
+ * start from +0. */
+#include "ops.h"
+
+#include <string.h>
+
+#include "scratch.h"
+#include "simd.h"
+#include "vec4.h"
+
+/* y[i] = y[i] + a[i] * x[i]. */
+static void vmuladd(float *y, const float *a, const float *x, long n)
+{
+    long i = 0;
+    for (; i + 4 <= n; i += 4)
+        v4_store(y + i, v4_load(y + i) + v4_load(a + i) * v4_load(x + i));
+    for (; i < n; i++)
+        y[i] = y[i] + a[i] * x[i];
+}
+
+/* y[i] = y[i] + a[i] * 0: the term of a zero-padded input position. */
+static void vmulzero(float *y, const float *a, long n)
+{
+    for (long i = 0; i < n; i++)
+        y[i] = y[i] + a[i] * 0.0f;
+}
+
+static inline long lmax(long a, long b) { return a > b ? a : b; }
+static inline long lmin(long a, long b) { return a < b ? a : b; }
+
+typedef struct {
+    const repro_conv_shape *s;
+    const float *x, *dy;
+    float *dw, *db;
+    int accumulate;
+} conv_ctx;
+
+/* ---- backward filter: chunk = (k, c, ry), owning dw[k][c][ry][0..R) ------- */
+/* Column accumulators: col[rx][ox] is the sum over (b, oy) ascending for one
+ * output column; output columns are processed in segments that fit this
+ * stack buffer, and the column sums are folded into dw in ascending ox
+ * across segments, so segmenting does not change the order. */
+enum { COLBUF = 4096, RX_GROUP = 32 };
+
+/* Rows of at most REG_COLS (the models' convolutions): bwd_bias_k's column
+ * sums kept in registers across the whole (b, oy) loop, eight 4-float
+ * vectors and up to three single floats, instead of stored and reloaded
+ * every row (a store-to-load wait per row; 4% of a CNN step). The same
+ * adds in the same order: col[ox] = +0 + the (b, oy) terms ascending. */
+enum { REG_COLS = 32 };
+
+#define BIAS_VEC(j) \
+    if (nv > j)     \
+        a##j = a##j + v4_load(row + 4 * j);
+
+static void bias_cols_in_registers(const conv_ctx *cx, const float *dy, long k, float *col)
+{
+    const repro_conv_shape *s = cx->s;
+    long K = s->K, OH = repro_conv_oh(s), OW = repro_conv_ow(s), nv = OW / 4;
+    v4f a0 = v4_splat(0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f;
+    for (long b = 0; b < s->B; b++)
+        for (long oy = 0; oy < OH; oy++) {
+            const float *row = dy + ((b * K + k) * OH + oy) * OW;
+            BIAS_VEC(0) BIAS_VEC(1) BIAS_VEC(2) BIAS_VEC(3)
+            BIAS_VEC(4) BIAS_VEC(5) BIAS_VEC(6) BIAS_VEC(7)
+            const float *tail = row + 4 * nv;
+            long nt = OW - 4 * nv;
+            if (nt > 0)
+                t0 = t0 + tail[0];
+            if (nt > 1)
+                t1 = t1 + tail[1];
+            if (nt > 2)
+                t2 = t2 + tail[2];
+        }
+    v4f v[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    for (long j = 0; j < nv; j++)
+        v4_store(col + 4 * j, v[j]);
+    float t[3] = {t0, t1, t2};
+    for (long i = 4 * nv; i < OW; i++)
+        col[i] = t[i - 4 * nv];
+}
+
+/* db[k]'s sum over the samples of cx->s (dy: their gradient) from `acc`. */
+static float bias_sum(const conv_ctx *cx, const float *dy, long k, float acc)
+{
+    const repro_conv_shape *s = cx->s;
+    long K = s->K, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
+    float col[COLBUF];
+    if (OW <= REG_COLS) {
+        bias_cols_in_registers(cx, dy, k, col);
+        for (long i = 0; i < OW; i++)
+            acc = acc + col[i];
+        return acc;
+    }
+    for (long s0 = 0; s0 < OW; s0 += COLBUF) {
+        long n = lmin(COLBUF, OW - s0);
+        for (long i = 0; i < n; i++)
+            col[i] = 0.0f;
+        for (long b = 0; b < s->B; b++)
+            for (long oy = 0; oy < OH; oy++) {
+                const float *dyrow = dy + ((b * K + k) * OH + oy) * OW + s0;
+                long i = 0;
+                for (; i + 4 <= n; i += 4) /* four columns' sums at a time */
+                    v4_store(col + i, v4_load(col + i) + v4_load(dyrow + i));
+                for (; i < n; i++)
+                    col[i] = col[i] + dyrow[i];
+            }
+        for (long i = 0; i < n; i++)
+            acc = acc + col[i];
+    }
+    return acc;
+}
+
+static void bwd_bias_k(const conv_ctx *cx, long k)
+{
+    cx->db[k] = bias_sum(cx, cx->dy, k, cx->accumulate ? cx->db[k] : 0.0f);
+}
+
+static void bwd_filter_chunk(void *vctx, long chunk)
+{
+    const conv_ctx *cx = vctx;
+    const repro_conv_shape *s = cx->s;
+    long C = s->C, K = s->K, H = s->H, W = s->W, R = s->R, pad = s->pad;
+    long OH = repro_conv_oh(s), OW = repro_conv_ow(s);
+    long ry = chunk % R, c = (chunk / R) % C, k = chunk / (R * C);
+    float *dwrow = cx->dw + ((k * C + c) * R + ry) * R;
+    if (cx->db && c == 0 && ry == 0)
+        bwd_bias_k(cx, k);
+    for (long rx = 0; rx < R; rx++)
+        if (!cx->accumulate)
+            dwrow[rx] = 0.0f;
+    float col[COLBUF];
+    for (long rx0 = 0; rx0 < R; rx0 += RX_GROUP) {
+        long nrx = lmin(RX_GROUP, R - rx0);
+        long seg = COLBUF / nrx;
+        for (long s0 = 0; s0 < OW; s0 += seg) {
+            long n = lmin(seg, OW - s0);
+            for (long i = 0; i < nrx * n; i++)
+                col[i] = 0.0f;
+            for (long b = 0; b < s->B; b++)
+                for (long oy = 0; oy < OH; oy++) {
+                    const float *dyrow = cx->dy + ((b * K + k) * OH + oy) * OW + s0;
+                    long iy = oy + ry - pad;
+                    for (long j = 0; j < nrx; j++) {
+                        float *cj = col + j * n;
+                        long rx = rx0 + j;
+                        if (iy < 0 || iy >= H) {
+                            vmulzero(cj, dyrow, n);
+                            continue;
+                        }
+                        /* segment positions whose input column is in range */
+                        long lo = lmin(n, lmax(0, pad - rx - s0));
+                        long hi = lmax(lo, lmin(n, W + pad - rx - s0));
+                        const float *xrow = cx->x + ((b * C + c) * H + iy) * W;
+                        vmulzero(cj, dyrow, lo);
+                        vmuladd(cj + lo, dyrow + lo, xrow + s0 + lo + rx - pad, hi - lo);
+                        vmulzero(cj + hi, dyrow + hi, n - hi);
+                    }
+                }
+            for (long j = 0; j < nrx; j++) {
+                float acc = dwrow[rx0 + j];
+                for (long i = 0; i < n; i++)
+                    acc = acc + col[j * n + i];
+                dwrow[rx0 + j] = acc;
+            }
+        }
+    }
+}
+
+/* ---- backward filter, vectorized over output columns --------------------
+ * The same sums in the same order as bwd_filter_chunk: col[rx][ox] = +0 +
+ * the (b, oy) terms ascending, then dw = start + col[.][ox] for ox
+ * ascending. Here a chunk (k, c, ry) keeps col in vector registers across
+ * the whole (b, oy) loop (simd.h: colsum), one strip of up to 3 vectors of
+ * output columns at a time. The input is copied once per call into a
+ * zero-padded image with slack after it (so padded positions are real +0
+ * terms, as the contract says, and the last lanes of a strip may read past
+ * a row). dy is read in place: a partial strip's last lanes read into the
+ * next row and are dropped, and only the very last row of dy, which has no
+ * next row, goes through a copy (see last_row). */
+enum { FAST_COLS = 1024, FAST_R = 8 };
+
+typedef struct {
+    const conv_ctx *cx;         /* cx->s: one shard's shape (B = its samples) */
+    const repro_simd *simd;
+    float *xpad; /* this call's scratch: the copy chunks write it, every shard's samples */
+    const long *x_off, *dy_off; /* per row j = b*OH + oy of a shard */
+    long Hp, Wp;
+    int nq;      /* shards (1 when not sharded) */
+    int sharded; /* the shard rule: each shard from +0, then summed in order */
+    long nry;    /* filter rows a chunk takes: all R, or 1 where that leaves few chunks */
+} bwdf_ctx;
+
+enum { TAIL_ROWS = 8 };
+
+/* Rows j0 .. j0+g-1 of a strip (n of its w lanes real) through a
+ * zero-padded copy, for rows whose read would run past dy's end. */
+static void colsum_copied_rows(const bwdf_ctx *f, int nk, int nv, long j0, long g,
+                               const float *dys, long dy_k, long n, long w, const float *xs,
+                               float *acc)
+{
+    float rows[2 * TAIL_ROWS * 3 * 16]; /* nk x g rows of w <= 3 vectors of the widest path */
+    long offs[TAIL_ROWS];
+    for (long i = 0; i < g; i++) {
+        offs[i] = i * w;
+        for (int kk = 0; kk < nk; kk++)
+            for (long l = 0; l < w; l++)
+                rows[(kk * g + i) * w + l] = l < n ? dys[kk * dy_k + f->dy_off[j0 + i] + l] : 0.0f;
+    }
+    f->simd->colsum((int)f->cx->s->R, nv, nk, g, rows, g * w, offs, xs, f->x_off + j0, acc);
+}
+
+/* Filters k0 .. k0+nk-1, channel c, row ry over shard q's samples:
+ * res[kk * R + rx] = start (NULL: +0) + the column sums in ascending ox. */
+static void filter_rows(const bwdf_ctx *f, long k0, int nk, long c, long ry, long q,
+                        const float *start, float *res)
+{
+    const conv_ctx *cx = f->cx;
+    const repro_conv_shape *s = cx->s;
+    long R = s->R, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
+    long lanes = f->simd->lanes, nrows = (long)s->B * OH, dy_k = OH * OW;
+    long dy_len = (long)s->B * s->K * dy_k; /* floats of the shard's dy */
+    const float *xb = f->xpad + (c * f->nq + q) * s->B * f->Hp * f->Wp + ry * f->Wp;
+    const float *dyb = cx->dy + q * dy_len + k0 * dy_k;
+    /* Two filters: strips of 2 vectors (their register path); one: 3. */
+    long strip = (nk == 2 ? 2 : 3) * lanes;
+    float col[2 * FAST_R * FAST_COLS], acc[2 * FAST_R * 3 * 16];
+    for (long s0 = 0; s0 < OW; s0 += strip) {
+        long n = lmin(strip, OW - s0);
+        int nv = (int)((n + lanes - 1) / lanes);
+        long w = nv * lanes;
+        for (long i = 0; i < nk * R * w; i++)
+            acc[i] = 0.0f;
+        /* A partial strip's last lanes read into the rows after each row;
+         * the final rows of dy have too few after them (several rows when
+         * OW < w). Those come from zero-padded copies, summed after the
+         * others: acc carries each sum across the calls exactly, in row
+         * order, so the sums are the same. */
+        long body = nrows;
+        while (n < w && body > 0 && f->dy_off[body - 1] + (k0 + nk - 1) * dy_k + s0 + w > dy_len)
+            body--;
+        f->simd->colsum((int)R, nv, nk, body, dyb + s0, dy_k, f->dy_off, xb + s0, f->x_off, acc);
+        for (long j0 = body; j0 < nrows; j0 += TAIL_ROWS)
+            colsum_copied_rows(f, nk, nv, j0, lmin(TAIL_ROWS, nrows - j0), dyb + s0, dy_k, n, w,
+                               xb + s0, acc);
+        for (long kr = 0; kr < nk * R; kr++) /* kr = kk * R + rx */
+            memcpy(col + kr * OW + s0, acc + kr * w, (size_t)n * sizeof *col);
+    }
+    for (long kr = 0; kr < nk * R; kr++) {
+        float a = start ? start[kr] : 0.0f;
+        for (long ox = 0; ox < OW; ox++)
+            a = a + col[kr * OW + ox];
+        res[kr] = a;
+    }
+}
+
+/* Filters k0 .. k0+nk-1 of channel c, filter rows ry0 .. ry0+nry-1, over
+ * shard q: res[(i * nk + kk) * R + rx] (row ry0 + i) = start[same] (start
+ * NULL: +0) + the column sums in ascending ox. The rows run inside a
+ * shard, so its x plane and dy stay in the L1 cache across them. */
+static void filter_rows_of_shard(const bwdf_ctx *f, long k0, int nk, long c, long ry0, long q,
+                                 const float *start, float *res)
+{
+    long per = nk * f->cx->s->R;
+    for (long i = 0; i < f->nry; i++)
+        filter_rows(f, k0, nk, c, ry0 + i, q, start ? start + i * per : NULL, res + i * per);
+}
+
+/* Chunk (kp, c, ry0): filters k = 2kp and 2kp + 1 (the last alone when K
+ * is odd), so each row of x is loaded once for both (simd.h: colsum),
+ * filter rows ry0 .. ry0 + nry - 1 (all R, or one each where the filters
+ * and channels make few chunks: the models' first convolution has 4
+ * pairs, one channel). Sharded, the chunk runs every shard in turn and sums them
+ * in shard order (dw = P_0, then dw + P_1, ...; with accumulate the old dw
+ * + that sum): the adds the model's shard buffers get, in one job instead
+ * of one per shard plus the adds. */
+static void bwd_filter_fast_chunk(void *vctx, long chunk)
+{
+    const bwdf_ctx *f = vctx;
+    const conv_ctx *cx = f->cx;
+    const repro_conv_shape *s = cx->s;
+    long C = s->C, R = s->R, K = s->K, nry = f->nry, nrc = R / nry;
+    long ry0 = chunk % nrc * nry, c = chunk / nrc % C, k0 = 2 * (chunk / (nrc * C));
+    int nk = k0 + 1 < K ? 2 : 1;
+    long dy_q = (long)s->B * K * repro_conv_oh(s) * repro_conv_ow(s), per = nk * R;
+    float cur[2 * FAST_R * FAST_R], sum[2 * FAST_R * FAST_R];
+    for (int kk = 0; kk < nk && cx->db && c == 0 && ry0 == 0; kk++) {
+        long k = k0 + kk;
+        if (!f->sharded) {
+            bwd_bias_k(cx, k);
+            continue;
+        }
+        float b = bias_sum(cx, cx->dy, k, 0.0f);
+        for (int q = 1; q < f->nq; q++)
+            b = b + bias_sum(cx, cx->dy + q * dy_q, k, 0.0f);
+        cx->db[k] = cx->accumulate ? cx->db[k] + b : b;
+    }
+    /* dw row (k0 + kk, c, ry0 + i) <-> sum[(i * nk + kk) * R ...] */
+#define DWROW(i, kk) (cx->dw + (((k0 + (kk)) * C + c) * R + ry0 + (i)) * R)
+    if (!f->sharded) {
+        for (long i = 0; i < nry; i++)
+            for (int kk = 0; kk < nk; kk++)
+                memcpy(cur + (i * nk + kk) * R, DWROW(i, kk), (size_t)R * sizeof *cur);
+        filter_rows_of_shard(f, k0, nk, c, ry0, 0, cx->accumulate ? cur : NULL, sum);
+    } else {
+        filter_rows_of_shard(f, k0, nk, c, ry0, 0, NULL, sum);
+        for (int q = 1; q < f->nq; q++) {
+            filter_rows_of_shard(f, k0, nk, c, ry0, q, NULL, cur);
+            for (long i = 0; i < nry * per; i++)
+                sum[i] = sum[i] + cur[i];
+        }
+        for (long i = 0; i < nry && cx->accumulate; i++)
+            for (int kk = 0; kk < nk; kk++)
+                for (long rx = 0; rx < R; rx++)
+                    sum[(i * nk + kk) * R + rx] = DWROW(i, kk)[rx] + sum[(i * nk + kk) * R + rx];
+    }
+    for (long i = 0; i < nry; i++)
+        for (int kk = 0; kk < nk; kk++)
+            memcpy(DWROW(i, kk), sum + (i * nk + kk) * R, (size_t)R * sizeof *sum);
+#undef DWROW
+}
+
+/* The copies, shared by the threads (done by the caller alone they left
+ * the other threads idle; perf put them at 4% of a 2-thread CNN step): unit
+ * c*B + b pads plane (c, b) of the input image. A chunk is COPY_UNITS units: one unit is a fraction of a
+ * microsecond, less than a claim costs when two threads contend for it. */
+enum { COPY_UNITS = 8, FEW_CHUNKS = 8 };
+
+static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
+{
+    const repro_conv_shape *s = f->cx->s;
+    long B = s->B * f->nq, C = s->C, H = s->H, W = s->W, pad = s->pad;
+    long c = unit / B, b = unit % B;
+    float *plane = f->xpad + unit * f->Hp * f->Wp; /* unit == c*B + b */
+    if (pad > 0) /* unpadded, the rows below cover the plane: no zeros to write */
+        memset(plane, 0, (size_t)(f->Hp * f->Wp) * sizeof *plane);
+    for (long iy = 0; iy < H; iy++)
+        memcpy(plane + (iy + pad) * f->Wp + pad, f->cx->x + ((b * C + c) * H + iy) * W,
+               (size_t)W * sizeof *plane);
+}
+
+static void bwd_filter_copy_chunk(void *vctx, long chunk)
+{
+    const bwdf_ctx *f = vctx;
+    long units = f->cx->s->C * (long)f->cx->s->B * f->nq;
+    for (long u = chunk * COPY_UNITS; u < units && u < (chunk + 1) * COPY_UNITS; u++)
+        bwd_filter_copy_unit(f, u);
+}
+
+/* Copies and offsets into the calling thread's scratch; 0, or -1 when it
+ * is not available (the caller then runs the plain kernel). nq shards of
+ * cx->s->B samples each (nq = 1, sharded = 0: the plain sum). */
+static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sharded)
+{
+    const repro_conv_shape *s = cx->s;
+    long B = s->B, C = s->C, K = s->K, H = s->H, W = s->W, R = s->R, pad = s->pad;
+    long OH = repro_conv_oh(s), OW = repro_conv_ow(s);
+    long Hp = H + 2 * pad, Wp = W + 2 * pad, rows = B * OH;
+    if (R > FAST_R || OW > FAST_COLS)
+        return -1;
+    size_t nx = (size_t)(C * nq * B * Hp * Wp);
+    size_t noff = (size_t)(2 * rows) * sizeof(long) / sizeof(float) + 16;
+    float *buf = repro_scratch(REPRO_SCRATCH_CALL, noff + nx + 64);
+    if (!buf)
+        return -1;
+    long *x_off = (long *)buf, *dy_off = x_off + rows;
+    float *xpad = buf + noff;
+    for (long j = 0; j < rows; j++) {
+        long b = j / OH, oy = j % OH;
+        x_off[j] = (b * Hp + oy) * Wp;
+        dy_off[j] = b * K * OH * OW + oy * OW;
+    }
+    memset(xpad + nx, 0, 64 * sizeof *xpad); /* the slack the last strip may read */
+    /* A chunk per filter row where pairs x channels are fewer than
+     * FEW_CHUNKS a thread: so few large chunks leave one thread idle
+     * whenever the other starts late. */
+    long pairs = (K + 1) / 2, nry = pairs * C < FEW_CHUNKS * repro_pool_threads(pool) ? 1 : R;
+    bwdf_ctx f = {cx, repro_simd_get(), xpad, x_off, dy_off, Hp, Wp, nq, sharded, nry};
+    repro_pool_run(pool, (C * nq * B + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
+                   &f); /* copies: no sums */
+    repro_pool_run(pool, pairs * C * (R / nry), bwd_filter_fast_chunk, &f);
+    return 0;
+}
+
+void repro_conv2d_backward_filter(repro_pool *pool, const repro_conv_shape *s, const float *dy,
+                                  const float *x, float *dw, float *db, int accumulate)
+{
+    conv_ctx cx = {.s = s, .dy = dy, .x = x, .dw = dw, .db = db, .accumulate = accumulate};
+    if (repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0) {
+        /* no terms: the sums are their start values */
+        long n = (long)s->K * s->C * s->R * s->R;
+        for (long i = 0; i < n && !accumulate; i++)
+            dw[i] = 0.0f;
+        for (long k = 0; k < s->K && db && !accumulate; k++)
+            db[k] = 0.0f;
+        return;
+    }
+    if (bwd_filter_fast(pool, &cx, 1, 0))
+        repro_pool_run(pool, (long)s->K * s->C * s->R, bwd_filter_chunk, &cx);
+}
+
+int repro_conv2d_backward_filter_sharded(repro_pool *pool, const repro_conv_shape *s, int nq,
+                                         const float *dy, const float *x, float *dw, float *db,
+                                         int accumulate)
+{
+    if (nq < 1 || repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0)
+        return -1;
+    conv_ctx cx = {.s = s, .dy = dy, .x = x, .dw = dw, .db = db, .accumulate = accumulate};
+    return bwd_filter_fast(pool, &cx, nq, 1);
+}
