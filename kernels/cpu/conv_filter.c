@@ -333,8 +333,9 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
 
 /* The copies, shared by the threads (done by the caller alone they left
  * the other threads idle; perf put them at 4% of a 2-thread CNN step): unit
- * c*B + b pads plane (c, b) of the input image. A chunk is COPY_UNITS units: one unit is a fraction of a
- * microsecond, less than a claim costs when two threads contend for it. */
+ * c*B + b pads plane (c, b) of the input image. A chunk is COPY_UNITS
+ * units: one unit is a fraction of a microsecond, less than a claim costs
+ * when two threads contend for it. FEW_CHUNKS: see bwd_filter_fast. */
 enum { COPY_UNITS = 8, FEW_CHUNKS = 8 };
 
 static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
