@@ -18,8 +18,6 @@
 
 #include "conv_algos.h"
 #include "conv_tiles.h"
-#include "scratch.h"
-#include "simd.h"
 #include "vec4.h"
 
 

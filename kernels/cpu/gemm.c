@@ -355,6 +355,11 @@ static void gemm_run(repro_pool *pool, int M, int N, int K, const float *A, long
     long row_blocks = (M + mr * MC_PANELS - 1) / (mr * MC_PANELS);
     long rows = (M + row_blocks - 1) / row_blocks;
     rows = (rows + mr - 1) / mr * mr;
+    /* Small products on the calling thread, cut as on one thread: the cnn's
+     * classifier (64 x 10 x 400 three ways) took 43 us a step on one thread
+     * and 63 on two, its operands having been written on both cores. */
+    if ((double)M * N * K < SHARE_MIN_MACS)
+        pool = NULL;
     long threads = repro_pool_threads(pool), want = threads > 1 ? 8 * threads : 2;
     long have = row_blocks * ((N + nc - 1) / nc);
     if (have < want && (double)M * N * K >= 1e5) { /* narrower column blocks */
@@ -364,11 +369,6 @@ static void gemm_run(repro_pool *pool, int M, int N, int K, const float *A, long
     gemm_ctx g = {M, N, K < 0 ? 0 : K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, bias, accumulate,
                   rows, nc, (N + nc - 1) / nc, shard};
     long nchunks = ((M + rows - 1) / rows) * g.col_chunks;
-    /* Small products on the calling thread: the cnn's classifier (64 x 10
-     * x 400 three ways) took 43 us a step on one thread and 63 on two, its
-     * operands having been written on both cores. */
-    if ((double)M * N * K < SHARE_MIN_MACS)
-        pool = NULL;
     repro_pool_run(pool, nchunks, gemm_chunk, &g);
 }
 

@@ -270,38 +270,47 @@ static long chunking(pool_ctx *p, int B, int C)
     return (p->planes + p->per_chunk - 1) / p->per_chunk;
 }
 
-void repro_maxpool2d_forward(repro_pool *pool, int B, int C, int H, int W, int k,
-                             const float *x, float *y, int32_t *argmax)
+/* Forward, the ReLU before it applied to each maximum when `relu`. */
+static void pool_forward(repro_pool *pool, int B, int C, int H, int W, int k, const float *x,
+                         float *y, int32_t *argmax, int relu)
 {
     pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
-                  .x = x, .y = y, .argmax = argmax};
+                  .x = x, .y = y, .argmax = argmax, .relu = relu ? repro_simd_get() : NULL};
     /* the AVX-512 path too: eight windows fill one 256-bit register */
     p.avx2 = repro_isa_current() != REPRO_ISA_SSE2 && repro_isa_supported(REPRO_ISA_AVX2);
     repro_pool_run(pool, chunking(&p, B, C), fwd_chunk, &p);
 }
 
+/* Backward, the ReLU's gradient too when pool_y (the pool's output) is given. */
+static void pool_backward(repro_pool *pool, int B, int C, int H, int W, int k,
+                          const int32_t *argmax, const float *dy, const float *pool_y, float *dx)
+{
+    pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
+                  .dy = dy, .dx = dx, .argmax_in = argmax, .pool_y = pool_y};
+    repro_pool_run(pool, chunking(&p, B, C), bwd_chunk, &p);
+}
+
+void repro_maxpool2d_forward(repro_pool *pool, int B, int C, int H, int W, int k,
+                             const float *x, float *y, int32_t *argmax)
+{
+    pool_forward(pool, B, C, H, W, k, x, y, argmax, 0);
+}
+
 void repro_maxpool2d_backward(repro_pool *pool, int B, int C, int H, int W, int k,
                               const int32_t *argmax, const float *dy, float *dx)
 {
-    pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
-                  .dy = dy, .dx = dx, .argmax_in = argmax};
-    repro_pool_run(pool, chunking(&p, B, C), bwd_chunk, &p);
+    pool_backward(pool, B, C, H, W, k, argmax, dy, NULL, dx);
 }
 
 void repro_maxpool2d_relu_forward(repro_pool *pool, int B, int C, int H, int W, int k,
                                   const float *x, float *y, int32_t *argmax)
 {
-    pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
-                  .x = x, .y = y, .argmax = argmax, .relu = repro_simd_get()};
-    p.avx2 = repro_isa_current() != REPRO_ISA_SSE2 && repro_isa_supported(REPRO_ISA_AVX2);
-    repro_pool_run(pool, chunking(&p, B, C), fwd_chunk, &p);
+    pool_forward(pool, B, C, H, W, k, x, y, argmax, 1);
 }
 
 void repro_maxpool2d_relu_backward(repro_pool *pool, int B, int C, int H, int W, int k,
                                    const int32_t *argmax, const float *dy, const float *pool_y,
                                    float *dx)
 {
-    pool_ctx p = {.H = H, .W = W, .k = k, .OH = H / k, .OW = W / k,
-                  .dy = dy, .dx = dx, .argmax_in = argmax, .pool_y = pool_y};
-    repro_pool_run(pool, chunking(&p, B, C), bwd_chunk, &p);
+    pool_backward(pool, B, C, H, W, k, argmax, dy, pool_y, dx);
 }
