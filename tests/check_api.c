@@ -14,7 +14,8 @@
 
 static void temp_trace(char *buf, size_t len)
 {
-    char dir[] = "/tmp/repro-api-XXXXXX";
+    char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "api");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(buf, len, "%s/sub/trace.jsonl", dir); /* parents are created */
 }

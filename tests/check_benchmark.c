@@ -37,7 +37,8 @@ static json_t *algorithms_in(const char *trace)
 
 START_TEST(test_choice_recorded_and_lock_replays)
 {
-    char dir[] = "/tmp/repro-bench-XXXXXX", args[512], trace[300];
+    char dir[TU_TMP_LEN], args[512], trace[300];
+    tu_tmp_template(dir, sizeof dir, "bench");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(trace, sizeof trace, "%s/on.jsonl", dir);
     snprintf(args, sizeof args, "run experiments/cnn.ini --steps 4 -q --set benchmark=on -o %s",
@@ -80,7 +81,8 @@ START_TEST(test_benchmark_off_is_stable_and_rule_recorded)
                                   "--no-golden",
                                   out, sizeof out, err, sizeof err),
                      0);
-    char dir[] = "/tmp/repro-bench-XXXXXX", args[512], trace[300];
+    char dir[TU_TMP_LEN], args[512], trace[300];
+    tu_tmp_template(dir, sizeof dir, "bench");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(trace, sizeof trace, "%s/off.jsonl", dir);
     snprintf(args, sizeof args, "run experiments/cnn.ini --steps 2 -q -o %s", trace);
@@ -118,7 +120,8 @@ START_TEST(test_compare_known_answers)
     }
     json_decref(doc);
     /* A different algorithm rounds differently: diverges from step 1. */
-    char plot[] = "/tmp/repro-cmp-XXXXXX";
+    char plot[TU_TMP_LEN];
+    tu_tmp_template(plot, sizeof plot, "cmp");
     ck_assert_int_ne(mkstemp(plot), -1);
     char args[400];
     snprintf(args, sizeof args,

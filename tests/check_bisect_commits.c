@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 static char base[256];          /* mkdtemp root, removed at the end */
 static char clone_dir[512];     /* base/clone */
 static char tmp_dir[512];       /* base/tmp: TMPDIR of the bisect, must end empty */
@@ -152,7 +154,7 @@ static void plant_history(void)
 
 static void suite_setup(void)
 {
-    strcpy(base, "/tmp/repro-bisect-test-XXXXXX");
+    tu_tmp_template(base, sizeof base, "bisect-test");
     ck_assert_ptr_nonnull(mkdtemp(base));
     snprintf(clone_dir, sizeof clone_dir, "%s/clone", base);
     snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", base);

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 static char base[256];      /* mkdtemp root, removed at the end */
 static char repo[512];      /* base/repo: the user's repository */
 static char tmp_dir[512];   /* base/tmp: TMPDIR of the bisect, must end empty */
@@ -186,7 +188,7 @@ static void plant_history(void)
 
 static void suite_setup(void)
 {
-    strcpy(base, "/tmp/repro-bisect-prog-XXXXXX");
+    tu_tmp_template(base, sizeof base, "bisect-prog");
     ck_assert_ptr_nonnull(mkdtemp(base));
     snprintf(repo, sizeof repo, "%s/repo", base);
     snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", base);

@@ -40,19 +40,21 @@ END_TEST
 START_TEST(test_negative_control_fault_is_located)
 {
     /* One bit of one weight, at step 37, in the second run only. */
+    char junit[TU_TMP_LEN + 8], args[TU_TMP_LEN + 80];
+    tu_tmp_template(junit, sizeof junit, "junit");
+    ck_assert_ptr_nonnull(mkdtemp(junit));
+    strcat(junit, "/j.xml");
+    snprintf(args, sizeof args, "check experiments/mlp.ini --steps 40 --jobs 2 --junit %s", junit);
     setenv("REPRO_FAULT", "flip:step=37:tensor=param.fc2.weight:element=77", 1);
     /* the runs at once here, one after another below: caught either way */
-    ck_assert_int_eq(tu_run_repro("check experiments/mlp.ini --steps 40 --jobs 2 "
-                                  "--junit /tmp/repro-j.xml",
-                                  out, sizeof out, err, sizeof err),
-                     1);
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 1);
     ck_assert_ptr_nonnull(strstr(out, "DIVERGED at step 37"));
     ck_assert_ptr_nonnull(strstr(out, "param.fc2.weight"));
     ck_assert_ptr_nonnull(strstr(out, "likely origin"));
     ck_assert_ptr_nonnull(strstr(out, "scope: fresh-process run to run"));
     ck_assert_ptr_nonnull(strstr(out, "elements 77..77"));
     ck_assert_ptr_nonnull(strstr(out, "NOT reproducible"));
-    FILE *f = fopen("/tmp/repro-j.xml", "r");
+    FILE *f = fopen(junit, "r");
     ck_assert_ptr_nonnull(f);
     size_t n = fread(err, 1, sizeof err - 1, f);
     err[n] = '\0';
@@ -208,7 +210,8 @@ START_TEST(test_progress_only_on_a_terminal)
     ck_assert_ptr_null(strstr(err, "ETA"));
     ck_assert_ptr_null(strchr(err, '\r'));
     const char *bin = getenv("REPRO_BIN");
-    char cmd[1024], log[] = "/tmp/repro-tty-XXXXXX";
+    char cmd[1024], log[TU_TMP_LEN];
+    tu_tmp_template(log, sizeof log, "tty");
     int fd = mkstemp(log);
     ck_assert_int_ge(fd, 0);
     close(fd);

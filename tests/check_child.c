@@ -14,12 +14,13 @@
 
 #include "util/child.h"
 #include "util/error.h"
+#include "testutil.h"
 
-static char tmpdir[64];
+static char tmpdir[TU_TMP_LEN];
 
 static void mk_tmp(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/repro-child-XXXXXX");
+    tu_tmp_template(tmpdir, sizeof tmpdir, "child");
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }
 
@@ -65,7 +66,7 @@ static int dies_within(pid_t pid, double seconds)
 START_TEST(test_hundred_arguments_arrive_intact)
 {
     mk_tmp();
-    char out[128];
+    char out[TU_TMP_LEN + 16];
     snprintf(out, sizeof out, "%s/out", tmpdir);
     /* printf '%s\n' ARG...: one line per argument. Shell metacharacters
      * arrive as they are: nothing goes through a shell. */
@@ -103,7 +104,7 @@ END_TEST
 START_TEST(test_timeout_kills_the_process_group)
 {
     mk_tmp();
-    char script[256], pidfile[128];
+    char script[256], pidfile[TU_TMP_LEN + 16];
     snprintf(pidfile, sizeof pidfile, "%s/grandchild.pid", tmpdir);
     /* The child (sh) starts a grandchild (sleep) and then sleeps itself. */
     snprintf(script, sizeof script, "sleep 30 & echo $! > %s; sleep 30", pidfile);
@@ -180,7 +181,7 @@ END_TEST
 START_TEST(test_environment_directory_and_stderr)
 {
     mk_tmp();
-    char out[128];
+    char out[TU_TMP_LEN + 16];
     snprintf(out, sizeof out, "%s/log", tmpdir);
     setenv("MAKEFLAGS", "-j9", 1);
     setenv("REPRO_T_KEEP", "kept", 1);
@@ -201,7 +202,7 @@ START_TEST(test_environment_directory_and_stderr)
     ck_assert_msg(repro_child_run(&c, &st) == 0, "%s", repro_error_message());
     ck_assert_int_eq(repro_child_status_code(&st), 0);
     char want[256];
-    char real[128];
+    char real[TU_TMP_LEN + 16];
     ck_assert_ptr_nonnull(realpath(tmpdir, real));
     snprintf(want, sizeof want, "new|unset|kept|%s\nerr\n", real);
     ck_assert_str_eq(slurp(out, NULL), want);
@@ -215,7 +216,7 @@ END_TEST
 START_TEST(test_file_size_limit)
 {
     mk_tmp();
-    char out[128];
+    char out[TU_TMP_LEN + 16];
     snprintf(out, sizeof out, "%s/big", tmpdir);
     char *argv[] = {"head", "-c", "100000", "/dev/zero", NULL};
     repro_child c = {0};
@@ -276,7 +277,7 @@ END_TEST
 START_TEST(test_parent_without_standard_fds)
 {
     mk_tmp();
-    char out[128];
+    char out[TU_TMP_LEN + 16];
     snprintf(out, sizeof out, "%s/out", tmpdir);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);

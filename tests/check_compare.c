@@ -410,7 +410,8 @@ static char *slurp(const char *path)
 
 START_TEST(test_plot)
 {
-    char dir[] = "/tmp/repro-plot-XXXXXX", path[300];
+    char dir[TU_TMP_LEN], path[300];
+    tu_tmp_template(dir, sizeof dir, "plot");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/curve.svg", dir);
     compare_pair(30, 7, 0, 1);
@@ -535,7 +536,8 @@ START_TEST(test_end_to_end_runs)
     /* Two real runs agree; a run with one flipped bit (test-only fault
      * injection, see fault.h) is caught at exactly that step, with the
      * flipped tensor named first. */
-    char dir[] = "/tmp/repro-e2e-XXXXXX", args[1024], a[300], b[300], f[300];
+    char dir[TU_TMP_LEN], args[1024], a[300], b[300], f[300];
+    tu_tmp_template(dir, sizeof dir, "e2e");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(a, sizeof a, "%s/a.jsonl", dir);
     snprintf(b, sizeof b, "%s/b.jsonl", dir);

@@ -69,7 +69,8 @@ END_TEST
 
 START_TEST(test_bless_on_a_full_disk_names_the_golden)
 {
-    char repo[] = "/tmp/repro-full-XXXXXX", cmd[4096], p[600];
+    char repo[TU_TMP_LEN], cmd[4096], p[600];
+    tu_tmp_template(repo, sizeof repo, "full");
     ck_assert_ptr_nonnull(mkdtemp(repo));
     snprintf(p, sizeof p, "%s/tiny.ini", repo);
     FILE *f = fopen(p, "w");

@@ -163,7 +163,8 @@ START_TEST(test_resume_across_world_sizes)
 {
     if (!have_mpi())
         return;
-    char dir[] = "/tmp/repro-dist-XXXXXX", args[512], full[65], resumed[65];
+    char dir[TU_TMP_LEN], args[512], full[65], resumed[65];
+    tu_tmp_template(dir, sizeof dir, "dist");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(args, sizeof args,
              "run " CNN " --steps 16 --ranks 2 --checkpoint-every 8 --checkpoint-dir %s -q -o "

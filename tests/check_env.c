@@ -217,7 +217,8 @@ START_TEST(test_trace_header_carries_class)
 {
     repro_env e;
     ck_assert_int_eq(repro_env_get(&e), 0);
-    char dir[] = "/tmp/repro-env-XXXXXX", path[256], args[512];
+    char dir[TU_TMP_LEN], path[256], args[512];
+    tu_tmp_template(dir, sizeof dir, "env");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/t.jsonl", dir);
     snprintf(args, sizeof args, "run experiments/mlp.ini --steps 2 -q -o %s", path);

@@ -24,7 +24,8 @@ static const char *examples_dir(void)
 /* Runs charlm with a fresh trace; env is extra "K=V " assignments. */
 static void charlm(const char *env, char *trace, size_t len)
 {
-    char dir[] = "/tmp/repro-ex-XXXXXX";
+    char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "ex");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(trace, len, "%s/trace.jsonl", dir);
     char cmd[2048];
@@ -101,7 +102,8 @@ END_TEST
 START_TEST(test_program_runs_at_once_only_when_asked)
 {
     for (int jobs = 1; jobs <= 2; jobs++) {
-        char dir[] = "/tmp/repro-jobs-XXXXXX", script[256], args[1024], out[16384], err[16384];
+        char dir[TU_TMP_LEN], script[256], args[1024], out[16384], err[16384];
+    tu_tmp_template(dir, sizeof dir, "jobs");
         ck_assert_ptr_nonnull(mkdtemp(dir));
         snprintf(script, sizeof script, "%s/prog.sh", dir);
         FILE *f = fopen(script, "w");
@@ -150,7 +152,8 @@ START_TEST(test_broken_programs_cannot_be_tested)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char args[2048], out[16384], err[16384];
         /* the script in a file: no nested shell quoting */
-        char dir[] = "/tmp/repro-bad-XXXXXX";
+        char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "bad");
         ck_assert_ptr_nonnull(mkdtemp(dir));
         snprintf(b, sizeof b, "%s/prog.sh", dir);
         FILE *f = fopen(b, "w");
@@ -217,7 +220,8 @@ static int python(const char *code, char *out, size_t len)
         snprintf(out, len, "%s", lib && !*lib ? "a sanitizer build" : "no /usr/bin/python3");
         return -1;
     }
-    char dir[] = "/tmp/repro-py-XXXXXX";
+    char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "py");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char script[300], outp[300], cmd[1200];
     snprintf(script, sizeof script, "%s/t.py", dir);

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 static char out[1 << 18], err[1 << 16];
 static char bin[PATH_MAX];
 static char repo[256];
@@ -66,7 +68,7 @@ static void make_repo(void)
 {
     const char *b = getenv("REPRO_BIN");
     ck_assert_ptr_nonnull(realpath(b ? b : "build/repro", bin));
-    snprintf(repo, sizeof repo, "/tmp/repro-golden-XXXXXX");
+    tu_tmp_template(repo, sizeof repo, "golden");
     ck_assert_ptr_nonnull(mkdtemp(repo));
     sh("cd %s && git init -q -b main . && mkdir -p experiments kernels harness docs", repo);
     FILE *f;
@@ -352,7 +354,8 @@ END_TEST
 START_TEST(test_outside_repo_and_shallow_clone)
 {
     make_repo();
-    char plain[] = "/tmp/repro-nogit-XXXXXX";
+    char plain[TU_TMP_LEN];
+    tu_tmp_template(plain, sizeof plain, "nogit");
     ck_assert_ptr_nonnull(mkdtemp(plain));
     sh("mkdir -p %s/experiments && cp %s/experiments/tiny.ini %s/experiments/", plain, repo,
        plain);

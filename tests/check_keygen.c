@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testutil.h"
+
 /* Runs `repro keygen -o key` with files limited to `fsize` bytes (0: no
  * limit); returns the exit status. */
 static int keygen(const char *key, rlim_t fsize)
@@ -57,7 +59,8 @@ static int count_entries(const char *dir)
 
 START_TEST(test_full_disk_leaves_no_partial_key)
 {
-    char dir[] = "/tmp/repro-keygen-XXXXXX", key[300], pub[310];
+    char dir[TU_TMP_LEN], key[300], pub[310];
+    tu_tmp_template(dir, sizeof dir, "keygen");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(key, sizeof key, "%s/k.pem", dir);
     snprintf(pub, sizeof pub, "%s/k.pem.pub", dir);
@@ -80,7 +83,8 @@ END_TEST
 
 START_TEST(test_existing_key_not_replaced)
 {
-    char dir[] = "/tmp/repro-keygen-XXXXXX", key[300];
+    char dir[TU_TMP_LEN], key[300];
+    tu_tmp_template(dir, sizeof dir, "keygen");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(key, sizeof key, "%s/k.pem", dir);
     FILE *f = fopen(key, "w");

@@ -417,7 +417,8 @@ END_TEST
  * to step 4's. */
 START_TEST(test_overflow_visible_in_trace)
 {
-    char dir[] = "/tmp/repro-prec-XXXXXX";
+    char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "prec");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char path[128], args[512], out[8192], err[8192];
     snprintf(path, sizeof path, "%s/t.jsonl", dir);
@@ -463,7 +464,8 @@ END_TEST
 /* fp32 traces carry no scaler entries (their step digests are unchanged). */
 START_TEST(test_fp32_trace_has_no_scaler)
 {
-    char dir[] = "/tmp/repro-prec-XXXXXX";
+    char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "prec");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char path[128], args[512], out[8192], err[8192];
     snprintf(path, sizeof path, "%s/t.jsonl", dir);

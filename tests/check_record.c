@@ -56,7 +56,8 @@ static void train(const char *path, int level, int every, const long *dump, int 
 
 static void temp_path(char *buf, size_t len, const char *name)
 {
-    char dir[] = "/tmp/repro-rec-XXXXXX";
+    char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "rec");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(buf, len, "%s/%s", dir, name);
 }
@@ -318,7 +319,8 @@ static int exists(const char *dir, const char *rel)
  * in the header, and at level op a gradient dumped once. */
 START_TEST(test_dumps_for_a_reader)
 {
-    char dir[] = "/tmp/repro-dumps-XXXXXX";
+    char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "dumps");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char args[700], out[1 << 15], err[1 << 14], d[600];
     snprintf(args, sizeof args,

@@ -30,7 +30,8 @@ static char out[1 << 20], err[1 << 16];
 
 static void tmpdir(char *buf, size_t len)
 {
-    char d[] = "/tmp/repro-resume-XXXXXX";
+    char d[TU_TMP_LEN];
+    tu_tmp_template(d, sizeof d, "resume");
     ck_assert_ptr_nonnull(mkdtemp(d));
     snprintf(buf, len, "%s", d);
 }
@@ -62,7 +63,7 @@ static void expect_same_tail(const char *full, const char *resumed, long k, long
 /* One full run checkpointing every step, then resumes from each of `ks`. */
 static void resume_matches(const char *exp, const char *extra, const long *ks, int nk)
 {
-    char dir[64], cmd[1024], full[128], res[128];
+    char dir[TU_TMP_LEN + 32], cmd[1024], full[TU_TMP_LEN + 64], res[TU_TMP_LEN + 64];
     tmpdir(dir, sizeof dir);
     snprintf(full, sizeof full, "%s/full/trace.jsonl", dir);
     snprintf(cmd, sizeof cmd, "run %s " SMALL " %s -o %s --checkpoint-every 1", exp, extra, full);
@@ -129,7 +130,7 @@ END_TEST
 /* A short checkpointed mlp run; returns the checkpoint of step 3. */
 static void make_checkpoint(char *ckpt, size_t len)
 {
-    char dir[64], cmd[512];
+    char dir[TU_TMP_LEN + 32], cmd[512];
     tmpdir(dir, sizeof dir);
     snprintf(cmd, sizeof cmd,
              "run experiments/mlp.ini --steps 4 -q --set data.train_size=256 -o %s/t.jsonl "
@@ -168,7 +169,7 @@ static int exists(const char *dir, const char *name)
 
 START_TEST(test_abandoned_checkpoint_temporaries_are_removed)
 {
-    char dir[64], cmd[512], dead[64], live[64];
+    char dir[TU_TMP_LEN + 32], cmd[512], dead[TU_TMP_LEN + 32], live[TU_TMP_LEN + 32];
     tmpdir(dir, sizeof dir);
     pid_t pid = fork(); /* a pid that is certainly gone: a child, reaped */
     ck_assert_int_ge(pid, 0);
@@ -200,7 +201,7 @@ START_TEST(test_abandoned_checkpoint_temporaries_are_removed)
     ck_assert(exists(dir, "ckpt-15.bin"));
     ck_assert(exists(dir, "ckpt-2.bin"));
     /* The run's own temporary was renamed into place: nothing of it left. */
-    char own[64];
+    char own[TU_TMP_LEN + 32];
     snprintf(cmd, sizeof cmd, "ls %s | grep -c 'ckpt-2.bin.*tmp' || true", dir);
     FILE *ls = popen(cmd, "r");
     ck_assert_ptr_nonnull(ls);
@@ -212,7 +213,7 @@ END_TEST
 
 START_TEST(test_corrupted_checkpoint)
 {
-    char ckpt[128], cmd[512];
+    char ckpt[TU_TMP_LEN + 64], cmd[512];
     make_checkpoint(ckpt, sizeof ckpt);
     FILE *f = fopen(ckpt, "r+b");
     ck_assert_ptr_nonnull(f);
@@ -239,7 +240,7 @@ END_TEST
 
 START_TEST(test_mismatched_checkpoint)
 {
-    char ckpt[128], cmd[512];
+    char ckpt[TU_TMP_LEN + 64], cmd[512];
     make_checkpoint(ckpt, sizeof ckpt);
     /* Another config: the message names the key and both values. */
     snprintf(cmd, sizeof cmd,
@@ -263,7 +264,7 @@ START_TEST(test_mismatched_checkpoint)
     ck_assert_int_eq(tu_run_repro(cmd, out, sizeof out, err, sizeof err), 2);
     ck_assert_ptr_nonnull(strstr(err, "only 3 steps"));
     /* Worker-keyed augmentation mid-epoch needs the same worker count. */
-    char dir[64];
+    char dir[TU_TMP_LEN + 32];
     tmpdir(dir, sizeof dir);
     snprintf(cmd, sizeof cmd, "run experiments/mlp.ini " SMALL " --workers 3 -o %s/t.jsonl "
              "--checkpoint-every 5", dir);
@@ -278,7 +279,7 @@ END_TEST
 START_TEST(test_resumed_trace_needs_its_header)
 {
     /* Without "resumed_from" a trace starting at step 6 is a broken trace. */
-    char dir[64], cmd[1024];
+    char dir[TU_TMP_LEN + 32], cmd[1024];
     tmpdir(dir, sizeof dir);
     snprintf(cmd, sizeof cmd, "run experiments/mlp.ini " SMALL " -o %s/f.jsonl --checkpoint-every 5",
              dir);
@@ -299,7 +300,7 @@ END_TEST
  * the eval keys appear on every N-th step line only. */
 START_TEST(test_eval_every_keeps_the_chain)
 {
-    char dir[64], cmd[1024], path[128];
+    char dir[TU_TMP_LEN + 32], cmd[1024], path[TU_TMP_LEN + 64];
     tmpdir(dir, sizeof dir);
     snprintf(cmd, sizeof cmd, "run experiments/mlp.ini " SMALL " -o %s/a.jsonl", dir);
     ck_assert_int_eq(tu_run_repro(cmd, out, sizeof out, err, sizeof err), 0);

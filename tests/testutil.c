@@ -9,9 +9,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+void tu_tmp_template(char *buf, size_t len, const char *tag)
+{
+    const char *root = getenv("REPRO_TEST_TMP");
+    int n = snprintf(buf, len, "%s/%s-XXXXXX", root && root[0] ? root : "/tmp", tag);
+    ck_assert_msg(n > 0 && (size_t)n < len, "temporary path for '%s' too long under '%s'", tag,
+                  root);
+}
+
 void tu_write_temp(char *path_out, size_t len, const char *name, const char *text)
 {
-    char dir[] = "/tmp/repro-test-XXXXXX";
+    char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "test");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path_out, len, "%s/%s", dir, name);
     FILE *f = fopen(path_out, "w");
@@ -34,7 +43,8 @@ int tu_run_repro(const char *args, char *out, size_t outlen, char *err, size_t e
     const char *bin = getenv("REPRO_BIN");
     if (!bin)
         bin = "./build/repro";
-    char dir[] = "/tmp/repro-run-XXXXXX";
+    char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "run");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char cmd[4096], op[512], ep[512];
     snprintf(op, sizeof op, "%s/out", dir);

@@ -7,6 +7,14 @@
 
 #include "kernels/isa.h"
 
+/* Every file a test writes goes under one directory per `check_all` run
+ * ($REPRO_TEST_TMP, made by tests/check_main.c and removed when the run
+ * passes), so a run leaves nothing behind in /tmp. tu_tmp_template fills
+ * buf with "<that directory>/<tag>-XXXXXX", a template for mkdtemp or
+ * mkstemp; TU_TMP_LEN holds any of them. */
+#define TU_TMP_LEN 96
+void tu_tmp_template(char *buf, size_t len, const char *tag);
+
 /* Writes `text` to a new file in a fresh temporary directory; returns its
  * path (static storage per call site is the caller's job: copy it). */
 void tu_write_temp(char *path_out, size_t len, const char *name, const char *text);
