@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/philox.h"
+#include "testutil.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -629,7 +630,11 @@ START_TEST(test_conv_bitwise_vs_plain_loops)
         {1, 2, 7, 5, 2, 5, 2}, {3, 2, 3, 3, 2, 1, 0}, {1, 1, 2, 3, 1, 2, 1},
         /* rows of 30 and 35 outputs: the bias sums in registers (up to 32)
          * with a two-float tail, and the stored column sums past them */
-        {2, 1, 3, 32, 3, 3, 0}, {1, 2, 3, 37, 2, 3, 0}};
+        {2, 1, 3, 32, 3, 3, 0}, {1, 2, 3, 37, 2, 3, 0},
+        /* the models' two convolutions (tiles over the flattened plane:
+         * rows of 26 and 11 outputs), and rows of 48, a whole number of
+         * vectors on every path (tiles by rows) */
+        {2, 1, 28, 28, 8, 3, 0}, {2, 8, 13, 13, 16, 3, 0}, {1, 2, 6, 50, 3, 3, 0}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const repro_conv_shape *s = &shapes[i];
         float *x = frand_new(conv_xn(s), 70 + i), *w = frand_new(conv_wn(s), 80 + i);
@@ -1025,6 +1030,53 @@ END_TEST
  * pool gradients of -0 and NaN, floor-mode edges (rows and columns outside
  * every window), the models' two shapes, any thread count. And the test can
  * fail: the pool's gradient alone (the ReLU skipped) differs. */
+/* The backward pass bit for bit against its definition: dx zeroed, then
+ * each window's gradient (with the ReLU's, y > 0 ? dy : 0, when fused)
+ * stored at its argmax, under every vector path. Rows of 13, 5 and 17
+ * windows (the forward's eight-, four- and one-at-a-time scans); odd sizes
+ * leave a row and a column no window covers; dy holds -0 and NaN. */
+START_TEST(test_maxpool_backward_vs_scatter)
+{
+    const int shapes[][4] = {{2, 3, 26, 26}, {2, 3, 11, 11}, {1, 2, 7, 35}, {1, 1, 5, 4}};
+    repro_isa paths[REPRO_ISA_COUNT];
+    int npaths = tu_isa_paths(paths);
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        int B = shapes[c][0], C = shapes[c][1], H = shapes[c][2], W = shapes[c][3];
+        long n = (long)B * C * H * W, planes = (long)B * C, m = planes * (H / 2) * (W / 2);
+        long pm = (H / 2) * (W / 2);
+        float *x = frand_new(n, 440 + c), *dy = frand_new(m, 450 + c), *y = falloc(m);
+        for (long i = 0; i < m; i++)
+            dy[i] = i % 7 == 3 ? -0.0f : i % 11 == 5 ? NAN : dy[i];
+        int32_t *am = calloc((size_t)m, sizeof(int32_t));
+        repro_maxpool2d_relu_forward(NULL, B, C, H, W, 2, x, y, am);
+        float *want = falloc(n), *want_relu = falloc(n);
+        memset(want, 0, (size_t)n * 4);
+        memset(want_relu, 0, (size_t)n * 4);
+        for (long p = 0; p < planes; p++)
+            for (long i = 0; i < pm; i++) {
+                want[p * H * W + am[p * pm + i]] = dy[p * pm + i];
+                want_relu[p * H * W + am[p * pm + i]] = y[p * pm + i] > 0.0f ? dy[p * pm + i] : 0.0f;
+            }
+        for (int t = 0; t < npaths; t++) {
+            ck_assert_int_eq(repro_isa_select(paths[t]), 0);
+            float *got = frand_new(n, 460 + c); /* overwritten */
+            repro_maxpool2d_backward(NULL, B, C, H, W, 2, am, dy, got);
+            assert_same_bits(got, want, (size_t)n * 4, "maxpool backward");
+            repro_maxpool2d_relu_backward(NULL, B, C, H, W, 2, am, dy, y, got);
+            assert_same_bits(got, want_relu, (size_t)n * 4, "maxpool+relu backward");
+            free(got);
+        }
+        repro_isa_select(repro_isa_best());
+        free(x);
+        free(dy);
+        free(y);
+        free(am);
+        free(want);
+        free(want_relu);
+    }
+}
+END_TEST
+
 START_TEST(test_maxpool_relu_fused)
 {
     const int shapes[][5] = {{64, 8, 26, 26, 2}, {64, 16, 11, 11, 2}, {3, 2, 7, 8, 3}};
@@ -1441,6 +1493,7 @@ Suite *kernels_suite(void)
     tcase_add_test(tc, test_maxpool_ties_and_nan);
     tcase_add_test(tc, test_maxpool_threads);
     tcase_add_test(tc, test_maxpool_relu_fused);
+    tcase_add_test(tc, test_maxpool_backward_vs_scatter);
     tcase_add_test(tc, test_dropout_finite_diff);
     tcase_add_test(tc, test_dropout_mask_rule);
     tcase_add_test(tc, test_softmax_xent);
