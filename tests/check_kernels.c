@@ -1030,6 +1030,59 @@ END_TEST
  * pool gradients of -0 and NaN, floor-mode edges (rows and columns outside
  * every window), the models' two shapes, any thread count. And the test can
  * fail: the pool's gradient alone (the ReLU skipped) differs. */
+/* The forward pass bit for bit against the scan it is defined by (the
+ * first maximum in row-major window order wins, a NaN over any number),
+ * under every vector path, for rows of 1 to 17 windows (the vector scans'
+ * whole groups, their masked or scalar tails); values drawn from a few
+ * levels so windows tie, with NaN and -0; fused with the ReLU too. */
+START_TEST(test_maxpool_forward_vs_scan)
+{
+    repro_isa paths[REPRO_ISA_COUNT];
+    int npaths = tu_isa_paths(paths);
+    for (int W = 2; W <= 35; W += 3) {
+        int B = 2, C = 3, H = 5, OH = H / 2, OW = W / 2;
+        long n = (long)B * C * H * W, planes = (long)B * C, pm = (long)OH * OW, m = planes * pm;
+        float *x = frand_new(n, 470 + W);
+        for (long i = 0; i < n; i++)
+            x[i] = i % 13 == 2 ? NAN : i % 11 == 1 ? -0.0f : (float)(int)(x[i] * 4.0f);
+        float *want = falloc(m), *want_relu = falloc(m);
+        int32_t *want_at = calloc((size_t)m, sizeof(int32_t));
+        for (long p = 0; p < planes; p++)
+            for (long o = 0; o < pm; o++) {
+                int32_t first = (int32_t)(2 * (o / OW) * W + 2 * (o % OW)), at = first;
+                const float *xp = x + p * H * W;
+                for (int r = 0; r < 2; r++)
+                    for (int c = 0; c < 2; c++) {
+                        int32_t off = first + r * W + c;
+                        if (xp[off] > xp[at] || (isnan(xp[off]) && !isnan(xp[at])))
+                            at = off;
+                    }
+                want[p * pm + o] = xp[at];
+                want_at[p * pm + o] = at;
+            }
+        repro_relu_forward(NULL, want, want_relu, m);
+        for (int t = 0; t < npaths; t++) {
+            ck_assert_int_eq(repro_isa_select(paths[t]), 0);
+            float *y = frand_new(m, 480 + W);
+            int32_t *at = calloc((size_t)m, sizeof(int32_t));
+            repro_maxpool2d_forward(NULL, B, C, H, W, 2, x, y, at);
+            assert_same_bits(y, want, (size_t)m * 4, "maxpool forward");
+            assert_same_bits(at, want_at, (size_t)m * 4, "maxpool argmax");
+            repro_maxpool2d_relu_forward(NULL, B, C, H, W, 2, x, y, at);
+            assert_same_bits(y, want_relu, (size_t)m * 4, "relu+maxpool forward");
+            assert_same_bits(at, want_at, (size_t)m * 4, "relu+maxpool argmax");
+            free(y);
+            free(at);
+        }
+        repro_isa_select(repro_isa_best());
+        free(x);
+        free(want);
+        free(want_relu);
+        free(want_at);
+    }
+}
+END_TEST
+
 /* The backward pass bit for bit against its definition: dx zeroed, then
  * each window's gradient (with the ReLU's, y > 0 ? dy : 0, when fused)
  * stored at its argmax, under every vector path. Rows of 13, 5 and 17
@@ -1494,6 +1547,7 @@ Suite *kernels_suite(void)
     tcase_add_test(tc, test_maxpool_threads);
     tcase_add_test(tc, test_maxpool_relu_fused);
     tcase_add_test(tc, test_maxpool_backward_vs_scatter);
+    tcase_add_test(tc, test_maxpool_forward_vs_scan);
     tcase_add_test(tc, test_dropout_finite_diff);
     tcase_add_test(tc, test_dropout_mask_rule);
     tcase_add_test(tc, test_softmax_xent);

@@ -115,19 +115,29 @@ AVX2 static inline void take8(__m256 v, __m256i off, __m256 *best, __m256i *at, 
         _mm256_blendv_ps(_mm256_castsi256_ps(*at), _mm256_castsi256_ps(off), win));
 }
 
-/* Windows ox .. ox+7 of output row oy (AVX2). The in-lane shuffles leave
- * the windows in the order 0 1 4 5 2 3 6 7; each lane's window is scanned
- * as it lies (its offsets follow that order) and the results are put in
- * order once, at the end. Returns 8, or 0 when fewer are left. */
-AVX2 static int row8_k2(const pool_ctx *p, const float *xp, float *yrow, int32_t *arow, int oy,
-                        int ox)
+/* Windows ox .. ox + nw - 1 (nw <= 8) of output row oy (AVX2). The in-lane
+ * shuffles leave the windows in the order 0 1 4 5 2 3 6 7; each lane's
+ * window is scanned as it lies (its offsets follow that order) and the
+ * results are put in order once, at the end. Fewer than eight windows (a
+ * row's tail; the CNN's second pool has rows of 5) are read and written
+ * through masks: the lanes past nw load +0, take part in nothing that is
+ * stored, and touch no memory. */
+AVX2 static void row8_k2(const pool_ctx *p, const float *xp, float *yrow, int32_t *arow, int oy,
+                         int ox, int nw)
 {
-    if (ox + 8 > p->OW)
-        return 0;
     int32_t first = 2 * oy * p->W + 2 * ox;
     const float *r0 = xp + first, *r1 = r0 + p->W;
-    __m256 a = _mm256_loadu_ps(r0), b = _mm256_loadu_ps(r0 + 8);
-    __m256 c = _mm256_loadu_ps(r1), d = _mm256_loadu_ps(r1 + 8);
+    __m256 a, b, c, d;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    if (nw == 8) {
+        a = _mm256_loadu_ps(r0), b = _mm256_loadu_ps(r0 + 8);
+        c = _mm256_loadu_ps(r1), d = _mm256_loadu_ps(r1 + 8);
+    } else { /* input float j of a row's 16 belongs to window j / 2 */
+        __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(2 * nw), lane);
+        __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(2 * nw - 8), lane);
+        a = _mm256_maskload_ps(r0, m0), b = _mm256_maskload_ps(r0 + 8, m1);
+        c = _mm256_maskload_ps(r1, m0), d = _mm256_maskload_ps(r1 + 8, m1);
+    }
     __m256 e0 = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* (0,0) of each window */
     __m256 o0 = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)); /* (0,1) */
     __m256 e1 = _mm256_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0)); /* (1,0) */
@@ -147,25 +157,30 @@ AVX2 static int row8_k2(const pool_ctx *p, const float *xp, float *yrow, int32_t
     /* 64-bit pairs (w0 w1)(w4 w5)(w2 w3)(w6 w7) -> w0 .. w7 */
     best = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(best), _MM_SHUFFLE(3, 1, 2, 0)));
     at = _mm256_permute4x64_epi64(at, _MM_SHUFFLE(3, 1, 2, 0));
-    _mm256_storeu_ps(yrow + ox, best);
-    _mm256_storeu_si256((__m256i *)(void *)(arow + ox), at);
-    return 8;
+    if (nw == 8) {
+        _mm256_storeu_ps(yrow + ox, best);
+        _mm256_storeu_si256((__m256i *)(void *)(arow + ox), at);
+        return;
+    }
+    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(nw), lane);
+    _mm256_maskstore_ps(yrow + ox, m, best);
+    _mm256_maskstore_epi32(arow + ox, m, at);
 }
 
-/* Output row oy of a 2x2 plane, eight windows at a time while eight are
- * left (the rest go to the four-at-a-time and one-at-a-time scans). */
+/* Output row oy of a 2x2 plane, eight windows at a time, the tail masked.
+ * Returns the windows done (all of them). */
 AVX2 static int rows8_k2(const pool_ctx *p, const float *xp, float *yrow, int32_t *arow, int oy)
 {
-    int ox = 0;
-    while (row8_k2(p, xp, yrow, arow, oy, ox))
-        ox += 8;
-    return ox;
+    for (int ox = 0; ox < p->OW; ox += 8)
+        row8_k2(p, xp, yrow, arow, oy, ox, p->OW - ox < 8 ? p->OW - ox : 8);
+    return p->OW;
 }
 #define HAVE_AVX2_POOL 1
 #endif
 
 /* k = 2 (the CNN's pool): the same scan written out for the 2 x 2 window,
- * eight windows at a time on the AVX2 path, then four where SSE2 is there. */
+ * eight windows at a time on the AVX2 path, else four at a time where SSE2
+ * is there and one at a time for the rest. */
 static void fwd_plane_k2(const pool_ctx *p, const float *xp, float *yp, int32_t *ap)
 {
     for (int oy = 0; oy < p->OH; oy++) {
