@@ -777,7 +777,11 @@ START_TEST(test_conv_filter_sharded_equals_shard_buffers)
     } cases[] = {{{16, 1, 28, 28, 8, 3, 0}, 4}, {{16, 8, 13, 13, 16, 3, 0}, 4},
                  {{3, 2, 6, 7, 5, 3, 1}, 3},    {{2, 1, 4, 9, 2, 3, 2}, 2},
                  {{2, 1, 3, 32, 3, 3, 0}, 2},   {{1, 2, 3, 37, 2, 3, 0}, 3},
-                 {{4, 3, 5, 5, 3, 3, 1}, 1}};
+                 {{4, 3, 5, 5, 3, 3, 1}, 1},
+                 /* 16 and 8 filters, padded, 9 and 8 columns: the lanes
+                  * across filters (one or two vectors), their column
+                  * groups' tails */
+                 {{2, 3, 6, 9, 16, 3, 1}, 4},   {{2, 4, 5, 8, 8, 3, 1}, 2}};
     repro_pool *pools[NPOOLS];
     pools_new(pools);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

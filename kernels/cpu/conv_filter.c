@@ -13,6 +13,9 @@
 #include "ops.h"
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "scratch.h"
 #include "simd.h"
@@ -202,6 +205,7 @@ typedef struct {
     long nry;    /* filter rows a chunk takes: all R, or 1 where that leaves few chunks */
     float *parts; /* sharded: shard q's dw at q * part_len, then its db (K floats) */
     long part_len;
+    float *dyT;   /* lanes across filters (klanes_chunk): dy transposed, or NULL */
 } bwdf_ctx;
 
 enum { TAIL_ROWS = 8 };
@@ -378,12 +382,77 @@ static void sum_shards(const bwdf_ctx *f)
     }
 }
 
+/* ---- sharded, lanes across the filters ----------------------------------
+ * Where K is one or two vectors (the CNN's second convolution: 16 filters,
+ * 11 output columns), a lane is a filter instead of an output column: the
+ * column sums col[k][c][ry][rx][ox] of chunk (q, c) run K filters a vector
+ * over every column (simd.h: colsum_k) from a transposed dy (dyT[row][ox]
+ * [k], made with the input copies), so no lane idles where the columns are
+ * not a whole number of vectors. Each sum is the same: +0, the shard's rows
+ * ascending, then the columns folded in ascending ox. */
+enum { KLANES_COLS = 64, FEW_CHUNKS = 8 /* see bwd_filter_fast */ };
+
+/* Chunk q * C + c: shard q, channel c, every filter and row (and the
+ * biases, in the c = 0 chunks) into f->parts, as bwd_filter_shard_chunk. */
+static void klanes_chunk(void *vctx, long chunk)
+{
+    const bwdf_ctx *f = vctx;
+    const conv_ctx *cx = f->cx;
+    const repro_conv_shape *s = cx->s;
+    long C = s->C, K = s->K, B = s->B, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
+    long q = chunk / C, c = chunk % C, dy_q = B * K * OH * OW;
+    float *part = f->parts + q * f->part_len, out[3 * KLANES_COLS * 32];
+    const float *dyT = f->dyT + q * dy_q;
+    for (long ry = 0; ry < 3; ry++) {
+        const float *xb = f->xpad + (c * f->nq + q) * B * f->Hp * f->Wp + ry * f->Wp;
+        f->simd->colsum_k((int)(K / f->simd->lanes), B * OH, OW, dyT, OW * K, xb, f->x_off, out);
+        for (long rx = 0; rx < 3; rx++)
+            for (long k = 0; k < K; k++) {
+                float a = 0.0f;
+                for (long ox = 0; ox < OW; ox++)
+                    a = a + out[(rx * OW + ox) * K + k];
+                part[((k * C + c) * 3 + ry) * 3 + rx] = a;
+            }
+    }
+    for (long k = 0; k < K && cx->db && c == 0; k++)
+        part[K * C * 9 + k] = bias_sum(cx, cx->dy + q * dy_q, k, 0.0f);
+}
+
+/* Sample b's dy (K planes of n positions) into dyT[pos][k]. */
+static void transpose_dy(const float *dy, float *dyT, long K, long n)
+{
+    long pos = 0;
+#if defined(__SSE2__)
+    for (; pos + 4 <= n; pos += 4) /* 4 x 4 blocks: (k .. k+3) x (pos .. pos+3) */
+        for (long k = 0; k < K; k += 4) {
+            __m128 r0 = _mm_loadu_ps(dy + k * n + pos), r1 = _mm_loadu_ps(dy + (k + 1) * n + pos);
+            __m128 r2 = _mm_loadu_ps(dy + (k + 2) * n + pos), r3 = _mm_loadu_ps(dy + (k + 3) * n + pos);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(dyT + pos * K + k, r0);
+            _mm_storeu_ps(dyT + (pos + 1) * K + k, r1);
+            _mm_storeu_ps(dyT + (pos + 2) * K + k, r2);
+            _mm_storeu_ps(dyT + (pos + 3) * K + k, r3);
+        }
+#endif
+    for (; pos < n; pos++)
+        for (long k = 0; k < K; k++)
+            dyT[pos * K + k] = dy[k * n + pos];
+}
+
+/* Whether chunks (shard, channel) with lanes across the filters apply. */
+static int klanes_fits(const repro_simd *simd, const repro_conv_shape *s, int nq, int threads)
+{
+    long K = s->K, lanes = simd->lanes;
+    return simd->colsum_k && s->R == 3 && K % 4 == 0 && (K == lanes || K == 2 * lanes) &&
+           repro_conv_ow(s) <= KLANES_COLS && nq * s->C >= FEW_CHUNKS * threads;
+}
+
 /* The copies, shared by the threads (done by the caller alone they left
  * the other threads idle; perf put them at 4% of a 2-thread CNN step): unit
  * c*B + b pads plane (c, b) of the input image. A chunk is COPY_UNITS
  * units: one unit is a fraction of a microsecond, less than a claim costs
  * when two threads contend for it. FEW_CHUNKS: see bwd_filter_fast. */
-enum { COPY_UNITS = 8, FEW_CHUNKS = 8 };
+enum { COPY_UNITS = 8 };
 
 static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
 {
@@ -404,10 +473,16 @@ static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
 static void bwd_filter_copy_chunk(void *vctx, long chunk)
 {
     const bwdf_ctx *f = vctx;
-    long C = f->cx->s->C, Bq = f->cx->s->B, units = C * Bq * f->nq;
+    const repro_conv_shape *s = f->cx->s;
+    long C = s->C, Bq = s->B, per_q = (C + (f->dyT ? 1 : 0)) * Bq, units = per_q * f->nq;
+    long n = repro_conv_oh(s) * repro_conv_ow(s);
     for (long u = chunk * COPY_UNITS; u < units && u < (chunk + 1) * COPY_UNITS; u++) {
-        long q = u / (C * Bq), c = u / Bq % C, b = u % Bq;
-        bwd_filter_copy_unit(f, c * Bq * f->nq + q * Bq + b);
+        long q = u / per_q, c = u % per_q / Bq, b = u % Bq;
+        if (c < C) /* then, with lanes across filters, sample (q, b)'s dy transposed */
+            bwd_filter_copy_unit(f, c * Bq * f->nq + q * Bq + b);
+        else
+            transpose_dy(f->cx->dy + (q * Bq + b) * s->K * n, f->dyT + (q * Bq + b) * s->K * n,
+                         s->K, n);
     }
 }
 
@@ -424,9 +499,11 @@ static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sha
         return -1;
     size_t nx = (size_t)(C * nq * B * Hp * Wp);
     size_t noff = (size_t)(2 * rows) * sizeof(long) / sizeof(float) + 16;
-    long part_len = K * C * R * R + K;
+    long part_len = K * C * R * R + K, threads = repro_pool_threads(pool);
+    int klanes = sharded && klanes_fits(repro_simd_get(), s, nq, (int)threads);
     size_t nparts = sharded ? (size_t)(nq * part_len) : 0;
-    float *buf = repro_scratch(REPRO_SCRATCH_CALL, noff + nx + 64 + nparts);
+    size_t ndyT = klanes ? (size_t)(nq * B * K * OH * OW) : 0;
+    float *buf = repro_scratch(REPRO_SCRATCH_CALL, noff + nx + 64 + nparts + ndyT);
     if (!buf)
         return -1;
     long *x_off = (long *)buf, *dy_off = x_off + rows;
@@ -440,14 +517,21 @@ static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sha
     /* A chunk per filter row where pairs x channels are fewer than
      * FEW_CHUNKS a thread: so few large chunks leave one thread idle
      * whenever the other starts late. */
-    long pairs = (K + 1) / 2, nry = pairs * C < FEW_CHUNKS * repro_pool_threads(pool) ? 1 : R;
+    long pairs = (K + 1) / 2, nry = pairs * C < FEW_CHUNKS * threads ? 1 : R;
     /* Sharded with at least FEW_CHUNKS a thread as (shard, pair) chunks:
      * by shard (bwd_filter_shard_chunk); else the shards inside each chunk */
-    int by_shard = sharded && nq * pairs >= FEW_CHUNKS * repro_pool_threads(pool);
+    int by_shard = sharded && nq * pairs >= FEW_CHUNKS * threads;
     bwdf_ctx f = {cx, repro_simd_get(), xpad, x_off, dy_off, Hp, Wp, nq, sharded,
-                  by_shard ? R : nry, xpad + nx + 64, part_len};
-    repro_pool_run(pool, (C * nq * B + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
+                  by_shard ? R : nry, xpad + nx + 64, part_len,
+                  klanes ? xpad + nx + 64 + nparts : NULL};
+    long copy_units = (C + (klanes ? 1 : 0)) * nq * B;
+    repro_pool_run(pool, (copy_units + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
                    &f); /* copies: no sums */
+    if (klanes) {
+        repro_pool_run(pool, nq * C, klanes_chunk, &f);
+        sum_shards(&f);
+        return 0;
+    }
     if (by_shard) {
         repro_pool_run(pool, nq * pairs, bwd_filter_shard_chunk, &f);
         sum_shards(&f);

@@ -50,6 +50,14 @@ typedef struct {
      * x must be readable over nv*lanes (+ R - 1) floats from each offset. */
     void (*colsum)(int R, int nv, int nk, long nrows, const float *dy, long dy_k,
                    const long *dy_off, const float *x, const long *x_off, float *acc);
+    /* The same column sums with the lanes across K = nv * lanes filters
+     * (nv 1 or 2), R = 3, dy transposed (dyT: row j's ow columns of K
+     * filters, rows dyT_row apart), every column ox < ow:
+     *   out[(rx*ow + ox)*K + k] = +0 + dyT[j*dyT_row + ox*K + k] * x[x_off[j] + ox + rx]
+     * for j = 0 .. nrows-1 in that order: no lane idle where ow is not a
+     * whole number of vectors (the CNN's 11 columns filled 11 of 16). */
+    void (*colsum_k)(int nv, long nrows, long ow, const float *dyT, long dyT_row,
+                     const float *x, const long *x_off, float *out);
 
     /* Elementwise loops over n floats (simd_pointwise_tmpl.h), any n: each
      * output element is the scalar kernel's expression of its own inputs,

@@ -269,6 +269,78 @@ TGT static void SFX(colsum)(int R, int nv, int nk, long nrows, const float *dy, 
                          acc + (long)kk * R * nv * LANES);
 }
 
+/* ---- column sums of conv backward filter, lanes across filters
+ * (simd.h: colsum_k) ----------------------------------------------------
+ * K = NV * LANES filters in the lanes, R = 3: for output columns ox0 ..
+ * ox0 + G - 1 the 3 x G x NV accumulators stay in registers over the rows;
+ * each row loads one vector of dy per (ox, v) and broadcasts each x value
+ * once for the three rx that use it. */
+#define COLSUM_K(NAME, G, NV)                                                            \
+    TGT static void SFX(NAME)(int g, long nrows, const float *dyT, long dyT_row,           \
+                              const float *x, const long *x_off, float *out, long ldo)   \
+    {                                                                                    \
+        VF acc[3][G][NV];                                                                \
+        _Pragma("GCC unroll 8") for (int o = 0; o < (G); o++)                            \
+            _Pragma("GCC unroll 2") for (int v = 0; v < (NV); v++)                       \
+        {                                                                                \
+            acc[0][o][v] = SFX(splat)(0.0f);                                             \
+            acc[1][o][v] = acc[0][o][v];                                                 \
+            acc[2][o][v] = acc[0][o][v];                                                 \
+        }                                                                                \
+        for (long j = 0; j < nrows; j++) {                                               \
+            const float *d = dyT + j * dyT_row, *xr = x + x_off[j];                      \
+            _Pragma("GCC unroll 8") for (int o = 0; o < (G); o++)                        \
+            {                                                                            \
+                if (o >= g)                                                              \
+                    break;                                                               \
+                _Pragma("GCC unroll 2") for (int v = 0; v < (NV); v++)                   \
+                {                                                                        \
+                    VF dv = SFX(ld)(d + (o * (NV) + v) * LANES);                         \
+                    acc[0][o][v] = acc[0][o][v] + dv * SFX(splat)(xr[o]);                \
+                    acc[1][o][v] = acc[1][o][v] + dv * SFX(splat)(xr[o + 1]);            \
+                    acc[2][o][v] = acc[2][o][v] + dv * SFX(splat)(xr[o + 2]);            \
+                }                                                                        \
+            }                                                                            \
+        }                                                                                \
+        _Pragma("GCC unroll 8") for (int o = 0; o < (G); o++)                            \
+        {                                                                                \
+            if (o >= g)                                                                  \
+                break;                                                                   \
+            _Pragma("GCC unroll 2") for (int v = 0; v < (NV); v++)                       \
+                _Pragma("GCC unroll 3") for (int rx = 0; rx < 3; rx++)                   \
+                    SFX(st)(out + rx * ldo + (o * (NV) + v) * LANES, acc[rx][o][v]);      \
+        }                                                                                \
+    }
+/* 32 registers (AVX-512) hold 18 accumulators; 16 registers 9 or 6 */
+#if LANES == 16
+#define KG1 6
+#define KG2 3
+#else
+#define KG1 3
+#define KG2 1
+#endif
+COLSUM_K(colsum_k1, KG1, 1)
+COLSUM_K(colsum_k2, KG2, 2)
+
+/* out[(rx * ow + ox) * K + k] = +0 + dyT[j*dyT_row + ox*K + k] * x[x_off[j] + ox + rx]
+ * over j = 0 .. nrows-1 ascending, for ox < ow, K = nv * LANES (nv 1 or
+ * 2): groups of output columns, each group's sums in registers. */
+TGT static void SFX(colsum_k)(int nv, long nrows, long ow, const float *dyT, long dyT_row,
+                              const float *x, const long *x_off, float *out)
+{
+    int G = nv == 1 ? KG1 : KG2;
+    long K = (long)nv * LANES;
+    for (long ox0 = 0; ox0 < ow; ox0 += G) {
+        int g = (int)(ow - ox0 < G ? ow - ox0 : G);
+        if (nv == 1)
+            SFX(colsum_k1)(g, nrows, dyT + ox0 * K, dyT_row, x + ox0, x_off, out + ox0 * K, ow * K);
+        else
+            SFX(colsum_k2)(g, nrows, dyT + ox0 * K, dyT_row, x + ox0, x_off, out + ox0 * K, ow * K);
+    }
+}
+#undef KG1
+#undef KG2
+
 #undef VF
 
 /* The elementwise loops (relu, optimizers, scaling) on the same vectors. */
@@ -283,3 +355,4 @@ TGT static void SFX(colsum)(int R, int nv, int nk, long nrows, const float *dy, 
 #undef SHARD_FIRST
 #undef SHARD_ADD
 #undef COLSUM_R3
+#undef COLSUM_K
