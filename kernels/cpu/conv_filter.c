@@ -206,6 +206,7 @@ typedef struct {
     float *parts; /* sharded: shard q's dw at q * part_len, then its db (K floats) */
     long part_len;
     float *dyT;   /* lanes across filters (klanes_chunk): dy transposed, or NULL */
+    int x_in_place; /* klanes_chunk, unpadded: x read where it is (x_off into cx->x) */
 } bwdf_ctx;
 
 enum { TAIL_ROWS = 8 };
@@ -392,19 +393,34 @@ static void sum_shards(const bwdf_ctx *f)
  * ascending, then the columns folded in ascending ox. */
 enum { KLANES_COLS = 64, FEW_CHUNKS = 8 /* see bwd_filter_fast */ };
 
-/* Chunk q * C + c: shard q, channel c, every filter and row (and the
- * biases, in the c = 0 chunks) into f->parts, as bwd_filter_shard_chunk. */
+/* Chunks per shard: one per channel, then one for the biases (when db). */
+static long klanes_per_shard(const conv_ctx *cx)
+{
+    return cx->s->C + (cx->db ? 1 : 0);
+}
+
+/* Chunk q * klanes_per_shard + c: shard q, channel c, every filter and
+ * row, or (c = C) the biases, into f->parts, as bwd_filter_shard_chunk.
+ * The biases have a chunk of their own: in the c = 0 chunks they made
+ * those twice the others, and the last ones claimed left a thread idle. */
 static void klanes_chunk(void *vctx, long chunk)
 {
     const bwdf_ctx *f = vctx;
     const conv_ctx *cx = f->cx;
     const repro_conv_shape *s = cx->s;
     long C = s->C, K = s->K, B = s->B, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
-    long q = chunk / C, c = chunk % C, dy_q = B * K * OH * OW;
+    long q = chunk / klanes_per_shard(cx), c = chunk % klanes_per_shard(cx), dy_q = B * K * OH * OW;
     float *part = f->parts + q * f->part_len, out[3 * KLANES_COLS * 32];
+    if (c == C) {
+        for (long k = 0; k < K; k++)
+            part[K * C * 9 + k] = bias_sum(cx, cx->dy + q * dy_q, k, 0.0f);
+        return;
+    }
     const float *dyT = f->dyT + q * dy_q;
     for (long ry = 0; ry < 3; ry++) {
-        const float *xb = f->xpad + (c * f->nq + q) * B * f->Hp * f->Wp + ry * f->Wp;
+        const float *xb = f->x_in_place
+                              ? cx->x + ((q * B * C + c) * s->H + ry) * s->W
+                              : f->xpad + (c * f->nq + q) * B * f->Hp * f->Wp + ry * f->Wp;
         f->simd->colsum_k((int)(K / f->simd->lanes), B * OH, OW, dyT, OW * K, xb, f->x_off, out);
         for (long rx = 0; rx < 3; rx++)
             for (long k = 0; k < K; k++) {
@@ -414,8 +430,6 @@ static void klanes_chunk(void *vctx, long chunk)
                 part[((k * C + c) * 3 + ry) * 3 + rx] = a;
             }
     }
-    for (long k = 0; k < K && cx->db && c == 0; k++)
-        part[K * C * 9 + k] = bias_sum(cx, cx->dy + q * dy_q, k, 0.0f);
 }
 
 /* Sample b's dy (K planes of n positions) into dyT[pos][k]. */
@@ -474,11 +488,11 @@ static void bwd_filter_copy_chunk(void *vctx, long chunk)
 {
     const bwdf_ctx *f = vctx;
     const repro_conv_shape *s = f->cx->s;
-    long C = s->C, Bq = s->B, per_q = (C + (f->dyT ? 1 : 0)) * Bq, units = per_q * f->nq;
-    long n = repro_conv_oh(s) * repro_conv_ow(s);
+    long xc = f->x_in_place ? 0 : s->C, Bq = s->B, per_q = (xc + (f->dyT ? 1 : 0)) * Bq;
+    long units = per_q * f->nq, n = repro_conv_oh(s) * repro_conv_ow(s);
     for (long u = chunk * COPY_UNITS; u < units && u < (chunk + 1) * COPY_UNITS; u++) {
         long q = u / per_q, c = u % per_q / Bq, b = u % Bq;
-        if (c < C) /* then, with lanes across filters, sample (q, b)'s dy transposed */
+        if (c < xc) /* then, with lanes across filters, sample (q, b)'s dy transposed */
             bwd_filter_copy_unit(f, c * Bq * f->nq + q * Bq + b);
         else
             transpose_dy(f->cx->dy + (q * Bq + b) * s->K * n, f->dyT + (q * Bq + b) * s->K * n,
@@ -508,9 +522,12 @@ static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sha
         return -1;
     long *x_off = (long *)buf, *dy_off = x_off + rows;
     float *xpad = buf + noff;
+    /* Unpadded, the lanes across filters read x in place: their loads stay
+     * inside each row (ox + rx < W), so no copy needs slack after it. */
+    int x_in_place = klanes && pad == 0;
     for (long j = 0; j < rows; j++) {
         long b = j / OH, oy = j % OH;
-        x_off[j] = (b * Hp + oy) * Wp;
+        x_off[j] = x_in_place ? (b * C * H + oy) * W : (b * Hp + oy) * Wp;
         dy_off[j] = b * K * OH * OW + oy * OW;
     }
     memset(xpad + nx, 0, 64 * sizeof *xpad); /* the slack the last strip may read */
@@ -523,12 +540,12 @@ static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sha
     int by_shard = sharded && nq * pairs >= FEW_CHUNKS * threads;
     bwdf_ctx f = {cx, repro_simd_get(), xpad, x_off, dy_off, Hp, Wp, nq, sharded,
                   by_shard ? R : nry, xpad + nx + 64, part_len,
-                  klanes ? xpad + nx + 64 + nparts : NULL};
-    long copy_units = (C + (klanes ? 1 : 0)) * nq * B;
+                  klanes ? xpad + nx + 64 + nparts : NULL, x_in_place};
+    long copy_units = ((x_in_place ? 0 : C) + (klanes ? 1 : 0)) * nq * B;
     repro_pool_run(pool, (copy_units + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
                    &f); /* copies: no sums */
     if (klanes) {
-        repro_pool_run(pool, nq * C, klanes_chunk, &f);
+        repro_pool_run(pool, nq * klanes_per_shard(cx), klanes_chunk, &f);
         sum_shards(&f);
         return 0;
     }
