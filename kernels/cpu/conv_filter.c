@@ -1,24 +1,16 @@
 /* The filter and bias gradients of a 2-D convolution (stride 1, zero
  * padding), in the exact per-element order ops.h states; forward and
- * backward data are conv2d.c's. Determinism argument: every output element
- * is written by exactly one chunk (the rows of two filters for one channel
- * c, plus their db in the c = 0 chunk; a (k, c, ry) row in the plain loops;
- * the shard rule's variant runs the shards one after another inside each
- * chunk), chunk boundaries depend only on the shape and the thread count's
- * few-chunks rule (never on which thread runs what), and vector lanes run
- * across output columns, never across the terms of one sum. Padding: the
- * padded positions are real terms whose input value is +0 (dy*0 is added,
- * exactly as "zero padding" reads). Sums without an "accumulate" start value
- * start from +0. */
-#include "ops.h"
+ * backward data are conv2d.c's. This file: the public entry points, which
+ * take the vectorized sums (conv_filter_fast.c) where they apply, the plain
+ * loops they fall back to, and the bias sums both use. Determinism
+ * argument for the plain loops: a (k, c, ry) row of dw is written by one
+ * chunk, its db by the (k, 0, 0) chunk, chunk boundaries depend only on the
+ * shape, and each sum adds its terms one by one in the stated order.
+ * Padding: the padded positions are real terms whose input value is +0
+ * (dy*0 is added, exactly as "zero padding" reads). Sums without an
+ * "accumulate" start value start from +0. */
+#include "conv_filter.h"
 
-#include <string.h>
-#if defined(__SSE2__)
-#include <xmmintrin.h>
-#endif
-
-#include "scratch.h"
-#include "simd.h"
 #include "vec4.h"
 
 /* y[i] = y[i] + a[i] * x[i]. */
@@ -41,12 +33,7 @@ static void vmulzero(float *y, const float *a, long n)
 static inline long lmax(long a, long b) { return a > b ? a : b; }
 static inline long lmin(long a, long b) { return a < b ? a : b; }
 
-typedef struct {
-    const repro_conv_shape *s;
-    const float *x, *dy;
-    float *dw, *db;
-    int accumulate;
-} conv_ctx;
+typedef repro_conv_filter_ctx conv_ctx;
 
 /* ---- backward filter: chunk = (k, c, ry), owning dw[k][c][ry][0..R) ------- */
 /* Column accumulators: col[rx][ox] is the sum over (b, oy) ascending for one
@@ -94,8 +81,7 @@ static void bias_cols_in_registers(const conv_ctx *cx, const float *dy, long k, 
         col[i] = t[i - 4 * nv];
 }
 
-/* db[k]'s sum over the samples of cx->s (dy: their gradient) from `acc`. */
-static float bias_sum(const conv_ctx *cx, const float *dy, long k, float acc)
+float repro_conv_bias_sum(const conv_ctx *cx, const float *dy, long k, float acc)
 {
     const repro_conv_shape *s = cx->s;
     long K = s->K, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
@@ -125,9 +111,9 @@ static float bias_sum(const conv_ctx *cx, const float *dy, long k, float acc)
     return acc;
 }
 
-static void bwd_bias_k(const conv_ctx *cx, long k)
+void repro_conv_bias_k(const conv_ctx *cx, long k)
 {
-    cx->db[k] = bias_sum(cx, cx->dy, k, cx->accumulate ? cx->db[k] : 0.0f);
+    cx->db[k] = repro_conv_bias_sum(cx, cx->dy, k, cx->accumulate ? cx->db[k] : 0.0f);
 }
 
 static void bwd_filter_chunk(void *vctx, long chunk)
@@ -139,7 +125,7 @@ static void bwd_filter_chunk(void *vctx, long chunk)
     long ry = chunk % R, c = (chunk / R) % C, k = chunk / (R * C);
     float *dwrow = cx->dw + ((k * C + c) * R + ry) * R;
     if (cx->db && c == 0 && ry == 0)
-        bwd_bias_k(cx, k);
+        repro_conv_bias_k(cx, k);
     for (long rx = 0; rx < R; rx++)
         if (!cx->accumulate)
             dwrow[rx] = 0.0f;
@@ -181,383 +167,6 @@ static void bwd_filter_chunk(void *vctx, long chunk)
     }
 }
 
-/* ---- backward filter, vectorized over output columns --------------------
- * The same sums in the same order as bwd_filter_chunk: col[rx][ox] = +0 +
- * the (b, oy) terms ascending, then dw = start + col[.][ox] for ox
- * ascending. Here a chunk (k, c, ry) keeps col in vector registers across
- * the whole (b, oy) loop (simd.h: colsum), one strip of up to 3 vectors of
- * output columns at a time. The input is copied once per call into a
- * zero-padded image with slack after it (so padded positions are real +0
- * terms, as the contract says, and the last lanes of a strip may read past
- * a row). dy is read in place: a partial strip's last lanes read into the
- * next row and are dropped, and only the very last row of dy, which has no
- * next row, goes through a copy (see last_row). */
-enum { FAST_COLS = 1024, FAST_R = 8 };
-
-typedef struct {
-    const conv_ctx *cx;         /* cx->s: one shard's shape (B = its samples) */
-    const repro_simd *simd;
-    float *xpad; /* this call's scratch: the copy chunks write it, every shard's samples */
-    const long *x_off, *dy_off; /* per row j = b*OH + oy of a shard */
-    long Hp, Wp;
-    int nq;      /* shards (1 when not sharded) */
-    int sharded; /* the shard rule: each shard from +0, then summed in order */
-    long nry;    /* filter rows a chunk takes: all R, or 1 where that leaves few chunks */
-    float *parts; /* sharded: shard q's dw at q * part_len, then its db (K floats) */
-    long part_len;
-    float *dyT;   /* lanes across filters (klanes_chunk): dy transposed, or NULL */
-    int x_in_place; /* klanes_chunk, unpadded: x read where it is (x_off into cx->x) */
-} bwdf_ctx;
-
-enum { TAIL_ROWS = 8 };
-
-/* Rows j0 .. j0+g-1 of a strip (n of its w lanes real) through a
- * zero-padded copy, for rows whose read would run past dy's end. */
-static void colsum_copied_rows(const bwdf_ctx *f, int nk, int nv, long j0, long g,
-                               const float *dys, long dy_k, long n, long w, const float *xs,
-                               float *acc)
-{
-    float rows[2 * TAIL_ROWS * 3 * 16]; /* nk x g rows of w <= 3 vectors of the widest path */
-    long offs[TAIL_ROWS];
-    for (long i = 0; i < g; i++) {
-        offs[i] = i * w;
-        for (int kk = 0; kk < nk; kk++)
-            for (long l = 0; l < w; l++)
-                rows[(kk * g + i) * w + l] = l < n ? dys[kk * dy_k + f->dy_off[j0 + i] + l] : 0.0f;
-    }
-    f->simd->colsum((int)f->cx->s->R, nv, nk, g, rows, g * w, offs, xs, f->x_off + j0, acc);
-}
-
-/* Filters k0 .. k0+nk-1, channel c, row ry over shard q's samples:
- * res[kk * R + rx] = start (NULL: +0) + the column sums in ascending ox. */
-static void filter_rows(const bwdf_ctx *f, long k0, int nk, long c, long ry, long q,
-                        const float *start, float *res)
-{
-    const conv_ctx *cx = f->cx;
-    const repro_conv_shape *s = cx->s;
-    long R = s->R, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
-    long lanes = f->simd->lanes, nrows = (long)s->B * OH, dy_k = OH * OW;
-    long dy_len = (long)s->B * s->K * dy_k; /* floats of the shard's dy */
-    const float *xb = f->xpad + (c * f->nq + q) * s->B * f->Hp * f->Wp + ry * f->Wp;
-    const float *dyb = cx->dy + q * dy_len + k0 * dy_k;
-    /* Two filters: strips of 2 vectors (their register path); one: 3. */
-    long strip = (nk == 2 ? 2 : 3) * lanes;
-    float col[2 * FAST_R * FAST_COLS], acc[2 * FAST_R * 3 * 16];
-    for (long s0 = 0; s0 < OW; s0 += strip) {
-        long n = lmin(strip, OW - s0);
-        int nv = (int)((n + lanes - 1) / lanes);
-        long w = nv * lanes;
-        for (long i = 0; i < nk * R * w; i++)
-            acc[i] = 0.0f;
-        /* A partial strip's last lanes read into the rows after each row;
-         * the final rows of dy have too few after them (several rows when
-         * OW < w). Those come from zero-padded copies, summed after the
-         * others: acc carries each sum across the calls exactly, in row
-         * order, so the sums are the same. */
-        long body = nrows;
-        while (n < w && body > 0 && f->dy_off[body - 1] + (k0 + nk - 1) * dy_k + s0 + w > dy_len)
-            body--;
-        f->simd->colsum((int)R, nv, nk, body, dyb + s0, dy_k, f->dy_off, xb + s0, f->x_off, acc);
-        for (long j0 = body; j0 < nrows; j0 += TAIL_ROWS)
-            colsum_copied_rows(f, nk, nv, j0, lmin(TAIL_ROWS, nrows - j0), dyb + s0, dy_k, n, w,
-                               xb + s0, acc);
-        for (long kr = 0; kr < nk * R; kr++) /* kr = kk * R + rx */
-            memcpy(col + kr * OW + s0, acc + kr * w, (size_t)n * sizeof *col);
-    }
-    for (long kr = 0; kr < nk * R; kr++) {
-        float a = start ? start[kr] : 0.0f;
-        for (long ox = 0; ox < OW; ox++)
-            a = a + col[kr * OW + ox];
-        res[kr] = a;
-    }
-}
-
-/* Filters k0 .. k0+nk-1 of channel c, filter rows ry0 .. ry0+nry-1, over
- * shard q: res[(i * nk + kk) * R + rx] (row ry0 + i) = start[same] (start
- * NULL: +0) + the column sums in ascending ox. The rows run inside a
- * shard, so its x plane and dy stay in the L1 cache across them. */
-static void filter_rows_of_shard(const bwdf_ctx *f, long k0, int nk, long c, long ry0, long q,
-                                 const float *start, float *res)
-{
-    long per = nk * f->cx->s->R;
-    for (long i = 0; i < f->nry; i++)
-        filter_rows(f, k0, nk, c, ry0 + i, q, start ? start + i * per : NULL, res + i * per);
-}
-
-/* Chunk (kp, c, ry0): filters k = 2kp and 2kp + 1 (the last alone when K
- * is odd), so each row of x is loaded once for both (simd.h: colsum),
- * filter rows ry0 .. ry0 + nry - 1 (all R, or one each where the filters
- * and channels make few chunks: the models' first convolution has 4
- * pairs, one channel). Sharded, the chunk runs every shard in turn and sums them
- * in shard order (dw = P_0, then dw + P_1, ...; with accumulate the old dw
- * + that sum): the adds the model's shard buffers get, in one job instead
- * of one per shard plus the adds. */
-static void bwd_filter_fast_chunk(void *vctx, long chunk)
-{
-    const bwdf_ctx *f = vctx;
-    const conv_ctx *cx = f->cx;
-    const repro_conv_shape *s = cx->s;
-    long C = s->C, R = s->R, K = s->K, nry = f->nry, nrc = R / nry;
-    long ry0 = chunk % nrc * nry, c = chunk / nrc % C, k0 = 2 * (chunk / (nrc * C));
-    int nk = k0 + 1 < K ? 2 : 1;
-    long dy_q = (long)s->B * K * repro_conv_oh(s) * repro_conv_ow(s), per = nk * R;
-    float cur[2 * FAST_R * FAST_R], sum[2 * FAST_R * FAST_R];
-    for (int kk = 0; kk < nk && cx->db && c == 0 && ry0 == 0; kk++) {
-        long k = k0 + kk;
-        if (!f->sharded) {
-            bwd_bias_k(cx, k);
-            continue;
-        }
-        float b = bias_sum(cx, cx->dy, k, 0.0f);
-        for (int q = 1; q < f->nq; q++)
-            b = b + bias_sum(cx, cx->dy + q * dy_q, k, 0.0f);
-        cx->db[k] = cx->accumulate ? cx->db[k] + b : b;
-    }
-    /* dw row (k0 + kk, c, ry0 + i) <-> sum[(i * nk + kk) * R ...] */
-#define DWROW(i, kk) (cx->dw + (((k0 + (kk)) * C + c) * R + ry0 + (i)) * R)
-    if (!f->sharded) {
-        for (long i = 0; i < nry; i++)
-            for (int kk = 0; kk < nk; kk++)
-                memcpy(cur + (i * nk + kk) * R, DWROW(i, kk), (size_t)R * sizeof *cur);
-        filter_rows_of_shard(f, k0, nk, c, ry0, 0, cx->accumulate ? cur : NULL, sum);
-    } else {
-        filter_rows_of_shard(f, k0, nk, c, ry0, 0, NULL, sum);
-        for (int q = 1; q < f->nq; q++) {
-            filter_rows_of_shard(f, k0, nk, c, ry0, q, NULL, cur);
-            for (long i = 0; i < nry * per; i++)
-                sum[i] = sum[i] + cur[i];
-        }
-        for (long i = 0; i < nry && cx->accumulate; i++)
-            for (int kk = 0; kk < nk; kk++)
-                for (long rx = 0; rx < R; rx++)
-                    sum[(i * nk + kk) * R + rx] = DWROW(i, kk)[rx] + sum[(i * nk + kk) * R + rx];
-    }
-    for (long i = 0; i < nry; i++)
-        for (int kk = 0; kk < nk; kk++)
-            memcpy(DWROW(i, kk), sum + (i * nk + kk) * R, (size_t)R * sizeof *sum);
-#undef DWROW
-}
-
-/* Sharded, chunk (q, kp): shard q's partial sums of filters 2kp and 2kp + 1
- * (the last alone when K is odd), every channel and filter row, and of
- * their biases, into f->parts; sum_shards adds the shards in order after
- * the chunks. Chunk q * pairs + kp: the pool's caller claims from the low
- * end, its other threads from the high end, so each thread sums the
- * samples it mostly produced itself in the passes before (which split by
- * sample the same way) instead of reading half of dy from the other core's
- * cache (the filter gradient scaled 1.62x on 2 threads inside a CNN step,
- * 1.87x on hot data). */
-static void bwd_filter_shard_chunk(void *vctx, long chunk)
-{
-    const bwdf_ctx *f = vctx;
-    const conv_ctx *cx = f->cx;
-    const repro_conv_shape *s = cx->s;
-    long C = s->C, R = s->R, K = s->K, pairs = (K + 1) / 2;
-    long q = chunk / pairs, k0 = 2 * (chunk % pairs);
-    int nk = k0 + 1 < K ? 2 : 1;
-    long dy_q = (long)s->B * K * repro_conv_oh(s) * repro_conv_ow(s);
-    float *part = f->parts + q * f->part_len, res[2 * FAST_R * FAST_R];
-    for (long c = 0; c < C; c++) {
-        filter_rows_of_shard(f, k0, nk, c, 0, q, NULL, res); /* f->nry == R */
-        for (long ry = 0; ry < R; ry++)
-            for (int kk = 0; kk < nk; kk++)
-                memcpy(part + (((k0 + kk) * C + c) * R + ry) * R, res + (ry * nk + kk) * R,
-                       (size_t)R * sizeof *res);
-    }
-    for (int kk = 0; kk < nk && cx->db; kk++)
-        part[K * C * R * R + k0 + kk] = bias_sum(cx, cx->dy + q * dy_q, k0 + kk, 0.0f);
-}
-
-/* dw = P_0 + P_1 + ... in shard order (with accumulate: old dw + that
- * sum), db likewise: bwd_filter_fast_chunk's adds, in the same order. */
-static void sum_shards(const bwdf_ctx *f)
-{
-    const conv_ctx *cx = f->cx;
-    long nw = (long)cx->s->K * cx->s->C * cx->s->R * cx->s->R, n = nw + (cx->db ? cx->s->K : 0);
-    for (long i = 0; i < n; i++) {
-        float sum = f->parts[i];
-        for (int q = 1; q < f->nq; q++)
-            sum = sum + f->parts[q * f->part_len + i];
-        float *out = i < nw ? cx->dw + i : cx->db + (i - nw);
-        *out = cx->accumulate ? *out + sum : sum;
-    }
-}
-
-/* ---- sharded, lanes across the filters ----------------------------------
- * Where K is one or two vectors (the CNN's second convolution: 16 filters,
- * 11 output columns), a lane is a filter instead of an output column: the
- * column sums col[k][c][ry][rx][ox] of chunk (q, c) run K filters a vector
- * over every column (simd.h: colsum_k) from a transposed dy (dyT[row][ox]
- * [k], made with the input copies), so no lane idles where the columns are
- * not a whole number of vectors. Each sum is the same: +0, the shard's rows
- * ascending, then the columns folded in ascending ox. */
-enum { KLANES_COLS = 64, FEW_CHUNKS = 8 /* see bwd_filter_fast */ };
-
-/* Chunks per shard: one per channel, then one for the biases (when db). */
-static long klanes_per_shard(const conv_ctx *cx)
-{
-    return cx->s->C + (cx->db ? 1 : 0);
-}
-
-/* Chunk q * klanes_per_shard + c: shard q, channel c, every filter and
- * row, or (c = C) the biases, into f->parts, as bwd_filter_shard_chunk.
- * The biases have a chunk of their own: in the c = 0 chunks they made
- * those twice the others, and the last ones claimed left a thread idle. */
-static void klanes_chunk(void *vctx, long chunk)
-{
-    const bwdf_ctx *f = vctx;
-    const conv_ctx *cx = f->cx;
-    const repro_conv_shape *s = cx->s;
-    long C = s->C, K = s->K, B = s->B, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
-    long q = chunk / klanes_per_shard(cx), c = chunk % klanes_per_shard(cx), dy_q = B * K * OH * OW;
-    float *part = f->parts + q * f->part_len, out[3 * KLANES_COLS * 32];
-    if (c == C) {
-        for (long k = 0; k < K; k++)
-            part[K * C * 9 + k] = bias_sum(cx, cx->dy + q * dy_q, k, 0.0f);
-        return;
-    }
-    const float *dyT = f->dyT + q * dy_q;
-    for (long ry = 0; ry < 3; ry++) {
-        const float *xb = f->x_in_place
-                              ? cx->x + ((q * B * C + c) * s->H + ry) * s->W
-                              : f->xpad + (c * f->nq + q) * B * f->Hp * f->Wp + ry * f->Wp;
-        f->simd->colsum_k((int)(K / f->simd->lanes), B * OH, OW, dyT, OW * K, xb, f->x_off, out);
-        for (long rx = 0; rx < 3; rx++)
-            for (long k = 0; k < K; k++) {
-                float a = 0.0f;
-                for (long ox = 0; ox < OW; ox++)
-                    a = a + out[(rx * OW + ox) * K + k];
-                part[((k * C + c) * 3 + ry) * 3 + rx] = a;
-            }
-    }
-}
-
-/* Sample b's dy (K planes of n positions) into dyT[pos][k]. */
-static void transpose_dy(const float *dy, float *dyT, long K, long n)
-{
-    long pos = 0;
-#if defined(__SSE2__)
-    for (; pos + 4 <= n; pos += 4) /* 4 x 4 blocks: (k .. k+3) x (pos .. pos+3) */
-        for (long k = 0; k < K; k += 4) {
-            __m128 r0 = _mm_loadu_ps(dy + k * n + pos), r1 = _mm_loadu_ps(dy + (k + 1) * n + pos);
-            __m128 r2 = _mm_loadu_ps(dy + (k + 2) * n + pos), r3 = _mm_loadu_ps(dy + (k + 3) * n + pos);
-            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-            _mm_storeu_ps(dyT + pos * K + k, r0);
-            _mm_storeu_ps(dyT + (pos + 1) * K + k, r1);
-            _mm_storeu_ps(dyT + (pos + 2) * K + k, r2);
-            _mm_storeu_ps(dyT + (pos + 3) * K + k, r3);
-        }
-#endif
-    for (; pos < n; pos++)
-        for (long k = 0; k < K; k++)
-            dyT[pos * K + k] = dy[k * n + pos];
-}
-
-/* Whether chunks (shard, channel) with lanes across the filters apply. */
-static int klanes_fits(const repro_simd *simd, const repro_conv_shape *s, int nq, int threads)
-{
-    long K = s->K, lanes = simd->lanes;
-    return simd->colsum_k && s->R == 3 && K % 4 == 0 && (K == lanes || K == 2 * lanes) &&
-           repro_conv_ow(s) <= KLANES_COLS && nq * s->C >= FEW_CHUNKS * threads;
-}
-
-/* The copies, shared by the threads (done by the caller alone they left
- * the other threads idle; perf put them at 4% of a 2-thread CNN step): unit
- * c*B + b pads plane (c, b) of the input image. A chunk is COPY_UNITS
- * units: one unit is a fraction of a microsecond, less than a claim costs
- * when two threads contend for it. FEW_CHUNKS: see bwd_filter_fast. */
-enum { COPY_UNITS = 8 };
-
-static void bwd_filter_copy_unit(const bwdf_ctx *f, long unit)
-{
-    const repro_conv_shape *s = f->cx->s;
-    long B = s->B * f->nq, C = s->C, H = s->H, W = s->W, pad = s->pad;
-    long c = unit / B, b = unit % B;
-    float *plane = f->xpad + unit * f->Hp * f->Wp; /* unit == c*B + b */
-    if (pad > 0) /* unpadded, the rows below cover the plane: no zeros to write */
-        memset(plane, 0, (size_t)(f->Hp * f->Wp) * sizeof *plane);
-    for (long iy = 0; iy < H; iy++)
-        memcpy(plane + (iy + pad) * f->Wp + pad, f->cx->x + ((b * C + c) * H + iy) * W,
-               (size_t)W * sizeof *plane);
-}
-
-/* Chunks run the units shard by shard (q, c, b), so that, as with the
- * sums (bwd_filter_shard_chunk), a thread mostly copies the samples it
- * will read. */
-static void bwd_filter_copy_chunk(void *vctx, long chunk)
-{
-    const bwdf_ctx *f = vctx;
-    const repro_conv_shape *s = f->cx->s;
-    long xc = f->x_in_place ? 0 : s->C, Bq = s->B, per_q = (xc + (f->dyT ? 1 : 0)) * Bq;
-    long units = per_q * f->nq, n = repro_conv_oh(s) * repro_conv_ow(s);
-    for (long u = chunk * COPY_UNITS; u < units && u < (chunk + 1) * COPY_UNITS; u++) {
-        long q = u / per_q, c = u % per_q / Bq, b = u % Bq;
-        if (c < xc) /* then, with lanes across filters, sample (q, b)'s dy transposed */
-            bwd_filter_copy_unit(f, c * Bq * f->nq + q * Bq + b);
-        else
-            transpose_dy(f->cx->dy + (q * Bq + b) * s->K * n, f->dyT + (q * Bq + b) * s->K * n,
-                         s->K, n);
-    }
-}
-
-/* Copies and offsets into the calling thread's scratch; 0, or -1 when it
- * is not available (the caller then runs the plain kernel). nq shards of
- * cx->s->B samples each (nq = 1, sharded = 0: the plain sum). */
-static int bwd_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sharded)
-{
-    const repro_conv_shape *s = cx->s;
-    long B = s->B, C = s->C, K = s->K, H = s->H, W = s->W, R = s->R, pad = s->pad;
-    long OH = repro_conv_oh(s), OW = repro_conv_ow(s);
-    long Hp = H + 2 * pad, Wp = W + 2 * pad, rows = B * OH;
-    if (R > FAST_R || OW > FAST_COLS)
-        return -1;
-    size_t nx = (size_t)(C * nq * B * Hp * Wp);
-    size_t noff = (size_t)(2 * rows) * sizeof(long) / sizeof(float) + 16;
-    long part_len = K * C * R * R + K, threads = repro_pool_threads(pool);
-    int klanes = sharded && klanes_fits(repro_simd_get(), s, nq, (int)threads);
-    size_t nparts = sharded ? (size_t)(nq * part_len) : 0;
-    size_t ndyT = klanes ? (size_t)(nq * B * K * OH * OW) : 0;
-    float *buf = repro_scratch(REPRO_SCRATCH_CALL, noff + nx + 64 + nparts + ndyT);
-    if (!buf)
-        return -1;
-    long *x_off = (long *)buf, *dy_off = x_off + rows;
-    float *xpad = buf + noff;
-    /* Unpadded, the lanes across filters read x in place: their loads stay
-     * inside each row (ox + rx < W), so no copy needs slack after it. */
-    int x_in_place = klanes && pad == 0;
-    for (long j = 0; j < rows; j++) {
-        long b = j / OH, oy = j % OH;
-        x_off[j] = x_in_place ? (b * C * H + oy) * W : (b * Hp + oy) * Wp;
-        dy_off[j] = b * K * OH * OW + oy * OW;
-    }
-    memset(xpad + nx, 0, 64 * sizeof *xpad); /* the slack the last strip may read */
-    /* A chunk per filter row where pairs x channels are fewer than
-     * FEW_CHUNKS a thread: so few large chunks leave one thread idle
-     * whenever the other starts late. */
-    long pairs = (K + 1) / 2, nry = pairs * C < FEW_CHUNKS * threads ? 1 : R;
-    /* Sharded with at least FEW_CHUNKS a thread as (shard, pair) chunks:
-     * by shard (bwd_filter_shard_chunk); else the shards inside each chunk */
-    int by_shard = sharded && nq * pairs >= FEW_CHUNKS * threads;
-    bwdf_ctx f = {cx, repro_simd_get(), xpad, x_off, dy_off, Hp, Wp, nq, sharded,
-                  by_shard ? R : nry, xpad + nx + 64, part_len,
-                  klanes ? xpad + nx + 64 + nparts : NULL, x_in_place};
-    long copy_units = ((x_in_place ? 0 : C) + (klanes ? 1 : 0)) * nq * B;
-    repro_pool_run(pool, (copy_units + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
-                   &f); /* copies: no sums */
-    if (klanes) {
-        repro_pool_run(pool, nq * klanes_per_shard(cx), klanes_chunk, &f);
-        sum_shards(&f);
-        return 0;
-    }
-    if (by_shard) {
-        repro_pool_run(pool, nq * pairs, bwd_filter_shard_chunk, &f);
-        sum_shards(&f);
-        return 0;
-    }
-    repro_pool_run(pool, pairs * C * (R / nry), bwd_filter_fast_chunk, &f);
-    return 0;
-}
-
 void repro_conv2d_backward_filter(repro_pool *pool, const repro_conv_shape *s, const float *dy,
                                   const float *x, float *dw, float *db, int accumulate)
 {
@@ -571,7 +180,7 @@ void repro_conv2d_backward_filter(repro_pool *pool, const repro_conv_shape *s, c
             db[k] = 0.0f;
         return;
     }
-    if (bwd_filter_fast(pool, &cx, 1, 0))
+    if (repro_conv_filter_fast(pool, &cx, 1, 0))
         repro_pool_run(pool, (long)s->K * s->C * s->R, bwd_filter_chunk, &cx);
 }
 
@@ -582,5 +191,5 @@ int repro_conv2d_backward_filter_sharded(repro_pool *pool, const repro_conv_shap
     if (nq < 1 || repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0)
         return -1;
     conv_ctx cx = {.s = s, .dy = dy, .x = x, .dw = dw, .db = db, .accumulate = accumulate};
-    return bwd_filter_fast(pool, &cx, nq, 1);
+    return repro_conv_filter_fast(pool, &cx, nq, 1);
 }
