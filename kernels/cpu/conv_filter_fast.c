@@ -22,7 +22,6 @@
 
 typedef repro_conv_filter_ctx conv_ctx;
 
-static inline long lmax(long a, long b) { return a > b ? a : b; }
 static inline long lmin(long a, long b) { return a < b ? a : b; }
 
 /* ---- backward filter, vectorized over output columns --------------------
@@ -234,7 +233,8 @@ static void sum_shards(const bwdf_ctx *f)
  * over every column (simd.h: colsum_k) from a transposed dy (dyT[row][ox]
  * [k], made with the input copies), so no lane idles where the columns are
  * not a whole number of vectors. Each sum is the same: +0, the shard's rows
- * ascending, then the columns folded in ascending ox. */
+ * ascending, then the columns folded in ascending ox; the biases' sums
+ * likewise, from the same transposed rows (simd.h: rowsum). */
 enum { KLANES_COLS = 64, FEW_CHUNKS = 8 /* see bwd_filter_fast */ };
 
 /* Chunks per shard: one per channel, then one for the biases (when db). */
@@ -255,12 +255,17 @@ static void klanes_chunk(void *vctx, long chunk)
     long C = s->C, K = s->K, B = s->B, OH = repro_conv_oh(s), OW = repro_conv_ow(s);
     long q = chunk / klanes_per_shard(cx), c = chunk % klanes_per_shard(cx), dy_q = B * K * OH * OW;
     float *part = f->parts + q * f->part_len, out[3 * KLANES_COLS * 32];
-    if (c == C) {
-        for (long k = 0; k < K; k++)
-            part[K * C * 9 + k] = repro_conv_bias_sum(cx, cx->dy + q * dy_q, k, 0.0f);
+    const float *dyT = f->dyT + q * dy_q;
+    if (c == C) { /* db: the columns over the transposed rows, every filter a lane */
+        f->simd->rowsum(B * OH, OW * K / f->simd->lanes, dyT, OW * K, out);
+        for (long k = 0; k < K; k++) {
+            float a = 0.0f;
+            for (long ox = 0; ox < OW; ox++)
+                a = a + out[ox * K + k];
+            part[K * C * 9 + k] = a;
+        }
         return;
     }
-    const float *dyT = f->dyT + q * dy_q;
     for (long ry = 0; ry < 3; ry++) {
         const float *xb = f->x_in_place
                               ? cx->x + ((q * B * C + c) * s->H + ry) * s->W

@@ -58,6 +58,10 @@ typedef struct {
      * whole number of vectors (the CNN's 11 columns filled 11 of 16). */
     void (*colsum_k)(int nv, long nrows, long ow, const float *dyT, long dyT_row,
                      const float *x, const long *x_off, float *out);
+    /* acc[l] = +0 + base[j*row + l] for j = 0 .. nrows-1 in that order, for
+     * l < nv * lanes: the bias gradient's column sums over a transposed dy
+     * (every filter and column of a row a lane). */
+    void (*rowsum)(long nrows, long nv, const float *base, long row, float *acc);
 
     /* Elementwise loops over n floats (simd_pointwise_tmpl.h), any n: each
      * output element is the scalar kernel's expression of its own inputs,

@@ -20,7 +20,7 @@ const repro_simd repro_simd_avx2 = {
     .gemm_tile = gemm_tile_avx2, .gemm_tile_rows = gemm_tile_rows_avx2,
     .gemm_tile_shards = gemm_tile_shards_avx2,
     .conv_tile = conv_tile_avx2, .colsum = colsum_avx2,
-    .colsum_k = colsum_k_avx2,
+    .colsum_k = colsum_k_avx2, .rowsum = rowsum_avx2,
     .relu_fwd = relu_fwd_avx2, .relu_bwd = relu_bwd_avx2,
     .sgd = sgd_avx2, .adamw = adamw_avx2,
     .div_scalar = div_scalar_avx2, .mul_scalar = mul_scalar_avx2,

@@ -20,7 +20,7 @@ const repro_simd repro_simd_avx512 = {
     .gemm_tile = gemm_tile_avx512, .gemm_tile_rows = gemm_tile_rows_avx512,
     .gemm_tile_shards = gemm_tile_shards_avx512,
     .conv_tile = conv_tile_avx512, .colsum = colsum_avx512,
-    .colsum_k = colsum_k_avx512,
+    .colsum_k = colsum_k_avx512, .rowsum = rowsum_avx512,
     .relu_fwd = relu_fwd_avx512, .relu_bwd = relu_bwd_avx512,
     .sgd = sgd_avx512, .adamw = adamw_avx512,
     .div_scalar = div_scalar_avx512, .mul_scalar = mul_scalar_avx512,

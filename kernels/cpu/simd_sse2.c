@@ -20,7 +20,7 @@ const repro_simd repro_simd_sse2 = {
     .gemm_tile = gemm_tile_sse2, .gemm_tile_rows = gemm_tile_rows_sse2,
     .gemm_tile_shards = gemm_tile_shards_sse2,
     .conv_tile = conv_tile_sse2, .colsum = colsum_sse2,
-    .colsum_k = colsum_k_sse2,
+    .colsum_k = colsum_k_sse2, .rowsum = rowsum_sse2,
     .relu_fwd = relu_fwd_sse2, .relu_bwd = relu_bwd_sse2,
     .sgd = sgd_sse2, .adamw = adamw_sse2,
     .div_scalar = div_scalar_sse2, .mul_scalar = mul_scalar_sse2,

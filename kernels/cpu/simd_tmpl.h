@@ -341,6 +341,30 @@ TGT static void SFX(colsum_k)(int nv, long nrows, long ow, const float *dyT, lon
 #undef KG1
 #undef KG2
 
+/* ---- column sums without products (simd.h: rowsum) ---------------------
+ * Up to 8 vectors of columns in registers at a time, each column's rows
+ * added in order from +0. */
+TGT static void SFX(rowsum)(long nrows, long nv, const float *base, long row, float *acc)
+{
+    for (long v0 = 0; v0 < nv; v0 += 8) {
+        long g = nv - v0 < 8 ? nv - v0 : 8;
+        VF a[8];
+        _Pragma("GCC unroll 8") for (int v = 0; v < 8; v++) a[v] = SFX(splat)(0.0f);
+        const float *p = base + v0 * LANES;
+        if (g == 8) {
+            for (long j = 0; j < nrows; j++, p += row)
+                _Pragma("GCC unroll 8") for (int v = 0; v < 8; v++) a[v] =
+                    a[v] + SFX(ld)(p + v * LANES);
+        } else {
+            for (long j = 0; j < nrows; j++, p += row)
+                for (long v = 0; v < g; v++)
+                    a[v] = a[v] + SFX(ld)(p + v * LANES);
+        }
+        for (long v = 0; v < g; v++)
+            SFX(st)(acc + (v0 + v) * LANES, a[v]);
+    }
+}
+
 #undef VF
 
 /* The elementwise loops (relu, optimizers, scaling) on the same vectors. */
