@@ -400,6 +400,15 @@ typedef struct repro_backend {
      * cpu: nothing is cached, a no-op). */
     void (*empty_cache)(void *ctx);
 
+    /* -- host threads -- */
+    /* Optional (NULL: no host threads to lend; cuda). Lends the backend's
+     * idle host threads to the caller: while they wait for the next
+     * kernel, work(arg) is called, one unit of a few microseconds a call,
+     * returning nonzero if it did any (cpu: its kernel threads, not the
+     * calling thread; kernels/cpu/pool.h). work = NULL stops it, returning
+     * once no call is in progress. Kernel results never depend on it. */
+    void (*set_idle_work)(void *ctx, int (*work)(void *arg), void *arg);
+
     /* -- the device, without a context -- */
     /* Describes device `device` (repro env). Returns 0, or -1 with a
      * one-line reason in why (cpu: it has none; cuda: no driver, no device,

@@ -7,6 +7,8 @@
  * ordered ones, except index_add's, whose 1-thread order is the ordered
  * one by construction). */
 #include <check.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -102,6 +104,35 @@ END_TEST
  * deterministic, memory figures count what is allocated and freed, and
  * there is no device to describe (with a reason). tensor_leaves is tested
  * against OpenSSL in check_sha256_shared.c. */
+/* set_idle_work lends the kernel threads (2 here: one besides the
+ * caller) while they wait; stopping it returns with no call in progress.
+ * The pool's own test (check_pool.c) covers jobs interleaved with it. */
+static int idle_count(void *arg)
+{
+    atomic_long *n = arg;
+    return atomic_fetch_add(n, 1) < 100000;
+}
+
+START_TEST(test_set_idle_work)
+{
+    const repro_backend *b = &repro_backend_cpu;
+    repro_backend_options opt = {2, 0};
+    char why[256] = "";
+    void *ctx = NULL;
+    ck_assert_int_eq(b->create(&ctx, &opt, why, sizeof why), 0);
+    atomic_long n = 0;
+    b->set_idle_work(ctx, idle_count, &n);
+    for (int i = 0; i < 10000 && atomic_load(&n) < 100; i++)
+        usleep(100);
+    b->set_idle_work(ctx, NULL, NULL);
+    long seen = atomic_load(&n);
+    ck_assert_int_ge(seen, 100);
+    usleep(1000);
+    ck_assert_int_eq(atomic_load(&n), seen);
+    b->destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_device_entries_on_cpu)
 {
     const repro_backend *b = &repro_backend_cpu;
@@ -123,6 +154,7 @@ START_TEST(test_device_entries_on_cpu)
     ck_assert_uint_ge(m1.peak, m1.in_use);
     b->free(ctx, p);
     b->empty_cache(ctx);
+    b->set_idle_work(ctx, NULL, NULL); /* a 1-thread context lends nothing: a no-op */
     repro_device_info info;
     char dwhy[256] = "";
     (void)b->describe_device(0, &info, dwhy, sizeof dwhy);
@@ -151,7 +183,7 @@ START_TEST(test_table_complete)
     ENTRY(adamw_step), ENTRY(index_add), ENTRY(round_to), ENTRY(div_scalar);
     ENTRY(mul_scalar), ENTRY(add), ENTRY(unscale_check);
     ENTRY(conv_algo_deterministic), ENTRY(tensor_leaves), ENTRY(memory_stats);
-    ENTRY(empty_cache), ENTRY(describe_device);
+    ENTRY(empty_cache), ENTRY(set_idle_work), ENTRY(describe_device);
     /* The CPU has no algorithm chooser of its own: the harness's rule and
      * timing choose (core/algo_select.c); a device backend fills it. */
     ck_assert_ptr_null(b->conv_algo_choose);
@@ -514,6 +546,7 @@ Suite *backend_suite(void)
     tcase_add_test(tc, test_lookup_by_name);
     tcase_add_test(tc, test_table_complete);
     tcase_add_test(tc, test_device_entries_on_cpu);
+    tcase_add_test(tc, test_set_idle_work);
     tcase_add_test(tc, test_context_and_memory);
     tcase_add_test(tc, test_linear);
     tcase_add_test(tc, test_conv2d);

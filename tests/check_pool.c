@@ -3,9 +3,11 @@
  * oversubscribed, and a worker that wakes late never runs a stale job's
  * function on a newer job's chunk (pool.c claims chunks per job). */
 #include <check.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/cpu/pool.h"
 
@@ -90,6 +92,76 @@ START_TEST(test_null_and_empty)
 }
 END_TEST
 
+/* Idle work: units counted by a function that also says, while a unit
+ * runs, that it is inside one (clearing must wait for it). */
+typedef struct {
+    atomic_long units;   /* units done */
+    atomic_long budget;  /* units left to hand out */
+    atomic_int inside;
+    atomic_int caller_ran; /* set if the caller's thread ever ran a unit */
+    pthread_t caller;
+} idle_ctx;
+
+static int idle_unit(void *arg)
+{
+    idle_ctx *c = arg;
+    if (pthread_equal(pthread_self(), c->caller))
+        atomic_store(&c->caller_ran, 1);
+    if (atomic_fetch_sub(&c->budget, 1) <= 0) {
+        atomic_fetch_add(&c->budget, 1);
+        return 0;
+    }
+    atomic_fetch_add(&c->inside, 1);
+    for (volatile int i = 0; i < 2000; i++) /* a short unit */
+        ;
+    atomic_fetch_add(&c->units, 1);
+    atomic_fetch_sub(&c->inside, 1);
+    return 1;
+}
+
+START_TEST(test_idle_work)
+{
+    /* Workers run idle units between jobs; jobs still run every chunk
+     * once; clearing returns with no unit in progress, and no unit runs
+     * after it; the caller's thread never runs one; a 1-thread pool
+     * ignores it. */
+    repro_pool *p;
+    ck_assert_int_eq(repro_pool_new(&p, 3), 0);
+    idle_ctx c;
+    memset(&c, 0, sizeof c);
+    c.caller = pthread_self();
+    atomic_store(&c.budget, 20000);
+    repro_pool_set_idle(p, idle_unit, &c);
+    for (int k = 0; k < 2000; k++) {
+        job_ctx j;
+        memset(&j, 0, sizeof j);
+        repro_pool_run(p, 5, mark_a, &j);
+        for (long ch = 0; ch < 5; ch++)
+            ck_assert_int_eq(atomic_load(&j.count[ch]), 1);
+    }
+    for (int spins = 0; atomic_load(&c.units) < 20000 && spins < 20000; spins++)
+        usleep(100); /* the workers go on with the units between jobs */
+    ck_assert_int_eq(atomic_load(&c.units), 20000);
+    atomic_store(&c.budget, 1L << 40); /* endless: the workers are busy in it */
+    usleep(2000);
+    repro_pool_set_idle(p, NULL, NULL);
+    ck_assert_int_eq(atomic_load(&c.inside), 0);
+    long after = atomic_load(&c.units);
+    usleep(2000);
+    ck_assert_int_eq(atomic_load(&c.units), after);
+    ck_assert_int_eq(atomic_load(&c.caller_ran), 0);
+    repro_pool_free(p);
+
+    ck_assert_int_eq(repro_pool_new(&p, 1), 0);
+    memset(&c, 0, sizeof c);
+    atomic_store(&c.budget, 10);
+    repro_pool_set_idle(p, idle_unit, &c);
+    usleep(2000);
+    ck_assert_int_eq(atomic_load(&c.units), 0);
+    repro_pool_free(p);
+}
+END_TEST
+
 Suite *pool_suite(void)
 {
     Suite *s = suite_create("pool");
@@ -98,6 +170,7 @@ Suite *pool_suite(void)
     tcase_add_test(tc, test_every_chunk_once);
     tcase_add_test(tc, test_oversubscribed);
     tcase_add_test(tc, test_null_and_empty);
+    tcase_add_test(tc, test_idle_work);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -4,6 +4,7 @@
  * for any loader worker count; and in augment_seed = worker mode the bits do
  * change with the worker count (the PyTorch pitfall is real). */
 #include <check.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "core/train.h"
 
 static repro_config cfg;
+static int last_helped; /* the last train_params run's loader was cooperative */
 
 static void load(const char *path)
 {
@@ -40,6 +42,7 @@ static float *train_params(long *nparams, double **losses)
         p += t.model.params[i].numel;
     }
     *nparams = n;
+    last_helped = t.loader_helped;
     if (losses)
         *losses = l;
     else
@@ -181,6 +184,46 @@ START_TEST(test_worker_mode_pitfall)
 }
 END_TEST
 
+/* Kernel threads on every CPU the process may use: the loader's workers
+ * become cooperative streams filled in the kernel threads' waits
+ * (train.c, lends_idle_threads). The bits stay those of worker threads,
+ * in worker mode too, where each stream's RNG order matters. The process
+ * is held to two CPUs so that 2 threads fill them on any machine. */
+START_TEST(test_cooperative_loader_same_bits)
+{
+    cpu_set_t all, two;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+    CPU_ZERO(&two);
+    for (int c = 0, n = 0; c < CPU_SETSIZE && n < 2; c++)
+        if (CPU_ISSET(c, &all))
+            CPU_SET(c, &two), n++;
+    ck_assert_int_eq(sched_setaffinity(0, sizeof two, &two), 0);
+    load("experiments/cnn.ini");
+    small_augmented();
+    set("augment_seed=worker");
+    set("num_workers=3");
+    long n1, n2;
+    set("threads=1");
+    float *p1 = train_params(&n1, NULL);
+    ck_assert_int_eq(last_helped, 0);
+    set("threads=2");
+    float *p2 = train_params(&n2, NULL);
+    ck_assert_int_eq(last_helped, 1);
+    set("threads=3");
+    float *p3 = train_params(&n2, NULL);
+    ck_assert_int_eq(last_helped, 1);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+    ck_assert_int_eq(n1, n2);
+    ck_assert_msg(memcmp(p1, p2, (size_t)n1 * sizeof(float)) == 0,
+                  "the cooperative loader (threads=2) changed the bits");
+    ck_assert_msg(memcmp(p1, p3, (size_t)n1 * sizeof(float)) == 0,
+                  "the cooperative loader (threads=3) changed the bits");
+    free(p1);
+    free(p2);
+    free(p3);
+}
+END_TEST
+
 START_TEST(test_seed_changes_everything)
 {
     /* Negative control for the invariance tests: they can fail. */
@@ -208,6 +251,7 @@ Suite *train_suite(void)
     tcase_add_test(tc, test_cnn_thread_invariance);
     tcase_add_test(tc, test_worker_invariance_sample_mode);
     tcase_add_test(tc, test_worker_mode_pitfall);
+    tcase_add_test(tc, test_cooperative_loader_same_bits);
     tcase_add_test(tc, test_seed_changes_everything);
     suite_add_tcase(s, tc);
     return s;

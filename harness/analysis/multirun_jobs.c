@@ -8,12 +8,12 @@
 #include "analysis/multirun.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/run_progress.h"
+#include "util/cpus.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -114,14 +114,6 @@ static int own_count(const repro_run_plan *p, const char *flag, int fallback)
     return v >= 1 && v <= 4096 ? (int)v : fallback;
 }
 
-static int cpus_available(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    return 1;
-}
-
 int repro_multirun_auto_jobs(const repro_multirun *m, int threads, int ranks)
 {
     long widest = 1;
@@ -130,7 +122,7 @@ int repro_multirun_auto_jobs(const repro_multirun *m, int threads, int ranks)
                  own_count(&m->plan[i], "--ranks", ranks > 0 ? ranks : 1);
         widest = w > widest ? w : widest;
     }
-    long jobs = cpus_available() / widest;
+    long jobs = repro_cpus_available() / widest;
     if (jobs > m->nplan)
         jobs = m->nplan;
     return jobs >= 1 ? (int)jobs : 1;

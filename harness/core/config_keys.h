@@ -30,7 +30,7 @@ X(data, test_images,    STR,  "",       0, 0,    "",       "idx: held-out images
 X(data, test_labels,    STR,  "",       0, 0,    "",       "idx: held-out labels")
 X(data, train_size,     INT,  "8192",   1, 1000000, "",    "synthetic: training samples")
 X(data, test_size,      INT,  "1024",   1, 1000000, "",    "held-out samples (synthetic: generated; idx without test files: taken from the end)")
-X(data, num_workers,    INT,  "0",      0, 64,   "",       "loader worker threads (0 = load in the training thread)")
+X(data, num_workers,    INT,  "0",      0, 64,   "",       "loader workers: threads, or streams the kernel threads fill when threads fills every CPU (0 = load in the training thread)")
 X(data, prefetch,       INT,  "2",      1, 64,   "",       "batches in flight per worker")
 X(data, shuffle,        BOOL, "on",     0, 0,    "",       "reshuffle every epoch with the seeded generator")
 X(data, augment_seed,   ENUM, "sample", 0, 0,    "sample|worker", "sample: augmentation keyed by (base_seed, sample id); worker: by the worker's RNG (PyTorch)")

@@ -8,6 +8,9 @@
  * order, so thread scheduling never changes a bit; only the worker count
  * does, and only in augment_seed = worker mode, as in PyTorch.
  *
+ * Cooperative mode (cfg.cooperative) keeps the workers and their order but
+ * runs no threads: loader_coop.c.
+ *
  * Threads follow PyTorch's non-persistent workers: a fresh set per epoch,
  * started when the consumer asks for the epoch's first batch and joined when
  * it asks for the next epoch's. Each epoch has a ring of W * prefetch slots;
@@ -20,6 +23,7 @@
  * and fills only its rows of each global batch (row_position); nothing else
  * about the threads or the ring changes, and slots hold b = B / world rows. */
 #include "core/loader.h"
+#include "core/loader_impl.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -33,55 +37,6 @@
 #define MAX_WORKERS 64
 #define MAX_PREFETCH 256
 #define MAX_WORLD 65536 /* repro_seed_derive takes rank < 2^16 */
-
-typedef struct {
-    uint32_t *ids;
-    float *x;
-    int32_t *y;
-    int ready_k;   /* index in epoch of the batch this slot holds, -1 if none */
-    repro_batch batch;
-} slot;
-
-typedef struct {
-    repro_loader *l;
-    int id;
-    pthread_t thread;
-    pthread_cond_t slot_cv; /* this worker waits: its next slot freed, or stop */
-} worker;
-
-struct repro_loader {
-    const repro_dataset *ds; /* = &ds_copy */
-    repro_dataset ds_copy;   /* the caller's struct may move; its arrays may not */
-    repro_loader_config cfg;
-    int nw;               /* threads this epoch: num_workers, or 0 */
-    int bpe;              /* batches per epoch (drop_last) */
-    int world, rank;      /* world >= 1 */
-    int shard;            /* S */
-    int nshards;          /* nS = B / S */
-    int rows;             /* b = B / world: this rank's rows per batch */
-    int nslots;
-    slot *slots;
-    worker *workers;
-    uint32_t *perm;
-
-    repro_rng gen;        /* the shuffle generator: consumer thread only */
-    int epoch;            /* current epoch, -1 before the first */
-    uint64_t base_seed;
-    long index;           /* batches handed out so far */
-    int next_k;           /* next batch index in this epoch to hand out */
-    int first_k;          /* first batch the epoch's workers produce: 0, or where
-                             repro_loader_restore resumed (earlier ones are replayed) */
-    int held;             /* 1: the caller holds batch next_k - 1 */
-    int running;          /* workers of the current epoch are started */
-
-    pthread_mutex_t mu;
-    pthread_cond_t ready_cv;    /* consumer waits: batch ready */
-    int released;         /* batches of this epoch the consumer is done with */
-    int started;          /* batches of this epoch a worker has begun filling */
-    int stop;
-    int max_in_flight;    /* test instrumentation: max of started - released */
-    repro_rng sync_rng;   /* num_workers = 0: worker 0's RNG, in the caller */
-};
 
 /* Test hook (not in loader.h on purpose): the most batches that were ever in
  * flight at once, to check the prefetch bound from tests. */
@@ -168,30 +123,31 @@ static uint64_t worker_seed(const repro_loader *l, int worker)
     return repro_loader_worker_seed(l->base_seed, l->epoch, l->rank, l->world, worker);
 }
 
-/* Fills slot s with batch k of the current epoch. `wrng` is the worker's
- * RNG (worker mode); sample mode derives one stream per sample. */
-static void fill_batch(repro_loader *l, slot *s, int k, repro_rng *wrng)
+/* Row b of batch k of the current epoch into slot s. `wrng` is the
+ * worker's RNG (worker mode); sample mode derives one stream per sample. */
+void repro_loader_fill_row(repro_loader *l, slot *s, int k, int b, repro_rng *wrng)
 {
     const repro_loader_config *cfg = &l->cfg;
-    int bs = l->rows;
     int augment = cfg->shift > 0 || cfg->flip || cfg->noise > 0.0f;
-    for (int b = 0; b < bs; b++) {
-        uint32_t id = l->perm[row_position(l, k, b)];
-        const uint8_t *px = l->ds->images + (size_t)id * REPRO_IMG_PIXELS;
-        float *out = s->x + (size_t)b * REPRO_IMG_PIXELS;
-        s->ids[b] = id;
-        s->y[b] = l->ds->labels[id];
-        if (cfg->augment_seed == REPRO_AUGMENT_SEED_SAMPLE && augment) {
-            repro_rng r;
-            repro_rng_init(&r, repro_seed_derive(l->base_seed, REPRO_PURPOSE_AUGMENT, 0, 0, 0, id));
-            repro_augment_sample(cfg, &r, px, out);
-        } else {
-            repro_augment_sample(cfg, wrng, px, out);
-        }
+    uint32_t id = l->perm[row_position(l, k, b)];
+    const uint8_t *px = l->ds->images + (size_t)id * REPRO_IMG_PIXELS;
+    float *out = s->x + (size_t)b * REPRO_IMG_PIXELS;
+    s->ids[b] = id;
+    s->y[b] = l->ds->labels[id];
+    if (cfg->augment_seed == REPRO_AUGMENT_SEED_SAMPLE && augment) {
+        repro_rng r;
+        repro_rng_init(&r, repro_seed_derive(l->base_seed, REPRO_PURPOSE_AUGMENT, 0, 0, 0, id));
+        repro_augment_sample(cfg, &r, px, out);
+    } else {
+        repro_augment_sample(cfg, wrng, px, out);
     }
+}
+
+void repro_loader_finish_batch(repro_loader *l, slot *s, int k)
+{
     repro_batch *o = &s->batch;
-    o->size = bs;
-    o->global_size = cfg->batch_size;
+    o->size = l->rows;
+    o->global_size = l->cfg.batch_size;
     o->shard_size = l->shard;
     o->nshards = l->nshards;
     o->nshards_local = l->nshards / l->world;
@@ -205,10 +161,24 @@ static void fill_batch(repro_loader *l, slot *s, int k, repro_rng *wrng)
     o->y = s->y;
 }
 
+static void fill_batch(repro_loader *l, slot *s, int k, repro_rng *wrng)
+{
+    for (int b = 0; b < l->rows; b++)
+        repro_loader_fill_row(l, s, k, b, wrng);
+    repro_loader_finish_batch(l, s, k);
+}
+
+void repro_loader_count_start(repro_loader *l)
+{
+    l->started++;
+    if (l->started - l->released > l->max_in_flight)
+        l->max_in_flight = l->started - l->released;
+}
+
 /* Advances a worker's RNG past batch k as if it had filled it: the same
  * draws on a scratch image (the draw count never depends on pixel values).
  * Only worker-mode augmentation draws from the worker RNG. */
-static void replay_batch(const repro_loader *l, int k, repro_rng *wrng)
+void repro_loader_replay_batch(const repro_loader *l, int k, repro_rng *wrng)
 {
     const repro_loader_config *cfg = &l->cfg;
     int augment = cfg->shift > 0 || cfg->flip || cfg->noise > 0.0f;
@@ -248,7 +218,7 @@ static void *worker_main(void *arg)
     repro_rng_init(&rng, worker_seed(l, w->id));
     int k = w->id;
     for (; k < l->first_k; k += l->nw) /* resumed mid-epoch: catch the stream up */
-        replay_batch(l, k, &rng);
+        repro_loader_replay_batch(l, k, &rng);
     for (; k < l->bpe; k += l->nw) {
         pthread_mutex_lock(&l->mu);
         while (!l->stop && k >= l->released + l->nslots)
@@ -257,9 +227,7 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&l->mu);
             break;
         }
-        l->started++;
-        if (l->started - l->released > l->max_in_flight)
-            l->max_in_flight = l->started - l->released;
+        repro_loader_count_start(l);
         pthread_mutex_unlock(&l->mu);
 
         slot *s = &l->slots[k % l->nslots];
@@ -276,6 +244,11 @@ static void *worker_main(void *arg)
 /* Stops and joins the current epoch's workers (they may be blocked). */
 static void stop_workers(repro_loader *l, int count)
 {
+    if (l->coop) {
+        repro_loader_coop_stop(l);
+        l->running = 0;
+        return;
+    }
     pthread_mutex_lock(&l->mu);
     l->stop = 1;
     for (int i = 0; i < l->nw; i++)
@@ -298,7 +271,12 @@ static int start_threads(repro_loader *l)
     if (l->nw == 0) {
         repro_rng_init(&l->sync_rng, worker_seed(l, 0));
         for (int k = 0; k < l->first_k; k++)
-            replay_batch(l, k, &l->sync_rng);
+            repro_loader_replay_batch(l, k, &l->sync_rng);
+        return 0;
+    }
+    if (l->coop) {
+        repro_loader_coop_start(l);
+        l->running = 1;
         return 0;
     }
     for (int i = 0; i < l->nw; i++) {
@@ -404,6 +382,7 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
     l->nshards = cfg->batch_size / shard;
     l->rows = cfg->batch_size / world;
     l->nslots = l->nw == 0 ? 1 : l->nw * cfg->prefetch;
+    l->coop = cfg->cooperative && l->nw > 0;
     l->epoch = -1;
     repro_rng_init(&l->gen, repro_seed_derive(cfg->seed, REPRO_PURPOSE_SHUFFLE, 0, 0, 0, 0));
     pthread_mutex_init(&l->mu, NULL);
@@ -415,7 +394,8 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
     l->workers = calloc(l->nw ? (size_t)l->nw : 1, sizeof *l->workers);
     for (int i = 0; l->workers && i < l->nw; i++)
         pthread_cond_init(&l->workers[i].slot_cv, NULL);
-    int ok = l->perm && l->slots && l->workers;
+    l->cw = l->coop ? calloc((size_t)l->nw, sizeof *l->cw) : NULL;
+    int ok = l->perm && l->slots && l->workers && (l->cw || !l->coop);
     for (int s = 0; ok && s < l->nslots; s++) {
         l->slots[s].ids = malloc(sizeof(uint32_t) * bs);
         l->slots[s].x = malloc(sizeof(float) * bs * REPRO_IMG_PIXELS);
@@ -446,7 +426,7 @@ int repro_loader_next(repro_loader *l, const repro_batch **out)
         /* Only batch released + nslots - 1 can start now; wake its worker
          * alone (waking every worker each step cost context switches on
          * the cores the training threads use). */
-        if (l->nw > 0)
+        if (l->nw > 0 && !l->coop)
             pthread_cond_signal(&l->workers[(l->released + l->nslots - 1) % l->nw].slot_cv);
         pthread_mutex_unlock(&l->mu);
         l->held = 0;
@@ -461,10 +441,10 @@ int repro_loader_next(repro_loader *l, const repro_batch **out)
     int k = l->next_k;
     slot *s = &l->slots[k % l->nslots];
     if (l->nw == 0) {
-        l->started++;
-        if (l->started - l->released > l->max_in_flight)
-            l->max_in_flight = l->started - l->released;
+        repro_loader_count_start(l);
         fill_batch(l, s, k, &l->sync_rng);
+    } else if (l->coop) {
+        repro_loader_coop_wait(l, s, k);
     } else {
         pthread_mutex_lock(&l->mu);
         while (s->ready_k != k)
@@ -570,6 +550,7 @@ void repro_loader_free(repro_loader *l)
     for (int i = 0; l->workers && i < l->nw; i++)
         pthread_cond_destroy(&l->workers[i].slot_cv);
     free(l->workers);
+    free(l->cw);
     free(l->perm);
     pthread_cond_destroy(&l->ready_cv);
     pthread_mutex_destroy(&l->mu);

@@ -68,6 +68,7 @@ typedef struct {
     float noise;      /* stddev of additive normal noise (repro_*_normal); 0 = off */
     int rank, world;  /* data parallel: world 0 or 1 = one process; 0 <= rank < world */
     int shard_size;   /* S: divides batch_size; 0 = batch_size (one shard) */
+    int cooperative;  /* 1 (with num_workers > 0): no worker threads; see repro_loader_help */
 } repro_loader_config;
 
 typedef struct {
@@ -94,6 +95,20 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
  * stays valid until the next call or repro_loader_free. */
 int repro_loader_next(repro_loader *l, const repro_batch **out);
 int repro_loader_batches_per_epoch(const repro_loader *l);
+
+/* Cooperative mode (cfg.cooperative): the num_workers workers are not
+ * threads but streams of work that other threads lend time to. A call
+ * fills one row (one sample, microseconds) of a batch a worker would be
+ * filling now, within the same prefetch bound, and returns 1, or returns
+ * 0 when there is none (every batch in flight is filled, or another thread
+ * holds each worker's stream). repro_loader_next fills rows itself while
+ * its batch is not ready. Each worker's rows are filled in its thread's
+ * order, one thread at a time, so every batch has the bits that
+ * num_workers threads give: the mode is speed only. Meant for training
+ * threads that fill every core (worker threads would preempt them):
+ * repro_train gives it its kernel threads' idle time. Any thread may call
+ * it, concurrently; not after repro_loader_free; 0 outside this mode. */
+int repro_loader_help(repro_loader *l);
 
 /* Where the loader's random streams stand: recorded in traces (rng.state)
  * and, later, checkpoints. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/backend.h"
+#include "util/cpus.h"
 #include "util/error.h"
 #include "core/dist.h"
 #include "core/train_dist.h"
@@ -21,6 +22,23 @@ static const repro_backend *train_backend(const repro_config *c)
         repro_error_set(REPRO_EUNSUPPORTED, "%s: backend = %s: %s", c->path, name,
                         repro_backend_missing(name));
     return be;
+}
+
+/* Whether the loader's workers run as cooperative streams, filled in the
+ * kernel threads' waits and by the training thread (loader.h,
+ * repro_loader_help), instead of as threads: when the kernel threads
+ * alone fill every CPU this process may use, worker threads could only
+ * run by preempting one of them mid-chunk and stalling the step. The
+ * batches are the same bits either way. */
+static int lends_idle_threads(const repro_config *c, const repro_backend *be)
+{
+    return be->set_idle_work && c->data_num_workers > 0 && c->train_threads > 1 &&
+           c->train_threads >= repro_cpus_available();
+}
+
+static int loader_help(void *loader)
+{
+    return repro_loader_help(loader);
 }
 
 static int load_data(repro_trainer *t)
@@ -108,13 +126,20 @@ int repro_trainer_init_ranked(repro_trainer *t, const repro_config *cfg, struct 
         .world = t->world,
         .shard_size = c->train_shard_size,
     };
+    const repro_backend *be = train_backend(c);
+    if (!be)
+        goto fail;
+    lc.cooperative = lends_idle_threads(c, be);
     if (repro_loader_new(&t->loader, &t->train_set, &lc))
         goto fail;
-    const repro_backend *be = train_backend(c);
-    if (!be || repro_model_init(&t->model, c, c->train_batch_size, be) ||
+    if (repro_model_init(&t->model, c, c->train_batch_size, be) ||
         repro_model_init_params(&t->model, c->train_seed) || alloc_step_buffers(t) ||
         repro_train_shards_setup(t))
         goto fail;
+    if (lc.cooperative) {
+        be->set_idle_work(t->model.be_ctx, loader_help, t->loader);
+        t->loader_helped = 1;
+    }
     t->beta1_pow = 1.0;
     t->beta2_pow = 1.0;
     if (repro_scaler_init(&t->scaler, c))
@@ -351,6 +376,8 @@ done:
 void repro_trainer_release(repro_trainer *t)
 {
     repro_train_recorder_free(t->rec); /* first: its hasher thread reads the model */
+    if (t->loader_helped) /* the kernel threads stop filling rows before the loader goes */
+        t->model.be->set_idle_work(t->model.be_ctx, NULL, NULL);
     repro_loader_free(t->loader);
     repro_train_shards_free(t);
     repro_model *m = &t->model;

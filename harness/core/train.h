@@ -17,6 +17,7 @@ typedef struct repro_trainer_s {
     repro_config cfg;
     repro_dataset train_set, test_set;
     repro_loader *loader;
+    int loader_helped;      /* the backend's idle threads fill the loader's rows */
     repro_model model;
     long step;              /* optimizer steps done */
     const repro_batch *batch; /* the last step's batch */

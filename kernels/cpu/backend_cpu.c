@@ -361,6 +361,11 @@ static void cpu_empty_cache(void *ctx)
     (void)ctx;
 }
 
+static void cpu_set_idle_work(void *ctx, int (*work)(void *arg), void *arg)
+{
+    repro_pool_set_idle(pool_of(ctx), work, arg);
+}
+
 static int cpu_describe_device(int device, repro_device_info *out, char *why, size_t why_len)
 {
     (void)device;
@@ -417,5 +422,6 @@ const repro_backend repro_backend_cpu = {
     .tensor_leaves = cpu_tensor_leaves,
     .memory_stats = cpu_memory_stats,
     .empty_cache = cpu_empty_cache,
+    .set_idle_work = cpu_set_idle_work,
     .describe_device = cpu_describe_device,
 };

@@ -24,7 +24,11 @@
  * job g read g's fields, all of them. (With one
  * descriptor a late worker could pair job g's exhausted claim word with
  * job g+1's larger chunk count and run a chunk twice; TSan's scheduling
- * found that.) */
+ * found that.)
+ *
+ * Idle work (repro_pool_set_idle): a worker waiting for the next job runs
+ * the caller's background units in its spin, one unit between two looks
+ * at the claim word, so a new job waits at most one unit for it. */
 #include "pool.h"
 
 #include <pthread.h>
@@ -56,6 +60,13 @@ struct repro_pool {
                                are unclaimed */
     atomic_long done;       /* chunks of the current job finished */
     atomic_int quit;
+    /* repro_pool_set_idle's function and argument; idle_inside counts the
+     * workers between reading them and returning from the call, so that
+     * clearing can wait until no call is left (seq_cst on both sides: a
+     * worker either sees the cleared function or is counted). */
+    _Atomic(repro_idle_fn) idle_fn;
+    _Atomic(void *) idle_arg;
+    atomic_int idle_inside;
 };
 
 /* The claim word's fields. 24 bits of job number: a worker would have to
@@ -115,15 +126,31 @@ static void drain(repro_pool *p, uint32_t job, repro_chunk_fn fn, void *ctx, lon
     }
 }
 
-/* Waits until the job number differs from `seen` (or quit): spin, then
- * sleep. Returns the claim word seen. */
+/* One unit of idle work, if a function is set: returns what it returned
+ * (nonzero: it did some work), or 0. */
+static int run_idle(repro_pool *p)
+{
+    if (!atomic_load(&p->idle_fn))
+        return 0;
+    atomic_fetch_add(&p->idle_inside, 1);
+    repro_idle_fn fn = atomic_load(&p->idle_fn);
+    int did = fn ? fn(atomic_load(&p->idle_arg)) : 0;
+    atomic_fetch_sub(&p->idle_inside, 1);
+    return did;
+}
+
+/* Waits until the job number differs from `seen` (or quit): spin, running
+ * idle work while there is some, then sleep. Returns the claim word seen. */
 static uint64_t wait_job(repro_pool *p, uint32_t seen)
 {
     for (int i = 0; i < SPIN; i++) {
         uint64_t w = atomic_load(&p->claim);
         if (job_of(w) != seen || atomic_load(&p->quit))
             return w;
-        cpu_relax();
+        if (run_idle(p))
+            i = 0; /* useful work: no reason to sleep yet */
+        else
+            cpu_relax();
     }
     pthread_mutex_lock(&p->mu);
     while (!atomic_load(&p->quit) && job_of(atomic_load(&p->claim)) == seen)
@@ -167,6 +194,9 @@ int repro_pool_new(repro_pool **out, int threads)
     atomic_init(&p->claim, 0);
     atomic_init(&p->done, 0);
     atomic_init(&p->quit, 0);
+    atomic_init(&p->idle_fn, NULL);
+    atomic_init(&p->idle_arg, NULL);
+    atomic_init(&p->idle_inside, 0);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work_cv, NULL);
     pthread_cond_init(&p->done_cv, NULL);
@@ -208,6 +238,20 @@ void repro_pool_free(repro_pool *p)
 int repro_pool_threads(const repro_pool *p)
 {
     return p ? p->threads : 1;
+}
+
+void repro_pool_set_idle(repro_pool *p, repro_idle_fn fn, void *arg)
+{
+    if (!p || p->threads == 1)
+        return;
+    atomic_store(&p->idle_fn, NULL);
+    while (atomic_load(&p->idle_inside) > 0) /* calls of the old function finish */
+        cpu_relax();
+    if (fn) {
+        atomic_store(&p->idle_arg, arg); /* before the function: a worker that
+                                            sees the function sees its argument */
+        atomic_store(&p->idle_fn, fn);
+    }
 }
 
 void repro_pool_run(repro_pool *p, long nchunks, repro_chunk_fn fn, void *ctx)

@@ -21,4 +21,14 @@ int repro_pool_threads(const repro_pool *pool);
  * reentrant: a chunk must not call repro_pool_run on the same pool. */
 void repro_pool_run(repro_pool *pool, long nchunks, repro_chunk_fn fn, void *ctx);
 
+/* Background work for the pool's threads while they wait for a job: fn(arg)
+ * does one short unit (microseconds: a job waits for the unit in hand) and
+ * returns nonzero if it did any, 0 when it has none (the thread then spins
+ * and sleeps as before). Never called on the caller's thread, nor by a
+ * 1-thread pool. fn = NULL clears it; set and clear return only once no
+ * thread is still in a call of the previous function, so `arg` may be
+ * freed after clearing. Results of jobs never depend on it. */
+typedef int (*repro_idle_fn)(void *arg);
+void repro_pool_set_idle(repro_pool *pool, repro_idle_fn fn, void *arg);
+
 #endif
