@@ -2,6 +2,7 @@
  * order; that trace levels and trace_every change only the detail, never
  * the chain; that hashing never changes training; and dumps. */
 #include <check.h>
+#include <sched.h>
 #include <pthread.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -197,6 +198,68 @@ START_TEST(test_overlapped_hasher_equals_synchronous)
         ck_assert_msg(repro_digest_eq(&chains[0], &chains[1]), "%s %s %s: overlapped != sync",
                       sets[k][0], sets[k][1], sets[k][2]);
     }
+}
+END_TEST
+
+/* With the hasher and the kernel threads filling every CPU (1 + 1 held
+ * to 2 CPUs here), the recorder makes the loader's workers cooperative
+ * streams the hasher fills when idle (train.h, repro_trainer_share_loader):
+ * the training is the bits of the worker threads' unhashed run, in worker
+ * mode (each stream's RNG order matters), across epochs. */
+static float *params_of(repro_trainer *t, long *n)
+{
+    *n = repro_model_param_count(&t->model);
+    float *p = malloc((size_t)*n * sizeof(float)), *q = p;
+    for (int i = 0; i < t->model.nparams; i++) {
+        memcpy(q, t->model.params[i].data, (size_t)t->model.params[i].numel * sizeof(float));
+        q += t->model.params[i].numel;
+    }
+    return p;
+}
+
+START_TEST(test_hasher_shares_loader)
+{
+    cpu_set_t all, two;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+    CPU_ZERO(&two);
+    for (int c = 0, n = 0; c < CPU_SETSIZE && n < 2; c++)
+        if (CPU_ISSET(c, &all))
+            CPU_SET(c, &two), n++;
+    ck_assert_int_eq(sched_setaffinity(0, sizeof two, &two), 0);
+    static const char *const sets[] = {"train_size=640", "steps=25", "shift=2", "flip=on",
+                                       "noise=0.1", "augment_seed=worker", "num_workers=3",
+                                       "threads=1"};
+    ck_assert_int_eq(repro_config_load(&cfg, "experiments/cnn.ini"), 0);
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++)
+        ck_assert_int_eq(repro_config_set(&cfg, sets[i]), 0);
+    float *p[2];
+    long n[2];
+    for (int hashed = 0; hashed < 2; hashed++) {
+        repro_trainer t;
+        ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
+        ck_assert_int_eq(t.loader_shared, 0); /* 1 kernel thread: worker threads */
+        repro_train_recorder *rec = NULL;
+        repro_train_recorder_opts o = {.trace_path = NULL, .level = 1, .every = 1,
+                                       .total_steps = cfg.train_steps};
+        if (hashed) {
+            ck_assert_int_eq(repro_train_recorder_new(&rec, &t, &o, NULL), 0);
+            ck_assert_int_eq(repro_loader_help(t.loader), 0); /* no epoch yet */
+            ck_assert_int_eq(t.loader_shared, 1); /* it is cooperative */
+        }
+        for (long s = 0; s < cfg.train_steps; s++)
+            ck_assert_int_eq(repro_trainer_step(&t), 0);
+        repro_digest chain;
+        if (rec)
+            ck_assert_int_eq(repro_train_recorder_finish(rec, &chain, NULL), 0);
+        p[hashed] = params_of(&t, &n[hashed]);
+        repro_trainer_release(&t);
+    }
+    ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+    ck_assert_int_eq(n[0], n[1]);
+    ck_assert_msg(memcmp(p[0], p[1], (size_t)n[0] * sizeof(float)) == 0,
+                  "the hasher-shared loader changed the training");
+    free(p[0]);
+    free(p[1]);
 }
 END_TEST
 
@@ -617,6 +680,7 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_dumps);
     tcase_add_test(tc, test_dumps_every_micro_batch);
     tcase_add_test(tc, test_overlapped_hasher_equals_synchronous);
+    tcase_add_test(tc, test_hasher_shares_loader);
     tcase_add_test(tc, test_dumps_for_a_reader);
     tcase_add_test(tc, test_stats_f32_order);
     tcase_add_test(tc, test_stats_f32_every_path);

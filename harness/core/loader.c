@@ -394,8 +394,8 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
     l->workers = calloc(l->nw ? (size_t)l->nw : 1, sizeof *l->workers);
     for (int i = 0; l->workers && i < l->nw; i++)
         pthread_cond_init(&l->workers[i].slot_cv, NULL);
-    l->cw = l->coop ? calloc((size_t)l->nw, sizeof *l->cw) : NULL;
-    int ok = l->perm && l->slots && l->workers && (l->cw || !l->coop);
+    l->cw = l->nw > 0 ? calloc((size_t)l->nw, sizeof *l->cw) : NULL; /* for either mode */
+    int ok = l->perm && l->slots && l->workers && (l->cw || l->nw == 0);
     for (int s = 0; ok && s < l->nslots; s++) {
         l->slots[s].ids = malloc(sizeof(uint32_t) * bs);
         l->slots[s].x = malloc(sizeof(float) * bs * REPRO_IMG_PIXELS);
@@ -527,6 +527,14 @@ int repro_loader_restore(repro_loader *l, const repro_loader_position *p, const 
         return 0; /* epoch done: the next call starts the next one, as it would have */
     l->first_k = l->next_k;
     return start_threads(l);
+}
+
+int repro_loader_set_cooperative(repro_loader *l)
+{
+    if (l->nw == 0 || l->running || l->epoch != -1 || l->index != 0)
+        return l->coop;
+    l->coop = 1;
+    return 1;
 }
 
 int repro_loader_batches_per_epoch(const repro_loader *l)

@@ -109,6 +109,10 @@ int repro_loader_batches_per_epoch(const repro_loader *l);
  * repro_train gives it its kernel threads' idle time. Any thread may call
  * it, concurrently; not after repro_loader_free; 0 outside this mode. */
 int repro_loader_help(repro_loader *l);
+/* Switches a fresh loader (no batch drawn, not restored) with
+ * num_workers > 0 to cooperative mode. Returns 1 if the loader is in
+ * cooperative mode now, 0 if not (it was not fresh, or has no workers). */
+int repro_loader_set_cooperative(repro_loader *l);
 
 /* Where the loader's random streams stand: recorded in traces (rng.state)
  * and, later, checkpoints. */

@@ -24,21 +24,25 @@ static const repro_backend *train_backend(const repro_config *c)
     return be;
 }
 
-/* Whether the loader's workers run as cooperative streams, filled in the
- * kernel threads' waits and by the training thread (loader.h,
- * repro_loader_help), instead of as threads: when the kernel threads
- * alone fill every CPU this process may use, worker threads could only
- * run by preempting one of them mid-chunk and stalling the step. The
- * batches are the same bits either way. */
-static int lends_idle_threads(const repro_config *c, const repro_backend *be)
-{
-    return be->set_idle_work && c->data_num_workers > 0 && c->train_threads > 1 &&
-           c->train_threads >= repro_cpus_available();
-}
-
 static int loader_help(void *loader)
 {
     return repro_loader_help(loader);
+}
+
+int repro_trainer_share_loader(repro_trainer *t, int extra_threads)
+{
+    const repro_config *c = &t->cfg;
+    int busy = c->train_threads + extra_threads;
+    if (!t->loader || c->data_num_workers == 0 || busy < 2 || busy < repro_cpus_available() ||
+        !repro_loader_set_cooperative(t->loader))
+        return 0;
+    const repro_backend *be = t->model.be;
+    if (!t->loader_helped && be && be->set_idle_work && c->train_threads > 1) {
+        be->set_idle_work(t->model.be_ctx, loader_help, t->loader);
+        t->loader_helped = 1;
+    }
+    t->loader_shared = 1;
+    return 1;
 }
 
 static int load_data(repro_trainer *t)
@@ -126,20 +130,14 @@ int repro_trainer_init_ranked(repro_trainer *t, const repro_config *cfg, struct 
         .world = t->world,
         .shard_size = c->train_shard_size,
     };
-    const repro_backend *be = train_backend(c);
-    if (!be)
-        goto fail;
-    lc.cooperative = lends_idle_threads(c, be);
     if (repro_loader_new(&t->loader, &t->train_set, &lc))
         goto fail;
-    if (repro_model_init(&t->model, c, c->train_batch_size, be) ||
+    const repro_backend *be = train_backend(c);
+    if (!be || repro_model_init(&t->model, c, c->train_batch_size, be) ||
         repro_model_init_params(&t->model, c->train_seed) || alloc_step_buffers(t) ||
         repro_train_shards_setup(t))
         goto fail;
-    if (lc.cooperative) {
-        be->set_idle_work(t->model.be_ctx, loader_help, t->loader);
-        t->loader_helped = 1;
-    }
+    repro_trainer_share_loader(t, 0);
     t->beta1_pow = 1.0;
     t->beta2_pow = 1.0;
     if (repro_scaler_init(&t->scaler, c))

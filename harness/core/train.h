@@ -17,7 +17,8 @@ typedef struct repro_trainer_s {
     repro_config cfg;
     repro_dataset train_set, test_set;
     repro_loader *loader;
-    int loader_helped;      /* the backend's idle threads fill the loader's rows */
+    int loader_shared;      /* the loader's workers are cooperative streams (loader.h) */
+    int loader_helped;      /* the backend's idle kernel threads fill their rows */
     repro_model model;
     long step;              /* optimizer steps done */
     const repro_batch *batch; /* the last step's batch */
@@ -63,6 +64,16 @@ int repro_trainer_init_ranked(repro_trainer *t, const repro_config *cfg, struct 
  * fp16 scaler finds inf/NaN). t->batch is the last micro-batch, t->loss the
  * mean of the micro-batch losses. */
 int repro_trainer_step(repro_trainer *t);
+/* Makes the loader's workers cooperative streams (loader.h,
+ * repro_loader_help) when the kernel threads plus `extra_threads` (the
+ * recorder's hasher) are at least the CPUs this process may use: worker
+ * threads could then only run by preempting one of them, mid-chunk or
+ * mid-hash, which stalls the step. The kernel threads fill rows while
+ * they wait; the training thread while it waits for its batch; a caller
+ * that passes extra_threads should have them call repro_loader_help when
+ * idle. Only before the first step (init calls it with 0). Returns 1 if
+ * the loader is cooperative. The batches are the same bits either way. */
+int repro_trainer_share_loader(repro_trainer *t, int extra_threads);
 /* Loss and accuracy on the held-out split, in eval mode (no dropout), in
  * fixed batches of the config's batch size. Does not touch training state. */
 void repro_trainer_evaluate(repro_trainer *t, double *loss, double *accuracy);

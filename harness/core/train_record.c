@@ -85,6 +85,7 @@ struct repro_train_recorder {
 
     pthread_t thread;
     int thread_started;
+    int help_loader;         /* the hasher fills loader rows when idle (set before it starts) */
     pthread_mutex_t mu;      /* guards everything below */
     pthread_cond_t cv;
     job queue[4];
@@ -538,8 +539,16 @@ static void *hasher_main(void *arg)
     repro_train_recorder *r = arg;
     pthread_mutex_lock(&r->mu);
     for (;;) {
-        while (!r->stop && r->qlen == 0)
+        while (!r->stop && r->qlen == 0) {
+            if (r->help_loader) { /* rows of the loader's next batches, while there are */
+                pthread_mutex_unlock(&r->mu);
+                int did = repro_loader_help(r->t->loader);
+                pthread_mutex_lock(&r->mu);
+                if (did || r->stop || r->qlen > 0)
+                    continue; /* re-check: a job or stop may have come while unlocked */
+            }
             pthread_cond_wait(&r->cv, &r->mu);
+        }
         if (r->qlen == 0)
             break; /* stop requested and nothing left */
         job j = r->queue[r->qhead];
@@ -924,6 +933,10 @@ static int start(repro_train_recorder *r, const repro_train_recorder_opts *opts)
     r->g_done = r->p_done = r->p_hashed = opts->start_step;
     if (open_public(r) || start_leaf_share(r))
         return -1;
+    /* The hasher and the kernel threads filling every CPU: the loader's
+     * workers become streams that the hasher fills when it has nothing to
+     * hash (train.h: repro_trainer_share_loader). */
+    r->help_loader = repro_trainer_share_loader(t, 1);
     if (pthread_create(&r->thread, NULL, hasher_main, r) != 0)
         return repro_error_set(REPRO_EIO, "cannot start the hasher thread");
     r->thread_started = 1;
