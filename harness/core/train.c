@@ -32,11 +32,13 @@ static int loader_help(void *loader)
 int repro_trainer_share_loader(repro_trainer *t, int extra_threads)
 {
     const repro_config *c = &t->cfg;
-    int busy = c->train_threads + extra_threads;
+    const repro_backend *be = t->model.be;
+    /* A backend without idle work (a device one) keeps one host thread busy */
+    int kernel_cpus = be && be->set_idle_work ? c->train_threads : 1;
+    int busy = kernel_cpus + extra_threads;
     if (!t->loader || c->data_num_workers == 0 || busy < 2 || busy < repro_cpus_available() ||
         !repro_loader_set_cooperative(t->loader))
         return 0;
-    const repro_backend *be = t->model.be;
     if (!t->loader_helped && be && be->set_idle_work && c->train_threads > 1) {
         be->set_idle_work(t->model.be_ctx, loader_help, t->loader);
         t->loader_helped = 1;
