@@ -531,6 +531,10 @@ int repro_loader_restore(repro_loader *l, const repro_loader_position *p, const 
 
 int repro_loader_set_cooperative(repro_loader *l)
 {
+    /* Written only here, before any helper exists (helpers read it
+     * unlocked): once cooperative, never written again. */
+    if (l->coop)
+        return 1;
     if (l->nw == 0 || l->running || l->epoch != -1 || l->index != 0)
         return l->coop;
     l->coop = 1;
