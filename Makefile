@@ -164,7 +164,9 @@ asan: deps
 # workers) under ThreadSanitizer: a data race fails it, and TSan's
 # scheduling shakes out orderings a quiet machine never shows (it found a
 # double-run chunk once, and a condition variable destroyed after free).
-TSAN_SUITES = pool record loader loader_coop
+# train runs the cooperative loader end to end: kernel threads filling
+# loader rows between jobs (it takes ~4 minutes under TSan).
+TSAN_SUITES = pool record loader loader_coop train
 tsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 SAN=-fsanitize=thread \
 	    build-tsan/check_all build-tsan/repro
