@@ -2,7 +2,6 @@
  * order; that trace levels and trace_every change only the detail, never
  * the chain; that hashing never changes training; and dumps. */
 #include <check.h>
-#include <sched.h>
 #include <pthread.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -219,13 +218,8 @@ static float *params_of(repro_trainer *t, long *n)
 
 START_TEST(test_hasher_shares_loader)
 {
-    cpu_set_t all, two;
-    ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
-    CPU_ZERO(&two);
-    for (int c = 0, n = 0; c < CPU_SETSIZE && n < 2; c++)
-        if (CPU_ISSET(c, &all))
-            CPU_SET(c, &two), n++;
-    ck_assert_int_eq(sched_setaffinity(0, sizeof two, &two), 0);
+    tu_cpu_mask all;
+    tu_hold_to_cpus(2, &all);
     static const char *const sets[] = {"train_size=640", "steps=25", "shift=2", "flip=on",
                                        "noise=0.1", "augment_seed=worker", "num_workers=3",
                                        "threads=1"};
@@ -254,7 +248,7 @@ START_TEST(test_hasher_shares_loader)
         p[hashed] = params_of(&t, &n[hashed]);
         repro_trainer_release(&t);
     }
-    ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+    tu_restore_cpus(&all);
     ck_assert_int_eq(n[0], n[1]);
     ck_assert_msg(memcmp(p[0], p[1], (size_t)n[0] * sizeof(float)) == 0,
                   "the hasher-shared loader changed the training");

@@ -4,12 +4,12 @@
  * for any loader worker count; and in augment_seed = worker mode the bits do
  * change with the worker count (the PyTorch pitfall is real). */
 #include <check.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/config.h"
 #include "core/train.h"
+#include "testutil.h"
 
 static repro_config cfg;
 static int last_helped; /* the last train_params run's loader was cooperative */
@@ -191,13 +191,8 @@ END_TEST
  * is held to two CPUs so that 2 threads fill them on any machine. */
 START_TEST(test_cooperative_loader_same_bits)
 {
-    cpu_set_t all, two;
-    ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
-    CPU_ZERO(&two);
-    for (int c = 0, n = 0; c < CPU_SETSIZE && n < 2; c++)
-        if (CPU_ISSET(c, &all))
-            CPU_SET(c, &two), n++;
-    ck_assert_int_eq(sched_setaffinity(0, sizeof two, &two), 0);
+    tu_cpu_mask all;
+    tu_hold_to_cpus(2, &all);
     load("experiments/cnn.ini");
     small_augmented();
     set("augment_seed=worker");
@@ -212,7 +207,7 @@ START_TEST(test_cooperative_loader_same_bits)
     set("threads=3");
     float *p3 = train_params(&n2, NULL);
     ck_assert_int_eq(last_helped, 1);
-    ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+    tu_restore_cpus(&all);
     ck_assert_int_eq(n1, n2);
     ck_assert_msg(memcmp(p1, p2, (size_t)n1 * sizeof(float)) == 0,
                   "the cooperative loader (threads=2) changed the bits");

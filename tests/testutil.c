@@ -2,12 +2,32 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+_Static_assert(sizeof(tu_cpu_mask) >= sizeof(cpu_set_t), "tu_cpu_mask holds a cpu_set_t");
+
+void tu_hold_to_cpus(int n, tu_cpu_mask *saved)
+{
+    cpu_set_t *all = (cpu_set_t *)(void *)saved, few;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof *all, all), 0);
+    CPU_ZERO(&few);
+    for (int c = 0, k = 0; c < CPU_SETSIZE && k < n; c++)
+        if (CPU_ISSET(c, all))
+            CPU_SET(c, &few), k++;
+    ck_assert_int_eq(sched_setaffinity(0, sizeof few, &few), 0);
+}
+
+void tu_restore_cpus(const tu_cpu_mask *saved)
+{
+    ck_assert_int_eq(sched_setaffinity(0, sizeof(cpu_set_t), (const cpu_set_t *)(const void *)saved),
+                     0);
+}
 
 void tu_tmp_template(char *buf, size_t len, const char *tag)
 {

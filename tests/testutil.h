@@ -15,6 +15,15 @@
 #define TU_TMP_LEN 96
 void tu_tmp_template(char *buf, size_t len, const char *tag);
 
+/* Holds this process to its first n allowed CPUs (fewer if it has fewer),
+ * so that a test sees the same "every CPU busy" on any machine; restore
+ * puts the mask back. The mask is a cpu_set_t behind an opaque buffer. */
+typedef struct {
+    unsigned long bits[1024 / (8 * sizeof(unsigned long))];
+} tu_cpu_mask;
+void tu_hold_to_cpus(int n, tu_cpu_mask *saved);
+void tu_restore_cpus(const tu_cpu_mask *saved);
+
 /* Writes `text` to a new file in a fresh temporary directory; returns its
  * path (static storage per call site is the caller's job: copy it). */
 void tu_write_temp(char *path_out, size_t len, const char *name, const char *text);
