@@ -32,7 +32,7 @@ static void teardown(void)
     repro_dataset_release(&ds);
 }
 
-static repro_loader_config cfg_of(repro_augment_seed mode, int workers, int coop)
+static repro_loader_config cfg_of(repro_augment_seed mode, int workers)
 {
     repro_loader_config c;
     memset(&c, 0, sizeof c);
@@ -45,7 +45,6 @@ static repro_loader_config cfg_of(repro_augment_seed mode, int workers, int coop
     c.shift = 2;
     c.flip = 1;
     c.noise = 0.1f;
-    c.cooperative = coop;
     return c;
 }
 
@@ -101,21 +100,27 @@ static void take(repro_loader *l, run_out *r, int k)
     r->index_in_epoch[k] = b->index_in_epoch;
 }
 
-/* NB batches; with nhelp helper threads beside the consumer. Returns the
- * rows the helpers filled in *helped (may be NULL). */
-static run_out *collect(const repro_loader_config *c, int nhelp, long *helped)
+/* A fresh loader of c, switched to cooperative mode when coop. */
+static repro_loader *open_loader(const repro_loader_config *c, int coop)
+{
+    repro_loader *l;
+    ck_assert_int_eq(repro_loader_new(&l, &ds, c), 0);
+    if (coop)
+        ck_assert_int_eq(repro_loader_set_cooperative(l), 1);
+    return l;
+}
+
+/* NB batches; with nhelp helper threads beside the consumer. */
+static run_out *collect(const repro_loader_config *c, int coop, int nhelp)
 {
     run_out *r = calloc(1, sizeof *r);
     ck_assert_ptr_nonnull(r);
-    repro_loader *l;
-    ck_assert_int_eq(repro_loader_new(&l, &ds, c), 0);
+    repro_loader *l = open_loader(c, coop);
     helpers h;
     helpers_start(&h, l, nhelp);
     for (int k = 0; k < NB; k++)
         take(l, r, k);
     helpers_stop(&h);
-    if (helped)
-        *helped = atomic_load(&h.rows);
     repro_loader_free(l);
     return r;
 }
@@ -125,11 +130,10 @@ START_TEST(test_same_bits_as_worker_threads)
     for (int mode = 0; mode < 2; mode++)
         for (int w = 1; w <= 3; w += 2) {
             repro_augment_seed m = mode ? REPRO_AUGMENT_SEED_WORKER : REPRO_AUGMENT_SEED_SAMPLE;
-            repro_loader_config threads = cfg_of(m, w, 0), coop = cfg_of(m, w, 1);
-            run_out *want = collect(&threads, 0, NULL);
-            run_out *alone = collect(&coop, 0, NULL);
-            long helped = 0;
-            run_out *raced = collect(&coop, 2, &helped);
+            repro_loader_config c = cfg_of(m, w);
+            run_out *want = collect(&c, 0, 0);
+            run_out *alone = collect(&c, 1, 0);
+            run_out *raced = collect(&c, 1, 2);
             ck_assert_msg(memcmp(want, alone, sizeof *want) == 0,
                           "mode %d, %d workers: cooperative (consumer alone) differs", mode, w);
             ck_assert_msg(memcmp(want, raced, sizeof *want) == 0,
@@ -146,9 +150,8 @@ START_TEST(test_helpers_fill_rows)
 {
     /* Helpers that keep calling fill the prefetched batches ahead of the
      * consumer: with a pause before each next, nearly all rows are theirs. */
-    repro_loader_config c = cfg_of(REPRO_AUGMENT_SEED_WORKER, 2, 1);
-    repro_loader *l;
-    ck_assert_int_eq(repro_loader_new(&l, &ds, &c), 0);
+    repro_loader_config c = cfg_of(REPRO_AUGMENT_SEED_WORKER, 2);
+    repro_loader *l = open_loader(&c, 1);
     run_out *r = calloc(1, sizeof *r);
     ck_assert_ptr_nonnull(r);
     take(l, r, 0); /* starts the epoch */
@@ -173,9 +176,9 @@ START_TEST(test_negative_control_streams_differ)
 {
     /* The comparison above can fail: worker mode with another worker
      * count (other RNG streams) is caught, cooperative or not. */
-    repro_loader_config c1 = cfg_of(REPRO_AUGMENT_SEED_WORKER, 1, 1);
-    repro_loader_config c3 = cfg_of(REPRO_AUGMENT_SEED_WORKER, 3, 1);
-    run_out *a = collect(&c1, 1, NULL), *b = collect(&c3, 1, NULL);
+    repro_loader_config c1 = cfg_of(REPRO_AUGMENT_SEED_WORKER, 1);
+    repro_loader_config c3 = cfg_of(REPRO_AUGMENT_SEED_WORKER, 3);
+    run_out *a = collect(&c1, 1, 1), *b = collect(&c3, 1, 1);
     ck_assert(memcmp(a->x, b->x, sizeof a->x) != 0);
     ck_assert_mem_eq(a->ids, b->ids, sizeof a->ids); /* the order is the same */
     free(a);
@@ -187,12 +190,10 @@ START_TEST(test_restore_mid_epoch)
 {
     /* Stopped after m batches and restored into a cooperative loader with
      * a helper: the next batches are the uninterrupted threads' ones. */
-    repro_loader_config threads = cfg_of(REPRO_AUGMENT_SEED_WORKER, 3, 0);
-    repro_loader_config coop = cfg_of(REPRO_AUGMENT_SEED_WORKER, 3, 1);
-    run_out *want = collect(&threads, 0, NULL);
+    repro_loader_config c = cfg_of(REPRO_AUGMENT_SEED_WORKER, 3);
+    run_out *want = collect(&c, 0, 0);
     for (int m = 1; m <= 10; m += 4) {
-        repro_loader *l;
-        ck_assert_int_eq(repro_loader_new(&l, &ds, &coop), 0);
+        repro_loader *l = open_loader(&c, 1);
         const repro_batch *b;
         for (int k = 0; k < m; k++)
             ck_assert_int_eq(repro_loader_next(l, &b), 0);
@@ -202,7 +203,7 @@ START_TEST(test_restore_mid_epoch)
         memcpy(perm, repro_loader_permutation(l), sizeof perm);
         repro_loader_free(l);
 
-        ck_assert_int_eq(repro_loader_new(&l, &ds, &coop), 0);
+        l = open_loader(&c, 1);
         ck_assert_int_eq(repro_loader_restore(l, &pos, perm), 0);
         helpers h;
         helpers_start(&h, l, 1);
@@ -224,22 +225,57 @@ END_TEST
 
 START_TEST(test_help_outside_the_mode)
 {
-    /* Worker threads, or num_workers = 0: help has nothing to do. */
+    /* Worker threads, or num_workers = 0 (which cannot switch): help has
+     * nothing to do. */
     for (int w = 0; w <= 2; w += 2) {
-        repro_loader_config c = cfg_of(REPRO_AUGMENT_SEED_SAMPLE, w, w == 0);
-        repro_loader *l;
-        ck_assert_int_eq(repro_loader_new(&l, &ds, &c), 0);
+        repro_loader_config c = cfg_of(REPRO_AUGMENT_SEED_SAMPLE, w);
+        repro_loader *l = open_loader(&c, 0);
+        if (w == 0)
+            ck_assert_int_eq(repro_loader_set_cooperative(l), 0);
         const repro_batch *b;
         ck_assert_int_eq(repro_loader_next(l, &b), 0);
         ck_assert_int_eq(repro_loader_help(l), 0);
         repro_loader_free(l);
     }
-    /* Cooperative before the first batch (no epoch yet): nothing either. */
-    repro_loader_config c = cfg_of(REPRO_AUGMENT_SEED_SAMPLE, 2, 1);
-    repro_loader *l;
-    ck_assert_int_eq(repro_loader_new(&l, &ds, &c), 0);
+    /* Cooperative before the first batch (no epoch yet): nothing either;
+     * asking again keeps it cooperative. */
+    repro_loader_config c = cfg_of(REPRO_AUGMENT_SEED_SAMPLE, 2);
+    repro_loader *l = open_loader(&c, 1);
     ck_assert_int_eq(repro_loader_help(l), 0);
+    ck_assert_int_eq(repro_loader_set_cooperative(l), 1);
     repro_loader_free(l);
+}
+END_TEST
+
+START_TEST(test_switch_only_when_fresh)
+{
+    /* A loader that drew a batch (its worker threads run) or was restored
+     * mid-epoch (they started) stays as it is: 0, and its batches are
+     * still the threads' ones. */
+    repro_loader_config c = cfg_of(REPRO_AUGMENT_SEED_WORKER, 2);
+    run_out *want = collect(&c, 0, 0);
+    run_out *got = calloc(1, sizeof *got);
+    ck_assert_ptr_nonnull(got);
+    repro_loader *l = open_loader(&c, 0);
+    take(l, got, 0);
+    ck_assert_int_eq(repro_loader_set_cooperative(l), 0);
+    ck_assert_int_eq(repro_loader_help(l), 0);
+    for (int k = 1; k < 4; k++)
+        take(l, got, k);
+    repro_loader_position pos;
+    repro_loader_get_position(l, &pos);
+    uint32_t perm[64];
+    memcpy(perm, repro_loader_permutation(l), sizeof perm);
+    repro_loader_free(l);
+    l = open_loader(&c, 0);
+    ck_assert_int_eq(repro_loader_restore(l, &pos, perm), 0);
+    ck_assert_int_eq(repro_loader_set_cooperative(l), 0);
+    for (int k = 4; k < NB; k++)
+        take(l, got, k);
+    repro_loader_free(l);
+    ck_assert(memcmp(want, got, sizeof *want) == 0);
+    free(want);
+    free(got);
 }
 END_TEST
 
@@ -254,6 +290,7 @@ Suite *loader_coop_suite(void)
     tcase_add_test(tc, test_negative_control_streams_differ);
     tcase_add_test(tc, test_restore_mid_epoch);
     tcase_add_test(tc, test_help_outside_the_mode);
+    tcase_add_test(tc, test_switch_only_when_fresh);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -8,7 +8,7 @@
  * order, so thread scheduling never changes a bit; only the worker count
  * does, and only in augment_seed = worker mode, as in PyTorch.
  *
- * Cooperative mode (cfg.cooperative) keeps the workers and their order but
+ * Cooperative mode (repro_loader_set_cooperative) keeps the workers and their order but
  * runs no threads: loader_coop.c.
  *
  * Threads follow PyTorch's non-persistent workers: a fresh set per epoch,
@@ -382,7 +382,6 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
     l->nshards = cfg->batch_size / shard;
     l->rows = cfg->batch_size / world;
     l->nslots = l->nw == 0 ? 1 : l->nw * cfg->prefetch;
-    l->coop = cfg->cooperative && l->nw > 0;
     l->epoch = -1;
     repro_rng_init(&l->gen, repro_seed_derive(cfg->seed, REPRO_PURPOSE_SHUFFLE, 0, 0, 0, 0));
     pthread_mutex_init(&l->mu, NULL);

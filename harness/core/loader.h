@@ -68,7 +68,6 @@ typedef struct {
     float noise;      /* stddev of additive normal noise (repro_*_normal); 0 = off */
     int rank, world;  /* data parallel: world 0 or 1 = one process; 0 <= rank < world */
     int shard_size;   /* S: divides batch_size; 0 = batch_size (one shard) */
-    int cooperative;  /* 1 (with num_workers > 0): no worker threads; see repro_loader_help */
 } repro_loader_config;
 
 typedef struct {
@@ -96,7 +95,7 @@ int repro_loader_new(repro_loader **out, const repro_dataset *ds, const repro_lo
 int repro_loader_next(repro_loader *l, const repro_batch **out);
 int repro_loader_batches_per_epoch(const repro_loader *l);
 
-/* Cooperative mode (cfg.cooperative): the num_workers workers are not
+/* Cooperative mode (repro_loader_set_cooperative): the num_workers workers are not
  * threads but streams of work that other threads lend time to. A call
  * fills one row (one sample, microseconds) of a batch a worker would be
  * filling now, within the same prefetch bound, and returns 1, or returns

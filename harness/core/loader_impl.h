@@ -68,7 +68,7 @@ struct repro_loader {
     int max_in_flight;    /* test instrumentation: max of started - released */
     repro_rng sync_rng;   /* num_workers = 0: worker 0's RNG, in the caller */
 
-    /* Cooperative mode (cfg.cooperative with num_workers > 0) */
+    /* Cooperative mode (repro_loader_set_cooperative, num_workers > 0) */
     int coop;
     coop_worker *cw;      /* nw of them */
     atomic_int coop_open;   /* 1 while the epoch's fields may be read by helpers */
