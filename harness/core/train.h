@@ -1,6 +1,7 @@
 /* One training run in process: data, loader, model, optimizer and the step
- * loop. The CLI drives it step by step (progress, later hashing); tests drive
- * it directly to compare final parameters bit for bit. */
+ * loop. A session (session.h) drives it step by step, with its recorder as
+ * the observer; tests drive it directly to compare final parameters bit
+ * for bit. */
 #ifndef REPRO_TRAIN_H
 #define REPRO_TRAIN_H
 
