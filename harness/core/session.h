@@ -72,8 +72,10 @@ typedef struct {
     long *rank_rss_kib;        /* training seconds and peak resident set, rank order */
 } repro_session;
 
-/* Opens a session of cfg (validated already). 0 with *out set, or -1 with
- * the error slot set and *out NULL (everything released). */
+/* Opens a session of cfg (validated already; copied). The session keeps
+ * opts by value, and the strings it points to must outlive the session.
+ * 0 with *out set, or -1 with the error slot set and *out NULL
+ * (everything released). */
 int repro_session_open(repro_session **out, const repro_config *cfg,
                        const repro_session_opts *opts);
 /* One step, then the checkpoint if checkpoint_every divides it. */
