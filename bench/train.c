@@ -18,8 +18,8 @@
 
 #include "core/config.h"
 #include "core/memory.h"
+#include "core/session.h"
 #include "core/train.h"
-#include "core/train_record.h"
 #include "record/hash.h"
 #include "kernels/cpu/conv_algos.h"
 #include "kernels/isa.h"
@@ -72,32 +72,32 @@ static void load(repro_config *cfg, const char *path, int threads)
 }
 
 /* Steps/s of one run of `steps` steps (setup and first step excluded), as
- * `repro run` records: level NO_HASH, or a trace level with the config's
- * trace.every, written to a trace file. */
+ * `repro run` records: level NO_HASH (no recorder), or a trace level with
+ * the config's trace.every, written to a trace file. A training session
+ * (core/session.h) of steps + 1 steps, without the held-out eval. */
 static double one_run(const repro_config *cfg, long steps, int level)
 {
-    repro_trainer t;
-    repro_train_recorder *rec = NULL;
+    static repro_config c; /* large: off the stack */
+    c = *cfg;
+    c.train_steps = steps + 1;
+    if (level != NO_HASH)
+        c.trace_level = level;
     char path[64];
     snprintf(path, sizeof path, "/tmp/repro-bench-%ld.jsonl", (long)getpid());
-    if (repro_trainer_init(&t, cfg))
+    repro_session_opts o = {.no_recorder = level == NO_HASH, .output = path, .no_eval = 1};
+    repro_session *s;
+    if (repro_session_open(&s, &c, &o))
         die();
-    repro_train_recorder_opts ro = {.trace_path = path, .level = level,
-                                    .every = cfg->trace_every, .total_steps = steps + 1};
-    if (level != NO_HASH && repro_train_recorder_new(&rec, &t, &ro, NULL))
-        die();
-    if (repro_trainer_step(&t)) /* warm-up: first touch of every buffer */
+    if (repro_session_step(s)) /* warm-up: first touch of every buffer */
         die();
     double t0 = repro_now();
-    for (long s = 0; s < steps; s++)
-        if (repro_trainer_step(&t))
+    for (long i = 0; i < steps; i++)
+        if (repro_session_step(s))
             die();
-    repro_digest chain;
-    if (rec && repro_train_recorder_finish(rec, &chain, NULL)) /* hashing is only done once finished */
+    if (repro_session_finish(s)) /* hashing is only done once finished */
         die();
     double rate = steps / (repro_now() - t0);
-    repro_train_recorder_free(rec);
-    repro_trainer_release(&t);
+    repro_session_close(s);
     remove(path);
     return rate;
 }

@@ -4,6 +4,7 @@
  * for any loader worker count; and in augment_seed = worker mode the bits do
  * change with the worker count (the PyTorch pitfall is real). */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,6 +235,71 @@ START_TEST(test_seed_changes_everything)
 }
 END_TEST
 
+/* The trainer's observer (train.h): per step, with accumulation_steps 2,
+ * the hooks come in the order the recorder's waits rely on (before the
+ * first backward, after each micro-batch, after the last backward, before
+ * and after the update, with t->step counting the step only then); a
+ * failing hook fails the step; release detaches it. */
+typedef struct {
+    char log[256];
+    int fail_after_update, released;
+    const repro_trainer *t;
+} watch;
+
+static void note(watch *w, const char *what)
+{
+    strncat(w->log, what, sizeof w->log - strlen(w->log) - 1);
+}
+
+static int w_before_backward(void *c) { note(c, "B"); return 0; }
+static int w_micro_batch(void *c, int j) { note(c, j ? "m1" : "m0"); return 0; }
+static int w_after_backward(void *c) { note(c, "b"); return 0; }
+static int w_before_update(void *c) { note(c, "U"); return 0; }
+
+static int w_after_update(void *c)
+{
+    watch *w = c;
+    char step[16];
+    snprintf(step, sizeof step, "u%ld ", w->t->step);
+    note(w, step);
+    return w->fail_after_update ? -1 : 0;
+}
+
+static long w_chain(void *c, repro_digest *chain)
+{
+    (void)c;
+    memset(chain, 0, sizeof *chain);
+    return 0;
+}
+
+static void w_release(void *c)
+{
+    ((watch *)c)->released++;
+}
+
+START_TEST(test_observer_hooks_in_step_order)
+{
+    static const repro_train_observer_ops ops = {w_before_backward, w_micro_batch,
+                                                 w_after_backward,  w_before_update,
+                                                 w_after_update,    w_chain,
+                                                 w_release};
+    load("experiments/mlp.ini");
+    set("data.train_size=256");
+    set("train.accumulation_steps=2");
+    repro_trainer t;
+    ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
+    watch w = {.t = &t};
+    t.observer = (repro_train_observer){&ops, &w};
+    ck_assert_int_eq(repro_trainer_step(&t), 0);
+    ck_assert_int_eq(repro_trainer_step(&t), 0);
+    ck_assert_str_eq(w.log, "Bm0m1bUu1 Bm0m1bUu2 ");
+    w.fail_after_update = 1;
+    ck_assert_int_eq(repro_trainer_step(&t), -1);
+    repro_trainer_release(&t);
+    ck_assert_int_eq(w.released, 1);
+}
+END_TEST
+
 Suite *train_suite(void)
 {
     Suite *s = suite_create("train");
@@ -248,6 +314,7 @@ Suite *train_suite(void)
     tcase_add_test(tc, test_worker_mode_pitfall);
     tcase_add_test(tc, test_cooperative_loader_same_bits);
     tcase_add_test(tc, test_seed_changes_everything);
+    tcase_add_test(tc, test_observer_hooks_in_step_order);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,7 +11,7 @@
 
 #include "analysis/batchinv_locate.h"
 #include "core/dataset.h"
-#include "core/train.h"
+#include "core/session.h"
 #include "util/error.h"
 #include "util/numparse.h"
 #include "util/seeds.h"
@@ -20,7 +20,7 @@ typedef struct {
     const repro_config *cfg;
     const repro_batchinv_opts *o;
     repro_batchinv_result *r;
-    repro_trainer t;  /* the weights (trained train_steps), the data, the loader */
+    repro_session *sess; /* the weights (trained train_steps), the data, the loader */
     repro_model em;   /* the eval model: the same weights, room for the largest batch */
     int em_ready;
     int cap, N;
@@ -82,7 +82,7 @@ static void progress(const bi_state *s, const char *fmt, ...)
  * same layout: the same config). 0 or -1. */
 static int eval_model(bi_state *s)
 {
-    const repro_dataset *ds = &s->t.test_set;
+    const repro_dataset *ds = &s->sess->t.test_set;
     s->N = s->o->samples > 0 && s->o->samples < ds->n ? s->o->samples : ds->n;
     if (s->N < 1)
         return repro_error_set(REPRO_EINVAL, "%s: no held-out samples to evaluate",
@@ -91,7 +91,7 @@ static int eval_model(bi_state *s)
     for (int i = 0; i < s->o->nsizes; i++)
         maxs = s->o->sizes[i] > maxs ? s->o->sizes[i] : maxs;
     s->cap = maxs < s->N ? maxs : s->N;
-    repro_model *tm = &s->t.model;
+    repro_model *tm = &s->sess->t.model;
     if (repro_model_init(&s->em, s->cfg, s->cap, tm->be))
         return -1;
     s->em_ready = 1;
@@ -266,7 +266,7 @@ static void release(bi_state *s)
     free(s->host_logits);
     if (s->em_ready)
         repro_model_release(&s->em);
-    repro_trainer_release(&s->t);
+    repro_session_close(s->sess);
 }
 
 int repro_batchinv_run(const repro_config *cfg, const repro_batchinv_opts *o,
@@ -283,18 +283,20 @@ int repro_batchinv_run(const repro_config *cfg, const repro_batchinv_opts *o,
     s->cfg = cfg;
     s->o = o;
     s->r = r;
-    int rc = repro_trainer_init(&s->t, cfg);
+    /* A session that only trains: no recorder, no eval of its own. */
+    repro_session_opts so = {.no_recorder = 1, .no_eval = 1};
+    int rc = repro_session_open(&s->sess, cfg, &so);
     for (long i = 0; rc == 0 && i < o->train_steps; i++) {
         if (i == 0)
             progress(s, "training %ld steps first ...", o->train_steps);
-        rc = repro_trainer_step(&s->t);
+        rc = repro_session_step(s->sess);
     }
     if (rc == 0)
         rc = run_eval(s);
     if (rc == 0) {
         progress(s, "a training batch whole and in %d micro-batches ...",
                  o->micro > 0 ? o->micro : 8);
-        rc = repro_batchinv_train_check(&s->t, o, r);
+        rc = repro_batchinv_train_check(&s->sess->t, o, r);
     }
     r->nsamples = s->N;
     r->batch_invariant = rc == 0 && r->ndiffer == 0 && r->train_ndiffer == 0;

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "util/error.h"
-#include "core/train_record.h"
 #include "util/fsutil.h"
 #include "record/trace.h"
 
@@ -317,11 +316,11 @@ static int put_params(buf *b, const repro_model *m, int adam)
 int repro_checkpoint_save(const repro_trainer *t, const char *path)
 {
     repro_checkpoint_info ci = {t->step, -1, {{0}}};
-    if (t->rec) {
+    if (t->observer.ops) {
         /* The chain must cover exactly the steps the state reflects. */
-        if (repro_train_recorder_sync(t->rec))
+        ci.chain_steps = t->observer.ops->chain(t->observer.ctx, &ci.chain);
+        if (ci.chain_steps < 0)
             return -1;
-        ci.chain_steps = repro_train_recorder_chain(t->rec, &ci.chain);
     }
     repro_digest all, numerics;
     if (repro_config_digests(&t->cfg, &all, &numerics))
@@ -803,7 +802,7 @@ static int apply(const parsed *s, repro_checkpoint_info *info)
 
 int repro_checkpoint_load(repro_trainer *t, const char *path, repro_checkpoint_info *info)
 {
-    if (t->step != 0 || t->rec)
+    if (t->step != 0 || t->observer.ops)
         return repro_error_set(REPRO_EINVAL,
                                "%s: a checkpoint is restored into a fresh trainer", path);
     unsigned char *data = NULL;

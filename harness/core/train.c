@@ -10,7 +10,6 @@
 #include "util/error.h"
 #include "core/dist.h"
 #include "core/train_dist.h"
-#include "core/train_record.h"
 
 /* The backend [train] backend names (the choice's text is its name), or
  * NULL with the error slot set: exit 3, saying what this build lacks. */
@@ -221,6 +220,7 @@ static void zero_grad(repro_trainer *t)
  * *l; 0, or -1 with the error slot set. */
 static int micro_batch(repro_trainer *t, int j, double *l)
 {
+    const repro_train_observer_ops *obs = t->observer.ops;
     repro_model *m = &t->model;
     int k = t->cfg.train_accumulation_steps;
     const repro_batch *b;
@@ -237,9 +237,9 @@ static int micro_batch(repro_trainer *t, int j, double *l)
     repro_train_loss_grad(t, b->size);
     repro_scale_loss_grad(&t->scaler, m, k, t->dlogits, (long)b->size * REPRO_CLASSES);
     if (j == 0) {
-        /* The recorder's hooks (train_record.h): wait only where a buffer it
-         * may still be hashing is about to be overwritten. */
-        if (t->rec && repro_train_recorder_before_backward(t->rec))
+        /* The observer's hooks (the recorder, train_record.h): wait only
+         * where a buffer it may still be hashing is about to be overwritten. */
+        if (obs && obs->before_backward(t->observer.ctx))
             return -1;
         zero_grad(t);
     }
@@ -248,13 +248,14 @@ static int micro_batch(repro_trainer *t, int j, double *l)
         return -1;
     /* --dump under accumulation: this micro-batch's inputs, before the
      * next one replaces them (reads only). */
-    if (k > 1 && t->rec && repro_train_recorder_micro_batch(t->rec, j))
+    if (k > 1 && obs && obs->micro_batch(t->observer.ctx, j))
         return -1;
     return 0;
 }
 
 int repro_trainer_step(repro_trainer *t)
 {
+    const repro_train_observer_ops *obs = t->observer.ops;
     int k = t->cfg.train_accumulation_steps;
     double loss_sum = 0;
     for (int j = 0; j < k; j++) {
@@ -266,7 +267,7 @@ int repro_trainer_step(repro_trainer *t)
     }
     t->loss = k == 1 ? loss_sum : loss_sum / k;
     int skip = repro_scaler_unscale(&t->scaler, &t->model, t->step + 1);
-    if (t->rec && (repro_train_recorder_after_backward(t->rec) || repro_train_recorder_before_update(t->rec)))
+    if (obs && (obs->after_backward(t->observer.ctx) || obs->before_update(t->observer.ctx)))
         return -1;
     if (!skip) {
         optimizer_step(t);
@@ -285,7 +286,7 @@ int repro_trainer_step(repro_trainer *t)
         repro_trainer_evaluate(t, &t->eval_loss, &t->eval_accuracy);
         t->eval_step = t->step;
     }
-    if (t->rec && repro_train_recorder_after_update(t->rec))
+    if (obs && obs->after_update(t->observer.ctx))
         return -1;
     return 0;
 }
@@ -375,7 +376,8 @@ done:
 
 void repro_trainer_release(repro_trainer *t)
 {
-    repro_train_recorder_free(t->rec); /* first: its hasher thread reads the model */
+    if (t->observer.ops) /* first: the recorder's hasher thread reads the model */
+        t->observer.ops->release(t->observer.ctx);
     if (t->loader_helped) /* the kernel threads stop filling rows before the loader goes */
         t->model.be->set_idle_work(t->model.be_ctx, NULL, NULL);
     repro_loader_free(t->loader);

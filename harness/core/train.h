@@ -1,6 +1,7 @@
 /* One training run in process: data, loader, model, optimizer and the step
- * loop. The CLI drives it step by step (progress, later hashing); tests drive
- * it directly to compare final parameters bit for bit. */
+ * loop. A session (session.h) drives it step by step, with its recorder as
+ * the observer; tests drive it directly to compare final parameters bit
+ * for bit. */
 #ifndef REPRO_TRAIN_H
 #define REPRO_TRAIN_H
 
@@ -9,9 +10,30 @@
 #include "core/loader.h"
 #include "core/mixed.h"
 #include "core/model.h"
+#include "record/hash.h"
 #include "util/fault.h"
 
-typedef struct repro_train_recorder repro_train_recorder;
+/* What watches the steps: the recorder (train_record.h) installs itself
+ * here. The trainer calls each hook where a buffer the watcher may still
+ * be reading is about to be overwritten, or has just been written, and
+ * knows nothing else of it: recording depends on training, never the
+ * other way round. Hooks return 0, or -1 with the error slot set. */
+typedef struct {
+    int (*before_backward)(void *ctx);  /* step n's first backward will overwrite the grads */
+    int (*micro_batch)(void *ctx, int j); /* micro-batch j's backward done (K > 1) */
+    int (*after_backward)(void *ctx);   /* step n's gradients are final */
+    int (*before_update)(void *ctx);    /* the optimizer will overwrite the parameters */
+    int (*after_update)(void *ctx);     /* step n is done (t->step counts it) */
+    /* The chain digest certified so far, once every finished step is
+     * hashed (what a checkpoint saves): the steps it covers, or -1. */
+    long (*chain)(void *ctx, repro_digest *chain);
+    void (*release)(void *ctx); /* detaches and frees the watcher */
+} repro_train_observer_ops;
+
+typedef struct {
+    const repro_train_observer_ops *ops; /* NULL: no observer */
+    void *ctx;
+} repro_train_observer;
 
 typedef struct repro_trainer_s {
     repro_config cfg;
@@ -29,7 +51,7 @@ typedef struct repro_trainer_s {
                                label (index-add; a trace metric) */
     int32_t *labels;        /* batch: the batch's labels, uploaded for the kernels */
     double beta1_pow, beta2_pow; /* adamw: beta^t kept by multiplication */
-    repro_train_recorder *rec; /* per-step hashing (train_record.h), or NULL */
+    repro_train_observer observer; /* per-step hashing (train_record.h), or none */
     /* Accumulation and mixed precision (mixed.h). A checkpoint must carry
      * `updates` (sgd's first step and adamw's bias correction count updates,
      * not steps: fp16 skips some) and the scaler's scale and growth_tracker. */

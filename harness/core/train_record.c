@@ -326,7 +326,7 @@ static int dump_masks(const repro_train_recorder *r, long step, const char *suff
 
 /* ... each micro-batch's inputs and masks under accumulation (the
  * entries above hold only the last micro-batch's) ... */
-int repro_train_recorder_micro_batch(repro_train_recorder *r, int j)
+static int micro_batch(repro_train_recorder *r, int j)
 {
     const repro_trainer *t = r->t;
     long step = t->step + 1;
@@ -687,7 +687,7 @@ static void on_op(void *ctx, const char *name, float *data, int ndim, const long
         fail_now(r, repro_error_code(), repro_error_message());
 }
 
-int repro_train_recorder_before_backward(repro_train_recorder *r)
+static int before_backward(repro_train_recorder *r)
 {
     return wait_done(r, PHASE_G, r->t->step); /* G(n-1) still reads the grads */
 }
@@ -721,7 +721,7 @@ static const void *small_source(repro_train_recorder *r, const char *name, const
     return NULL;
 }
 
-int repro_train_recorder_after_backward(repro_train_recorder *r)
+static int after_backward(repro_train_recorder *r)
 {
     repro_trainer *t = r->t;
     long step = t->step + 1;
@@ -764,12 +764,12 @@ int repro_train_recorder_after_backward(repro_train_recorder *r)
     return check_failed(r);
 }
 
-int repro_train_recorder_before_update(repro_train_recorder *r)
+static int before_update(repro_train_recorder *r)
 {
     return wait_done(r, P_READ, r->t->step); /* P(n-1) may still read the params */
 }
 
-int repro_train_recorder_after_update(repro_train_recorder *r)
+static int after_update(repro_train_recorder *r)
 {
     long step = r->t->step; /* the trainer has counted the step already */
     step_slot *slot = &r->slots[step & 1];
@@ -953,6 +953,30 @@ static int start(repro_train_recorder *r, const repro_train_recorder_opts *opts)
     return dump_initial(r);
 }
 
+/* The trainer's observer (train.h): the hooks above, and the chain. */
+static int hook_before_backward(void *r) { return before_backward(r); }
+static int hook_micro_batch(void *r, int j) { return micro_batch(r, j); }
+static int hook_after_backward(void *r) { return after_backward(r); }
+static int hook_before_update(void *r) { return before_update(r); }
+static int hook_after_update(void *r) { return after_update(r); }
+
+static long hook_chain(void *r, repro_digest *chain)
+{
+    if (repro_train_recorder_sync(r))
+        return -1;
+    return repro_train_recorder_chain(r, chain);
+}
+
+static void hook_release(void *r)
+{
+    repro_train_recorder_free(r);
+}
+
+static const repro_train_observer_ops recorder_ops = {
+    hook_before_backward, hook_micro_batch, hook_after_backward, hook_before_update,
+    hook_after_update,    hook_chain,       hook_release,
+};
+
 int repro_train_recorder_new(repro_train_recorder **out, repro_trainer *t,
                              const repro_train_recorder_opts *opts, const repro_fault *fault)
 {
@@ -972,7 +996,7 @@ int repro_train_recorder_new(repro_train_recorder **out, repro_trainer *t,
         repro_train_recorder_free(r);
         return -1;
     }
-    t->rec = r;
+    t->observer = (repro_train_observer){&recorder_ops, r};
     *out = r;
     return 0;
 }
@@ -1015,8 +1039,8 @@ void repro_train_recorder_free(repro_train_recorder *r)
     free(r->leaves);
     if (r->tap)
         fclose(r->tap);
-    if (r->t && r->t->rec == r) {
-        r->t->rec = NULL;
+    if (r->t && r->t->observer.ctx == r) {
+        r->t->observer = (repro_train_observer){NULL, NULL};
         r->t->model.on_op = NULL;
     }
     for (int i = 0; r->entries && i < r->nentries; i++)

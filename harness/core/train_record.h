@@ -21,6 +21,8 @@
 #include "record/trace.h"
 #include "util/fault.h"
 
+typedef struct repro_train_recorder repro_train_recorder;
+
 typedef struct {
     const char *trace_path; /* NULL: digests only, no file */
     int level;              /* REPRO_TRACE_* */
@@ -57,24 +59,20 @@ typedef struct {
 enum { REPRO_TAP_WRITE = 1, REPRO_TAP_READ = 2 };
 
 /* Builds the tensor list for the trainer's model, opens the public
- * recorder and starts the hasher. Installs itself as the trainer's recorder
- * (t->rec). `fault`: the negative control's settings (util/fault.h; may be
+ * recorder and starts the hasher. Installs itself as the trainer's
+ * observer (t->observer; repro_trainer_release frees it). `fault`: the negative control's settings (util/fault.h; may be
  * NULL: none). */
 int repro_train_recorder_new(repro_train_recorder **out, repro_trainer *t,
                              const repro_train_recorder_opts *opts, const repro_fault *fault);
 
-/* The trainer's hooks for step n = t->step + 1 (train.c calls them). Each
- * returns 0, or -1 with the error slot set if the hasher failed. */
-int repro_train_recorder_before_backward(repro_train_recorder *r);
-int repro_train_recorder_after_backward(repro_train_recorder *r);
-/* After micro-batch j's backward, under accumulation_steps K > 1, on a
- * dumped step: that micro-batch's inputs (batch.ids, batch.x, batch.y)
- * and dropout masks, as NAME.mbJ.npy. The trace hashes only the last
- * micro-batch's (batch.x = batch.x.mb<K-1>); the others are overwritten
- * before the step ends, so they are written here or not at all. */
-int repro_train_recorder_micro_batch(repro_train_recorder *r, int j);
-int repro_train_recorder_before_update(repro_train_recorder *r);
-int repro_train_recorder_after_update(repro_train_recorder *r);
+/* The trainer's hooks for step n = t->step + 1 are its observer
+ * (train.h), which repro_train_recorder_new installs: the trainer calls
+ * them through that table and knows nothing of this file. Under
+ * accumulation_steps K > 1, on a dumped step, the micro_batch hook writes
+ * micro-batch j's inputs (batch.ids, batch.x, batch.y) and dropout masks as
+ * NAME.mbJ.npy: the trace hashes only the last micro-batch's (batch.x =
+ * batch.x.mb<K-1>); the others are overwritten before the step ends, so
+ * they are written there or not at all. */
 
 /* Waits for the hasher, writes the trailer, returns the final chain digest.
  * trailer_extra (a json_t object, may be NULL; borrowed) adds informational

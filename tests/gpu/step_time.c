@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "core/config.h"
-#include "core/train.h"
-#include "record/record.h"
+#include "core/session.h"
+#include "record/trace.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -23,30 +23,33 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Steps/s of one run, or -1 (the error slot says why). */
+/* Steps/s of one run (a training session of STEPS + 1 steps, the first
+ * excluded, no held-out eval), or -1 (the error slot says why). */
 static double one_run(const repro_config *cfg, int hashing)
 {
-    repro_trainer t;
-    repro_recorder *rec = NULL;
+    static repro_config c; /* large: off the stack */
+    c = *cfg;
+    c.train_steps = STEPS + 1;
+    c.trace_level = REPRO_TRACE_TENSOR;
+    c.trace_every = 1;
     char path[64];
     snprintf(path, sizeof path, "/tmp/repro-gpu-steptime-%ld.jsonl", (long)getpid());
-    if (repro_trainer_init(&t, cfg))
+    repro_session_opts o = {.no_recorder = !hashing, .output = path, .no_eval = 1};
+    repro_session *s;
+    if (repro_session_open(&s, &c, &o))
         return -1;
-    repro_recorder_opts ro = {.trace_path = path, .level = 1, .every = 1,
-                              .total_steps = STEPS + 1};
     double rate = -1;
-    if ((hashing && repro_recorder_new(&rec, &t, &ro)) || repro_trainer_step(&t))
+    if (repro_session_step(s))
         goto done;
     double t0 = repro_now();
-    for (long s = 0; s < STEPS; s++)
-        if (repro_trainer_step(&t))
+    for (long i = 0; i < STEPS; i++)
+        if (repro_session_step(s))
             goto done;
-    repro_digest chain;
-    if (rec && repro_recorder_finish(rec, &chain, NULL))
+    if (repro_session_finish(s)) /* hashing is only done once finished */
         goto done;
     rate = STEPS / (repro_now() - t0);
 done:
-    repro_trainer_release(&t);
+    repro_session_close(s);
     remove(path);
     return rate;
 }
