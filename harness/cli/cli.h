@@ -27,8 +27,7 @@ typedef struct {
     const char *name;
     int (*fn)(int argc, char **argv); /* argv[0] is the command name; returns an exit code */
     const char *summary;
-    const char *usage; /* full `repro help NAME` text, or NULL: spec's */
-    const repro_cli_spec *spec; /* a workload command's options (common_opts.h) */
+    const repro_cli_spec *spec; /* its options, usage and help (common_opts.h) */
 } repro_command;
 
 extern const repro_command repro_commands[];
@@ -70,16 +69,8 @@ int repro_cmd_keygen(int argc, char **argv);
 int repro_cmd_gc(int argc, char **argv);
 
 extern const repro_cli_spec repro_run_spec, repro_check_spec, repro_bless_spec,
-    repro_compare_spec, repro_bisect_spec, repro_submit_spec;
-
-extern const char repro_help_usage[];
-extern const char repro_diff_usage[];
-extern const char repro_env_usage[];
-extern const char repro_log_usage[];
-extern const char repro_kernels_usage[];
-extern const char repro_verify_usage[];
-extern const char repro_verify_receipt_usage[];
-extern const char repro_keygen_usage[];
-extern const char repro_gc_usage[];
+    repro_compare_spec, repro_bisect_spec, repro_submit_spec, repro_diff_spec, repro_log_spec,
+    repro_kernels_spec, repro_verify_spec, repro_verify_receipt_spec, repro_keygen_spec,
+    repro_env_spec, repro_gc_spec, repro_help_spec;
 
 #endif

@@ -63,7 +63,7 @@ static const char epilogue[] =
     "Exit: 0 reproducible, 1 not, 2 bad experiment or option, 3 environment.\n";
 
 enum { O_RESUME_AT = 1, O_JUNIT, O_REQUIRE, O_NO_GOLDEN, O_KEEP, O_BATCHINV, O_BATCH_SIZES,
-       O_GIT_BISECT, O_NAME, O_TIMEOUT, O_JOBS };
+       O_GIT_BISECT, O_JOBS };
 
 static const repro_cli_opt own_opts[] = {
     {"resume-at", 0, "K",
@@ -95,11 +95,6 @@ static const repro_cli_opt own_opts[] = {
      "(environment, a run that failed),\n130 on a usage or input error (git aborts the "
      "bisection)",
      O_GIT_BISECT},
-    {"name", 0, "NAME",
-     "-- PROGRAM only: its goldens' name (default: the\nexperiment name the program records)",
-     O_NAME},
-    {"timeout", 0, "SECONDS", "-- PROGRAM only: kill a run that takes longer (default: none)",
-     O_TIMEOUT},
     {"jobs", 0, "N",
      "runs at once (default: as many as the CPUs hold:\nCPUs / (threads x ranks) of the widest "
      "run; 1 for a\nprogram after '--', which may share files between runs);\nthe bits never "
@@ -120,7 +115,6 @@ typedef struct {
     char **program;                 /* `-- PROGRAM ARGS...`, or NULL */
     char name[128];                 /* the program's golden name */
     int name_given;                 /* --name; else the name the program records */
-    double timeout_s;
     long resume_at;
     /* what the experiment's data settings mean for a worker-count check */
     int augments;                   /* shift, flip or noise is on */
@@ -156,8 +150,9 @@ static int batch_invariance_conflicts(const check_opts *o)
 }
 
 /* An own option: 0 or -1 (error slot). */
-static int check_option(check_opts *o, int id, const char *v)
+static int check_option(void *ctx, int id, const char *v)
 {
+    check_opts *o = ctx;
     long t;
     switch (id) {
     case O_BATCHINV: o->batch_invariance = 1; return 0;
@@ -170,21 +165,10 @@ static int check_option(check_opts *o, int id, const char *v)
     case O_GIT_BISECT: return 0; /* read before parsing (wants_git_bisect) */
     case O_KEEP: o->keep = 1; return 0;
     case O_NO_GOLDEN: o->no_golden = 1; return 0;
-    case O_NAME:
-        if (repro_golden_name_check(v))
-            return -1;
-        snprintf(o->name, sizeof o->name, "%s", v);
-        o->name_given = 1;
-        return 0;
     case O_JOBS:
         if (repro_parse_count("check: --jobs", v, 1, REPRO_MULTIRUN_MAX, &t))
             return -1;
         o->jobs = (int)t;
-        return 0;
-    case O_TIMEOUT:
-        if (repro_parse_count("check: --timeout", v, 1, 7 * 24 * 3600, &t))
-            return -1;
-        o->timeout_s = (double)t;
         return 0;
     }
     return 0;
@@ -197,26 +181,20 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
     if (repro_cli_split_program(&argc, argv, &o->program))
         return -1;
     repro_cli_parser p;
-    repro_cli_parser_init(&p, &repro_check_spec);
-    const char *v;
-    int id;
-    while ((id = repro_cli_next(&p, argc, argv, &o->co, &v)) != 0) {
-        if (id == REPRO_CLI_HELP) {
-            repro_cli_help(stdout, &repro_check_spec);
-            return 1;
-        }
-        if (id < 0 || check_option(o, id, v))
-            return -1;
-    }
+    int parsed = repro_cli_parse(&p, &repro_check_spec, argc, argv, &o->co, check_option, o);
+    if (parsed)
+        return parsed;
     o->runs = o->co.runs ? o->co.runs : 2;
     o->runs_given = o->co.runs != 0;
+    snprintf(o->name, sizeof o->name, "%s", o->co.name);
+    o->name_given = o->co.name[0] != '\0';
     if (batch_invariance_conflicts(o))
         return -1;
     if (o->program) {
-        if (optind < argc)
+        if (p.nargs)
             return repro_error_set(REPRO_EINVAL,
                                    "check: '%s' and a program after '--': give one or the other",
-                                   argv[optind]);
+                                   p.args[0]);
         if (o->resume_at)
             return repro_error_set(REPRO_EINVAL,
                                    "check: --resume-at needs repro's own checkpoints; a program "
@@ -227,16 +205,16 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         o->overridden = o->co.pass.overridden;
         return 0;
     }
-    if (o->name[0] || o->timeout_s > 0)
+    if (o->name[0] || o->co.timeout_s > 0)
         return repro_error_set(REPRO_EINVAL, "check: --name and --timeout are for a program "
                                              "after '--'");
-    if (optind >= argc)
+    if (!p.nargs)
         return repro_error_set(REPRO_EINVAL, "check: missing experiment file (or '-- PROGRAM "
                                              "ARGS...')");
-    if (optind + 1 < argc)
+    if (p.nargs > 1)
         return repro_error_set(REPRO_EINVAL, "check: more than one experiment ('%s', '%s')",
-                               argv[optind], argv[optind + 1]);
-    o->exp = argv[optind];
+                               p.args[0], p.args[1]);
+    o->exp = p.args[0];
     o->overridden = o->co.pass.overridden;
     return 0;
 }
@@ -267,7 +245,7 @@ static int plan_program_runs(repro_multirun *m, const check_opts *o)
 {
     repro_multirun_init(m, o->name, o->name, "check");
     m->cmd = o->program;
-    m->timeout_s = o->timeout_s;
+    m->timeout_s = o->co.timeout_s;
     if (plan_common_runs(m, o))
         return -1;
     m->jobs = o->jobs ? o->jobs : 1; /* a program may share files between runs */
@@ -534,7 +512,8 @@ static int check_program_batch_invariance(repro_multirun *m, const check_opts *o
         repro_error_set(REPRO_ENOMEM, "out of memory");
         return junit_error(o, repro_report_error());
     }
-    int rc = repro_batchinv_rows_plan(m, o->name, o->program, o->timeout_s, &o->co.pass, &o->bi);
+    int rc = repro_batchinv_rows_plan(m, o->name, o->program, o->co.timeout_s, &o->co.pass,
+                                      &o->bi);
     if (rc == 0)
         m->quiet = o->co.json || o->co.quiet;
     if (rc == 0 && (rc = repro_multirun_execute(m)) > 0) {
