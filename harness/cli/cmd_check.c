@@ -162,7 +162,7 @@ static int check_option(void *ctx, int id, const char *v)
     case O_RESUME_AT: return repro_parse_count("check: --resume-at", v, 1, LONG_MAX, &o->resume_at);
     case O_JUNIT: o->junit = v; return 0;
     case O_REQUIRE: o->require_golden = 1; return 0;
-    case O_GIT_BISECT: return 0; /* read before parsing (wants_git_bisect) */
+    case O_GIT_BISECT: return 0; /* read before parsing (repro_cmd_check) */
     case O_KEEP: o->keep = 1; return 0;
     case O_NO_GOLDEN: o->no_golden = 1; return 0;
     case O_JOBS:
@@ -174,12 +174,11 @@ static int check_option(void *ctx, int id, const char *v)
     return 0;
 }
 
-/* 0, 1 for --help (printed), or -1 (error slot). */
+/* The options before the program (o->program, already cut off argv): 0, 1
+ * for --help (printed), or -1 (error slot). */
 static int parse_check_args(int argc, char **argv, check_opts *o)
 {
     repro_batchinv_opts_init(&o->bi);
-    if (repro_cli_split_program(&argc, argv, &o->program))
-        return -1;
     repro_cli_parser p;
     int parsed = repro_cli_parse(&p, &repro_check_spec, argc, argv, &o->co, check_option, o);
     if (parsed)
@@ -454,17 +453,7 @@ static int git_bisect_code(int rc)
     }
 }
 
-/* Is --git-bisect among the options (before a "--")? Looked for first, so
- * that even a usage error is reported in its terms. */
-static int wants_git_bisect(int argc, char **argv)
-{
-    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-        if (!strcmp(argv[i], "--git-bisect"))
-            return 1;
-    return 0;
-}
-
-static int check_main(int argc, char **argv);
+static int check_main(int argc, char **argv, char **program);
 
 /* ---- --batch-invariance ------------------------------------------------------ */
 
@@ -559,12 +548,16 @@ static int check_batch_invariance(repro_multirun *m, const check_opts *o)
 
 int repro_cmd_check(int argc, char **argv)
 {
-    int git_bisect = wants_git_bisect(argc, argv);
-    int rc = check_main(argc, argv);
+    /* --git-bisect is looked for first, so that even a usage error is
+     * reported in its terms. */
+    char **program;
+    int split = repro_cli_split_program(&argc, argv, &program);
+    int git_bisect = repro_cli_given(&repro_check_spec, argc, argv, O_GIT_BISECT);
+    int rc = split ? repro_report_error() : check_main(argc, argv, program);
     return git_bisect ? git_bisect_code(rc) : rc;
 }
 
-static int check_main(int argc, char **argv)
+static int check_main(int argc, char **argv, char **program)
 {
     repro_multirun *m = calloc(1, sizeof *m);
     if (!m) {
@@ -572,6 +565,7 @@ static int check_main(int argc, char **argv)
         return repro_report_error();
     }
     check_opts o = {0};
+    o.program = program;
     int rc = parse_check_args(argc, argv, &o);
     if (rc == 1)
         rc = repro_finish_stdout(0); /* --help */

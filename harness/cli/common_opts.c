@@ -306,6 +306,20 @@ int repro_cli_parse(repro_cli_parser *p, const repro_cli_spec *s, int argc, char
     return 0;
 }
 
+int repro_cli_given(const repro_cli_spec *s, int argc, char **argv, int id)
+{
+    repro_cli_parser p;
+    repro_cli_parser_init(&p, s);
+    int found = 0, ch;
+    while ((ch = getopt_long(argc, argv, p.shorts, p.lo, NULL)) != -1) {
+        int i = ch >= 256 ? ch - 256 : ch == '?' || ch == ':' ? -1 : short_index(&p, ch);
+        if (i >= 0 && i < p.n && p.own[i] && p.own[i]->id == id)
+            found = 1;
+    }
+    repro_cli_parser_init(&p, s); /* getopt back at the start for the real parse */
+    return found;
+}
+
 int repro_cli_operands(const repro_cli_parser *p, int lo, int hi, const char *what)
 {
     if (p->nargs >= lo && (hi < 0 || p->nargs <= hi))

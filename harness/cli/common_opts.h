@@ -146,6 +146,12 @@ int repro_cli_parse(repro_cli_parser *p, const repro_cli_spec *s, int argc, char
                     repro_common *c, int (*own)(void *ctx, int id, const char *value),
                     void *ctx);
 
+/* Whether own option id is among argv's options, read with spec's table
+ * (a value that looks like it is not it; nothing after "--"), without
+ * reading any value or reporting any error: for an option that changes how
+ * the parse's own errors are reported (check --git-bisect). */
+int repro_cli_given(const repro_cli_spec *s, int argc, char **argv, int id);
+
 /* The error for a count of operands outside lo..hi (hi < 0: no limit),
  * naming what they are ("two traces", "one bundle"): -1, error slot. */
 int repro_cli_operands(const repro_cli_parser *p, int lo, int hi, const char *what);
