@@ -99,8 +99,8 @@ static int shown_options(const char *text, shown_opt *opts)
     return n;
 }
 
-/* A value the option takes, chosen by its name, else its placeholder. */
-static const char *valid_value(const char *cmd, const shown_opt *o)
+/* The test value of an option, by name first, else by placeholder, or NULL. */
+static const char *table_value(const shown_opt *o)
 {
     static const struct {
         const char *name_or_arg, *value;
@@ -112,9 +112,9 @@ static const char *valid_value(const char *cmd, const shown_opt *o)
         /* by placeholder */
         {"N", "2"}, {"K", "1"}, {"S", "1"}, {"T", "1"}, {"W", "0"}, {"LIST", "1,2"},
         {"SECONDS", "5"}, {"SIZE", "1G"}, {"NAME", "somename"}, {"KEY=VALUE", "train.steps=2"},
-        {"FILE", "x.out"}, {"PATH", "x.jsonl"}, {"DIR", "x.dir"}, {"FILE.svg", "x.svg"},
-        {"HOST.pub", "x.pub"}, {"KEY.pem", "x.pem"}, {"GOOD..BAD", "HEAD~1..HEAD"},
-        {"CMD", "make"}, {"TRACE", "x.jsonl"}, {"GLOB", "param.*"}, {"CKPT", "x.bin"},
+        {"FILE", "@x.out"}, {"PATH", "@x.jsonl"}, {"DIR", "@x.dir"}, {"FILE.svg", "@x.svg"},
+        {"HOST.pub", "@x.pub"}, {"KEY.pem", "@x.pem"}, {"GOOD..BAD", "HEAD~1..HEAD"},
+        {"CMD", "make"}, {"TRACE", "@x.jsonl"}, {"GLOB", "param.*"}, {"CKPT", "@x.bin"},
         {"STEP[,STEP...]", "1,2"}, {"B", "cpu"}, {"P", "bitwise"},
     };
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
@@ -123,9 +123,31 @@ static const char *valid_value(const char *cmd, const shown_opt *o)
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
         if (!strcmp(values[i].name_or_arg, o->arg))
             return values[i].value;
-    ck_assert_msg(0, "repro %s --%s %s: no test value for this placeholder (add one here)", cmd,
-                  o->name, o->arg);
     return NULL;
+}
+
+/* A file name in this run's scratch directory: an exit-2 path may still
+ * write (check --junit writes its error report). */
+static const char *scratch_file(const char *name)
+{
+    static char path[8][TU_TMP_LEN + 32];
+    static int next;
+    char dir[TU_TMP_LEN];
+    tu_tmp_template(dir, sizeof dir, "opts");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char *p = path[next++ % 8];
+    snprintf(p, sizeof path[0], "%s/%s", dir, name);
+    return p;
+}
+
+/* A value the option takes, chosen by its name, else its placeholder; a
+ * file name ("@name") is one in a scratch directory. */
+static const char *valid_value(const char *cmd, const shown_opt *o)
+{
+    const char *v = table_value(o);
+    ck_assert_msg(v != NULL, "repro %s --%s %s: no test value for this placeholder (add one here)",
+                  cmd, o->name, o->arg);
+    return v[0] == '@' ? scratch_file(v + 1) : v;
 }
 
 /* `repro CMD OPTION SENTINEL` parsed OPTION and stopped at the sentinel. */
