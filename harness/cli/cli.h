@@ -35,18 +35,6 @@ extern const repro_command repro_commands[];
 const repro_command *repro_command_find(const char *name);
 void repro_print_usage(FILE *out);
 
-/* `repro CMD [options] -- PROGRAM ARGS...`: cuts argv at the first "--",
- * leaving *argc the options' count and *program the NULL-terminated
- * program vector (NULL when there is no "--"). "--" with nothing after it
- * is an error (-1, error slot). */
-int repro_cli_split_program(int *argc, char **argv, char ***program);
-
-/* The error for an option `arg` that `cmd` does not know, with a "did you
- * mean" from its getopt table (opts, ending in a zero entry; may be NULL).
- * Returns -1 (error slot: REPRO_EINVAL). */
-struct option;
-int repro_cli_unknown_option(const char *cmd, const char *arg, const struct option *opts);
-
 /* Prints "repro: <error slot>" to stderr and returns its exit code. */
 int repro_report_error(void);
 /* Flushes stdout and turns a write error (full disk, closed pipe) into exit 3. */

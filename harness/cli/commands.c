@@ -1,13 +1,11 @@
-/* The subcommand table and the shared bits of command-line plumbing. */
+/* The subcommand table, the usage that lists it, and how errors become exit
+ * codes (the option parser is common_opts.c). */
 #include "cli/cli.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include <getopt.h>
-
 #include "util/error.h"
-#include "util/suggest.h"
 #include "util/escape.h"
 
 const repro_command repro_commands[] = {
@@ -63,39 +61,6 @@ void repro_print_usage(FILE *out)
     fprintf(out, "\nexit codes: 0 ok, 1 mismatch, 2 usage or input error, 3 environment "
                  "problem, 125 cannot test\n"
                  "`repro help COMMAND` for a command's options.\n");
-}
-
-int repro_cli_split_program(int *argc, char **argv, char ***program)
-{
-    *program = NULL;
-    for (int i = 1; i < *argc; i++) {
-        if (strcmp(argv[i], "--"))
-            continue;
-        if (i + 1 >= *argc)
-            return repro_error_set(REPRO_EINVAL, "%s: nothing after '--' (expected a program "
-                                                 "and its arguments)", argv[0]);
-        *program = &argv[i + 1];
-        argv[i] = NULL; /* getopt stops here; argv[argc] stays NULL for the program */
-        *argc = i;
-        return 0;
-    }
-    return 0;
-}
-
-int repro_cli_unknown_option(const char *cmd, const char *arg, const struct option *opts)
-{
-    const char *names[128];
-    char flags[128][40];
-    size_t n = 0;
-    for (; opts && opts[n].name && n < 128; n++) {
-        snprintf(flags[n], sizeof flags[n], "--%s", opts[n].name);
-        names[n] = flags[n];
-    }
-    char flag[64], hint[96];
-    snprintf(flag, sizeof flag, "%.*s", (int)strcspn(arg, "="), arg);
-    repro_suggest_phrase(hint, sizeof hint, flag, names, n);
-    return repro_error_set(REPRO_EINVAL, "%s: unknown option '%s'%s (see `repro help %s`)", cmd,
-                           arg, hint, cmd);
 }
 
 int repro_report_error(void)

@@ -9,6 +9,7 @@
 #include "golden/golden.h"
 #include "util/error.h"
 #include "util/numparse.h"
+#include "util/suggest.h"
 
 static int set_quiet(repro_common *c, const repro_common_opt *row, const char *cmd, int as_list,
                      const char *value)
@@ -215,6 +216,39 @@ void repro_cli_help(FILE *out, const repro_cli_spec *s)
 }
 
 /* ---- parsing ---------------------------------------------------------------- */
+
+int repro_cli_split_program(int *argc, char **argv, char ***program)
+{
+    *program = NULL;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--"))
+            continue;
+        if (i + 1 >= *argc)
+            return repro_error_set(REPRO_EINVAL, "%s: nothing after '--' (expected a program "
+                                                 "and its arguments)", argv[0]);
+        *program = &argv[i + 1];
+        argv[i] = NULL; /* getopt stops here; argv[argc] stays NULL for the program */
+        *argc = i;
+        return 0;
+    }
+    return 0;
+}
+
+int repro_cli_unknown_option(const char *cmd, const char *arg, const struct option *opts)
+{
+    const char *names[128];
+    char flags[128][40];
+    size_t n = 0;
+    for (; opts && opts[n].name && n < 128; n++) {
+        snprintf(flags[n], sizeof flags[n], "--%s", opts[n].name);
+        names[n] = flags[n];
+    }
+    char flag[64], hint[96];
+    snprintf(flag, sizeof flag, "%.*s", (int)strcspn(arg, "="), arg);
+    repro_suggest_phrase(hint, sizeof hint, flag, names, n);
+    return repro_error_set(REPRO_EINVAL, "%s: unknown option '%s'%s (see `repro help %s`)", cmd,
+                           arg, hint, cmd);
+}
 
 static void add(repro_cli_parser *p, const char *name, int has_arg, int short_name)
 {

@@ -156,6 +156,17 @@ int repro_cli_given(const repro_cli_spec *s, int argc, char **argv, int id);
  * naming what they are ("two traces", "one bundle"): -1, error slot. */
 int repro_cli_operands(const repro_cli_parser *p, int lo, int hi, const char *what);
 
+/* `repro CMD [options] -- PROGRAM ARGS...`: cuts argv at the first "--",
+ * leaving *argc the options' count and *program the NULL-terminated
+ * program vector (NULL when there is no "--"). "--" with nothing after it
+ * is an error (-1, error slot). */
+int repro_cli_split_program(int *argc, char **argv, char ***program);
+
+/* The error for an option `arg` that `cmd` does not know, with a "did you
+ * mean" from its getopt table (opts, ending in a zero entry; may be NULL).
+ * Returns -1 (error slot: REPRO_EINVAL). */
+int repro_cli_unknown_option(const char *cmd, const char *arg, const struct option *opts);
+
 /* The multi-run of a `-- PROGRAM` command (run, bisect): runs filed under
  * `name`, or the program's own name when it is empty, with the common
  * options passed to every run, quiet under -q or --json, killed after
