@@ -64,6 +64,7 @@ struct repro_common_help {
     unsigned commands;
     const char *help;
 };
+
 struct repro_common_opt {
     const char *name;        /* long name, without dashes */
     int short_name;          /* 0: none */
@@ -138,10 +139,10 @@ void repro_cli_parser_init(repro_cli_parser *p, const repro_cli_spec *s);
 int repro_cli_next(repro_cli_parser *p, int argc, char **argv, repro_common *c,
                    const char **value);
 
-/* The loop every command without a common row of its own runs: calls
- * own(ctx, id, value) for each own option (0 or -1, error slot), prints
- * the help on -h. 0 with the operands in p->args, 1 after --help (printed
- * on stdout), or -1 (error slot). own may be NULL: no own options. */
+/* The option loop of a command: calls own(ctx, id, value) for each own
+ * option (0 or -1, error slot), reads the common ones into *c, prints the
+ * help on -h. 0 with the operands in p->args, 1 after --help (printed on
+ * stdout), or -1 (error slot). own may be NULL: no own options. */
 int repro_cli_parse(repro_cli_parser *p, const repro_cli_spec *s, int argc, char **argv,
                     repro_common *c, int (*own)(void *ctx, int id, const char *value),
                     void *ctx);
