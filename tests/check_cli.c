@@ -173,6 +173,18 @@ START_TEST(test_check_git_bisect_codes)
     ck_assert_int_eq(tu_run_repro("check --bogus-flag experiments/mlp.ini", out, sizeof out, err,
                                   sizeof err),
                      2);
+    /* It is found by the option table, not by spelling: after the usage
+     * error it still counts; as the value of --name it is a name, not the
+     * flag; after "--" it is the program's argument. */
+    ck_assert_int_gt(tu_run_repro("check experiments/mlp.ini --bogus-flag --git-bisect", out,
+                                  sizeof out, err, sizeof err),
+                     127);
+    ck_assert_int_eq(tu_run_repro("check --name --git-bisect experiments/mlp.ini", out,
+                                  sizeof out, err, sizeof err),
+                     2);
+    ck_assert_int_eq(tu_run_repro("check --no-golden -- false --git-bisect", out, sizeof out,
+                                  err, sizeof err),
+                     3);
 }
 END_TEST
 

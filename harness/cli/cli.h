@@ -27,26 +27,13 @@ typedef struct {
     const char *name;
     int (*fn)(int argc, char **argv); /* argv[0] is the command name; returns an exit code */
     const char *summary;
-    const char *usage; /* full `repro help NAME` text, or NULL: spec's */
-    const repro_cli_spec *spec; /* a workload command's options (common_opts.h) */
+    const repro_cli_spec *spec; /* its options, usage and help (common_opts.h) */
 } repro_command;
 
 extern const repro_command repro_commands[];
 
 const repro_command *repro_command_find(const char *name);
 void repro_print_usage(FILE *out);
-
-/* `repro CMD [options] -- PROGRAM ARGS...`: cuts argv at the first "--",
- * leaving *argc the options' count and *program the NULL-terminated
- * program vector (NULL when there is no "--"). "--" with nothing after it
- * is an error (-1, error slot). */
-int repro_cli_split_program(int *argc, char **argv, char ***program);
-
-/* The error for an option `arg` that `cmd` does not know, with a "did you
- * mean" from its getopt table (opts, ending in a zero entry; may be NULL).
- * Returns -1 (error slot: REPRO_EINVAL). */
-struct option;
-int repro_cli_unknown_option(const char *cmd, const char *arg, const struct option *opts);
 
 /* Prints "repro: <error slot>" to stderr and returns its exit code. */
 int repro_report_error(void);
@@ -70,16 +57,8 @@ int repro_cmd_keygen(int argc, char **argv);
 int repro_cmd_gc(int argc, char **argv);
 
 extern const repro_cli_spec repro_run_spec, repro_check_spec, repro_bless_spec,
-    repro_compare_spec, repro_bisect_spec, repro_submit_spec;
-
-extern const char repro_help_usage[];
-extern const char repro_diff_usage[];
-extern const char repro_env_usage[];
-extern const char repro_log_usage[];
-extern const char repro_kernels_usage[];
-extern const char repro_verify_usage[];
-extern const char repro_verify_receipt_usage[];
-extern const char repro_keygen_usage[];
-extern const char repro_gc_usage[];
+    repro_compare_spec, repro_bisect_spec, repro_submit_spec, repro_diff_spec, repro_log_spec,
+    repro_kernels_spec, repro_verify_spec, repro_verify_receipt_spec, repro_keygen_spec,
+    repro_env_spec, repro_gc_spec, repro_help_spec;
 
 #endif

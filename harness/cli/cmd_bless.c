@@ -36,7 +36,7 @@ static const char epilogue[] =
     "Exit: 0 blessed, 1 runs differ (refused, with the check report), 2 dirty tree\n"
     "or bad experiment, 3 environment (not a git repository, lock held).\n";
 
-enum { O_EVERY = 1, O_ALLOW_DIRTY, O_NAME, O_TIMEOUT };
+enum { O_EVERY = 1, O_ALLOW_DIRTY };
 
 static const repro_cli_opt own_opts[] = {
     {"every", 0, "K",
@@ -45,9 +45,6 @@ static const repro_cli_opt own_opts[] = {
      O_EVERY},
     {"allow-dirty", 0, NULL, "bless on a tree with uncommitted changes (recorded)",
      O_ALLOW_DIRTY},
-    {"name", 0, "NAME", "-- PROGRAM only: the golden's name (default: the name it records)",
-     O_NAME},
-    {"timeout", 0, "SECONDS", "-- PROGRAM only: kill a run that takes longer", O_TIMEOUT},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -59,7 +56,6 @@ typedef struct {
     const char *exp;
     char **program;  /* `-- PROGRAM ARGS...`, or NULL */
     char name[128];  /* the golden's name: the experiment's, or --name */
-    double timeout_s;
     int runs, every, allow_dirty;
     repro_config cfg;
     repro_git *g;
@@ -78,22 +74,12 @@ static json_t *commit_json(const repro_git_commit *c)
 }
 
 /* An own option: 0 or -1 (error slot). */
-static int bless_option(bless_ctx *b, int id, const char *v)
+static int bless_option(void *ctx, int id, const char *v)
 {
-    long t;
+    bless_ctx *b = ctx;
     switch (id) {
     case O_EVERY: return repro_parse_count_int("bless: --every", v, 1, INT_MAX, &b->every);
     case O_ALLOW_DIRTY: b->allow_dirty = 1; return 0;
-    case O_NAME:
-        if (repro_golden_name_check(v))
-            return -1;
-        snprintf(b->name, sizeof b->name, "%s", v);
-        return 0;
-    case O_TIMEOUT:
-        if (repro_parse_count("bless: --timeout", v, 1, 7 * 24 * 3600, &t))
-            return -1;
-        b->timeout_s = (double)t;
-        return 0;
     }
     return 0;
 }
@@ -105,30 +91,23 @@ static int parse_args(int argc, char **argv, bless_ctx *b)
     if (repro_cli_split_program(&argc, argv, &b->program))
         return -1;
     repro_cli_parser p;
-    repro_cli_parser_init(&p, &repro_bless_spec);
-    const char *v;
-    int id;
-    while ((id = repro_cli_next(&p, argc, argv, &b->co, &v)) != 0) {
-        if (id == REPRO_CLI_HELP) {
-            repro_cli_help(stdout, &repro_bless_spec);
-            return 1;
-        }
-        if (id < 0 || bless_option(b, id, v))
-            return -1;
-    }
+    int parsed = repro_cli_parse(&p, &repro_bless_spec, argc, argv, &b->co, bless_option, b);
+    if (parsed)
+        return parsed;
     b->runs = b->co.runs ? b->co.runs : 2;
+    snprintf(b->name, sizeof b->name, "%s", b->co.name);
     if (b->program) {
-        if (optind != argc)
+        if (p.nargs)
             return repro_error_set(REPRO_EINVAL,
                                    "bless: '%s' and a program after '--': give one or the other",
-                                   argv[optind]);
+                                   p.args[0]);
         b->exp = b->program[0];
         return 0; /* no --name: the name the program records, once it has run */
     }
-    if (optind + 1 != argc)
+    if (p.nargs != 1)
         return repro_error_set(REPRO_EINVAL, "bless: expected one experiment file (or '-- "
                                              "PROGRAM ARGS...')");
-    b->exp = argv[optind];
+    b->exp = p.args[0];
     if (repro_config_load(&b->cfg, b->exp) ||
         repro_config_apply_run_options(&b->cfg, b->co.pass.argv, b->co.pass.n) ||
         repro_config_validate(&b->cfg))
@@ -215,7 +194,7 @@ static int run_all(bless_ctx *b)
     m->total_steps = b->program ? 0 : b->cfg.train_steps;
     if (b->program) { /* the program keeps its own detail setting */
         m->cmd = b->program;
-        m->timeout_s = b->timeout_s;
+        m->timeout_s = b->co.timeout_s;
         m->no_element_detail = 1;
     } else {
         snprintf(b->every_set, sizeof b->every_set, "trace.every=%d", b->every);

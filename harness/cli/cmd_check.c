@@ -63,7 +63,7 @@ static const char epilogue[] =
     "Exit: 0 reproducible, 1 not, 2 bad experiment or option, 3 environment.\n";
 
 enum { O_RESUME_AT = 1, O_JUNIT, O_REQUIRE, O_NO_GOLDEN, O_KEEP, O_BATCHINV, O_BATCH_SIZES,
-       O_GIT_BISECT, O_NAME, O_TIMEOUT, O_JOBS };
+       O_GIT_BISECT, O_JOBS };
 
 static const repro_cli_opt own_opts[] = {
     {"resume-at", 0, "K",
@@ -95,11 +95,6 @@ static const repro_cli_opt own_opts[] = {
      "(environment, a run that failed),\n130 on a usage or input error (git aborts the "
      "bisection)",
      O_GIT_BISECT},
-    {"name", 0, "NAME",
-     "-- PROGRAM only: its goldens' name (default: the\nexperiment name the program records)",
-     O_NAME},
-    {"timeout", 0, "SECONDS", "-- PROGRAM only: kill a run that takes longer (default: none)",
-     O_TIMEOUT},
     {"jobs", 0, "N",
      "runs at once (default: as many as the CPUs hold:\nCPUs / (threads x ranks) of the widest "
      "run; 1 for a\nprogram after '--', which may share files between runs);\nthe bits never "
@@ -120,7 +115,6 @@ typedef struct {
     char **program;                 /* `-- PROGRAM ARGS...`, or NULL */
     char name[128];                 /* the program's golden name */
     int name_given;                 /* --name; else the name the program records */
-    double timeout_s;
     long resume_at;
     /* what the experiment's data settings mean for a worker-count check */
     int augments;                   /* shift, flip or noise is on */
@@ -156,8 +150,9 @@ static int batch_invariance_conflicts(const check_opts *o)
 }
 
 /* An own option: 0 or -1 (error slot). */
-static int check_option(check_opts *o, int id, const char *v)
+static int check_option(void *ctx, int id, const char *v)
 {
+    check_opts *o = ctx;
     long t;
     switch (id) {
     case O_BATCHINV: o->batch_invariance = 1; return 0;
@@ -167,56 +162,38 @@ static int check_option(check_opts *o, int id, const char *v)
     case O_RESUME_AT: return repro_parse_count("check: --resume-at", v, 1, LONG_MAX, &o->resume_at);
     case O_JUNIT: o->junit = v; return 0;
     case O_REQUIRE: o->require_golden = 1; return 0;
-    case O_GIT_BISECT: return 0; /* read before parsing (wants_git_bisect) */
+    case O_GIT_BISECT: return 0; /* read before parsing (repro_cmd_check) */
     case O_KEEP: o->keep = 1; return 0;
     case O_NO_GOLDEN: o->no_golden = 1; return 0;
-    case O_NAME:
-        if (repro_golden_name_check(v))
-            return -1;
-        snprintf(o->name, sizeof o->name, "%s", v);
-        o->name_given = 1;
-        return 0;
     case O_JOBS:
         if (repro_parse_count("check: --jobs", v, 1, REPRO_MULTIRUN_MAX, &t))
             return -1;
         o->jobs = (int)t;
         return 0;
-    case O_TIMEOUT:
-        if (repro_parse_count("check: --timeout", v, 1, 7 * 24 * 3600, &t))
-            return -1;
-        o->timeout_s = (double)t;
-        return 0;
     }
     return 0;
 }
 
-/* 0, 1 for --help (printed), or -1 (error slot). */
+/* The options before the program (o->program, already cut off argv): 0, 1
+ * for --help (printed), or -1 (error slot). */
 static int parse_check_args(int argc, char **argv, check_opts *o)
 {
     repro_batchinv_opts_init(&o->bi);
-    if (repro_cli_split_program(&argc, argv, &o->program))
-        return -1;
     repro_cli_parser p;
-    repro_cli_parser_init(&p, &repro_check_spec);
-    const char *v;
-    int id;
-    while ((id = repro_cli_next(&p, argc, argv, &o->co, &v)) != 0) {
-        if (id == REPRO_CLI_HELP) {
-            repro_cli_help(stdout, &repro_check_spec);
-            return 1;
-        }
-        if (id < 0 || check_option(o, id, v))
-            return -1;
-    }
+    int parsed = repro_cli_parse(&p, &repro_check_spec, argc, argv, &o->co, check_option, o);
+    if (parsed)
+        return parsed;
     o->runs = o->co.runs ? o->co.runs : 2;
     o->runs_given = o->co.runs != 0;
+    snprintf(o->name, sizeof o->name, "%s", o->co.name);
+    o->name_given = o->co.name[0] != '\0';
     if (batch_invariance_conflicts(o))
         return -1;
     if (o->program) {
-        if (optind < argc)
+        if (p.nargs)
             return repro_error_set(REPRO_EINVAL,
                                    "check: '%s' and a program after '--': give one or the other",
-                                   argv[optind]);
+                                   p.args[0]);
         if (o->resume_at)
             return repro_error_set(REPRO_EINVAL,
                                    "check: --resume-at needs repro's own checkpoints; a program "
@@ -227,16 +204,16 @@ static int parse_check_args(int argc, char **argv, check_opts *o)
         o->overridden = o->co.pass.overridden;
         return 0;
     }
-    if (o->name[0] || o->timeout_s > 0)
+    if (o->name[0] || o->co.timeout_s > 0)
         return repro_error_set(REPRO_EINVAL, "check: --name and --timeout are for a program "
                                              "after '--'");
-    if (optind >= argc)
+    if (!p.nargs)
         return repro_error_set(REPRO_EINVAL, "check: missing experiment file (or '-- PROGRAM "
                                              "ARGS...')");
-    if (optind + 1 < argc)
+    if (p.nargs > 1)
         return repro_error_set(REPRO_EINVAL, "check: more than one experiment ('%s', '%s')",
-                               argv[optind], argv[optind + 1]);
-    o->exp = argv[optind];
+                               p.args[0], p.args[1]);
+    o->exp = p.args[0];
     o->overridden = o->co.pass.overridden;
     return 0;
 }
@@ -267,7 +244,7 @@ static int plan_program_runs(repro_multirun *m, const check_opts *o)
 {
     repro_multirun_init(m, o->name, o->name, "check");
     m->cmd = o->program;
-    m->timeout_s = o->timeout_s;
+    m->timeout_s = o->co.timeout_s;
     if (plan_common_runs(m, o))
         return -1;
     m->jobs = o->jobs ? o->jobs : 1; /* a program may share files between runs */
@@ -476,17 +453,7 @@ static int git_bisect_code(int rc)
     }
 }
 
-/* Is --git-bisect among the options (before a "--")? Looked for first, so
- * that even a usage error is reported in its terms. */
-static int wants_git_bisect(int argc, char **argv)
-{
-    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-        if (!strcmp(argv[i], "--git-bisect"))
-            return 1;
-    return 0;
-}
-
-static int check_main(int argc, char **argv);
+static int check_main(int argc, char **argv, char **program);
 
 /* ---- --batch-invariance ------------------------------------------------------ */
 
@@ -534,7 +501,8 @@ static int check_program_batch_invariance(repro_multirun *m, const check_opts *o
         repro_error_set(REPRO_ENOMEM, "out of memory");
         return junit_error(o, repro_report_error());
     }
-    int rc = repro_batchinv_rows_plan(m, o->name, o->program, o->timeout_s, &o->co.pass, &o->bi);
+    int rc = repro_batchinv_rows_plan(m, o->name, o->program, o->co.timeout_s, &o->co.pass,
+                                      &o->bi);
     if (rc == 0)
         m->quiet = o->co.json || o->co.quiet;
     if (rc == 0 && (rc = repro_multirun_execute(m)) > 0) {
@@ -580,12 +548,16 @@ static int check_batch_invariance(repro_multirun *m, const check_opts *o)
 
 int repro_cmd_check(int argc, char **argv)
 {
-    int git_bisect = wants_git_bisect(argc, argv);
-    int rc = check_main(argc, argv);
+    /* --git-bisect is looked for first, so that even a usage error is
+     * reported in its terms. */
+    char **program;
+    int split = repro_cli_split_program(&argc, argv, &program);
+    int git_bisect = repro_cli_given(&repro_check_spec, argc, argv, O_GIT_BISECT);
+    int rc = split ? repro_report_error() : check_main(argc, argv, program);
     return git_bisect ? git_bisect_code(rc) : rc;
 }
 
-static int check_main(int argc, char **argv)
+static int check_main(int argc, char **argv, char **program)
 {
     repro_multirun *m = calloc(1, sizeof *m);
     if (!m) {
@@ -593,6 +565,7 @@ static int check_main(int argc, char **argv)
         return repro_report_error();
     }
     check_opts o = {0};
+    o.program = program;
     int rc = parse_check_args(argc, argv, &o);
     if (rc == 1)
         rc = repro_finish_stdout(0); /* --help */

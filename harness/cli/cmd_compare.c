@@ -248,27 +248,26 @@ static int plot_multi(const char *path, const char *title, const value_result *v
 
 /* ---- options and values ------------------------------------------------- */
 
+/* An own option: --vary or --plot. */
+static int compare_option(void *ctx, int id, const char *v)
+{
+    compare_ctx *x = ctx;
+    if (id == O_VARY)
+        x->vary = v;
+    else
+        x->plot = v;
+    return 0;
+}
+
 /* 0, 1 for --help (printed), or -1 (error slot). */
 static int parse_args(int argc, char **argv, compare_ctx *x)
 {
     if (repro_cli_split_program(&argc, argv, &x->program))
         return -1;
     repro_cli_parser p;
-    repro_cli_parser_init(&p, &repro_compare_spec);
-    const char *v;
-    int id;
-    while ((id = repro_cli_next(&p, argc, argv, &x->co, &v)) != 0) {
-        if (id == REPRO_CLI_HELP) {
-            repro_cli_help(stdout, &repro_compare_spec);
-            return 1;
-        }
-        if (id < 0)
-            return -1;
-        if (id == O_VARY)
-            x->vary = v;
-        else
-            x->plot = v;
-    }
+    int parsed = repro_cli_parse(&p, &repro_compare_spec, argc, argv, &x->co, compare_option, x);
+    if (parsed)
+        return parsed;
     if (x->co.nlists) /* a row's list form (common_opts.c) is planned by check only */
         return repro_error_set(REPRO_EINVAL, "compare: %s takes one value here",
                                x->co.lists[0].flag);
@@ -278,15 +277,15 @@ static int parse_args(int argc, char **argv, compare_ctx *x)
         /* A program's keys are its own: they reach it as REPRO_SET_<KEY>
          * (and threads, workers, benchmark, deterministic as the
          * protocol's variables); nothing to validate here. */
-        if (optind != argc || !x->vary)
+        if (p.nargs || !x->vary)
             return repro_error_set(REPRO_EINVAL, "compare: expected --vary KEY=V1,V2 -- PROGRAM");
         repro_program_name(x->program, x->name, sizeof x->name);
         x->exp = x->name;
         return 0;
     }
-    if (optind + 1 != argc || !x->vary)
+    if (p.nargs != 1 || !x->vary)
         return repro_error_set(REPRO_EINVAL, "compare: expected EXP and --vary KEY=V1,V2");
-    x->exp = argv[optind];
+    x->exp = p.args[0];
     if (repro_config_load(&x->cfg, x->exp) ||
         repro_config_apply_run_options(&x->cfg, x->co.pass.argv, x->co.pass.n))
         return -1;

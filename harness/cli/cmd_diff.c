@@ -6,20 +6,45 @@
 #include "analysis/compare.h"
 #include "util/error.h"
 
-const char repro_diff_usage[] =
+static const char synopsis[] =
     "usage: repro diff A B [--json] [--plot FILE.svg]\n"
     "\n"
     "Compares two traces (or a trace and a golden) of the same experiment:\n"
     "the first divergent step (binary search over the chain digests), the\n"
     "tensors that differ there in step-digest order (the first is the likely\n"
-    "origin) with their stats, and the divergence curve over the common steps.\n"
-    "\n"
-    "  --json            the report as one JSON document on stdout\n"
-    "  --plot FILE.svg   also write the divergence curve as an SVG chart\n"
-    "  -h, --help        this text\n"
+    "origin) with their stats, and the divergence curve over the common steps.\n";
+
+static const char epilogue[] =
     "\n"
     "Exit: 0 identical, 1 different, 2 bad input (unreadable or truncated trace,\n"
     "different experiments or configs), 3 cannot write the output.\n";
+
+enum { O_JSON = 1, O_PLOT };
+
+static const repro_cli_opt own_opts[] = {
+    {"json", 0, NULL, "the report as one JSON document on stdout", O_JSON},
+    {"plot", 0, "FILE.svg", "also write the divergence curve as an SVG chart", O_PLOT},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_diff_spec = {"diff", REPRO_CLI_DIFF, synopsis, own_opts, epilogue};
+
+typedef struct {
+    int json;
+    const char *plot;
+} diff_opts;
+
+static int diff_option(void *ctx, int id, const char *v)
+{
+    diff_opts *o = ctx;
+    if (id == O_JSON)
+        o->json = 1;
+    else if (!v[0])
+        return repro_error_set(REPRO_EINVAL, "diff: --plot needs a file name");
+    else
+        o->plot = v;
+    return 0;
+}
 
 /* A trace without a trailer is a run that did not finish: comparing it
  * would report a difference that is only a crash, so it is an input error. */
@@ -35,38 +60,16 @@ static int check_finished(const repro_trace *t)
 
 int repro_cmd_diff(int argc, char **argv)
 {
-    const char *paths[2] = {NULL, NULL}, *plot = NULL;
-    int json = 0, npaths = 0, only_paths = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (only_paths || a[0] != '-' || !a[1]) {
-            if (npaths < 2)
-                paths[npaths] = a;
-            npaths++;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(repro_diff_usage, stdout);
-            return repro_finish_stdout(0);
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--plot") || !strncmp(a, "--plot=", 7)) {
-            plot = a[6] == '=' ? a + 7 : i + 1 < argc ? argv[++i] : NULL;
-            if (!plot || !*plot) {
-                repro_error_set(REPRO_EINVAL, "diff: --plot needs a file name");
-                return repro_report_error();
-            }
-        } else if (!strcmp(a, "--")) {
-            only_paths = 1;
-        } else {
-            repro_error_set(REPRO_EINVAL, "diff: unknown option '%s' (see `repro help diff`)",
-                            a);
-            return repro_report_error();
-        }
-    }
-    if (npaths != 2) {
-        repro_error_set(REPRO_EINVAL,
-                        "diff: expected two traces, got %d (see `repro help diff`)", npaths);
+    diff_opts o = {0, NULL};
+    repro_common co = {0};
+    repro_cli_parser p;
+    int parsed = repro_cli_parse(&p, &repro_diff_spec, argc, argv, &co, diff_option, &o);
+    if (parsed == 1)
+        return repro_finish_stdout(0);
+    if (parsed || repro_cli_operands(&p, 2, 2, "two traces"))
         return repro_report_error();
-    }
+    const char *paths[2] = {p.args[0], p.args[1]}, *plot = o.plot;
+    int json = o.json;
 
     static repro_trace a, b; /* large (paths, flags): keep them off the stack */
     repro_divergence d;

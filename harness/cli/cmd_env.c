@@ -8,7 +8,7 @@
 #include "record/env.h"
 #include "util/error.h"
 
-const char repro_env_usage[] =
+static const char synopsis[] =
     "usage: repro env [--json] [--backend cpu|cuda]\n"
     "\n"
     "Prints the environment fingerprint: backend, architecture, CPU model and\n"
@@ -23,16 +23,41 @@ const char repro_env_usage[] =
     "are promised to be bitwise identical (backend, architecture, seed scheme,\n"
     "RNG, tensor hash; GPU, driver and CUDA/cuDNN for a GPU backend). Goldens\n"
     "are stored as golden/EXPERIMENT/CLASS.jsonl. Every trace header carries\n"
-    "the fingerprint (\"env\") and the class (\"env_class\").\n"
-    "\n"
-    "  --json       the fingerprint as one JSON object, with \"class\" and\n"
-    "               \"class_fields\"\n"
-    "  --backend B  the class of runs on backend B (default cpu); cuda adds\n"
-    "               the GPU, driver, CUDA and cuDNN versions to the class\n"
-    "               (\"unavailable: ...\" without a usable GPU). Either way the\n"
-    "               GPU this machine has, if any, and whether this build's CUDA\n"
-    "               backend is verified on hardware are shown\n"
-    "  -h, --help   this text\n";
+    "the fingerprint (\"env\") and the class (\"env_class\").\n";
+
+enum { O_JSON = 1, O_BACKEND };
+
+static const repro_cli_opt own_opts[] = {
+    {"json", 0, NULL, "the fingerprint as one JSON object, with \"class\" and\n\"class_fields\"",
+     O_JSON},
+    {"backend", 0, "B",
+     "the class of runs on backend B, cpu or cuda (default cpu);\ncuda adds the GPU, driver, "
+     "CUDA and cuDNN versions to the\nclass (\"unavailable: ...\" without a usable GPU). Either "
+     "way\nthe GPU this machine has, if any, and whether this build's\nCUDA backend is verified "
+     "on hardware are shown",
+     O_BACKEND},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_env_spec = {"env", REPRO_CLI_ENV, synopsis, own_opts, NULL};
+
+typedef struct {
+    int json;
+    const char *backend;
+} env_opts;
+
+static int env_option(void *ctx, int id, const char *v)
+{
+    env_opts *o = ctx;
+    if (id == O_JSON) {
+        o->json = 1;
+        return 0;
+    }
+    if (strcmp(v, "cpu") && strcmp(v, "cuda"))
+        return repro_error_set(REPRO_EINVAL, "env: --backend %s: expected cpu or cuda", v);
+    o->backend = v;
+    return 0;
+}
 
 static void print_text(const repro_env *e)
 {
@@ -54,26 +79,16 @@ static void print_text(const repro_env *e)
 
 int repro_cmd_env(int argc, char **argv)
 {
-    int json = 0;
-    const char *backend = "cpu";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(repro_env_usage, stdout);
-            return repro_finish_stdout(0);
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--backend") && i + 1 < argc &&
-                   (!strcmp(argv[i + 1], "cpu") || !strcmp(argv[i + 1], "cuda"))) {
-            backend = argv[++i];
-        } else if (!strcmp(argv[i], "--backend")) {
-            repro_error_set(REPRO_EINVAL, "env: --backend needs cpu or cuda");
-            return repro_report_error();
-        } else {
-            repro_error_set(REPRO_EINVAL, "env: unknown %s '%s' (see `repro help env`)",
-                            argv[i][0] == '-' ? "option" : "argument", argv[i]);
-            return repro_report_error();
-        }
-    }
+    env_opts o = {0, "cpu"};
+    repro_common co = {0};
+    repro_cli_parser p;
+    int parsed = repro_cli_parse(&p, &repro_env_spec, argc, argv, &co, env_option, &o);
+    if (parsed == 1)
+        return repro_finish_stdout(0);
+    if (parsed || repro_cli_operands(&p, 0, 0, "no operands"))
+        return repro_report_error();
+    const char *backend = o.backend;
+    int json = o.json;
     repro_env e;
     if (repro_env_get_backend(&e, backend))
         return repro_report_error();

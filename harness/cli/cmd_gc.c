@@ -3,7 +3,6 @@
  * $REPRO_KEEP_RUNS, default 20) and removes a passing check's own traces
  * unless --keep. */
 #include <dirent.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,16 +12,39 @@
 #include "util/numparse.h"
 #include "util/runs.h"
 
-const char repro_gc_usage[] =
+static const char synopsis[] =
     "usage: repro gc [--keep K] [--dry-run] [NAME...]\n"
     "\n"
     "Deletes old run directories under runs/: for each experiment or program\n"
     "NAME (default: every one under runs/), all but the newest K (default 5).\n"
-    "Goldens are never touched (they live in golden/).\n"
-    "\n"
-    "  --keep K     run directories to keep per name (0 removes them all)\n"
-    "  --dry-run    say what would be removed, remove nothing\n"
-    "Exit: 0 ok, 2 usage, 3 a directory could not be removed.\n";
+    "Goldens are never touched (they live in golden/).\n";
+
+static const char epilogue[] = "\nExit: 0 ok, 2 usage, 3 a directory could not be removed.\n";
+
+enum { O_KEEP = 1, O_DRY_RUN };
+
+static const repro_cli_opt own_opts[] = {
+    {"keep", 0, "K", "run directories to keep per name (0 removes them all)", O_KEEP},
+    {"dry-run", 0, NULL, "say what would be removed, remove nothing", O_DRY_RUN},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_gc_spec = {"gc", REPRO_CLI_GC, synopsis, own_opts, epilogue};
+
+typedef struct {
+    long keep;
+    int dry_run;
+} gc_opts;
+
+static int gc_option(void *ctx, int id, const char *v)
+{
+    gc_opts *o = ctx;
+    if (id == O_DRY_RUN) {
+        o->dry_run = 1;
+        return 0;
+    }
+    return repro_parse_count("gc: --keep", v, 0, 1000000, &o->keep);
+}
 
 static int prune_name(const char *name, long keep, int dry_run, long long *total)
 {
@@ -37,34 +59,24 @@ static int prune_name(const char *name, long keep, int dry_run, long long *total
 
 int repro_cmd_gc(int argc, char **argv)
 {
-    static const struct option opts[] = {{"keep", required_argument, 0, 'k'},
-                                         {"dry-run", no_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    long keep = 5;
-    int dry_run = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        if (c == 'k' && repro_parse_count("gc: --keep", optarg, 0, 1000000, &keep))
-            return repro_report_error();
-        else if (c == 'n')
-            dry_run = 1;
-        else if (c == 'h') {
-            fputs(repro_gc_usage, stdout);
-            return repro_finish_stdout(0);
-        } else if (c != 'k') {
-            repro_cli_unknown_option("gc", argv[optind - 1], opts);
-            return repro_report_error();
-        }
-    }
+    gc_opts o = {5, 0};
+    repro_common co = {0};
+    repro_cli_parser p;
+    int parsed = repro_cli_parse(&p, &repro_gc_spec, argc, argv, &co, gc_option, &o);
+    if (parsed == 1)
+        return repro_finish_stdout(0);
+    if (parsed)
+        return repro_report_error();
+    long keep = o.keep;
+    int dry_run = o.dry_run;
     long long total = 0;
     int rc = 0;
-    if (optind < argc) {
-        for (int i = optind; i < argc && !rc; i++)
-            rc = strchr(argv[i], '/') || argv[i][0] == '.'
-                     ? repro_error_set(REPRO_EINVAL, "gc: '%s' is not a name under runs/", argv[i])
-                     : prune_name(argv[i], keep, dry_run, &total);
+    if (p.nargs) {
+        for (int i = 0; i < p.nargs && !rc; i++)
+            rc = strchr(p.args[i], '/') || p.args[i][0] == '.'
+                     ? repro_error_set(REPRO_EINVAL, "gc: '%s' is not a name under runs/",
+                                       p.args[i])
+                     : prune_name(p.args[i], keep, dry_run, &total);
     } else {
         DIR *d = opendir("runs");
         struct dirent *e;

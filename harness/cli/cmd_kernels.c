@@ -11,7 +11,7 @@
 #include "util/error.h"
 #include "kernels/variants.h"
 
-const char repro_kernels_usage[] =
+static const char synopsis[] =
     "usage: repro kernels [--json]\n"
     "\n"
     "Lists the kernel variants: for each op, every implementation, whether it\n"
@@ -22,11 +22,27 @@ const char repro_kernels_usage[] =
     "Nondeterministic variants accumulate partial sums atomically in the order\n"
     "threads arrive (the CPU analogue of GPU atomicAdd); with deterministic = on\n"
     "an experiment may not select them. linear.fwd = splitk is deterministic but\n"
-    "not batch-invariant: its split of the reduction depends on the batch size.\n"
-    "\n"
-    "  --json       a JSON array of {\"op\", \"variant\", \"deterministic\",\n"
-    "               \"batch_invariant\" (true, false or null for n/a), \"why\"}\n"
-    "  -h, --help   this text\n";
+    "not batch-invariant: its split of the reduction depends on the batch size.\n";
+
+enum { O_JSON = 1 };
+
+static const repro_cli_opt own_opts[] = {
+    {"json", 0, NULL,
+     "a JSON array of {\"op\", \"variant\", \"deterministic\",\n\"batch_invariant\" (true, "
+     "false or null for n/a), \"why\"}",
+     O_JSON},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_kernels_spec = {"kernels", REPRO_CLI_KERNELS, synopsis, own_opts,
+                                           NULL};
+
+static int kernels_option(void *ctx, int id, const char *v)
+{
+    (void)id, (void)v;
+    *(int *)ctx = 1; /* --json, the only one */
+    return 0;
+}
 
 static const char *batch_word(int b)
 {
@@ -75,19 +91,13 @@ static int print_json(void)
 int repro_cmd_kernels(int argc, char **argv)
 {
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(repro_kernels_usage, stdout);
-            return repro_finish_stdout(0);
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else {
-            repro_error_set(REPRO_EINVAL,
-                            "kernels: unknown %s '%s' (see `repro help kernels`)",
-                            argv[i][0] == '-' ? "option" : "argument", argv[i]);
-            return repro_report_error();
-        }
-    }
+    repro_common co = {0};
+    repro_cli_parser p;
+    int parsed = repro_cli_parse(&p, &repro_kernels_spec, argc, argv, &co, kernels_option, &json);
+    if (parsed == 1)
+        return repro_finish_stdout(0);
+    if (parsed || repro_cli_operands(&p, 0, 0, "no operands"))
+        return repro_report_error();
     if (json) {
         if (print_json())
             return repro_report_error();

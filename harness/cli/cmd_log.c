@@ -1,7 +1,6 @@
 /* `repro log EXP`: the golden's history through git — every commit that
  * changed golden/<experiment>/, with its date, subject and the chain digest
  * each class's golden had there: where the numerics changed. */
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -17,18 +16,40 @@
 #include "analysis/multirun.h"
 #include "util/numparse.h"
 
-const char repro_log_usage[] =
+static const char synopsis[] =
     "usage: repro log EXP [--json] [-n N]\n"
     "       repro log [--json] [-n N] [--name NAME] -- PROGRAM [ARGS...]\n"
     "\n"
     "Lists the commits that changed golden/EXP/ (newest first) with date, subject\n"
     "and the final chain digest of each environment class's golden at that commit:\n"
-    "the points in history where the numerics changed.\n"
-    "\n"
-    "  -n N      at most N commits\n"
-    "  --json    as JSON\n"
-    "  --name NAME  a program's goldens (default: the program's basename)\n"
-    "Exit: 0 ok, 2 bad experiment, 3 not a git repository.\n";
+    "the points in history where the numerics changed.\n";
+
+static const char epilogue[] = "\nExit: 0 ok, 2 bad experiment, 3 not a git repository.\n";
+
+enum { O_MAX_COUNT = 1, O_JSON };
+
+static const repro_cli_opt own_opts[] = {
+    {"max-count", 'n', "N", "at most N commits", O_MAX_COUNT},
+    {"json", 0, NULL, "as JSON", O_JSON},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_log_spec = {"log", REPRO_CLI_LOG, synopsis, own_opts, epilogue};
+
+typedef struct {
+    long max;
+    int json;
+} log_opts;
+
+static int log_option(void *ctx, int id, const char *v)
+{
+    log_opts *o = ctx;
+    if (id == O_JSON) {
+        o->json = 1;
+        return 0;
+    }
+    return repro_parse_count("log: -n", v, 1, LONG_MAX, &o->max);
+}
 
 /* The trailer's chain digest in a golden file's text, or "" if none. */
 static void trailer_chain(const char *text, char *out, size_t len)
@@ -52,53 +73,38 @@ static void trailer_chain(const char *text, char *out, size_t len)
 
 int repro_cmd_log(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, 0, 'j'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {"name", required_argument, 0, 'N'},
-                                         {0, 0, 0, 0}};
-    int json = 0, c;
-    long max = 0;
+    log_opts o = {0, 0};
+    repro_common co = {0};
     char **program;
     char name[128] = "";
     if (repro_cli_split_program(&argc, argv, &program))
         return repro_report_error();
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = 1; break;
-        case 'N':
-            if (repro_golden_name_check(optarg))
-                return repro_report_error();
-            snprintf(name, sizeof name, "%s", optarg);
-            break;
-        case 'n':
-            if (repro_parse_count("log: -n", optarg, 1, LONG_MAX, &max))
-                return repro_report_error();
-            break;
-        case 'h': fputs(repro_log_usage, stdout); return repro_finish_stdout(0);
-        default:
-            repro_cli_unknown_option("log", argv[optind - 1], opts);
-            return repro_report_error();
-        }
-    }
+    repro_cli_parser p;
+    int parsed = repro_cli_parse(&p, &repro_log_spec, argc, argv, &co, log_option, &o);
+    if (parsed == 1)
+        return repro_finish_stdout(0);
+    if (parsed)
+        return repro_report_error();
+    int json = o.json;
+    long max = o.max;
+    snprintf(name, sizeof name, "%s", co.name);
     if (program && !name[0])
         repro_program_name(program, name, sizeof name);
     if (!name[0]) {
-        if (optind + 1 != argc) {
+        if (p.nargs != 1) {
             repro_error_set(REPRO_EINVAL, "log: expected one experiment file (or --name NAME, or "
                                           "-- PROGRAM)");
             return repro_report_error();
         }
         repro_config *cfg = malloc(sizeof *cfg);
-        if (!cfg || repro_config_load(cfg, argv[optind])) {
+        if (!cfg || repro_config_load(cfg, p.args[0])) {
             free(cfg);
             return repro_report_error();
         }
         snprintf(name, sizeof name, "%s", cfg->name);
         free(cfg);
-    } else if (optind != argc) {
-        repro_error_set(REPRO_EINVAL, "log: '%s' with --name or a program: give one", argv[optind]);
+    } else if (p.nargs) {
+        repro_error_set(REPRO_EINVAL, "log: '%s' with --name or a program: give one", p.args[0]);
         return repro_report_error();
     }
     repro_git *g = NULL;

@@ -34,7 +34,7 @@ static const char epilogue[] =
     "train.log_every steps. Exit: 0 ok, 2 bad experiment or option, 3 environment.\n";
 
 enum { O_BACKEND = 1, O_OUTPUT, O_NO_TRACE, O_DUMP, O_DUMP_ONLY, O_TAP_WRITE, O_TAP_READ,
-       O_ALGO_LOCK, O_CKPT_EVERY, O_CKPT_DIR, O_RESUME, O_PRINT_CONFIG, O_NAME, O_TIMEOUT };
+       O_ALGO_LOCK, O_CKPT_EVERY, O_CKPT_DIR, O_RESUME, O_PRINT_CONFIG };
 
 static const repro_cli_opt own_opts[] = {
     {"backend", 0, "NAME",
@@ -73,8 +73,6 @@ static const repro_cli_opt own_opts[] = {
      "bitwise equal to the\nuninterrupted run's, its chain continuing the checkpoint's",
      O_RESUME},
     {"print-config", 0, NULL, "print the effective config (INI) and exit", O_PRINT_CONFIG},
-    {"name", 0, "NAME", "-- PROGRAM only: the name of its runs and goldens", O_NAME},
-    {"timeout", 0, "SECONDS", "-- PROGRAM only: kill the run after this long", O_TIMEOUT},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -85,9 +83,6 @@ typedef struct {
     repro_session_opts so; /* the session's: trace, dumps, taps, checkpoints, resume */
     char backend_set[80]; /* --backend NAME as train.backend=NAME */
     const char *exp_only; /* an option for EXP given (refused with a program) */
-    int program_only;     /* --name or --timeout given (refused with EXP) */
-    char name[128];
-    double timeout_s;
     int print_cfg;
 } run_opts;
 
@@ -95,7 +90,6 @@ typedef struct {
 static int run_option(run_opts *o, int id, const char *v)
 {
     repro_session_opts *so = &o->so;
-    long t;
     switch (id) {
     case O_BACKEND: /* in order with the run options: a later --set wins */
         if (strlen(v) >= sizeof o->backend_set - 16)
@@ -114,16 +108,6 @@ static int run_option(run_opts *o, int id, const char *v)
     case O_DUMP: return repro_session_parse_dump(so, "run: --dump", v);
     case O_TAP_WRITE: return repro_session_parse_tap(so, "run: --tap-write", REPRO_TAP_WRITE, v);
     case O_TAP_READ: return repro_session_parse_tap(so, "run: --tap-read", REPRO_TAP_READ, v);
-    case O_NAME:
-        if (repro_golden_name_check(v))
-            return -1;
-        snprintf(o->name, sizeof o->name, "%s", v);
-        return 0;
-    case O_TIMEOUT:
-        if (repro_parse_count("run: --timeout", v, 1, 7 * 24 * 3600, &t))
-            return -1;
-        o->timeout_s = (double)t;
-        return 0;
     }
     return 0;
 }
@@ -143,10 +127,7 @@ static int parse_options(int argc, char **argv, run_opts *o)
         }
         if (id < 0 || run_option(o, id, v))
             return -1;
-        if (id == O_NAME || id == O_TIMEOUT)
-            o->program_only = 1;
-        else
-            o->exp_only = own_opts[id - 1].name; /* ids are 1 + the row */
+        o->exp_only = own_opts[id - 1].name; /* ids are 1 + the row */
     }
     return 0;
 }
@@ -155,7 +136,7 @@ static int parse_options(int argc, char **argv, run_opts *o)
  * given. 0 or -1 (error slot). */
 static int load_config(int argc, char **argv, repro_config *cfg, run_opts *o)
 {
-    if (o->program_only)
+    if (o->co.name[0] || o->co.timeout_s > 0) /* the common --name, --timeout */
         return repro_error_set(REPRO_EINVAL, "run: --name and --timeout are for a program after "
                                              "'--'");
     if (optind >= argc)
@@ -188,7 +169,7 @@ static int run_program(run_opts *o, int argc, char **argv, char **program)
                         argv[optind]);
         return repro_report_error();
     }
-    repro_multirun *m = repro_cli_program_runs(&o->co, program, o->name, o->timeout_s, "run");
+    repro_multirun *m = repro_cli_program_runs(&o->co, program, o->co.name, o->co.timeout_s, "run");
     if (!m)
         return REPRO_EXIT_ENV;
     int rc = repro_multirun_add(m, "run", "fresh-process run to run", NULL, NULL) ||

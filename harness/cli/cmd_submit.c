@@ -101,29 +101,28 @@ static void commit_id(char *out, size_t len, int *dirty)
     repro_error_clear(); /* outside a checkout the commit is just unknown */
 }
 
+/* An own option: -o or --key. */
+static int submit_option(void *ctx, int id, const char *v)
+{
+    submit_opts *o = ctx;
+    if (id == O_OUTPUT)
+        o->dir = v;
+    else
+        o->keypath = v;
+    return 0;
+}
+
 /* 0, 1 for --help (printed), or -1 (error slot). */
 static int parse_args(int argc, char **argv, submit_opts *o)
 {
     repro_cli_parser p;
-    repro_cli_parser_init(&p, &repro_submit_spec);
-    const char *v;
-    int id;
-    while ((id = repro_cli_next(&p, argc, argv, &o->co, &v)) != 0) {
-        if (id == REPRO_CLI_HELP) {
-            repro_cli_help(stdout, &repro_submit_spec);
-            return 1;
-        }
-        if (id < 0)
-            return -1;
-        if (id == O_OUTPUT)
-            o->dir = v;
-        else
-            o->keypath = v;
-    }
-    if (optind + 1 < argc)
+    int parsed = repro_cli_parse(&p, &repro_submit_spec, argc, argv, &o->co, submit_option, o);
+    if (parsed)
+        return parsed;
+    if (p.nargs > 1)
         return repro_error_set(REPRO_EINVAL, "submit: more than one experiment ('%s', '%s')",
-                               argv[optind], argv[optind + 1]);
-    o->exp = optind < argc ? argv[optind] : NULL;
+                               p.args[0], p.args[1]);
+    o->exp = p.nargs ? p.args[0] : NULL;
     if (!o->exp || !o->dir)
         return repro_error_set(REPRO_EINVAL,
                                "submit: need EXP and -o DIR (see `repro help submit`)");

@@ -23,7 +23,7 @@
 #include "verify/sign.h"
 #include "verify/verify.h"
 
-const char repro_verify_usage[] =
+static const char verify_synopsis[] =
     "usage: repro verify BUNDLE [options]\n"
     "\n"
     "Checks a submission bundle (`repro submit`): validates its manifest\n"
@@ -31,44 +31,76 @@ const char repro_verify_usage[] =
     "experiment in a fresh process and compares the re-run with the claimed\n"
     "trace — bitwise (chain digests) when this host's environment class is the\n"
     "submitter's, otherwise per step under the tolerance policy — and writes a\n"
-    "receipt signed with the host's key.\n"
-    "\n"
-    "  --policy P        tolerance across environment classes: bitwise (no\n"
-    "                    tolerance), ulp:N (float32 loss within N ulps), or\n"
-    "                    rtol:X (loss, and every tensor's L2 norm and sum, within\n"
-    "                    relative error X); default rtol:1e-4\n"
-    "  --max-steps N     refuse submissions of more than N steps (default 100000)\n"
-    "  --max-seconds S   kill the re-run after S seconds (default 3600; 0 = none)\n"
-    "  --max-memory SIZE refuse a submission whose memory, estimated from its\n"
-    "                    config before anything runs, is over SIZE (bytes, or\n"
-    "                    with K, M, G, T: 512M, 2G; default 4G), and limit the\n"
-    "                    re-run's address space to SIZE plus headroom\n"
-    "  --key FILE        the host's Ed25519 private key (PEM): signs the receipt\n"
-    "  -o, --output FILE write the receipt there (unsigned without --key)\n"
-    "  --json            print the receipt on stdout instead of the summary\n"
-    "  -h, --help        this text\n"
+    "receipt signed with the host's key.\n";
+
+static const char verify_epilogue[] =
     "\n"
     "Exit: 0 reproduced, 1 diverged or exceeded limits, 2 invalid submission or\n"
     "usage, 3 environment problem on the host.\n";
 
-const char repro_verify_receipt_usage[] =
+enum { O_POLICY = 1, O_MAX_STEPS, O_MAX_SECONDS, O_MAX_MEMORY, O_KEY, O_OUTPUT, O_JSON, O_PUB };
+
+static const repro_cli_opt verify_opts[] = {
+    {"policy", 0, "P",
+     "tolerance across environment classes: bitwise (no\ntolerance), ulp:N (float32 loss within "
+     "N ulps), or\nrtol:X (loss, and every tensor's L2 norm and sum, within\nrelative error X); "
+     "default rtol:1e-4",
+     O_POLICY},
+    {"max-steps", 0, "N", "refuse submissions of more than N steps (default 100000)",
+     O_MAX_STEPS},
+    {"max-seconds", 0, "S", "kill the re-run after S seconds (default 3600; 0 = none)",
+     O_MAX_SECONDS},
+    {"max-memory", 0, "SIZE",
+     "refuse a submission whose memory, estimated from its\nconfig before anything runs, is over "
+     "SIZE (bytes, or\nwith K, M, G, T: 512M, 2G; default 4G), and limit the\nre-run's address "
+     "space to SIZE plus headroom",
+     O_MAX_MEMORY},
+    {"key", 0, "FILE", "the host's Ed25519 private key (PEM): signs the receipt", O_KEY},
+    {"output", 'o', "FILE", "write the receipt there (unsigned without --key)", O_OUTPUT},
+    {"json", 0, NULL, "print the receipt on stdout instead of the summary", O_JSON},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_verify_spec = {"verify", REPRO_CLI_VERIFY, verify_synopsis,
+                                          verify_opts, verify_epilogue};
+
+static const char receipt_synopsis[] =
     "usage: repro verify-receipt RECEIPT --pub HOST.pub\n"
     "\n"
     "Checks a receipt written by `repro verify`: it must be exactly as repro\n"
     "wrote it and signed by the key whose public half is HOST.pub. Any edit,\n"
-    "even of whitespace, makes it fail. Prints the verdict it certifies.\n"
+    "even of whitespace, makes it fail. Prints the verdict it certifies.\n";
+
+static const char receipt_epilogue[] =
     "\n"
     "Exit: 0 valid, 1 invalid (edited, forged, another key, unsigned),\n"
     "2 malformed receipt or unreadable key.\n";
 
-const char repro_keygen_usage[] =
+static const repro_cli_opt receipt_opts[] = {
+    {"pub", 0, "HOST.pub", "the public key of the host that signed it", O_PUB},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_verify_receipt_spec = {"verify-receipt", REPRO_CLI_VERIFY_RECEIPT,
+                                                  receipt_synopsis, receipt_opts,
+                                                  receipt_epilogue};
+
+static const char keygen_synopsis[] =
     "usage: repro keygen -o KEY.pem\n"
     "\n"
     "Makes an Ed25519 key pair: the private key KEY.pem (mode 0600, never\n"
     "overwritten) and the public key KEY.pem.pub. Submitters sign bundles and\n"
-    "hosts sign receipts with the private key; others check with the .pub.\n"
-    "\n"
-    "Exit: 0 ok, 2 usage or the file exists, 3 environment.\n";
+    "hosts sign receipts with the private key; others check with the .pub.\n";
+
+static const char keygen_epilogue[] = "\nExit: 0 ok, 2 usage or the file exists, 3 environment.\n";
+
+static const repro_cli_opt keygen_opts[] = {
+    {"output", 'o', "KEY.pem", "the private key's file (the public key: KEY.pem.pub)", O_OUTPUT},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+const repro_cli_spec repro_keygen_spec = {"keygen", REPRO_CLI_KEYGEN, keygen_synopsis,
+                                          keygen_opts, keygen_epilogue};
 
 typedef struct {
     repro_verify_opts v;
@@ -76,29 +108,28 @@ typedef struct {
     int json;
 } verify_cli;
 
-/* One option with its value; 0 or -1 (error slot). */
-static int parse_option(verify_cli *o, const char *a, const char *v)
+/* One option of verify's with its value; 0 or -1 (error slot). */
+static int verify_option(void *ctx, int id, const char *v)
 {
+    verify_cli *o = ctx;
     char *end;
-    if (!strcmp(a, "--policy"))
-        return repro_verify_policy_parse(v, &o->v.policy);
-    if (!strcmp(a, "--max-steps"))
-        return repro_parse_count("verify: --max-steps", v, 1, LONG_MAX,
-                                 &o->v.max_steps);
-    if (!strcmp(a, "--max-seconds")) {
+    switch (id) {
+    case O_POLICY: return repro_verify_policy_parse(v, &o->v.policy);
+    case O_MAX_STEPS:
+        return repro_parse_count("verify: --max-steps", v, 1, LONG_MAX, &o->v.max_steps);
+    case O_MAX_SECONDS:
         o->v.max_seconds = strtod(v, &end);
         if (end == v || *end || !isfinite(o->v.max_seconds) || o->v.max_seconds < 0 ||
             o->v.max_seconds > 1e7)
             return repro_error_set(REPRO_EINVAL, "verify: --max-seconds %s: expected seconds >= 0",
                                    v);
         return 0;
-    }
-    if (!strcmp(a, "--max-memory"))
+    case O_MAX_MEMORY:
         return repro_parse_size("verify: --max-memory", v, 1 << 20, &o->v.max_memory);
-    if (!strcmp(a, "--key"))
-        o->key_path = v;
-    else
-        o->out_path = v;
+    case O_KEY: o->key_path = v; return 0;
+    case O_OUTPUT: o->out_path = v; return 0;
+    case O_JSON: o->json = 1; return 0;
+    }
     return 0;
 }
 
@@ -106,35 +137,17 @@ static int parse_option(verify_cli *o, const char *a, const char *v)
 static int parse_args(int argc, char **argv, verify_cli *o)
 {
     repro_verify_opts_init(&o->v);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(repro_verify_usage, stdout);
-            return 1;
-        }
-        if (!strcmp(a, "--json")) {
-            o->json = 1;
-        } else if (a[0] == '-' && a[1]) {
-            int known = !strcmp(a, "--policy") || !strcmp(a, "--max-steps") ||
-                        !strcmp(a, "--max-seconds") || !strcmp(a, "--max-memory") ||
-                        !strcmp(a, "--key") || !strcmp(a, "-o") ||
-                        !strcmp(a, "--output");
-            if (!known)
-                return repro_error_set(REPRO_EINVAL,
-                                       "verify: unknown option '%s' (see `repro help verify`)", a);
-            if (i + 1 >= argc)
-                return repro_error_set(REPRO_EINVAL, "verify: option '%s' needs a value", a);
-            if (parse_option(o, a, argv[++i]))
-                return -1;
-        } else if (o->v.bundle_dir) {
-            return repro_error_set(REPRO_EINVAL, "verify: more than one bundle ('%s', '%s')",
-                                   o->v.bundle_dir, a);
-        } else {
-            o->v.bundle_dir = a;
-        }
-    }
-    if (!o->v.bundle_dir)
+    repro_common co = {0};
+    repro_cli_parser p;
+    int rc = repro_cli_parse(&p, &repro_verify_spec, argc, argv, &co, verify_option, o);
+    if (rc)
+        return rc;
+    if (p.nargs > 1)
+        return repro_error_set(REPRO_EINVAL, "verify: more than one bundle ('%s', '%s')",
+                               p.args[0], p.args[1]);
+    if (!p.nargs)
         return repro_error_set(REPRO_EINVAL, "verify: missing BUNDLE (see `repro help verify`)");
+    o->v.bundle_dir = p.args[0];
     return 0;
 }
 
@@ -232,36 +245,36 @@ int repro_cmd_verify(int argc, char **argv)
     return exit_code;
 }
 
+/* --pub or keygen's -o: the one value these commands take. */
+static int path_option(void *ctx, int id, const char *v)
+{
+    (void)id;
+    *(const char **)ctx = v;
+    return 0;
+}
+
 int repro_cmd_verify_receipt(int argc, char **argv)
 {
-    const char *path = NULL, *pub = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(repro_verify_receipt_usage, stdout);
-            return repro_finish_stdout(0);
-        } else if (!strcmp(a, "--pub")) {
-            if (i + 1 >= argc) {
-                repro_error_set(REPRO_EINVAL, "verify-receipt: --pub needs a file");
-                return repro_report_error();
-            }
-            pub = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            repro_error_set(REPRO_EINVAL, "verify-receipt: unknown option '%s'", a);
-            return repro_report_error();
-        } else if (path) {
-            repro_error_set(REPRO_EINVAL, "verify-receipt: more than one receipt");
-            return repro_report_error();
-        } else {
-            path = a;
-        }
+    const char *pub = NULL;
+    repro_common co = {0};
+    repro_cli_parser p;
+    int parsed = repro_cli_parse(&p, &repro_verify_receipt_spec, argc, argv, &co, path_option,
+                                 &pub);
+    if (parsed == 1)
+        return repro_finish_stdout(0);
+    if (parsed)
+        return repro_report_error();
+    if (p.nargs > 1) {
+        repro_error_set(REPRO_EINVAL, "verify-receipt: more than one receipt");
+        return repro_report_error();
     }
-    if (!path || !pub) {
+    if (!p.nargs || !pub) {
         repro_error_set(REPRO_EINVAL,
                         "verify-receipt: need RECEIPT and --pub HOST.pub (see `repro help "
                         "verify-receipt`)");
         return repro_report_error();
     }
+    const char *path = p.args[0];
     json_t *doc;
     if (repro_receipt_check(path, pub, &doc))
         return repro_report_error();
@@ -281,17 +294,17 @@ int repro_cmd_verify_receipt(int argc, char **argv)
 int repro_cmd_keygen(int argc, char **argv)
 {
     const char *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(repro_keygen_usage, stdout);
-            return repro_finish_stdout(0);
-        } else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) {
-            out = argv[++i];
-        } else {
-            repro_error_set(REPRO_EINVAL, "keygen: unexpected '%s' (see `repro help keygen`)",
-                            argv[i]);
-            return repro_report_error();
-        }
+    repro_common co = {0};
+    repro_cli_parser p;
+    int parsed = repro_cli_parse(&p, &repro_keygen_spec, argc, argv, &co, path_option, &out);
+    if (parsed == 1)
+        return repro_finish_stdout(0);
+    if (parsed)
+        return repro_report_error();
+    if (p.nargs) {
+        repro_error_set(REPRO_EINVAL, "keygen: unexpected '%s' (see `repro help keygen`)",
+                        p.args[0]);
+        return repro_report_error();
     }
     if (!out) {
         repro_error_set(REPRO_EINVAL, "keygen: need -o KEY.pem");

@@ -1,47 +1,46 @@
-/* The subcommand table and the shared bits of command-line plumbing. */
+/* The subcommand table, the usage that lists it, and how errors become exit
+ * codes (the option parser is common_opts.c). */
 #include "cli/cli.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include <getopt.h>
-
 #include "util/error.h"
-#include "util/suggest.h"
 #include "util/escape.h"
 
 const repro_command repro_commands[] = {
     {"run", repro_cmd_run, "train an experiment once, hashing every step into a trace",
-     NULL, &repro_run_spec},
+     &repro_run_spec},
     {"check", repro_cmd_check, "run it N times in fresh processes: reproducible or not, and where",
-     NULL, &repro_check_spec},
+     &repro_check_spec},
     {"bisect", repro_cmd_bisect,
-     "find the first divergent op and the variant, or the first bad commit", NULL,
+     "find the first divergent op and the variant, or the first bad commit",
      &repro_bisect_spec},
     {"diff", repro_cmd_diff, "compare two traces: first divergent step, tensors, divergence curve",
-     repro_diff_usage, NULL},
+     &repro_diff_spec},
     {"compare", repro_cmd_compare, "one experiment under several values of a key, side by side",
-     NULL, &repro_compare_spec},
+     &repro_compare_spec},
     {"bless", repro_cmd_bless, "make the runs' trace the golden record for this environment class",
-     NULL, &repro_bless_spec},
+     &repro_bless_spec},
     {"log", repro_cmd_log, "the golden's history through git: where the numerics changed",
-     repro_log_usage, NULL},
+     &repro_log_spec},
     {"kernels", repro_cmd_kernels, "list kernel variants and whether each is deterministic",
-     repro_kernels_usage, NULL},
+     &repro_kernels_spec},
     {"submit", repro_cmd_submit, "run once and pack the run into a submission bundle",
-     NULL, &repro_submit_spec},
+     &repro_submit_spec},
     {"verify", repro_cmd_verify, "re-run a submission bundle and write a signed verdict receipt",
-     repro_verify_usage, NULL},
+     &repro_verify_spec},
     {"verify-receipt", repro_cmd_verify_receipt, "check a receipt's signature: valid or edited",
-     repro_verify_receipt_usage, NULL},
+     &repro_verify_receipt_spec},
     {"keygen", repro_cmd_keygen, "make an Ed25519 key pair for signing bundles and receipts",
-     repro_keygen_usage, NULL},
-    {"env", repro_cmd_env, "print the environment fingerprint and class", repro_env_usage, NULL},
+     &repro_keygen_spec},
+    {"env", repro_cmd_env, "print the environment fingerprint and class",
+     &repro_env_spec},
     {"gc", repro_cmd_gc, "delete old run directories under runs/ (keep the newest K)",
-     repro_gc_usage, NULL},
+     &repro_gc_spec},
     {"help", repro_cmd_help, "show help for a command, or `repro help config` for the keys",
-     repro_help_usage, NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+     &repro_help_spec},
+    {NULL, NULL, NULL, NULL},
 };
 
 const repro_command *repro_command_find(const char *name)
@@ -62,39 +61,6 @@ void repro_print_usage(FILE *out)
     fprintf(out, "\nexit codes: 0 ok, 1 mismatch, 2 usage or input error, 3 environment "
                  "problem, 125 cannot test\n"
                  "`repro help COMMAND` for a command's options.\n");
-}
-
-int repro_cli_split_program(int *argc, char **argv, char ***program)
-{
-    *program = NULL;
-    for (int i = 1; i < *argc; i++) {
-        if (strcmp(argv[i], "--"))
-            continue;
-        if (i + 1 >= *argc)
-            return repro_error_set(REPRO_EINVAL, "%s: nothing after '--' (expected a program "
-                                                 "and its arguments)", argv[0]);
-        *program = &argv[i + 1];
-        argv[i] = NULL; /* getopt stops here; argv[argc] stays NULL for the program */
-        *argc = i;
-        return 0;
-    }
-    return 0;
-}
-
-int repro_cli_unknown_option(const char *cmd, const char *arg, const struct option *opts)
-{
-    const char *names[128];
-    char flags[128][40];
-    size_t n = 0;
-    for (; opts && opts[n].name && n < 128; n++) {
-        snprintf(flags[n], sizeof flags[n], "--%s", opts[n].name);
-        names[n] = flags[n];
-    }
-    char flag[64], hint[96];
-    snprintf(flag, sizeof flag, "%.*s", (int)strcspn(arg, "="), arg);
-    repro_suggest_phrase(hint, sizeof hint, flag, names, n);
-    return repro_error_set(REPRO_EINVAL, "%s: unknown option '%s'%s (see `repro help %s`)", cmd,
-                           arg, hint, cmd);
 }
 
 int repro_report_error(void)

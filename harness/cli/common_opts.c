@@ -1,13 +1,15 @@
-/* The table of options common to the commands that run the workload, and
- * the parser and help printer built from it (see common_opts.h). */
+/* The table of options common to several commands, and the parser and
+ * help printer every command's options go through (see common_opts.h). */
 #include "cli/common_opts.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "golden/golden.h"
 #include "util/error.h"
 #include "util/numparse.h"
+#include "util/suggest.h"
 
 static int set_quiet(repro_common *c, const repro_common_opt *row, const char *cmd, int as_list,
                      const char *value)
@@ -62,7 +64,44 @@ static int pass_or_list(repro_common *c, const repro_common_opt *row, const char
     return 0;
 }
 
+/* --name: checked as a golden's name (it names goldens and run directories). */
+static int set_name(repro_common *c, const repro_common_opt *row, const char *cmd, int as_list,
+                    const char *value)
+{
+    (void)row, (void)cmd, (void)as_list;
+    if (repro_golden_name_check(value))
+        return -1;
+    snprintf(c->name, sizeof c->name, "%s", value);
+    return 0;
+}
+
+/* --timeout: whole seconds, up to a week. */
+static int set_timeout(repro_common *c, const repro_common_opt *row, const char *cmd,
+                       int as_list, const char *value)
+{
+    (void)row, (void)as_list;
+    char what[64];
+    long t;
+    snprintf(what, sizeof what, "%s: --timeout", cmd);
+    if (repro_parse_count(what, value, 1, 7 * 24 * 3600, &t))
+        return -1;
+    c->timeout_s = (double)t;
+    return 0;
+}
+
+/* What --name names differs by command; the default too. */
+static const struct repro_common_help name_help[] = {
+    {REPRO_CLI_RUN, "-- PROGRAM only: the name of its runs and goldens"},
+    {REPRO_CLI_CHECK,
+     "-- PROGRAM only: its goldens' name (default: the\nexperiment name the program records)"},
+    {REPRO_CLI_BLESS, "-- PROGRAM only: the golden's name (default: the name\nit records)"},
+    {REPRO_CLI_BISECT, "-- PROGRAM only: the program's golden and run name"},
+    {REPRO_CLI_LOG, "a program's goldens (default: the program's basename)"},
+    {0, NULL},
+};
+
 #define ALL REPRO_CLI_WORKLOAD
+#define PROGRAM_CMDS (REPRO_CLI_RUN | REPRO_CLI_CHECK | REPRO_CLI_BLESS | REPRO_CLI_BISECT)
 #define MULTI (REPRO_CLI_CHECK | REPRO_CLI_BLESS | REPRO_CLI_COMPARE)
 
 /* One row per option. A run option with a list form, like --threads or
@@ -71,33 +110,37 @@ static int pass_or_list(repro_common *c, const repro_common_opt *row, const char
  * as runs by check (cmd_check.c add_lists); a command added to a row's
  * list_commands must plan c->lists too (compare does not today). */
 const repro_common_opt repro_common_opts[] = {
-    {"quiet", 'q', NULL, "no progress on stderr", ALL, 0, NULL, NULL, NULL, NULL, set_quiet},
+    {"quiet", 'q', NULL, "no progress on stderr", ALL, 0, NULL, NULL, NULL, NULL, set_quiet, NULL},
     {"json", 0, NULL, "the result as one JSON document on stdout", ALL, 0, NULL, NULL, NULL, NULL,
-     set_json},
+     set_json, NULL},
     {"runs", 0, "N", "fresh-process runs that must agree (default 2)", MULTI, 0, NULL, NULL, NULL,
-     NULL, set_runs},
+     NULL, set_runs, NULL},
     {"steps", 0, "N", "train N steps (train.steps), every run", ALL, 0, NULL, NULL, NULL, NULL,
-     pass_or_list},
+     pass_or_list, NULL},
     {"seed", 0, "S", "global seed (train.seed), every run", ALL, 0, NULL, NULL, NULL, NULL,
-     pass_or_list},
+     pass_or_list, NULL},
     {"set", 0, "KEY=VALUE",
      "override any config key, as section.key or an unambiguous\nkey; validated like the file; "
      "may be repeated",
-     ALL, 0, NULL, NULL, NULL, NULL, pass_or_list},
+     ALL, 0, NULL, NULL, NULL, NULL, pass_or_list, NULL},
     {"threads", 0, "T", "kernel threads (train.threads); results do not depend on it", ALL,
      REPRO_CLI_CHECK, "LIST", "one more run per kernel thread count, e.g. 1,2,3",
-     "thread count", "threads", pass_or_list},
+     "thread count", "threads", pass_or_list, NULL},
     {"workers", 0, "W", "data-loader workers (data.num_workers)", ALL, REPRO_CLI_CHECK, "LIST",
      "one more run per loader worker count, e.g. 0,1,3", "worker count", "workers",
-     pass_or_list},
+     pass_or_list, NULL},
     {"ranks", 0, "N",
      "data-parallel processes (train.ranks): starts them with\nmpirun, or joins the MPI job it "
      "runs in; rank 0 writes\nthe trace, every rank checks its replica after every update",
      ALL, REPRO_CLI_CHECK, "LIST",
      "one more run per data-parallel world size (MPI ranks),\ne.g. 1,2,4 (needs [train] "
      "shard_size)",
-     "world size", "ranks", pass_or_list},
-    {NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL},
+     "world size", "ranks", pass_or_list, NULL},
+    {"name", 0, "NAME", "-- PROGRAM only: the name of its runs and goldens",
+     PROGRAM_CMDS | REPRO_CLI_LOG, 0, NULL, NULL, NULL, NULL, set_name, name_help},
+    {"timeout", 0, "SECONDS", "-- PROGRAM only: kill a run that takes longer (default:\nnever)",
+     PROGRAM_CMDS, 0, NULL, NULL, NULL, NULL, set_timeout, NULL},
+    {NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 /* ---- help ------------------------------------------------------------------- */
@@ -112,7 +155,7 @@ static void help_line(FILE *out, int short_name, const char *name, const char *a
                  arg ? arg : "");
     else
         snprintf(flag, sizeof flag, "--%s%s%s", name, arg ? " " : "", arg ? arg : "");
-    if (strlen(flag) > 17)
+    if (strlen(flag) > 16) /* at least two spaces before the help */
         fprintf(out, "  %s\n%20s", flag, "");
     else
         fprintf(out, "  %-18s", flag);
@@ -125,20 +168,47 @@ static void help_line(FILE *out, int short_name, const char *name, const char *a
     }
 }
 
+/* Whether spec's own table has an option called name (it then shadows a
+ * common row of that name). */
+static int own_has(const repro_cli_spec *s, const char *name)
+{
+    for (const repro_cli_opt *o = s->own; o && o->name; o++)
+        if (!strcmp(o->name, name))
+            return 1;
+    return 0;
+}
+
+/* Whether common row r is part of command s's table. */
+static int takes(const repro_cli_spec *s, const repro_common_opt *r)
+{
+    return (r->commands & s->bit) && !own_has(s, r->name);
+}
+
+/* The help of common row r as command bit reads it. */
+static const char *row_help(const repro_common_opt *r, unsigned bit)
+{
+    if (r->list_commands & bit)
+        return r->list_help;
+    for (const struct repro_common_help *h = r->help_for; h && h->commands; h++)
+        if (h->commands & bit)
+            return h->help;
+    return r->help;
+}
+
 void repro_cli_help(FILE *out, const repro_cli_spec *s)
 {
     fputs(s->synopsis, out);
     fputs("\noptions:\n", out);
     for (const repro_cli_opt *o = s->own; o && o->name; o++)
         help_line(out, o->short_name, o->name, o->arg, o->help);
-    fprintf(out, "\noptions common to the commands that run the workload (run, check, bless,\n"
-                 "compare, bisect, submit):\n");
+    if (s->bit & REPRO_CLI_WORKLOAD)
+        fprintf(out, "\noptions common to the commands that run the workload (run, check, bless,\n"
+                     "compare, bisect, submit):\n");
     for (const repro_common_opt *r = repro_common_opts; r->name; r++) {
-        if (!(r->commands & s->bit))
+        if (!takes(s, r))
             continue;
         int list = (r->list_commands & s->bit) != 0;
-        help_line(out, r->short_name, r->name, list ? r->list_arg : r->arg,
-                  list ? r->list_help : r->help);
+        help_line(out, r->short_name, r->name, list ? r->list_arg : r->arg, row_help(r, s->bit));
     }
     help_line(out, 'h', "help", NULL, "this text");
     if (s->epilogue)
@@ -146,6 +216,39 @@ void repro_cli_help(FILE *out, const repro_cli_spec *s)
 }
 
 /* ---- parsing ---------------------------------------------------------------- */
+
+int repro_cli_split_program(int *argc, char **argv, char ***program)
+{
+    *program = NULL;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--"))
+            continue;
+        if (i + 1 >= *argc)
+            return repro_error_set(REPRO_EINVAL, "%s: nothing after '--' (expected a program "
+                                                 "and its arguments)", argv[0]);
+        *program = &argv[i + 1];
+        argv[i] = NULL; /* getopt stops here; argv[argc] stays NULL for the program */
+        *argc = i;
+        return 0;
+    }
+    return 0;
+}
+
+int repro_cli_unknown_option(const char *cmd, const char *arg, const struct option *opts)
+{
+    const char *names[128];
+    char flags[128][40];
+    size_t n = 0;
+    for (; opts && opts[n].name && n < 128; n++) {
+        snprintf(flags[n], sizeof flags[n], "--%s", opts[n].name);
+        names[n] = flags[n];
+    }
+    char flag[64], hint[96];
+    snprintf(flag, sizeof flag, "%.*s", (int)strcspn(arg, "="), arg);
+    repro_suggest_phrase(hint, sizeof hint, flag, names, n);
+    return repro_error_set(REPRO_EINVAL, "%s: unknown option '%s'%s (see `repro help %s`)", cmd,
+                           arg, hint, cmd);
+}
 
 static void add(repro_cli_parser *p, const char *name, int has_arg, int short_name)
 {
@@ -171,7 +274,7 @@ void repro_cli_parser_init(repro_cli_parser *p, const repro_cli_spec *s)
     }
     for (const repro_common_opt *r = repro_common_opts; r->name && p->n < REPRO_CLI_MAX_OPTS - 1;
          r++) {
-        if (!(r->commands & s->bit))
+        if (!takes(s, r))
             continue;
         p->common[p->n] = r;
         add(p, r->name, r->arg != NULL, r->short_name);
@@ -198,8 +301,11 @@ int repro_cli_next(repro_cli_parser *p, int argc, char **argv, repro_common *c,
 {
     for (;;) {
         int ch = getopt_long(argc, argv, p->shorts, p->lo, NULL);
-        if (ch == -1)
+        if (ch == -1) {
+            p->args = argv + optind;
+            p->nargs = argc - optind;
             return 0;
+        }
         if (ch == ':')
             return repro_error_set(REPRO_EINVAL, "%s: option '%s' needs a value", p->spec->name,
                                    argv[optind - 1]);
@@ -215,6 +321,45 @@ int repro_cli_next(repro_cli_parser *p, int argc, char **argv, repro_common *c,
         if (r->parse(c, r, p->spec->name, (r->list_commands & p->spec->bit) != 0, optarg))
             return -1;
     }
+}
+
+int repro_cli_parse(repro_cli_parser *p, const repro_cli_spec *s, int argc, char **argv,
+                    repro_common *c, int (*own)(void *ctx, int id, const char *value), void *ctx)
+{
+    repro_cli_parser_init(p, s);
+    const char *v;
+    int id;
+    while ((id = repro_cli_next(p, argc, argv, c, &v)) != 0) {
+        if (id == REPRO_CLI_HELP) {
+            repro_cli_help(stdout, s);
+            return 1;
+        }
+        if (id < 0 || (own && own(ctx, id, v)))
+            return -1;
+    }
+    return 0;
+}
+
+int repro_cli_given(const repro_cli_spec *s, int argc, char **argv, int id)
+{
+    repro_cli_parser p;
+    repro_cli_parser_init(&p, s);
+    int found = 0, ch;
+    while ((ch = getopt_long(argc, argv, p.shorts, p.lo, NULL)) != -1) {
+        int i = ch >= 256 ? ch - 256 : ch == '?' || ch == ':' ? -1 : short_index(&p, ch);
+        if (i >= 0 && i < p.n && p.own[i] && p.own[i]->id == id)
+            found = 1;
+    }
+    repro_cli_parser_init(&p, s); /* getopt back at the start for the real parse */
+    return found;
+}
+
+int repro_cli_operands(const repro_cli_parser *p, int lo, int hi, const char *what)
+{
+    if (p->nargs >= lo && (hi < 0 || p->nargs <= hi))
+        return 0;
+    return repro_error_set(REPRO_EINVAL, "%s: expected %s, got %d (see `repro help %s`)",
+                           p->spec->name, what, p->nargs, p->spec->name);
 }
 
 repro_multirun *repro_cli_program_runs(const repro_common *co, char **program, const char *name,
