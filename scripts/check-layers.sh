@@ -9,10 +9,12 @@
 # Also: only the git layer (harness/golden/git*.c) includes <git2.h>, only
 # harness/core/dist.c includes <mpi.h>, no
 # public header names an OpenSSL, jansson or libgit2 header, and harness/
-# reaches the kernels only through the backend-neutral headers at the top
-# of kernels/ (backend.h, variants.h, philox.h): never a backend's own
-# (kernels/cpu/*, kernels/cuda/*), so a backend can be swapped behind the
-# table without touching the harness. tests/ and bench/ may include them.
+# reaches the kernels only through the backend-neutral headers: those at
+# the top of kernels/ (backend.h, variants.h, philox.h) and the shared
+# per-element code every backend compiles (kernels/shared/), never a
+# backend's own (kernels/cpu/*, kernels/cuda/*), so a backend can be
+# swapped behind the table without touching the harness. tests/ and bench/
+# may include them.
 #
 # Usage: check-layers.sh [ROOT]      exit 0 clean, 1 with one line per violation
 #        check-layers.sh --self-test plants violations in a copy; each must be
@@ -63,6 +65,7 @@ check_tree() {
                continue ;;
             esac
             case "$f:$target" in
+            harness/*:kernels/shared/*) ;; # backend-neutral: every backend compiles it
             harness/*:kernels/*/*)
                 echo "$f:$line: includes \"$target\", a backend's own header (harness/ uses kernels/backend.h and the neutral headers beside it)"; bad=1; continue ;;
             esac
