@@ -101,7 +101,7 @@ check: deps
 # load (REPRO_LIB), except in sanitizer builds: python3 cannot load an ASan
 # library (they say "skipped" there).
 check-run: $(BUILD)/check_all $(BUILD)/repro examples
-	@scripts/check-layers.sh
+	@scripts/check-layers.sh --objects $(BUILD)
 	@scripts/check-layers.sh --self-test
 	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples REPRO_STAGE=$(STAGE) \
 	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) $(BUILD)/check_all

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "kernels/shared/hd.h"
+#include "repro/random.h"
 
 #define REPRO_RNG_VERSION "philox4x32-10/v1"
 
@@ -57,13 +58,10 @@ extern "C" {
 /* A sequential stream over the same block function, for consumers that draw
  * an unknown number of values in order (the shuffle generator, worker RNGs).
  * Its whole state is (key, next block, position in block): small enough to
- * log and to checkpoint. */
-typedef struct {
-    uint64_t key;
-    uint64_t block; /* index of the next block to generate */
-    uint32_t buf[4];
-    int used;       /* numbers of buf already handed out; 4 = empty */
-} repro_rng;
+ * log and to checkpoint. It is the public generator (repro/random.h), one
+ * struct: the public header defines it, because it may not include this
+ * one, and kernel code calls it by this name. */
+typedef repro_generator repro_rng;
 
 void repro_rng_init(repro_rng *rng, uint64_t key);
 uint32_t repro_rng_u32(repro_rng *rng);

@@ -9,14 +9,29 @@
 # Also: only the git layer (harness/golden/git*.c) includes <git2.h>, only
 # harness/core/dist.c includes <mpi.h>, no
 # public header names an OpenSSL, jansson or libgit2 header, and harness/
-# reaches the kernels only through the backend-neutral headers at the top
-# of kernels/ (backend.h, variants.h, philox.h): never a backend's own
-# (kernels/cpu/*, kernels/cuda/*), so a backend can be swapped behind the
-# table without touching the harness. tests/ and bench/ may include them.
+# reaches the kernels only through the backend-neutral headers: those at
+# the top of kernels/ (backend.h, variants.h, philox.h) and the shared
+# per-element code every backend compiles (kernels/shared/), never a
+# backend's own (kernels/cpu/*, kernels/cuda/*), so a backend can be
+# swapped behind the table without touching the harness. tests/ and bench/
+# may include them.
 #
-# Usage: check-layers.sh [ROOT]      exit 0 clean, 1 with one line per violation
-#        check-layers.sh --self-test plants violations in a copy; each must be
-#                                    reported (beside whatever the tree has)
+# Includes are not the whole truth: a hand-written prototype calls upward
+# without one. So, given the build's objects (--objects DIR), the check
+# also reads symbols (nm), with the same ranks (rank_of):
+#   - every undefined symbol of an object is defined in the same or a lower
+#     layer's objects, or outside ours (libc, OpenSSL, ...);
+#   - no two source files use symbols the other defines (a two-file loop:
+#     a file split by size, not along a seam), except the command table
+#     (harness/cli/commands.c and the cmd_*.c files it names) and the pairs
+#     in scripts/layer-loops.allow.
+#
+# Usage: check-layers.sh [--objects DIR] [ROOT]
+#                                    exit 0 clean, 1 with one line per violation
+#                                    (file and include, or file and symbol)
+#        check-layers.sh --self-test plants violations in a copy (includes)
+#                                    and in objects it compiles (symbols);
+#                                    each must be reported, and nothing else
 set -eu
 
 rank_of() { # path of a source file or include target -> rank, or "" if not ours
@@ -63,6 +78,7 @@ check_tree() {
                continue ;;
             esac
             case "$f:$target" in
+            harness/*:kernels/shared/*) ;; # backend-neutral: every backend compiles it
             harness/*:kernels/*/*)
                 echo "$f:$line: includes \"$target\", a backend's own header (harness/ uses kernels/backend.h and the neutral headers beside it)"; bad=1; continue ;;
             esac
@@ -103,13 +119,155 @@ check_tree() {
     return $bad
 }
 
+# ---- symbols -----------------------------------------------------------
+# The objects of harness/ and kernels/ under DIR whose source is in ROOT
+# (a stale object of a removed file is not the tree's), one per line as
+# "OBJECT SOURCE RANK" (SOURCE: the path rank_of reads, .c or .cu).
+list_objects() {
+    dir=$1 src_root=$2
+    (cd "$dir" && find harness kernels -name '*.o' 2>/dev/null | sort) |
+    while read -r o; do
+        if [ -f "$src_root/${o%.o}.c" ]; then src=${o%.o}.c
+        elif [ -f "$src_root/${o%.o}.cu" ]; then src=${o%.o}.cu
+        else continue; fi
+        r=$(rank_of "$src")
+        [ -z "$r" ] || echo "$dir/$o $src $r"
+    done
+}
+
+# Checks the objects under DIR of the sources in ROOT (see the top). ALLOW:
+# the loop allowlist ("" for none). One line per violation, naming files
+# and symbol.
+check_symbols() {
+    dir=$1 allow=$2
+    list_objects "$dir" "$3" >"$tmp_objs"
+    [ -s "$tmp_objs" ] || { echo "$dir: no objects of harness/ or kernels/ (build first)"; return 1; }
+    # One nm for all objects (-A: each line starts with its object's path),
+    # each line mapped to its source and rank: "SYMBOL SOURCE RANK" for a
+    # global definition (function or data), "SOURCE RANK SYMBOL" for a use.
+    objs=$(cut -d' ' -f1 "$tmp_objs")
+    # shellcheck disable=SC2086 # one word per object path
+    nm -A -g --defined-only $objs | awk 'NR == FNR { src[$1] = $2; rank[$1] = $3; next }
+        { o = substr($0, 1, index($0, ":") - 1); if (NF >= 3) print $NF, src[o], rank[o] }' \
+        "$tmp_objs" - >"$tmp_defs"
+    # shellcheck disable=SC2086
+    nm -A -u $objs | awk 'NR == FNR { src[$1] = $2; rank[$1] = $3; next }
+        { o = substr($0, 1, index($0, ":") - 1); print src[o], rank[o], $NF }' \
+        "$tmp_objs" - >"$tmp_uses"
+    [ -n "$allow" ] && [ -f "$allow" ] || allow=/dev/null
+    awk '
+        FILENAME == ARGV[1] { if ($0 !~ /^[ \t]*(#|$)/) allowed[$1 " " $2] = allowed[$2 " " $1] = 1; next }
+        FILENAME == ARGV[2] { if (!($1 in def)) { def[$1] = $2; drank[$1] = $3 }; next }
+        {   # a use: file rank symbol
+            f = $1; r = $2; sym = $3
+            if (!(sym in def) || def[sym] == f) next
+            g = def[sym]
+            if (drank[sym] > r)
+                print f ": uses " sym ", defined in " g ", a layer above its own"
+            if (!((f, g) in edge)) { edge[f, g] = sym; nedge++; from[nedge] = f; to[nedge] = g }
+        }
+        function cmdtable(a, b) {
+            return a == "harness/cli/commands.c" && b ~ /^harness\/cli\/cmd_[^\/]*\.c$/
+        }
+        END {
+            for (i = 1; i <= nedge; i++) {
+                a = from[i]; b = to[i]
+                if (a >= b || !((b, a) in edge)) continue
+                if (cmdtable(a, b) || cmdtable(b, a) || ((a " " b) in allowed)) continue
+                print a " <-> " b ": a two-file loop (" a " uses " edge[a, b] ", " b " uses " edge[b, a] ")"
+            }
+        }' "$allow" "$tmp_defs" "$tmp_uses" >"$tmp_out"
+    if [ -s "$tmp_out" ]; then
+        sort "$tmp_out"
+        return 1
+    fi
+    return 0
+}
+
+# Plants, in objects of its own (no build needed), an upward call through a
+# hand-written prototype (util/ -> cli/) and a two-file loop; beside them,
+# negative controls that must pass: a downward call, a libc call, a call
+# within a layer in one direction, an allowlisted loop, and the command
+# table's loop (commands.c <-> a cmd_*.c).
+symbol_self_test() {
+    src=$scratch/sym/src
+    obj=$scratch/sym/obj
+    mkdir -p "$src/harness/util" "$src/harness/cli" "$src/harness/record" \
+        "$obj/harness/util" "$obj/harness/cli" "$obj/harness/record"
+    cat >"$src/harness/cli/planted_cmd.c" <<'C'
+int repro_planted_util(int x);
+int repro_planted_cli(int x) { return repro_planted_util(x) + 1; } /* down: allowed */
+C
+    cat >"$src/harness/util/planted_up.c" <<'C'
+int repro_planted_cli(int x); /* hand-written, no #include: the call upward */
+int repro_planted_up(int x) { return repro_planted_cli(x); }
+C
+    cat >"$src/harness/util/planted_down.c" <<'C'
+int repro_planted_util(int x) { return x; }
+C
+    cat >"$src/harness/util/planted_a.c" <<'C'
+#include <string.h>
+int repro_planted_b(int x);
+int repro_planted_a(int x) { return x > 0 ? repro_planted_b(x - 1) : (int)strlen("a"); }
+C
+    cat >"$src/harness/util/planted_b.c" <<'C'
+int repro_planted_a(int x);
+int repro_planted_b(int x) { return repro_planted_a(x); }
+C
+    cat >"$src/harness/util/planted_c.c" <<'C'
+int repro_planted_a(int x);
+int repro_planted_c(int x) { return repro_planted_a(x); } /* one way: no loop */
+C
+    cat >"$src/harness/record/planted_p.c" <<'C'
+int repro_planted_q(void);
+int repro_planted_p(void) { return repro_planted_q(); }
+C
+    cat >"$src/harness/record/planted_q.c" <<'C'
+int repro_planted_p(void);
+int repro_planted_q(void) { return repro_planted_p(); }
+C
+    cat >"$src/harness/cli/commands.c" <<'C'
+int repro_cmd_planted(int x);
+int repro_planted_run_cmd(int x) { return repro_cmd_planted(x); }
+C
+    cat >"$src/harness/cli/cmd_planted.c" <<'C'
+int repro_planted_run_cmd(int x);
+int repro_cmd_planted(int x) { return x > 0 ? repro_planted_run_cmd(x - 1) : 0; }
+C
+    for c in cli/commands cli/cmd_planted cli/planted_cmd util/planted_up util/planted_down util/planted_a util/planted_b util/planted_c \
+             record/planted_p record/planted_q; do
+        ${CC:-cc} -c -o "$obj/harness/$c.o" "$src/harness/$c.c" ||
+            { echo "✗ layer check: the symbol self-test could not compile $c.c"; return 1; }
+    done
+    printf '# the allowlist negative control\nharness/record/planted_q.c harness/record/planted_p.c\n' \
+        >"$scratch/sym/allow"
+    if out=$(check_symbols "$obj" "$scratch/sym/allow" "$src"); then
+        echo "✗ layer check: planted symbol violations were not caught"; return 1
+    fi
+    for want in "harness/util/planted_up.c: uses repro_planted_cli, defined in harness/cli/planted_cmd.c, a layer above" \
+                "harness/util/planted_a.c <-> harness/util/planted_b.c: a two-file loop"; do
+        echo "$out" | grep -qF "$want" ||
+            { echo "✗ layer check: not reported: $want (got: $out)"; return 1; }
+    done
+    if [ "$(echo "$out" | wc -l)" -ne 2 ]; then
+        echo "✗ layer check: wrong symbol report (downward, libc, one-way, allowed and command-table uses pass): $out"
+        return 1
+    fi
+    echo "✓ layer check catches a planted upward call (no #include) and a two-file loop:"
+    echo "$out"
+}
+
 tmp_list=$(mktemp)
-trap 'rm -f "$tmp_list"' EXIT
+tmp_objs=$(mktemp)
+tmp_defs=$(mktemp)
+tmp_uses=$(mktemp)
+tmp_out=$(mktemp)
+trap 'rm -f "$tmp_list" "$tmp_objs" "$tmp_defs" "$tmp_uses" "$tmp_out"' EXIT
 
 if [ "${1:-}" = "--self-test" ]; then
     here=$(cd "$(dirname "$0")/.." && pwd)
     scratch=$(mktemp -d)
-    trap 'rm -f "$tmp_list"; rm -rf "$scratch"' EXIT
+    trap 'rm -f "$tmp_list" "$tmp_objs" "$tmp_defs" "$tmp_uses" "$tmp_out"; rm -rf "$scratch"' EXIT
     (cd "$here" && tar cf - include kernels harness) | (cd "$scratch" && tar xf -)
     # Differential: the tree may already have violations of its own; each
     # planted one must add exactly its line.
@@ -134,13 +292,30 @@ if [ "${1:-}" = "--self-test" ]; then
     fi
     echo "✓ layer check catches planted violations:"
     echo "$new"
+    symbol_self_test || exit 1
     exit 0
 fi
 
+objects=
+if [ "${1:-}" = "--objects" ]; then
+    [ $# -ge 2 ] || { echo "usage: check-layers.sh [--objects DIR] [ROOT]" >&2; exit 2; }
+    objects=$2
+    shift 2
+fi
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+status=0
 if check_tree "$root"; then
     echo "✓ layers: every include points down"
 else
     echo "✗ layers: includes that point up (see docs/DESIGN.md, \"Layers\")"
-    exit 1
+    status=1
 fi
+if [ -n "$objects" ]; then
+    if check_symbols "$objects" "$root/scripts/layer-loops.allow" "$root"; then
+        echo "✓ layers: every symbol an object uses is defined in its layer or below; no two-file loops"
+    else
+        echo "✗ layers: symbols used from a layer above, or two-file loops (see docs/DESIGN.md, \"Layers\")"
+        status=1
+    fi
+fi
+exit $status

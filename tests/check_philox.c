@@ -48,6 +48,37 @@ START_TEST(test_stream_matches_block_function)
 }
 END_TEST
 
+/* One generator type: the public generator is the kernels' stream, the
+ * same struct (not a copy), so draws through either set of names continue
+ * one stream; negative control: a second stream of another key differs. */
+START_TEST(test_public_generator_is_the_kernel_stream)
+{
+    _Static_assert(_Generic((repro_rng *)0, repro_generator *: 1, default: 0),
+                   "repro_rng is repro_generator");
+    repro_rng ref;
+    repro_rng_init(&ref, 0x1234abcdULL);
+    uint32_t want[6];
+    for (int i = 0; i < 6; i++)
+        want[i] = repro_rng_u32(&ref);
+    repro_generator g;
+    repro_generator_init(&g, 0x1234abcdULL);
+    uint32_t got[6];
+    got[0] = repro_generator_u32(&g);
+    got[1] = repro_rng_u32(&g);
+    got[2] = repro_generator_u32(&g);
+    uint64_t w = repro_rng_u64(&g); /* two words: u64 = lo | hi << 32 */
+    got[3] = (uint32_t)w;
+    got[4] = (uint32_t)(w >> 32);
+    got[5] = repro_generator_u32(&g);
+    ck_assert_mem_eq(got, want, sizeof want);
+    ck_assert(g.key == ref.key && g.block == ref.block && g.used == ref.used);
+    ck_assert_mem_eq(g.buf, ref.buf, sizeof g.buf);
+    repro_generator other;
+    repro_generator_init(&other, 0x1234abceULL);
+    ck_assert_uint_ne(repro_generator_u32(&other), want[0]);
+}
+END_TEST
+
 START_TEST(test_below_and_unit_ranges)
 {
     repro_rng rng;
@@ -348,6 +379,7 @@ Suite *philox_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_random123_kat);
     tcase_add_test(tc, test_stream_matches_block_function);
+    tcase_add_test(tc, test_public_generator_is_the_kernel_stream);
     tcase_add_test(tc, test_below_and_unit_ranges);
     tcase_add_test(tc, test_normal_moments);
     tcase_add_test(tc, test_seed_derive_distinct_and_pinned);

@@ -109,8 +109,8 @@ int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *lis
  * element detail. Returns 0, a child's failing exit code (2 or 3), or -1
  * with the error slot set. */
 int repro_multirun_execute(repro_multirun *m);
-/* Starts the planned runs, m->jobs at a time in plan order, into
- * root/run-N. Once one fails no further run starts; the first failure in
+/* Starts the planned runs (multirun_jobs.c), m->jobs at a time in plan
+ * order, into root/run-N. Once one fails no further run starts; the first failure in
  * plan order is returned: 0, the child's exit code (2 or 3), or -1 with
  * the error slot set. Called by repro_multirun_execute. */
 int repro_multirun_run_planned(repro_multirun *m);
@@ -119,8 +119,8 @@ int repro_multirun_run_planned(repro_multirun *m);
  * ranks (`threads` and `ranks` as the config gives them, a run's own
  * --threads or --ranks taking their place), at least 1, at most nplan. */
 int repro_multirun_auto_jobs(const repro_multirun *m, int threads, int ranks);
-/* One more `repro run` of run `idx`'s settings into dir, up to and dumping
- * `dump_step` when > 0. Returns 0, the child's exit code, or -1. */
+/* One more `repro run` of run `idx`'s settings into dir (multirun_one.c),
+ * up to and dumping `dump_step` when > 0. Returns 0, the child's exit code, or -1. */
 int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dump_step);
 
 /* ---- external programs (external.c) ---------------------------------- */

@@ -647,9 +647,9 @@ static const char *where(const repro_config *cfg, int k, char *buf, size_t len)
     return buf;
 }
 
-/* The shard rule (core/shards.h): shards of equal size, and every rank
- * holding whole shards, so that the gradient is the same sum on any world
- * size. */
+/* The shard rule (core/model.h: repro_model_set_shards, in core/shards.c):
+ * shards of equal size, and every rank holding whole shards, so that the
+ * gradient is the same sum on any world size. */
 static int validate_shards(const repro_config *cfg)
 {
     char w[REPRO_CONFIG_PATH_MAX + 32];

@@ -3,9 +3,9 @@
  * trainer needs. The only file that includes <mpi.h> is dist.c; a build
  * without Open MPI compiles a stand-in whose join fails with exit 3.
  *
- * The gradient sum is the shard rule's (core/shards.h): every rank holds
- * whole shards of the global batch, shard s on rank s mod N as local shard
- * s / N, and repro_dist_reduce_shards gives every rank the same n floats:
+ * The gradient sum is the shard rule's (core/model.h: repro_model_set_shards,
+ * in core/shards.c): every rank holds whole shards of the global batch,
+ * shard s on rank s mod N as local shard s / N, and repro_dist_reduce_shards gives every rank the same n floats:
  *   ordered  every shard's partial gathered on every rank (MPI_Allgather)
  *            and added in shard order, out = ((p0 + p1) + p2) + ...: the
  *            same bits as one process adding its shards, for any N;

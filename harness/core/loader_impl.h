@@ -1,6 +1,8 @@
-/* The loader's insides, shared by its two ways of filling batches:
+/* The loader's insides, shared by its two ways of filling batches,
  * worker threads (loader.c) and cooperative filling by the threads that
- * call repro_loader_help (loader_coop.c). Private to those two files. */
+ * call repro_loader_help (loader_coop.c), and by what both fill with
+ * (loader_fill.c). Private to those three files; the calls go one way:
+ * loader.c -> loader_coop.c -> loader_fill.c, and loader.c -> loader_fill.c. */
 #ifndef REPRO_LOADER_IMPL_H
 #define REPRO_LOADER_IMPL_H
 
@@ -76,8 +78,9 @@ struct repro_loader {
     atomic_int coop_next;   /* the batch the consumer waits for or takes next */
 };
 
-/* Row b of batch k of the current epoch into slot s (worker mode draws
- * from wrng); then, once every row is in, the batch's fields. */
+/* Filling (loader_fill.c). Row b of batch k of the current epoch into
+ * slot s (worker mode draws from wrng); then, once every row is in, the
+ * batch's fields. */
 void repro_loader_fill_row(repro_loader *l, slot *s, int k, int b, repro_rng *wrng);
 void repro_loader_finish_batch(repro_loader *l, slot *s, int k);
 /* Advances a worker's RNG past batch k as if it had filled it. */

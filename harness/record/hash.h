@@ -1,6 +1,5 @@
-/* Hashing: SHA-256 through OpenSSL EVP (never the deprecated SHA256_Init),
- * behind our own small API, and the tensor tree hash whose definition is in
- * the public repro/digest.h. A differing leaf locates a change to 1,024
+/* The tensor tree hash whose definition is in the public repro/digest.h
+ * (SHA-256 itself: sha256.h). A differing leaf locates a change to 1,024
  * float32s. Leaves are independent: a GPU hashes them and hands in only the
  * leaf digests (repro_tensor_digest_of_leaves). */
 #ifndef REPRO_HASH_H
@@ -27,8 +26,5 @@ int repro_tensor_digest(const repro_tensor_view *t, repro_digest *out, repro_dig
 /* The root from leaf digests computed elsewhere (t->data unused). */
 int repro_tensor_digest_of_leaves(const repro_tensor_view *t, const repro_digest *leaves,
                                   repro_digest *out);
-
-/* Versions of the libraries behind this module, for fingerprints. */
-const char *repro_hash_backend_version(void);
 
 #endif

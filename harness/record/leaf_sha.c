@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "kernels/isa.h"
-#include "record/hash.h"
+#include "kernels/shared/sha256.h"
 #include "record/leaf_sha16.h"
-#include "record/sha256_consts.h"
+#include "record/sha256.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define HAVE_X86 1
@@ -47,7 +47,7 @@ static int leaf_openssl(const unsigned char *data, size_t nbytes, size_t i, repr
 {
     size_t off = i * REPRO_LEAF_BYTES;
     size_t len = nbytes - off < REPRO_LEAF_BYTES ? nbytes - off : REPRO_LEAF_BYTES;
-    return repro_sha256(data + off, len, out) ? -1 : 0;
+    return repro_sha256_concat(data + off, len, NULL, 0, out);
 }
 
 #if HAVE_X86
@@ -84,7 +84,7 @@ SHANI static inline void compress_n(int n, __m128i *s0, __m128i *s1,
     }
 #pragma GCC unroll 16
     for (int g = 0; g < 16; g++) { /* rounds 4g .. 4g+3 */
-        __m128i k = _mm_loadu_si128((const __m128i *)(const void *)(repro_sha256_round_k + 4 * g));
+        __m128i k = _mm_loadu_si128((const __m128i *)(const void *)(repro_sha256_k_host + 4 * g));
 #pragma GCC unroll 4
         for (int m = 0; m < n; m++) {
             __m128i x;
@@ -112,8 +112,8 @@ SHANI static inline void compress_n(int n, __m128i *s0, __m128i *s1,
 SHANI static inline void n_full_leaves(int n, const unsigned char *const *leaf,
                                        repro_digest *const *out)
 {
-    __m128i dcba = _mm_loadu_si128((const __m128i *)(const void *)repro_sha256_initial_h);
-    __m128i hgfe = _mm_loadu_si128((const __m128i *)(const void *)(repro_sha256_initial_h + 4));
+    __m128i dcba = _mm_loadu_si128((const __m128i *)(const void *)repro_sha256_h0_host);
+    __m128i hgfe = _mm_loadu_si128((const __m128i *)(const void *)(repro_sha256_h0_host + 4));
     __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1), efgh = _mm_shuffle_epi32(hgfe, 0x1B);
     __m128i abef0 = _mm_alignr_epi8(cdab, efgh, 8), cdgh0 = _mm_blend_epi16(efgh, cdab, 0xF0);
     __m128i s0[MAX_WAYS], s1[MAX_WAYS];

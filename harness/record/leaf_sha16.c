@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "kernels/isa.h"
-#include "record/sha256_consts.h"
+#include "kernels/shared/sha256.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -104,7 +104,7 @@ X16 static inline void compress16(__m512i *s, __m512i *w)
             w[t & 15] = _mm512_add_epi32(_mm512_add_epi32(s1, w[(t - 7) & 15]),
                                          _mm512_add_epi32(s0, w[t & 15]));
         }
-        ROUND16(_mm512_add_epi32(w[t & 15], _mm512_set1_epi32((int)repro_sha256_round_k[t])));
+        ROUND16(_mm512_add_epi32(w[t & 15], _mm512_set1_epi32((int)repro_sha256_k_host[t])));
     }
     add_state(s, a, b, c, d, e, f, g, h);
 }
@@ -129,7 +129,7 @@ static void pad_kw_init(void)
         w[t] = s1 + w[t - 7] + s0 + w[t - 16];
     }
     for (int t = 0; t < 64; t++)
-        pad_kw[t] = w[t] + repro_sha256_round_k[t];
+        pad_kw[t] = w[t] + repro_sha256_k_host[t];
 }
 
 /* The padding block's 64 rounds, from pad_kw. */
@@ -146,7 +146,7 @@ X16 static void leaves16(const unsigned char *first, repro_digest *out)
 {
     __m512i s[8], w[16];
     for (int j = 0; j < 8; j++)
-        s[j] = _mm512_set1_epi32((int)repro_sha256_initial_h[j]);
+        s[j] = _mm512_set1_epi32((int)repro_sha256_h0_host[j]);
     for (size_t off = 0; off < REPRO_LEAF_BYTES; off += 64) {
         load_block(first, off, w);
         compress16(s, w);

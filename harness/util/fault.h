@@ -8,17 +8,20 @@
  * that `repro check` and `repro diff` fail when they should. `run=K` limits it
  * to the K-th run (0-based) of a `repro check` (which sets REPRO_CHECK_RUN
  * in each child; default K = 1, the second run); outside a check the fault
- * always applies. This file and the one call in record.c are the only places
- * that read REPRO_FAULT, apart from REPRO_FAULT=bless-before-rename, which
- * golden.c reads to fail a golden install between fsync and rename,
- * REPRO_FAULT=bless-stall, with which golden.c stops an install forever
- * after the header line (so a test can kill -9 a bless mid-write), and
+ * always applies. This file parses REPRO_FAULT (repro_fault_from_env, called
+ * once by the command that starts a training run); the trainer applies the
+ * flip (core/train_record.c, and core/train_dist.c on a replica). Besides it, golden.c reads
+ * REPRO_FAULT=bless-before-rename to fail a golden install between fsync
+ * and rename, and REPRO_FAULT=bless-stall, with which it stops an install
+ * forever after the header line (so a test can kill -9 a bless mid-write),
+ * and there is
  *
  *   REPRO_FAULT=overflow:step=N
  *
- * which mixed.c reads: after step N's backward one gradient element becomes
- * +inf, as an fp16 overflow would leave it, so tests can prove the loss
- * scaler skips exactly that step and backs off. It applies in every run of
+ * which this file parses (repro_fault_overflow_from_env) and the loss
+ * scaler (core/mixed.c) acts on: after step N's backward one gradient
+ * element becomes +inf, as an fp16 overflow would leave it, so tests can
+ * prove the loss scaler skips exactly that step and backs off. It applies in every run of
  * a check (each run overflows alike). TEST-ONLY as well. */
 #ifndef REPRO_FAULT_H
 #define REPRO_FAULT_H

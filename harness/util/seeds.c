@@ -42,66 +42,35 @@ void repro_philox4x32_10_block(const uint32_t ctr[4], uint32_t k0, uint32_t k1, 
         out[i] = c.v[i];
 }
 
-/* The public generator is the kernels' sequential stream (repro_rng) under
- * a public name: copied in and out so that neither layout depends on the
- * other. */
-static repro_rng rng_of(const repro_generator *g)
-{
-    repro_rng r = {g->key, g->block, {g->buf[0], g->buf[1], g->buf[2], g->buf[3]}, g->used};
-    return r;
-}
-
-static void store(repro_generator *g, const repro_rng *r)
-{
-    g->key = r->key;
-    g->block = r->block;
-    for (int i = 0; i < 4; i++)
-        g->buf[i] = r->buf[i];
-    g->used = r->used;
-}
-
+/* The public generator is the kernels' sequential stream itself (one
+ * struct, defined in repro/random.h; kernels/philox.h calls it repro_rng):
+ * these are its public names. */
 void repro_generator_init(repro_generator *g, uint64_t seed)
 {
-    repro_rng r;
-    repro_rng_init(&r, seed);
-    store(g, &r);
+    repro_rng_init(g, seed);
 }
 
 uint32_t repro_generator_u32(repro_generator *g)
 {
-    repro_rng r = rng_of(g);
-    uint32_t v = repro_rng_u32(&r);
-    store(g, &r);
-    return v;
+    return repro_rng_u32(g);
 }
 
 uint64_t repro_generator_u64(repro_generator *g)
 {
-    repro_rng r = rng_of(g);
-    uint64_t v = repro_rng_u64(&r);
-    store(g, &r);
-    return v;
+    return repro_rng_u64(g);
 }
 
 uint32_t repro_generator_below(repro_generator *g, uint32_t n)
 {
-    repro_rng r = rng_of(g);
-    uint32_t v = repro_rng_below(&r, n);
-    store(g, &r);
-    return v;
+    return repro_rng_below(g, n);
 }
 
 float repro_generator_unit(repro_generator *g)
 {
-    repro_rng r = rng_of(g);
-    float v = repro_rng_unit(&r);
-    store(g, &r);
-    return v;
+    return repro_rng_unit(g);
 }
 
 void repro_generator_randperm(repro_generator *g, uint32_t n, uint32_t *out)
 {
-    repro_rng r = rng_of(g);
-    repro_rng_permute(&r, out, n);
-    store(g, &r);
+    repro_rng_permute(g, out, n);
 }

@@ -29,7 +29,9 @@ uint64_t repro_seed_derive(uint64_t seed, uint32_t purpose, uint32_t epoch, uint
 uint64_t repro_worker_seed(uint64_t base_seed, int worker_id);
 
 /* A seeded stream of numbers, like a torch.Generator: sequential draws over
- * Philox blocks. The whole state is these fields (copy it to checkpoint). */
+ * Philox blocks. The whole state is these fields (copy it to checkpoint).
+ * The one generator type: repro's kernels and loader draw from this very
+ * struct (kernels/philox.h names it repro_rng). */
 typedef struct {
     uint64_t key;
     uint64_t block; /* the next block to generate */

@@ -1,7 +1,8 @@
-/* What the two halves of the convolution's filter gradient share:
- * conv_filter.c (the plain loops, the bias sums, the public entry points)
- * and conv_filter_fast.c (the vectorized sums: column strips, the shard
- * rule by shard, lanes across the filters). Internal to kernels/cpu. */
+/* The convolution's filter gradient, inside kernels/cpu: the context
+ * conv_filter.c (the public entry points and the plain loops) hands to
+ * conv_filter_fast.c (the vectorized sums: column strips, the shard rule
+ * by shard, lanes across the filters); both take db from
+ * conv_filter_bias.h. */
 #ifndef REPRO_CONV_FILTER_H
 #define REPRO_CONV_FILTER_H
 
@@ -13,13 +14,6 @@ typedef struct {
     float *dw, *db;
     int accumulate;
 } repro_conv_filter_ctx;
-
-/* db[k]'s sum over the samples of cx->s (dy: their gradient) from `acc`,
- * in ops.h's order: columns summed over (b, oy), then folded in ox. */
-float repro_conv_bias_sum(const repro_conv_filter_ctx *cx, const float *dy, long k, float acc);
-
-/* db[k] = that sum from +0, or from db[k] when accumulating. */
-void repro_conv_bias_k(const repro_conv_filter_ctx *cx, long k);
 
 /* The vectorized sums (conv_filter_fast.c) for nq shards of cx->s->B
  * samples each (nq = 1, sharded = 0: the plain sum): 0, or -1 (nothing

@@ -11,6 +11,7 @@
  * runs what). Padding: the padded positions are real terms whose input
  * value is +0, read from zero-padded copies. */
 #include "conv_filter.h"
+#include "conv_filter_bias.h"
 
 #include <string.h>
 #if defined(__SSE2__)

@@ -3,7 +3,9 @@
  * 4 KiB leaf of a device tensor with this (one thread per leaf) and sends
  * back only the 32-byte leaf digests, which the recorder turns into the
  * tensor digest (repro_recorder_tensor_leaves). The library's own hashing
- * stays OpenSSL's (harness/record/hash.c); tests/check_sha256_shared.c
+ * stays OpenSSL's (harness/record/sha256.c), except its hand-written leaf
+ * paths (harness/record/leaf_sha.c, leaf_sha16.c), which take their
+ * constants from the tables here; tests/check_sha256_shared.c
  * proves this code gives OpenSSL's digests on the same leaves, so a digest
  * does not depend on which side computed it. Plain integer code: no
  * rounding anywhere, so no compiler flag can change it. */
@@ -39,6 +41,14 @@ static inline REPRO_HD uint32_t repro_hd_rotr(uint32_t x, int n)
 static __constant__ uint32_t repro_sha256_k_dev[64] = REPRO_SHA256_K_INIT;
 #endif
 static const uint32_t repro_sha256_k_host[64] = REPRO_SHA256_K_INIT;
+
+/* The initial hash value H(0) (first 32 bits of the fractional parts of
+ * the square roots of the first 8 primes): one list, a host table for the
+ * hand-written leaf paths, and each digest's starting state. */
+#define REPRO_SHA256_H0_INIT                                                             \
+    {0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au,                                \
+     0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u}
+static const uint32_t repro_sha256_h0_host[8] = REPRO_SHA256_H0_INIT;
 
 static inline REPRO_HD uint32_t repro_hd_sha256_k(int i)
 {
@@ -93,8 +103,7 @@ static inline REPRO_HD void repro_hd_sha256_compress(uint32_t h[8], const uint8_
  * block. */
 static inline REPRO_HD void repro_hd_sha256(const uint8_t *data, size_t n, uint8_t out[32])
 {
-    uint32_t h[8] = {0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au,
-                     0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u};
+    uint32_t h[8] = REPRO_SHA256_H0_INIT;
     size_t full = n / 64;
     for (size_t i = 0; i < full; i++)
         repro_hd_sha256_compress(h, data + 64 * i);

@@ -1,5 +1,5 @@
 /* The statistics a trace shows per tensor (l2, sum, max |x|, non-finite
- * count), in the recorder's fixed order (harness/record/record.c):
+ * count), in the recorder's fixed order (harness/record/stats.c):
  * element i goes to lane i % 4, each lane sums in double in ascending i,
  * a non-finite element adds 0 and is counted, and the lanes combine as
  * (0 + 1) + (2 + 3). Shared by the CPU backend's and the CUDA backend's
