@@ -11,7 +11,7 @@
 
 #include "core/config.h"
 #include "core/train.h"
-#include "record/record.h"
+#include "core/train_record.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -27,22 +27,24 @@ static int cmp_double(const void *a, const void *b)
 static double one_run(const repro_config *cfg, int hashing)
 {
     repro_trainer t;
-    repro_recorder *rec = NULL;
+    repro_train_recorder *rec = NULL;
     char path[64];
     snprintf(path, sizeof path, "/tmp/repro-gpu-steptime-%ld.jsonl", (long)getpid());
     if (repro_trainer_init(&t, cfg))
         return -1;
-    repro_recorder_opts ro = {.trace_path = path, .level = 1, .every = 1,
-                              .total_steps = STEPS + 1};
+    /* As `repro run` records: every tensor of every step, through the
+     * trainer's recorder (installed as t.rec, freed by the trainer). */
+    repro_train_recorder_opts ro = {.trace_path = path, .level = REPRO_TRACE_TENSOR, .every = 1,
+                                    .total_steps = STEPS + 1};
     double rate = -1;
-    if ((hashing && repro_recorder_new(&rec, &t, &ro)) || repro_trainer_step(&t))
+    if ((hashing && repro_train_recorder_new(&rec, &t, &ro, NULL)) || repro_trainer_step(&t))
         goto done;
     double t0 = repro_now();
     for (long s = 0; s < STEPS; s++)
         if (repro_trainer_step(&t))
             goto done;
     repro_digest chain;
-    if (rec && repro_recorder_finish(rec, &chain, NULL))
+    if (rec && repro_train_recorder_finish(rec, &chain, NULL))
         goto done;
     rate = STEPS / (repro_now() - t0);
 done:
