@@ -24,8 +24,9 @@
 #     variants; device digests, stats and Philox = the host's; cuDNN's
 #     heuristic and cudnnFind choices; empty_cache;
 #  3. run-to-run bitwise identity on cuda, both experiments (repro check);
-#  4. repro compare --vary benchmark=on,off (cnn, cuda): both values'
-#     runs identical, no algorithm change between runs;
+#  4. repro compare --vary benchmark=on,off (cnn, cuda): benchmark=off's
+#     runs identical; benchmark=on's identical unless cudnnFind's timing
+#     picked other algorithms in another run (reported, as documented);
 #  5. CPU vs GPU: mlp bitwise identical; cnn bitwise identical with the CPU's
 #     algorithms (--algo-lock); cnn with cuDNN's own algorithms within a
 #     relative L2 of 1e-2 of the CPU's parameters after 100 steps;
@@ -237,13 +238,31 @@ repro_checks() {
         --set backend=cuda --steps 100 --json -q
     rc=$?
     if verdict "compare --vary benchmark=on,off (cnn, cuda, 100 steps)" $rc -; then
-        same=$(grep -c '"identical": true' "$T/out")
-        changed=$(grep -c '"algorithms_changed_between_runs": true' "$T/out")
-        algos=$(grep -o '"algo": "[^"]*"' "$T/out" | sed 's/"algo": //' | tr -d '"' | tr '\n' ' ')
-        if [ "$same" -eq 2 ] && [ "$changed" -eq 0 ]; then
-            pass "compare --vary benchmark=on,off (cnn, cuda): both values' runs identical, no algorithm change between runs (algorithms: $algos)"
+        # benchmark=off: a fixed rule, so the runs must be identical.
+        # benchmark=on: cudnnFind's timing may pick another algorithm in
+        # another run (timing noise; the README says so); runs that kept
+        # the same algorithms must be identical, a changed pick is reported.
+        if "$PYTHON" - "$T/out" >"$T/verdict" 2>&1 <<'PY'; then
+import json, sys
+doc = json.load(open(sys.argv[1]))
+bad = 0
+for v in doc["values"]:
+    algos = ", ".join(a["site"] + " " + a["algo"] for a in v.get("algorithms", []))
+    changed = v.get("algorithms_changed_between_runs", False)
+    if v["identical"]:
+        print("benchmark=%s: runs identical (%s)" % (v["value"], algos))
+    elif v["value"] == "on" and changed:
+        print("benchmark=%s: the timed pick changed between runs, and so did the bits "
+              "(informational: %s)" % (v["value"], algos))
+    else:
+        print("benchmark=%s: runs DIFFER with %s algorithms (%s)"
+              % (v["value"], "changed" if changed else "the same", algos))
+        bad = 1
+sys.exit(bad)
+PY
+            pass "compare --vary benchmark=on,off (cnn, cuda): $(tr '\n' ';' <"$T/verdict")"
         else
-            fail "compare --vary benchmark=on,off (cnn, cuda): $same of 2 values with identical runs, $changed with algorithms changing between runs (algorithms: $algos)"
+            fail "compare --vary benchmark=on,off (cnn, cuda): $(tr '\n' ';' <"$T/verdict")"
         fi
     fi
 

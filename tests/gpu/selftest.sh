@@ -8,7 +8,8 @@
 #     librepro (make gpu-bins), check_cuda_ops alone (fallback.sh, the build
 #     a GPU machine without our deps falls back to; sm_90 only, objects
 #     kept in BUILD/gpu/fallback), every script (sh -n), the PyTorch demo
-#     (py_compile);
+#     (py_compile); the Python client's CUDA-tensor path (client_cuda.py,
+#     a stand-in torch);
 #  2. the Makefile finds cuDNN in the pip wheel's layout (libcudnn.so.9, no
 #     libcudnn.so) and links it;
 #  3. run.sh --prepare stages into BUILD/gpu/stage, and every staged binary
@@ -76,6 +77,7 @@ for f in tests/gpu/*; do
     case "$f" in
     *.sh) sh -n "$f" || bad "$f: sh -n failed" ;;
     tests/gpu/check_cuda_ops.c | tests/gpu/step_time.c) ;; # built below
+    tests/gpu/client_cuda.py) ;;                           # run below
     *) bad "$f: this test does not know how to compile it (add it here)" ;;
     esac
 done
@@ -100,6 +102,12 @@ if python3 -c 'import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys
     ok "examples/torch/cuda_scatter.py compiles"
 else
     bad "examples/torch/cuda_scatter.py: $(cat "$T/py")"
+fi
+
+if PYTHONPATH=python REPRO_LIB="$(pwd)/$BUILD/librepro.so" python3 tests/gpu/client_cuda.py >"$T/client" 2>&1; then
+    ok "the Python client copies CUDA tensors to the host for hashing (tests/gpu/client_cuda.py)"
+else
+    bad "the Python client and CUDA tensors: $(tail -n 3 "$T/client")"
 fi
 
 # ---- 2. the pip wheel's cuDNN layout ------------------------------------------------
