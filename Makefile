@@ -369,10 +369,10 @@ GPU_LDLIBS   = $(PKG_LIBS) $(CUDA_LIBS) -lpthread -lm
 GPU_RPATH_BIN = -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib'
 GPU_RPATH_LIB = -Wl,--disable-new-dtags,-rpath,'$$ORIGIN'
 GPU_BINS     = $(GPU_DIR)/repro $(GPU_DIR)/librepro.so $(GPU_DIR)/check_cuda_ops $(GPU_DIR)/step_time
-.PHONY: gpu-bins gpu-probe
+.PHONY: gpu-bins gpu-probe gpu-no-cuda
 gpu-bins: $(if $(HAVE_CUDA),$(GPU_BINS),gpu-no-cuda)
 gpu-no-cuda:
-	@echo "✗ no CUDA build here (nvcc: '$(NVCC)', cudnn.h: '$(CUDNN_H)', libcudnn: '$(CUDNN_LIBFILE)'$(if $(SAN),, sanitizer build))"; exit 3
+	@echo "✗ no CUDA build here (nvcc: '$(NVCC)', cudnn.h: '$(CUDNN_H)', libcudnn: '$(CUDNN_LIBFILE)'$(if $(SAN),; sanitizer build))"; exit 3
 # What the CUDA/cuDNN probe found (tests/gpu/selftest.sh reads it).
 gpu-probe:
 	@echo "nvcc=$(NVCC)"; echo "cudnn_h=$(CUDNN_H)"; echo "cudnn_lib=$(CUDNN_LIBFILE)"; \

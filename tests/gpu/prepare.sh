@@ -26,13 +26,13 @@ MAKE=${MAKE:-make}
 
 log=$(mktemp /tmp/repro-gpu-prepare.XXXXXX)
 if ! $MAKE --no-print-directory -j"${JOBS:-2}" BUILD="$BUILD" gpu-bins >"$log" 2>&1; then
-    rc=$?
     tail -n 30 "$log"
-    rm -f "$log"
-    if grep -q 'no CUDA build here' "$log" 2>/dev/null || [ $rc -eq 3 ]; then
+    if grep -q 'no CUDA build here' "$log"; then
+        rm -f "$log"
         echo "prepare: no CUDA build possible here (nvcc and cuDNN are needed to stage)"
         exit 3
     fi
+    rm -f "$log"
     echo "✗ prepare: build failed (make gpu-bins)"
     exit 1
 fi

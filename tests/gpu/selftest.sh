@@ -18,7 +18,7 @@
 #     start and reach device initialisation, and the run ends as a FAILURE
 #     naming the missing device (exit 1), its summary written to $OUT;
 #  5. without nvidia-smi (or with one that lists nothing): exit 3, saying so;
-#     with no libcudnn.so.9: exit 1 naming it;
+#     with no libcudnn.so.9: exit 1 naming it; --prepare without nvcc: exit 3;
 #  6. negative controls: with a library removed from the stage the stage
 #     check fails naming it; with a staged library that cannot load, the
 #     run says the staged binaries cannot start and takes the fallback path.
@@ -161,6 +161,9 @@ expect "nvidia-smi listing no GPU: exit 3, saying so" 3 $? "$T/nogpu2" '^no GPU:
 PATH="$T/fake:$PATH" CUDNN_LIB="$T/absent" sh "$STAGE/tests/gpu/run.sh" >"$T/nocudnn" 2>&1
 expect "no libcudnn.so.9: exit 1 naming it, not 'no GPU'" 1 $? "$T/nocudnn" \
     '^✗ libcudnn.so.9 not found' 'FAILED: libcudnn.so.9 missing'
+
+REPRO_GPU_STAGE="$T/stage-nocuda" BUILD=$BUILD MAKE="$MAKE NVCC=" sh tests/gpu/run.sh --prepare >"$T/prep3" 2>&1
+expect "run.sh --prepare without nvcc: exit 3, saying so" 3 $? "$T/prep3" '^prepare: no CUDA build possible here'
 
 # ---- 6. negative controls ---------------------------------------------------------------
 cp -R "$STAGE" "$T/stage-minus" && rm "$T/stage-minus/lib/libjansson.so.4"
