@@ -118,7 +118,7 @@ check: deps
 # load (REPRO_LIB), except in sanitizer builds: python3 cannot load an ASan
 # library (they say "skipped" there). Last, the GPU check's own test
 # (tests/gpu/selftest.sh: compiles tests/gpu/, stages, dry-runs the device
-# script with a fake nvidia-smi; ~30 s on a warm build, plus ~2 min once for
+# script with a fake nvidia-smi; 20-35 s on a warm build, plus ~2 min once for
 # the fallback's objects; "skipped: no nvcc" where there is none).
 check-run: $(BUILD)/check_all $(BUILD)/repro examples
 	@scripts/check-layers.sh

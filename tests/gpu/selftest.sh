@@ -8,8 +8,9 @@
 #     librepro (make gpu-bins), check_cuda_ops alone (fallback.sh, the build
 #     a GPU machine without our deps falls back to; sm_90 only, objects
 #     kept in BUILD/gpu/fallback), every script (sh -n), the PyTorch demo
-#     (py_compile); the Python client's CUDA-tensor path (client_cuda.py,
-#     a stand-in torch);
+#     (py_compile) and, where python3 has PyTorch, its CPU run under
+#     repro check; the Python client's CUDA-tensor path (client_cuda.py, a
+#     stand-in torch);
 #  2. the Makefile finds cuDNN in the pip wheel's layout (libcudnn.so.9, no
 #     libcudnn.so) and links it;
 #  3. run.sh --prepare stages into BUILD/gpu/stage, and every staged binary
@@ -108,6 +109,22 @@ if PYTHONPATH=python REPRO_LIB="$(pwd)/$BUILD/librepro.so" python3 tests/gpu/cli
     ok "the Python client copies CUDA tensors to the host for hashing (tests/gpu/client_cuda.py)"
 else
     bad "the Python client and CUDA tensors: $(tail -n 3 "$T/client")"
+fi
+
+# The PyTorch demo on the CPU under repro check (its CUDA runs need a GPU):
+# it runs, records through the client, and reproduces.
+torch_py=
+for p in python3 /usr/bin/python3; do
+    "$p" -c 'import torch' >/dev/null 2>&1 && { torch_py=$p; break; }
+done
+if [ -z "$torch_py" ]; then
+    echo "  - the PyTorch demo on the CPU: skipped (no python3 with PyTorch here)"
+else
+    PYTHONPATH=python REPRO_LIB="$(pwd)/$BUILD/librepro.so" "$BUILD/repro" check --runs 2 --no-golden -q \
+        -- "$torch_py" examples/torch/cuda_scatter.py --device cpu >"$T/demo" 2>&1
+    expect "the PyTorch demo on the CPU reproduces under repro check ($torch_py)" 0 $? "$T/demo" \
+        '^reproducible: 2 runs identical over 20 steps'
+    rm -rf runs/cuda_scatter
 fi
 
 # ---- 2. the pip wheel's cuDNN layout ------------------------------------------------
