@@ -20,7 +20,24 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 NVCC     := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-CUDNN_H  := $(firstword $(wildcard /usr/include/cudnn.h /usr/local/cuda/include/cudnn.h /usr/include/*/cudnn.h))
+
+CUDA_HOME := $(if $(NVCC),$(patsubst %/bin/,%,$(dir $(NVCC))))
+# cuDNN: $(CUDNN_HOME) (its include/ and lib/), the system's and CUDA's
+# folders, or the pip wheel nvidia-cudnn-cu13 (python3's nvidia/cudnn/,
+# asked only when no cudnn.h is found elsewhere). The wheel has
+# libcudnn.so.9 but no libcudnn.so, so the library is linked by soname
+# (-l:libcudnn.so.9) when the unversioned name is missing.
+CUDNN_SYS_H := $(wildcard /usr/include/cudnn.h /usr/local/cuda/include/cudnn.h /usr/include/*/cudnn.h)
+CUDNN_PIP := $(if $(CUDNN_HOME)$(CUDNN_SYS_H),,$(if $(NVCC),$(shell python3 -c \
+    'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null)))
+CUDNN_DIRS := $(CUDNN_HOME) $(CUDNN_PIP)
+CUDNN_H  := $(firstword $(wildcard $(CUDNN_DIRS:%=%/include/cudnn.h)) $(CUDNN_SYS_H))
+CUDNN_LIBFILE := $(firstword $(wildcard $(foreach d,$(CUDNN_DIRS:%=%/lib) $(CUDNN_DIRS:%=%/lib64) \
+    $(CUDA_HOME)/lib64 /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib,\
+    $(d)/libcudnn.so $(d)/libcudnn.so.9)))
+CUDNN_LIBDIR := $(patsubst %/,%,$(dir $(CUDNN_LIBFILE)))
+CUDNN_LINK = -L$(CUDNN_LIBDIR) -Wl,-rpath,$(CUDNN_LIBDIR) \
+             $(if $(filter %/libcudnn.so,$(CUDNN_LIBFILE)),-lcudnn,-l:libcudnn.so.9)
 
 # The CUDA backend (kernels/cuda) is built whenever nvcc and cuDNN are found
 # (`make NVCC=` builds CPU-only; sanitizer builds are CPU-only too: the CUDA
@@ -29,7 +46,7 @@ CUDNN_H  := $(firstword $(wildcard /usr/include/cudnn.h /usr/local/cuda/include/
 # division and square root, no flush-to-zero. sm_80 and sm_90 code plus
 # PTX for later GPUs; cudart and cuDNN are linked into librepro (.a users
 # add the same -l flags) and repro (cuBLAS is only dlopen'ed for its version).
-HAVE_CUDA := $(if $(SAN),,$(if $(and $(NVCC),$(CUDNN_H)),1))
+HAVE_CUDA := $(if $(SAN),,$(if $(and $(NVCC),$(CUDNN_H),$(CUDNN_LIBFILE)),1))
 # Data parallel (harness/core/dist.c) is built on Open MPI when mpicc is
 # found (libopenmpi-dev); without it, or under sanitizers (Open MPI's own
 # allocations would fail LeakSanitizer), ranks > 1 exits 3 saying so.
@@ -37,13 +54,12 @@ MPICC    := $(shell command -v mpicc 2>/dev/null)
 HAVE_MPI := $(if $(SAN),,$(if $(MPICC),1))
 MPI_CFLAGS := $(if $(HAVE_MPI),$(shell $(MPICC) --showme:compile 2>/dev/null) -DREPRO_HAVE_MPI)
 MPI_LIBS   := $(if $(HAVE_MPI),$(shell $(MPICC) --showme:link 2>/dev/null))
-CUDA_HOME := $(if $(NVCC),$(patsubst %/bin/,%,$(dir $(NVCC))))
 NVCC_GENCODE = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
                -gencode arch=compute_90,code=compute_90
 NVCCFLAGS = -std=c++17 -g $(OPT) --fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
             -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror,-fPIC $(NVCC_GENCODE) \
             -Iinclude -I. -I$(BUILD) -I$(dir $(CUDNN_H)) -DREPRO_HAVE_CUDA
-CUDA_LINK = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcudart -lstdc++
+CUDA_LINK = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 $(CUDNN_LINK) -lcudart -lstdc++
 CUDA_LIBS = $(if $(HAVE_CUDA),$(CUDA_LINK))
 
 # -fPIC: the same objects go into librepro.a and librepro.so.
@@ -76,7 +92,8 @@ all: $(BUILD)/repro repro
 	@if [ -n "$(HAVE_CUDA)" ]; then echo "✓ CUDA backend: compiled with $(NVCC) and $(CUDNN_H) (sm_80, sm_90 + PTX); NOT verified on hardware: tests/gpu/run.sh on a GPU machine does that"; \
 	 elif [ -n "$(SAN)" ]; then echo "✗ CUDA backend: not built (sanitizer build: CPU only)"; \
 	 elif [ -z "$(NVCC)" ]; then echo "✗ CUDA backend: not built (no nvcc: CPU build only)"; \
-	 else echo "✗ CUDA backend: not built (nvcc found, cuDNN not: CPU build only)"; fi
+	 elif [ -z "$(CUDNN_H)" ]; then echo "✗ CUDA backend: not built (nvcc found, cuDNN's cudnn.h not: CPU build only; CUDNN_HOME=DIR)"; \
+	 else echo "✗ CUDA backend: not built (cudnn.h found, libcudnn.so(.9) not: CPU build only; CUDNN_HOME=DIR)"; fi
 	@if [ -n "$(HAVE_MPI)" ]; then echo "✓ data parallel: built on Open MPI ($(MPICC)); repro run --ranks N"; \
 	 elif [ -n "$(SAN)" ]; then echo "✗ data parallel: not built (sanitizer build)"; \
 	 else echo "✗ data parallel: not built (no mpicc: apt-get install libopenmpi-dev openmpi-bin)"; fi
@@ -99,12 +116,17 @@ check: deps
 # tests run the examples (REPRO_EXAMPLES) and build programs of their own
 # against the install (REPRO_STAGE). The Python tests get the library to
 # load (REPRO_LIB), except in sanitizer builds: python3 cannot load an ASan
-# library (they say "skipped" there).
+# library (they say "skipped" there). Last, the GPU check's own test
+# (tests/gpu/selftest.sh: compiles tests/gpu/, stages, dry-runs the device
+# script with a fake nvidia-smi; 20-35 s on a warm build, plus ~2 min once for
+# the fallback's objects; "skipped: no nvcc" where there is none).
 check-run: $(BUILD)/check_all $(BUILD)/repro examples
 	@scripts/check-layers.sh --objects $(BUILD)
 	@scripts/check-layers.sh --self-test
 	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples REPRO_STAGE=$(STAGE) \
 	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) $(BUILD)/check_all
+	@BUILD=$(BUILD) MAKE="$(MAKE)" \
+	    $(if $(SAN),REPRO_GPU_SELFTEST_SKIP="sanitizer build (CPU only)") tests/gpu/selftest.sh
 
 # ---- the library as users get it -------------------------------------------
 # `make install PREFIX=/opt/repro DESTDIR=...`: the CLI, the public headers,
@@ -332,6 +354,43 @@ $(BUILD)/check_all: $(TEST_OBJ) $(BUILD)/librepro.a
 # The GPU check programs (tests/gpu/run.sh runs them; they need a GPU).
 $(BUILD)/check_cuda_ops $(BUILD)/step_time: $(BUILD)/%: $(BUILD)/tests/gpu/%.o $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- what tests/gpu/run.sh --prepare stages (docs/gpu-check.md) ------------
+# repro, librepro.so and the two check programs as the GPU machine gets
+# them: the main build's objects, except that data parallel is left out
+# (dist.c compiled once more without Open MPI, whose plugins are dlopen'ed
+# where ldd cannot see them to stage them) and nothing links MPI.
+GPU_DIR      = $(BUILD)/gpu
+GPU_LIB_OBJ  = $(filter-out $(BUILD)/harness/core/dist.o,$(LIB_OBJ)) $(GPU_DIR)/dist_nompi.o
+GPU_LDLIBS   = $(PKG_LIBS) $(CUDA_LIBS) -lpthread -lm
+# DT_RPATH (not RUNPATH): searched for the libraries' own dependencies too,
+# so the staged folder (bin/, lib/) finds its libraries wherever it is
+# copied, also when python3 dlopens lib/librepro.so.
+GPU_RPATH_BIN = -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib'
+GPU_RPATH_LIB = -Wl,--disable-new-dtags,-rpath,'$$ORIGIN'
+GPU_BINS     = $(GPU_DIR)/repro $(GPU_DIR)/librepro.so $(GPU_DIR)/check_cuda_ops $(GPU_DIR)/step_time
+.PHONY: gpu-bins gpu-probe gpu-no-cuda
+gpu-bins: $(if $(HAVE_CUDA),$(GPU_BINS),gpu-no-cuda)
+gpu-no-cuda:
+	@echo "✗ no CUDA build here (nvcc: '$(NVCC)', cudnn.h: '$(CUDNN_H)', libcudnn: '$(CUDNN_LIBFILE)'$(if $(SAN),; sanitizer build))"; exit 3
+# What the CUDA/cuDNN probe found (tests/gpu/selftest.sh reads it).
+gpu-probe:
+	@echo "nvcc=$(NVCC)"; echo "cudnn_h=$(CUDNN_H)"; echo "cudnn_lib=$(CUDNN_LIBFILE)"; \
+	 echo "cuda_link=$(strip $(CUDA_LIBS))"; echo "have_cuda=$(HAVE_CUDA)"
+
+$(GPU_DIR)/dist_nompi.o: harness/core/dist.c $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+$(GPU_DIR)/librepro.a: $(GPU_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(GPU_DIR)/librepro.so: $(GPU_LIB_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,librepro.so.$(REPRO_SOVERSION) -Wl,--no-undefined \
+	    $(GPU_RPATH_LIB) -o $@ $^ $(GPU_LDLIBS)
+$(GPU_DIR)/repro: $(CLI_OBJ) $(GPU_DIR)/librepro.a
+	$(CC) $(LDFLAGS) $(GPU_RPATH_BIN) -o $@ $^ $(GPU_LDLIBS)
+$(GPU_DIR)/check_cuda_ops $(GPU_DIR)/step_time: $(GPU_DIR)/%: $(BUILD)/tests/gpu/%.o $(GPU_DIR)/librepro.a
+	$(CC) $(LDFLAGS) $(GPU_RPATH_BIN) -o $@ $^ $(GPU_LDLIBS)
 
 $(BUILD)/bench_%: $(BUILD)/bench/%.o $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

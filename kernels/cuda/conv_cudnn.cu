@@ -12,7 +12,13 @@
  *    (microseconds) so the trace records them as it records the CPU's;
  *    with no admissible cuDNN algorithm, our own direct kernel.
  *  - Math type CUDNN_FMA_MATH: FP32 FMA kernels only, never TF32 tensor
- *    cores, so the precision is float's (the rounding is cuDNN's own).
+ *    cores, so the precision is float's (the rounding is cuDNN's own). The
+ *    descriptor asks for it; a perf result may still name another math
+ *    type (the one the algorithm was run with), so only results whose
+ *    mathType is CUDNN_FMA_MATH are admitted, and the descriptor's math
+ *    type is set from the chosen result before the convolution runs.
+ *  - Workspace: cudnnGetConvolutionForwardWorkspaceSize for the algorithm
+ *    (with its result's math type), not the heuristic's `memory` field.
  *  - The bias is added by our kernel after cuDNN's y = conv(x, w): y + b[k],
  *    one rounding per element.
  * The choice is returned to the harness (core/algo_select.c), which writes
@@ -21,7 +27,7 @@
 
 #include <string.h>
 
-static int set_descriptors(repro_cuda_ctx *c, const repro_conv_shape *s)
+static int set_descriptors(repro_cuda_ctx *c, const repro_conv_shape *s, cudnnMathType_t math)
 {
     cudnnCheck(c, cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s->B, s->C,
                                              s->H, s->W));
@@ -29,7 +35,7 @@ static int set_descriptors(repro_cuda_ctx *c, const repro_conv_shape *s)
                                              s->R, s->R));
     cudnnCheck(c, cudnnSetConvolution2dDescriptor(c->convd, s->pad, s->pad, 1, 1, 1, 1,
                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    cudnnCheck(c, cudnnSetConvolutionMathType(c->convd, CUDNN_FMA_MATH));
+    cudnnCheck(c, cudnnSetConvolutionMathType(c->convd, math));
     cudnnCheck(c, cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s->B, s->K,
                                              repro_conv_oh(s), repro_conv_ow(s)));
     return 0;
@@ -39,6 +45,29 @@ static int same_shape(const repro_conv_shape *a, const repro_conv_shape *b)
 {
     return a->B == b->B && a->C == b->C && a->H == b->H && a->W == b->W && a->K == b->K &&
            a->R == b->R && a->pad == b->pad;
+}
+
+/* An admitted math type: FP32 FMA only (never TF32, never a down-conversion). */
+static int fma_math(cudnnMathType_t m)
+{
+    return m == CUDNN_FMA_MATH;
+}
+
+/* cuDNN's workspace size for p's algorithm on s with p's math type. A
+ * question, like the heuristic's: a failure makes the result ineligible and
+ * is not kept as the context's error. */
+static int workspace_size(repro_cuda_ctx *c, const repro_conv_shape *s,
+                          const cudnnConvolutionFwdAlgoPerf_t *p, size_t *bytes)
+{
+    if (p->status != CUDNN_STATUS_SUCCESS || !fma_math(p->mathType))
+        return -1;
+    int had_error = c->err[0] != '\0';
+    int rc = set_descriptors(c, s, p->mathType) ||
+             cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, c->xd, c->wd, c->convd, c->yd,
+                                                     p->algo, bytes) != CUDNN_STATUS_SUCCESS;
+    if (!had_error)
+        c->err[0] = '\0';
+    return rc ? -1 : 0;
 }
 
 /* The heuristic's verdicts for s, from the cache or asked now; NULL when
@@ -52,7 +81,7 @@ static repro_cuda_shape_info *shape_info(repro_cuda_ctx *c, const repro_conv_sha
             return &c->shapes[i];
     int had_error = c->err[0] != '\0';
     repro_cuda_shape_info *si = &c->shapes[c->next_shape];
-    if (repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0 || set_descriptors(c, s))
+    if (repro_conv_oh(s) <= 0 || repro_conv_ow(s) <= 0 || set_descriptors(c, s, CUDNN_FMA_MATH))
         goto none;
     c->next_shape = (c->next_shape + 1) % REPRO_CUDA_SHAPE_CACHE;
     memset(si, 0, sizeof *si);
@@ -61,6 +90,8 @@ static repro_cuda_shape_info *shape_info(repro_cuda_ctx *c, const repro_conv_sha
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &si->nperf,
                                                si->perf) != CUDNN_STATUS_SUCCESS)
         goto none;
+    for (int i = 0; i < si->nperf; i++)
+        si->ws_ok[i] = workspace_size(c, s, &si->perf[i], &si->ws[i]) == 0;
     si->valid = 1;
     return si;
 none:
@@ -77,12 +108,23 @@ int repro_cuda_cudnn_eligible(repro_cuda_ctx *c, repro_conv_algo a, const repro_
         return 0;
     repro_cuda_shape_info *si = shape_info(c, s);
     for (int i = 0; si && i < si->nperf; i++)
-        if ((int)si->perf[i].algo == algo && si->perf[i].status == CUDNN_STATUS_SUCCESS) {
+        if ((int)si->perf[i].algo == algo && si->perf[i].status == CUDNN_STATUS_SUCCESS &&
+            si->ws_ok[i]) {
             *deterministic = si->perf[i].determinism == CUDNN_DETERMINISTIC;
-            *workspace = si->perf[i].memory;
+            *workspace = si->ws[i];
             return 1;
         }
     return 0;
+}
+
+/* The math type of algorithm a's admitted result for s (CUDNN_FMA_MATH). */
+static cudnnMathType_t result_math(repro_cuda_ctx *c, repro_conv_algo a, const repro_conv_shape *s)
+{
+    repro_cuda_shape_info *si = shape_info(c, s);
+    for (int i = 0; si && i < si->nperf; i++)
+        if ((int)si->perf[i].algo == (int)a - REPRO_CONV_CUDNN_BASE && si->ws_ok[i])
+            return si->perf[i].mathType;
+    return CUDNN_FMA_MATH;
 }
 
 __global__ void add_bias(long n, long plane, int K, const float *b, float *y)
@@ -101,7 +143,7 @@ int repro_cuda_cudnn_forward(repro_cuda_ctx *c, repro_conv_algo a, const repro_c
     size_t ws = 0;
     if (!repro_cuda_cudnn_eligible(c, a, s, &det, &ws))
         return repro_cuda_fail(c, __FILE__, __LINE__, "cudnn forward", "ineligible algorithm");
-    if (set_descriptors(c, s))
+    if (set_descriptors(c, s, result_math(c, a, s)))
         return -1;
     const float one = 1.0f, zero = 0.0f;
     cudnnCheck(c, cudnnConvolutionForward(c->cudnn, &one, c->xd, x, c->wd, w, c->convd,
@@ -115,9 +157,12 @@ int repro_cuda_cudnn_forward(repro_cuda_ctx *c, repro_conv_algo a, const repro_c
     return 0;
 }
 
-static int admitted(const cudnnConvolutionFwdAlgoPerf_t *p, int deterministic_only, size_t ws)
+/* Admitted: it ran (or would), FMA math, its workspace (cuDNN's size for
+ * it, `need`) fits, and deterministic where that is required. */
+static int admitted(const cudnnConvolutionFwdAlgoPerf_t *p, int deterministic_only, size_t need,
+                    size_t ws)
 {
-    return p->status == CUDNN_STATUS_SUCCESS && p->memory <= ws &&
+    return p->status == CUDNN_STATUS_SUCCESS && fma_math(p->mathType) && need <= ws &&
            (!deterministic_only || p->determinism == CUDNN_DETERMINISTIC);
 }
 
@@ -135,11 +180,11 @@ int repro_cuda_conv_algo_choose(void *ctx, const repro_conv_shape *s, int benchm
         return REPRO_CONV_DIRECT;
     if (!benchmark) {
         for (int i = 0; i < si->nperf; i++) /* best first */
-            if (admitted(&si->perf[i], deterministic_only, workspace_bytes))
+            if (si->ws_ok[i] && admitted(&si->perf[i], deterministic_only, si->ws[i], workspace_bytes))
                 return REPRO_CONV_CUDNN_BASE + (int)si->perf[i].algo;
         return REPRO_CONV_DIRECT;
     }
-    if (set_descriptors(c, s))
+    if (set_descriptors(c, s, CUDNN_FMA_MATH))
         return -1;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
@@ -148,7 +193,9 @@ int repro_cuda_conv_algo_choose(void *ctx, const repro_conv_shape *s, int benchm
                                                          &n, perf, workspace, workspace_bytes));
     int best = -1;
     for (int i = 0; i < n; i++) { /* sorted fastest first */
-        if (!admitted(&perf[i], deterministic_only, workspace_bytes))
+        size_t need = 0;
+        if (workspace_size(c, s, &perf[i], &need) ||
+            !admitted(&perf[i], deterministic_only, need, workspace_bytes))
             continue;
         int id = REPRO_CONV_CUDNN_BASE + (int)perf[i].algo;
         time_us[id] = (double)perf[i].time * 1000.0;

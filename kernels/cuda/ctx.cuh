@@ -33,12 +33,18 @@ typedef struct {
     int used;
 } repro_cuda_pinned;
 
-/* cuDNN's forward-algorithm verdicts for one convolution shape. */
+/* cuDNN's forward-algorithm verdicts for one convolution shape. The
+ * workspace of each result is cudnnGetConvolutionForwardWorkspaceSize's
+ * answer for that algorithm and math type (the perf result's `memory` is
+ * the heuristic's estimate, not a size cuDNN promises to stay within);
+ * ws_ok[i] is 0 where cuDNN gave no size (the result is then ineligible). */
 typedef struct {
     repro_conv_shape s;
     int valid;
     int nperf;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    size_t ws[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int ws_ok[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
 } repro_cuda_shape_info;
 
 struct repro_cuda_alloc; /* the caching allocator (alloc.cu) */

@@ -127,14 +127,15 @@ def _check(rc):
 
 def _as_buffer(x):
     """(dtype name, shape tuple, contiguous bytes owner, address) of a NumPy
-    array or a CPU torch tensor. Anything else is refused: the digest is of
-    exact bytes, so nothing is converted behind the caller's back."""
+    array or a torch tensor. A tensor on another device (CUDA) is copied to
+    the host as it is, bit for bit (the copy waits for the kernels that
+    write it). Nothing else is converted: the digest is of exact bytes."""
     mod = type(x).__module__
     if mod.startswith("torch"):
         import torch
         t = x.detach()
         if t.device.type != "cpu":
-            raise ReproError(-2, "record a CPU tensor (call .cpu() once per step, not per op)")
+            t = t.to("cpu")
         names = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16",
                  torch.bfloat16: "bf16", torch.int32: "i32", torch.int64: "i64",
                  torch.uint8: "u8"}
