@@ -1,6 +1,6 @@
-/* The git layer against real repositories: each test builds its own small
+/* The history layer (harness/history/) against real repositories: each test builds its own small
  * repository with the git CLI under one mkdtemp root (removed at the end),
- * then checks what harness/golden/git.c reports against what git itself says, in a
+ * then checks what it reports against what git itself says, in a
  * normal clone, a shallow clone, a linked worktree, a bare and an empty one. */
 #include <check.h>
 #include <limits.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
-#include "golden/git.h"
+#include "history/git.h"
 
 static char base[256]; /* per suite run, made and removed in the parent */
 static char root[512]; /* per test, under base */
@@ -667,7 +667,7 @@ START_TEST(test_linked_worktree)
 }
 END_TEST
 
-/* What commit bisection asks of the git layer (git_bisect.c): the
+/* What commit bisection asks of the history layer (git_range.c, git_worktree.c): the
  * first-parent range GOOD..BAD oldest first, refused when it is empty or
  * reversed; the paths a commit changed within prefixes; a temporary
  * worktree that checks commits out and leaves no branch behind. */

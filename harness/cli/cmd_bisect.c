@@ -1,8 +1,8 @@
 /* `repro bisect`: one command, two searches, both engines in the library.
  * With --commits GOOD..BAD it finds the first commit where the experiment,
  * or with `-- PROGRAM ARGS` the user's program in the user's repository,
- * stops reproducing (golden/bisect_commits.c); without it, the first
- * divergent op and the culprit variants (analysis/bisect_ops.c). Here: the
+ * stops reproducing (bisect/bisect_commits.c); without it, the first
+ * divergent op and the culprit variants (bisect/bisect_ops.c). Here: the
  * options, the reports and the exit codes of both. */
 #include <getopt.h>
 #include <jansson.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "golden/bisect_commits.h"
-#include "analysis/bisect_ops.h"
+#include "bisect/bisect_commits.h"
+#include "bisect/bisect_ops.h"
 #include "analysis/multirun.h"
 #include "cli/bisect_args.h"
 #include "cli/cli.h"

@@ -1,7 +1,7 @@
 /* Commit bisection (see bisect_commits.h): the first-parent revwalk, the
  * temporary linked worktree, one probe per commit (checkout, build, K runs,
  * comparisons) and the binary search that goes around skipped commits. */
-#include "golden/bisect_commits.h"
+#include "bisect/bisect_commits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 
 #include "analysis/compare.h"
 #include "analysis/multirun.h"
-#include "golden/bisect_program.h"
+#include "bisect/bisect_program.h"
 #include "record/env.h"
 #include "util/child.h"
 #include "util/error.h"
@@ -28,7 +28,7 @@
 typedef struct {
     const repro_bisect_opts *o;
     repro_bisect_result *r;
-    repro_git *g;             /* the user's repository, through the git layer */
+    repro_git *g;             /* the user's repository, through the history layer */
     repro_git_worktree *wt;   /* the temporary linked worktree */
     char tmp[PATH_MAX];       /* mkdtemp root: the worktree and the probes' files */
     char wt_path[PATH_MAX + 8];
@@ -57,7 +57,7 @@ static void progress(const bisect_ctx *c, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The git layer's message, prefixed "bisect: " (the code kept). */
+/* The history layer's message, prefixed "bisect: " (the code kept). */
 static int bisect_error(void)
 {
     char why[1024]; /* the slot's own text cannot be formatted into the slot */

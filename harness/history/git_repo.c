@@ -1,6 +1,6 @@
 /* The git layer over libgit2 (see git.h): repository discovery, HEAD, dirty
  * state, tree ids, and history walks that survive shallow clones. */
-#include "golden/git.h"
+#include "history/git.h"
 
 #include <errno.h>
 #include <git2.h>

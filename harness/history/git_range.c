@@ -4,7 +4,7 @@
  * to libgit2. Each call opens the repository at the handle's work tree
  * itself: revwalks, worktrees and tree diffs need libgit2's repository, and
  * the handle's is private to git.c. */
-#include "golden/git.h"
+#include "history/git.h"
 
 #include <git2.h>
 #include <limits.h>
