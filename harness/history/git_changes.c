@@ -18,16 +18,16 @@ typedef struct {
     size_t cap;
 } changes_acc;
 
-static int changes_add(git_commit *c, hist_strvec *paths, void *arg)
+static int changes_add(git_commit *c, repro_git_strvec *paths, void *arg)
 {
     changes_acc *acc = arg;
     repro_git_changes *r = acc->res;
-    if (hist_grow(&r->commits, &acc->cap, r->n, sizeof *r->commits))
+    if (repro_git_grow(&r->commits, &acc->cap, r->n, sizeof *r->commits))
         return -1;
     repro_git_change *ch = &r->commits[r->n];
     memset(ch, 0, sizeof *ch);
     r->n++;
-    if (hist_fill_commit(c, &ch->commit))
+    if (repro_git_fill_commit(c, &ch->commit))
         return -1;
     /* Take the strings over; the walker's vector is left empty. */
     ch->paths = paths->s;
@@ -72,7 +72,7 @@ static int build_path_index(repro_git_changes *r)
         while (j < total && !strcmp(hits[j].path, hits[i].path))
             j++;
         repro_git_path_changes *pc = &r->paths[r->npaths++];
-        pc->path = hist_strdup(hits[i].path);
+        pc->path = repro_git_strdup(hits[i].path);
         pc->commits = malloc((j - i) * sizeof *pc->commits);
         if (!pc->path || !pc->commits) {
             repro_error_set(REPRO_ENOMEM, "out of memory");
@@ -98,7 +98,7 @@ static char *make_note(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    return hist_strdup(buf);
+    return repro_git_strdup(buf);
 }
 
 void repro_git_changes_free(repro_git_changes *c)
@@ -125,19 +125,19 @@ int repro_git_changes_since(repro_git *g, const char *since, const char *const *
                             size_t nprefixes, repro_git_changes **out)
 {
     int ret = -1;
-    hist_prefix_set ps;
+    repro_git_prefix_set ps;
     git_commit *x = NULL, *head = NULL;
     repro_git_changes *r = NULL;
-    if (hist_prefixes_init(&ps, prefixes, nprefixes))
+    if (repro_git_prefixes_init(&ps, prefixes, nprefixes))
         return -1;
     if (!(r = calloc(1, sizeof *r))) {
         repro_error_set(REPRO_ENOMEM, "out of memory");
         goto cleanup;
     }
-    if (hist_resolve(g, NULL, &head, NULL))
+    if (repro_git_resolve(g, NULL, &head, NULL))
         goto cleanup;
     int notfound = 0;
-    if (hist_resolve(g, since, &x, &notfound)) {
+    if (repro_git_resolve(g, since, &x, &notfound)) {
         if (!notfound)
             goto cleanup;
         repro_error_clear();
@@ -149,7 +149,7 @@ int repro_git_changes_since(repro_git *g, const char *since, const char *const *
     int not_ancestor = 0;
     char base[41] = "";
     if (x) {
-        int anc = hist_is_ancestor(g, git_commit_id(x), git_commit_id(head));
+        int anc = repro_git_is_ancestor(g, git_commit_id(x), git_commit_id(head));
         if (anc < 0)
             goto cleanup;
         not_ancestor = !anc;
@@ -163,7 +163,8 @@ int repro_git_changes_since(repro_git *g, const char *since, const char *const *
     changes_acc acc = {r, 0};
     char boundary[41];
     int cut = 0;
-    if (hist_walk_changes(g, x ? git_commit_id(x) : NULL, &ps, changes_add, &acc, boundary, &cut))
+    if (repro_git_walk_changes(g, x ? git_commit_id(x) : NULL, &ps, changes_add, &acc, boundary,
+                               &cut))
         goto cleanup;
     if (build_path_index(r))
         goto cleanup;
@@ -206,7 +207,7 @@ cleanup:
     repro_git_changes_free(r);
     git_commit_free(x);
     git_commit_free(head);
-    hist_prefixes_release(&ps);
+    repro_git_prefixes_release(&ps);
     return ret;
 }
 
@@ -215,14 +216,14 @@ typedef struct {
     size_t cap, max;
 } history_acc;
 
-static int history_add(git_commit *c, hist_strvec *paths, void *arg)
+static int history_add(git_commit *c, repro_git_strvec *paths, void *arg)
 {
     (void)paths;
     history_acc *acc = arg;
     repro_git_history *h = acc->res;
-    if (hist_grow(&h->commits, &acc->cap, h->n, sizeof *h->commits))
+    if (repro_git_grow(&h->commits, &acc->cap, h->n, sizeof *h->commits))
         return -1;
-    if (hist_fill_commit(c, &h->commits[h->n])) {
+    if (repro_git_fill_commit(c, &h->commits[h->n])) {
         repro_git_commit_release(&h->commits[h->n]);
         return -1;
     }
@@ -245,10 +246,10 @@ int repro_git_path_history(repro_git *g, const char *prefix, size_t max,
                            repro_git_history **out)
 {
     int ret = -1;
-    hist_prefix_set ps;
+    repro_git_prefix_set ps;
     const char *one[1] = {prefix};
     repro_git_history *h = NULL;
-    if (hist_prefixes_init(&ps, one, 1))
+    if (repro_git_prefixes_init(&ps, one, 1))
         return -1;
     if (!(h = calloc(1, sizeof *h))) {
         repro_error_set(REPRO_ENOMEM, "out of memory");
@@ -257,7 +258,7 @@ int repro_git_path_history(repro_git *g, const char *prefix, size_t max,
     history_acc acc = {h, 0, max};
     char boundary[41];
     int cut = 0;
-    if (hist_walk_changes(g, NULL, &ps, history_add, &acc, boundary, &cut))
+    if (repro_git_walk_changes(g, NULL, &ps, history_add, &acc, boundary, &cut))
         goto cleanup;
     /* Stopping early at `max` means the boundary was not necessarily met. */
     if (cut && !(max && h->n >= max)) {
@@ -274,6 +275,6 @@ int repro_git_path_history(repro_git *g, const char *prefix, size_t max,
 
 cleanup:
     repro_git_history_free(h);
-    hist_prefixes_release(&ps);
+    repro_git_prefixes_release(&ps);
     return ret;
 }

@@ -22,7 +22,7 @@ void repro_git_commit_release(repro_git_commit *c)
     c->summary = NULL;
 }
 
-int hist_fill_commit(git_commit *c, repro_git_commit *out)
+int repro_git_fill_commit(git_commit *c, repro_git_commit *out)
 {
     memset(out, 0, sizeof *out);
     git_oid_tostr(out->id, sizeof out->id, git_commit_id(c));
@@ -37,11 +37,11 @@ int hist_fill_commit(git_commit *c, repro_git_commit *out)
     /* git_commit_summary() can return NULL (allocation failure, or 1.5.1 on
      * odd messages); an empty subject is still a commit. */
     const char *s = git_commit_summary(c);
-    out->summary = hist_strdup(s ? s : "");
+    out->summary = repro_git_strdup(s ? s : "");
     return out->summary ? 0 : -1;
 }
 
-int hist_unborn_error(repro_git *g)
+int repro_git_unborn_error(repro_git *g)
 {
     return repro_error_set(REPRO_EIO,
                            "HEAD of the repository at %s has no commits yet: commit first, "
@@ -52,7 +52,7 @@ int hist_unborn_error(repro_git *g)
 /* Looks up the commit `rev` names (NULL: HEAD). Unknown revs fail with
  * exit 2; an unborn HEAD with exit 3. *notfound (may be NULL) is set to 1
  * when rev simply does not exist here, so callers can choose not to fail. */
-int hist_resolve(repro_git *g, const char *rev, git_commit **out, int *notfound)
+int repro_git_resolve(repro_git *g, const char *rev, git_commit **out, int *notfound)
 {
     git_object *obj = NULL, *peeled = NULL;
     if (notfound)
@@ -61,7 +61,7 @@ int hist_resolve(repro_git *g, const char *rev, git_commit **out, int *notfound)
         rev = "HEAD";
     int is_head = !strcmp(rev, "HEAD");
     if (is_head && git_repository_head_unborn(g->repo) == 1)
-        return hist_unborn_error(g);
+        return repro_git_unborn_error(g);
     int rc = git_revparse_single(&obj, g->repo, rev);
     if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC) {
         if (notfound)
@@ -84,10 +84,10 @@ int hist_resolve(repro_git *g, const char *rev, git_commit **out, int *notfound)
 int repro_git_lookup(repro_git *g, const char *rev, repro_git_commit *out)
 {
     git_commit *c = NULL;
-    if (hist_resolve(g, rev, &c, NULL))
+    if (repro_git_resolve(g, rev, &c, NULL))
         return -1;
     repro_git_commit tmp;
-    int rc = hist_fill_commit(c, &tmp);
+    int rc = repro_git_fill_commit(c, &tmp);
     git_commit_free(c);
     if (rc) {
         repro_git_commit_release(&tmp);
@@ -147,7 +147,7 @@ int repro_git_tree_id(repro_git *g, const char *rev, const char *path, char out[
     git_tree *root = NULL;
     git_tree_entry *e = NULL;
     int ret = -1;
-    if (hist_resolve(g, rev, &c, NULL) || entry_at(g, c, path, &e, &root))
+    if (repro_git_resolve(g, rev, &c, NULL) || entry_at(g, c, path, &e, &root))
         goto cleanup;
     if (e)
         git_oid_tostr(out, 41, git_tree_entry_id(e));
@@ -172,7 +172,7 @@ int repro_git_read_blob(repro_git *g, const char *rev, const char *path, void **
     git_tree_entry *e = NULL;
     git_blob *b = NULL;
     int ret = -1;
-    if (hist_resolve(g, rev, &c, NULL) || entry_at(g, c, path, &e, &root))
+    if (repro_git_resolve(g, rev, &c, NULL) || entry_at(g, c, path, &e, &root))
         goto cleanup;
     char id[41];
     git_oid_tostr(id, sizeof id, git_commit_id(c));

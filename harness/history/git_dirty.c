@@ -57,11 +57,11 @@ int repro_git_dirty_list(repro_git *g, const char *const *prefixes, size_t npref
                          repro_git_dirty **out)
 {
     int ret = -1;
-    hist_prefix_set ps;
+    repro_git_prefix_set ps;
     git_status_list *list = NULL;
     size_t cap = 0;
     repro_git_dirty *d = calloc(1, sizeof *d);
-    if (hist_prefixes_init(&ps, prefixes, nprefixes) || !d) {
+    if (repro_git_prefixes_init(&ps, prefixes, nprefixes) || !d) {
         if (!d)
             repro_error_set(REPRO_ENOMEM, "out of memory");
         free(d);
@@ -75,7 +75,7 @@ int repro_git_dirty_list(repro_git *g, const char *const *prefixes, size_t npref
     opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
                  GIT_STATUS_OPT_EXCLUDE_SUBMODULES | GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX |
                  GIT_STATUS_OPT_DISABLE_PATHSPEC_MATCH;
-    opts.pathspec = hist_prefixes_pathspec(&ps);
+    opts.pathspec = repro_git_prefixes_pathspec(&ps);
     if (git_status_list_new(&list, g->repo, &opts) < 0) {
         repro_git_fail(REPRO_EIO, "cannot read the status of %s", g->workdir);
         goto cleanup;
@@ -91,16 +91,16 @@ int repro_git_dirty_list(repro_git *g, const char *const *prefixes, size_t npref
             continue;
         const char *path = dd->new_file.path ? dd->new_file.path : dd->old_file.path;
         const char *old = letter == 'R' ? dd->old_file.path : NULL;
-        if (!hist_prefixes_match(&ps, path) && !(old && hist_prefixes_match(&ps, old)))
+        if (!repro_git_prefixes_match(&ps, path) && !(old && repro_git_prefixes_match(&ps, old)))
             continue;
-        if (hist_grow(&d->entries, &cap, d->n, sizeof *d->entries))
+        if (repro_git_grow(&d->entries, &cap, d->n, sizeof *d->entries))
             goto cleanup;
         repro_git_dirty_entry *de = &d->entries[d->n];
         memset(de, 0, sizeof *de);
         de->status = letter;
-        de->path = hist_strdup(path);
+        de->path = repro_git_strdup(path);
         if (old)
-            de->old_path = hist_strdup(old);
+            de->old_path = repro_git_strdup(old);
         d->n++;
         if (!de->path || (old && !de->old_path))
             goto cleanup;
@@ -114,6 +114,6 @@ int repro_git_dirty_list(repro_git *g, const char *const *prefixes, size_t npref
 cleanup:
     repro_git_dirty_free(d);
     git_status_list_free(list);
-    hist_prefixes_release(&ps);
+    repro_git_prefixes_release(&ps);
     return ret;
 }

@@ -15,7 +15,7 @@
 #include "history/git_impl.h"
 #include "util/error.h"
 
-char *hist_strdup(const char *s)
+char *repro_git_strdup(const char *s)
 {
     char *d = strdup(s ? s : "");
     if (!d)
@@ -24,7 +24,7 @@ char *hist_strdup(const char *s)
 }
 
 /* Grows *arr (of *cap elements of size el) to hold at least n+1. */
-int hist_grow(void *arrp, size_t *cap, size_t n, size_t el)
+int repro_git_grow(void *arrp, size_t *cap, size_t n, size_t el)
 {
     void **arr = arrp;
     if (n < *cap)
@@ -38,7 +38,7 @@ int hist_grow(void *arrp, size_t *cap, size_t n, size_t el)
     return 0;
 }
 
-int hist_cmp_str(const void *a, const void *b)
+int repro_git_cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -47,7 +47,7 @@ int hist_cmp_str(const void *a, const void *b)
 
 /* Normalised prefixes: no leading "./", no trailing '/'. "" matches all. */
 
-void hist_prefixes_release(hist_prefix_set *ps)
+void repro_git_prefixes_release(repro_git_prefix_set *ps)
 {
     for (size_t i = 0; i < ps->n; i++)
         free(ps->p[i]);
@@ -55,7 +55,7 @@ void hist_prefixes_release(hist_prefix_set *ps)
     memset(ps, 0, sizeof *ps);
 }
 
-int hist_prefixes_init(hist_prefix_set *ps, const char *const *prefixes, size_t n)
+int repro_git_prefixes_init(repro_git_prefix_set *ps, const char *const *prefixes, size_t n)
 {
     memset(ps, 0, sizeof *ps);
     ps->all = n == 0;
@@ -70,9 +70,9 @@ int hist_prefixes_init(hist_prefix_set *ps, const char *const *prefixes, size_t 
             s += 2;
         if (!strcmp(s, "."))
             s = "";
-        char *d = hist_strdup(s);
+        char *d = repro_git_strdup(s);
         if (!d) {
-            hist_prefixes_release(ps);
+            repro_git_prefixes_release(ps);
             return -1;
         }
         size_t len = strlen(d);
@@ -91,7 +91,7 @@ static int path_under(const char *path, const char *prefix)
     return len == 0 || (!strncmp(path, prefix, len) && (path[len] == '\0' || path[len] == '/'));
 }
 
-int hist_prefixes_match(const hist_prefix_set *ps, const char *path)
+int repro_git_prefixes_match(const repro_git_prefix_set *ps, const char *path)
 {
     if (ps->all)
         return 1;
@@ -103,8 +103,8 @@ int hist_prefixes_match(const hist_prefix_set *ps, const char *path)
 
 /* The pathspec handed to libgit2 only narrows its traversal; matching is
  * literal (DISABLE_PATHSPEC_MATCH, so '*' in a file name is not a glob) and
- * hist_prefixes_match() decides what is reported. */
-git_strarray hist_prefixes_pathspec(const hist_prefix_set *ps)
+ * repro_git_prefixes_match() decides what is reported. */
+git_strarray repro_git_prefixes_pathspec(const repro_git_prefix_set *ps)
 {
     git_strarray a = {NULL, 0};
     if (!ps->all) {
@@ -118,7 +118,7 @@ git_strarray hist_prefixes_pathspec(const hist_prefix_set *ps)
 
 /* A growable list of strings. */
 
-void hist_strvec_release(hist_strvec *v)
+void repro_git_strvec_release(repro_git_strvec *v)
 {
     for (size_t i = 0; i < v->n; i++)
         free(v->s[i]);
@@ -126,22 +126,22 @@ void hist_strvec_release(hist_strvec *v)
     memset(v, 0, sizeof *v);
 }
 
-int hist_strvec_push(hist_strvec *v, const char *s)
+int repro_git_strvec_push(repro_git_strvec *v, const char *s)
 {
-    if (hist_grow(&v->s, &v->cap, v->n, sizeof *v->s))
+    if (repro_git_grow(&v->s, &v->cap, v->n, sizeof *v->s))
         return -1;
-    if (!(v->s[v->n] = hist_strdup(s)))
+    if (!(v->s[v->n] = repro_git_strdup(s)))
         return -1;
     v->n++;
     return 0;
 }
 
 /* Sorts and drops duplicates. */
-void hist_strvec_uniq(hist_strvec *v)
+void repro_git_strvec_uniq(repro_git_strvec *v)
 {
     if (v->n < 2)
         return;
-    qsort(v->s, v->n, sizeof *v->s, hist_cmp_str);
+    qsort(v->s, v->n, sizeof *v->s, repro_git_cmp_str);
     size_t w = 1;
     for (size_t i = 1; i < v->n; i++) {
         if (!strcmp(v->s[i], v->s[w - 1]))
@@ -227,5 +227,5 @@ int repro_git_relpath(const repro_git *g, const char *path, char **out)
     else
         return repro_error_set(REPRO_EINVAL, "%s: outside the git work tree %s", path,
                                g->workdir);
-    return (*out = hist_strdup(rel)) ? 0 : -1;
+    return (*out = repro_git_strdup(rel)) ? 0 : -1;
 }

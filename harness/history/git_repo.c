@@ -59,7 +59,7 @@ int repro_git_fail(int code, const char *fmt, ...)
  * a sort order set it fails before yielding a single commit. So the boundary
  * list is read here and the boundary commits are hidden from every walk
  * (git_revwalk_add_hide_cb), which keeps the walk above the missing parents. */
-int hist_cmp_oid(const void *a, const void *b)
+int repro_git_cmp_oid(const void *a, const void *b)
 {
     return git_oid_cmp(a, b);
 }
@@ -79,7 +79,7 @@ static int read_shallow(repro_git *g)
         git_oid id;
         if (strlen(line) != GIT_OID_HEXSZ || git_oid_fromstr(&id, line) < 0)
             continue;
-        if (hist_grow(&g->boundary, &cap, g->nboundary, sizeof *g->boundary)) {
+        if (repro_git_grow(&g->boundary, &cap, g->nboundary, sizeof *g->boundary)) {
             ret = -1;
             break;
         }
@@ -87,19 +87,19 @@ static int read_shallow(repro_git *g)
     }
     fclose(f);
     if (g->nboundary > 1)
-        qsort(g->boundary, g->nboundary, sizeof *g->boundary, hist_cmp_oid);
+        qsort(g->boundary, g->nboundary, sizeof *g->boundary, repro_git_cmp_oid);
     return ret;
 }
 
-int hist_is_boundary(const repro_git *g, const git_oid *id)
+int repro_git_is_boundary(const repro_git *g, const git_oid *id)
 {
     return g->nboundary &&
-           bsearch(id, g->boundary, g->nboundary, sizeof *g->boundary, hist_cmp_oid) != NULL;
+           bsearch(id, g->boundary, g->nboundary, sizeof *g->boundary, repro_git_cmp_oid) != NULL;
 }
 
-int hist_hide_boundary(const git_oid *id, void *payload)
+int repro_git_hide_boundary(const git_oid *id, void *payload)
 {
-    return hist_is_boundary(payload, id);
+    return repro_git_is_boundary(payload, id);
 }
 
 /* ---- open --------------------------------------------------------------- */
@@ -155,7 +155,7 @@ int repro_git_open(repro_git **out, const char *start_path)
     size_t len = strlen(wd);
     while (len > 1 && wd[len - 1] == '/')
         wd[--len] = '\0';
-    if (!(g->workdir = hist_strdup(wd)))
+    if (!(g->workdir = repro_git_strdup(wd)))
         goto cleanup;
     /* libgit2 1.5.1 looks for "shallow" in a linked worktree's own git
      * directory, where it never is: check the common directory too. */

@@ -26,8 +26,8 @@ typedef struct {
 static int hide_in_set(const git_oid *id, void *payload)
 {
     const hide_set *h = payload;
-    return hist_is_boundary(h->g, id) ||
-           (h->n && bsearch(id, h->ids, h->n, sizeof *h->ids, hist_cmp_oid) != NULL);
+    return repro_git_is_boundary(h->g, id) ||
+           (h->n && bsearch(id, h->ids, h->n, sizeof *h->ids, repro_git_cmp_oid) != NULL);
 }
 
 static int hide_set_init(hide_set *h, repro_git *g, const git_oid *since)
@@ -38,21 +38,21 @@ static int hide_set_init(hide_set *h, repro_git *g, const git_oid *since)
     int rc, ret = -1;
     memset(h, 0, sizeof *h);
     h->g = g;
-    if (hist_grow(&h->ids, &cap, 0, sizeof *h->ids))
+    if (repro_git_grow(&h->ids, &cap, 0, sizeof *h->ids))
         return -1;
     h->ids[h->n++] = *since;
     if (git_revwalk_new(&w, g->repo) < 0 || git_revwalk_push(w, since) < 0 ||
-        (g->nboundary && git_revwalk_add_hide_cb(w, hist_hide_boundary, (void *)g) < 0)) {
+        (g->nboundary && git_revwalk_add_hide_cb(w, repro_git_hide_boundary, (void *)g) < 0)) {
         repro_git_fail(REPRO_EIO, "cannot walk the history of %s", g->workdir);
         goto cleanup;
     }
     while ((rc = git_revwalk_next(&oid, w)) == 0) {
-        if (hist_grow(&h->ids, &cap, h->n, sizeof *h->ids))
+        if (repro_git_grow(&h->ids, &cap, h->n, sizeof *h->ids))
             goto cleanup;
         h->ids[h->n++] = oid;
     }
     git_error_clear(); /* stopping on a missing object is the boundary, not a failure */
-    qsort(h->ids, h->n, sizeof *h->ids, hist_cmp_oid);
+    qsort(h->ids, h->n, sizeof *h->ids, repro_git_cmp_oid);
     ret = 0;
 
 cleanup:
@@ -69,8 +69,8 @@ cleanup:
  * into v (sorted). *boundary is set when c's first parent is missing (the
  * edge of a shallow clone): then what c changed is unknown and v stays
  * empty. A root commit is diffed against the empty tree. */
-static int commit_changed_paths(repro_git *g, git_commit *c, const hist_prefix_set *ps, hist_strvec *v,
-                                int *boundary)
+static int commit_changed_paths(repro_git *g, git_commit *c, const repro_git_prefix_set *ps,
+                                repro_git_strvec *v, int *boundary)
 {
     git_commit *parent = NULL;
     git_tree *old = NULL, *new = NULL;
@@ -101,7 +101,7 @@ static int commit_changed_paths(repro_git *g, git_commit *c, const hist_prefix_s
     git_diff_options opts;
     git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
     opts.flags = GIT_DIFF_DISABLE_PATHSPEC_MATCH;
-    opts.pathspec = hist_prefixes_pathspec(ps);
+    opts.pathspec = repro_git_prefixes_pathspec(ps);
     if (git_diff_tree_to_tree(&diff, g->repo, old, new, &opts) < 0) {
         repro_git_fail(REPRO_EIO, "cannot diff commit %.7s against its parent",
                  git_oid_tostr_s(git_commit_id(c)));
@@ -111,12 +111,13 @@ static int commit_changed_paths(repro_git *g, git_commit *c, const hist_prefix_s
     for (size_t i = 0; i < n; i++) {
         const git_diff_delta *d = git_diff_get_delta(diff, i);
         const char *np = d->new_file.path, *op = d->old_file.path;
-        if (np && hist_prefixes_match(ps, np) && hist_strvec_push(v, np))
+        if (np && repro_git_prefixes_match(ps, np) && repro_git_strvec_push(v, np))
             goto cleanup;
-        if (op && (!np || strcmp(op, np)) && hist_prefixes_match(ps, op) && hist_strvec_push(v, op))
+        if (op && (!np || strcmp(op, np)) && repro_git_prefixes_match(ps, op) &&
+            repro_git_strvec_push(v, op))
             goto cleanup;
     }
-    hist_strvec_uniq(v);
+    repro_git_strvec_uniq(v);
     ret = 0;
 
 cleanup:
@@ -134,19 +135,19 @@ cleanup:
  * commit ("" if the walk itself failed on a missing object before one was
  * seen, which a shallow clone also means). */
 
-int hist_walk_changes(repro_git *g, const git_oid *hide, const hist_prefix_set *ps, hist_walk_fn fn,
-                        void *arg, char boundary_id[41], int *cut)
+int repro_git_walk_changes(repro_git *g, const git_oid *hide, const repro_git_prefix_set *ps,
+                           repro_git_walk_fn fn, void *arg, char boundary_id[41], int *cut)
 {
     git_revwalk *w = NULL;
     git_commit *c = NULL;
-    hist_strvec paths = {0};
+    repro_git_strvec paths = {0};
     hide_set hs = {g, 0, NULL};
     int ret = -1, rc;
     git_oid oid;
     boundary_id[0] = '\0';
     *cut = 0;
     if (git_repository_head_unborn(g->repo) == 1)
-        return hist_unborn_error(g);
+        return repro_git_unborn_error(g);
     if (g->shallow && hide && hide_set_init(&hs, g, hide))
         return -1;
     if (git_revwalk_new(&w, g->repo) < 0 ||
@@ -163,7 +164,7 @@ int hist_walk_changes(repro_git *g, const git_oid *hide, const hist_prefix_set *
     /* HEAD itself may be the boundary (--depth 1): the walk is then empty. */
     git_oid head;
     if (g->nboundary && git_reference_name_to_id(&head, g->repo, "HEAD") == 0 &&
-        hist_is_boundary(g, &head)) {
+        repro_git_is_boundary(g, &head)) {
         git_oid_tostr(boundary_id, 41, &head);
         *cut = 1;
     }
@@ -176,8 +177,8 @@ int hist_walk_changes(repro_git *g, const git_oid *hide, const hist_prefix_set *
          * unless that parent is `since` or older, hidden anyway. */
         for (unsigned i = 0; !*cut && i < git_commit_parentcount(c); i++) {
             const git_oid *p = git_commit_parent_id(c, i);
-            if (p && hist_is_boundary(g, p) &&
-                !(hs.n && bsearch(p, hs.ids, hs.n, sizeof *hs.ids, hist_cmp_oid))) {
+            if (p && repro_git_is_boundary(g, p) &&
+                !(hs.n && bsearch(p, hs.ids, hs.n, sizeof *hs.ids, repro_git_cmp_oid))) {
                 git_oid_tostr(boundary_id, 41, p);
                 *cut = 1;
             }
@@ -196,7 +197,7 @@ int hist_walk_changes(repro_git *g, const git_oid *hide, const hist_prefix_set *
             if (r > 0)
                 break;
         }
-        hist_strvec_release(&paths);
+        repro_git_strvec_release(&paths);
         git_commit_free(c);
         c = NULL;
     }
@@ -214,7 +215,7 @@ int hist_walk_changes(repro_git *g, const git_oid *hide, const hist_prefix_set *
     ret = 0;
 
 cleanup:
-    hist_strvec_release(&paths);
+    repro_git_strvec_release(&paths);
     git_commit_free(c);
     git_revwalk_free(w);
     free(hs.ids);
@@ -225,7 +226,7 @@ cleanup:
  * git_graph_descendant_of() walks parents and fails on the missing ones of
  * a shallow clone, so there a walk with the boundary hidden decides (a
  * boundary commit is never yielded, so parents are checked too). */
-int hist_is_ancestor(repro_git *g, const git_oid *anc, const git_oid *desc)
+int repro_git_is_ancestor(repro_git *g, const git_oid *anc, const git_oid *desc)
 {
     if (git_oid_equal(anc, desc))
         return 1;
@@ -240,7 +241,7 @@ int hist_is_ancestor(repro_git *g, const git_oid *anc, const git_oid *desc)
     git_oid oid;
     int found = 0;
     if (git_revwalk_new(&w, g->repo) < 0 || git_revwalk_push(w, desc) < 0 ||
-        (g->nboundary && git_revwalk_add_hide_cb(w, hist_hide_boundary, g) < 0)) {
+        (g->nboundary && git_revwalk_add_hide_cb(w, repro_git_hide_boundary, g) < 0)) {
         git_revwalk_free(w);
         return repro_git_fail(REPRO_EIO, "cannot walk the history of %s", g->workdir);
     }
