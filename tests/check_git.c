@@ -4,7 +4,6 @@
  * normal clone, a shallow clone, a linked worktree, a bare and an empty one. */
 #include <check.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
