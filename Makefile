@@ -70,7 +70,7 @@ LDFLAGS  = $(SAN)
 
 # The library is every layer below the CLI plus the kernels; the CLI
 # (harness/cli/) is the `repro` program linked against it.
-LAYERS   = util record core analysis golden verify
+LAYERS   = util record core analysis history golden bisect verify
 LIB_SRC  = $(foreach l,$(LAYERS),$(wildcard harness/$(l)/*.c)) $(wildcard kernels/*.c kernels/cpu/*.c) \
            $(if $(HAVE_CUDA),$(wildcard kernels/cuda/*.c))
 CUDA_SRC = $(if $(HAVE_CUDA),$(wildcard kernels/cuda/*.cu))

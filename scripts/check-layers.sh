@@ -4,9 +4,10 @@
 #
 #   0 include/repro   public headers: system headers and each other only
 #   0 kernels         backend.h, cpu/, cuda/: nothing from harness/
-#   1 util  2 record  3 core  4 analysis  5 golden  6 verify  7 cli
+#   1 util  2 record  3 core  4 analysis  5 history  6 golden  7 bisect
+#   8 verify  9 cli
 #
-# Also: only the git layer (harness/golden/git*.c) includes <git2.h>, only
+# Also: only the history layer (harness/history/) includes <git2.h>, only
 # harness/core/dist.c includes <mpi.h>, no
 # public header names an OpenSSL, jansson or libgit2 header, and harness/
 # reaches the kernels only through the backend-neutral headers: those at
@@ -42,9 +43,11 @@ rank_of() { # path of a source file or include target -> rank, or "" if not ours
     harness/record/*|record/*) echo 2 ;;
     harness/core/*|core/*) echo 3 ;;
     harness/analysis/*|analysis/*) echo 4 ;;
-    harness/golden/*|golden/*) echo 5 ;;
-    harness/verify/*|verify/*) echo 6 ;;
-    harness/cli/*|cli/*) echo 7 ;;
+    harness/history/*|history/*) echo 5 ;;
+    harness/golden/*|golden/*) echo 6 ;;
+    harness/bisect/*|bisect/*) echo 7 ;;
+    harness/verify/*|verify/*) echo 8 ;;
+    harness/cli/*|cli/*) echo 9 ;;
     *) echo "" ;;
     esac
 }
@@ -99,8 +102,8 @@ check_tree() {
         done <"$tmp_list"
         if grep -n '#[[:space:]]*include[[:space:]]*<git2' "$root/$f" >"$tmp_list" 2>/dev/null; then
             case "$f" in
-            harness/golden/git*.c) ;;
-            *) echo "$f:$(cut -d: -f1 "$tmp_list" | head -n 1): includes <git2.h> outside the git layer"; bad=1 ;;
+            harness/history/*) ;;
+            *) echo "$f:$(cut -d: -f1 "$tmp_list" | head -n 1): includes <git2.h> outside harness/history/"; bad=1 ;;
             esac
         fi
         if grep -n '#[[:space:]]*include[[:space:]]*<mpi\.h>' "$root/$f" >"$tmp_list" 2>/dev/null; then

@@ -7,7 +7,6 @@
 #include <check.h>
 #include <jansson.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gitfixture.h"
 #include "testutil.h"
 
 static char base[256];          /* mkdtemp root, removed at the end */
 static char clone_dir[512];     /* base/clone */
 static char tmp_dir[512];       /* base/tmp: TMPDIR of the bisect, must end empty */
 static char bin[PATH_MAX];      /* absolute path of the repro under test */
-static int commit_seq;
-#define T0 1700000000
 
 /* The planted history, oldest first (G..BAD is the main range):
  *   T  tiny experiment + docs   G  golden of tiny (blessed at T)
@@ -36,71 +34,6 @@ static int commit_seq;
 static char id_T[41], id_G[41], id_A[41], id_P[41], id_B[41], id_F[41], id_BAD[41];
 static char id_X[41], id_Y[41];
 
-/* The git CLI with a home of its own and no system config, so a user's
- * settings (signing, hooks) cannot change what is built; GIT_DIR and
- * friends are unset in case the suite runs from a git hook. */
-#define GIT_ENV                                                                                  \
-    "unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_CEILING_DIRECTORIES MAKEFLAGS MAKELEVEL; "  \
-    "export HOME='%s' GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t "           \
-    "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t; "
-
-static void vformat(char *buf, size_t len, const char *fmt, va_list ap)
-{
-    int n = snprintf(buf, len, GIT_ENV, base);
-    ck_assert_int_lt(n, (int)len);
-    int m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
-    ck_assert_int_lt(m, (int)(len - (size_t)n));
-}
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    ck_assert_msg(st == 0, "command failed (%d): %s", st, cmd);
-}
-
-static void capture(char *out, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void capture(char *out, size_t len, const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    ck_assert_int_eq(pclose(p), 0);
-}
-
-/* Commits everything in the clone with a fixed date; id gets the commit. */
-static void commit_all(const char *msg, char id[41])
-{
-    int t = T0 + 60 * commit_seq++;
-    sh("cd '%s' && git add -A && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
-       "git commit -q -m '%s'",
-       clone_dir, t, t, msg);
-    capture(id, 41, "git -C '%s' rev-parse HEAD", clone_dir);
-    id[strcspn(id, "\n")] = '\0';
-}
-
-static void write_file(const char *rel, const char *mode, const char *text)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", clone_dir, rel);
-    FILE *f = fopen(path, mode);
-    ck_assert_msg(f != NULL, "cannot write %s", path);
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 static const char tiny_ini[] =
     "; A tiny MLP for the bisect tests: a run takes milliseconds.\n"
     "[model]\ntype = mlp\nhidden = 16\n\n"
@@ -112,50 +45,53 @@ static void plant_history(void)
     char cwd[PATH_MAX];
     ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
     /* --no-local: a real clone of what is committed here, not hard links. */
-    sh("git clone -q --no-local '%s' '%s'", cwd, clone_dir);
-    sh("mkdir -p '%s/docs'", clone_dir);
-    write_file("experiments/tiny.ini", "w", tiny_ini);
-    write_file("docs/notes.txt", "w", "notes\n");
-    commit_all("tiny experiment for the bisect test", id_T);
+    tu_git_sh("git clone -q --no-local '%s' '%s'", cwd, clone_dir);
+    tu_git_sh("mkdir -p '%s/docs'", clone_dir);
+    tu_git_write(clone_dir, "experiments/tiny.ini", "w", tiny_ini);
+    tu_git_write(clone_dir, "docs/notes.txt", "w", "notes\n");
+    tu_git_commit_all(clone_dir, "tiny experiment for the bisect test", id_T);
     /* The golden is blessed by the clone's own build, as a user would. */
     /* CPU-only builds (NVCC=): the planted history is about CPU numerics,
      * and a CUDA build of every probed commit would not fit the timeout. */
-    sh("cd '%s' && make -j2 NVCC= repro >/dev/null 2>&1 && ./repro bless experiments/tiny.ini "
-       ">/dev/null 2>&1",
-       clone_dir);
-    commit_all("bless tiny", id_G);
-    write_file("docs/notes.txt", "a", "a\n");
-    commit_all("docs: a", id_A);
+    tu_git_sh(
+        "cd '%s' && make -j2 NVCC= repro >/dev/null 2>&1 && ./repro bless experiments/tiny.ini "
+        ">/dev/null 2>&1",
+        clone_dir);
+    tu_git_commit_all(clone_dir, "bless tiny", id_G);
+    tu_git_write(clone_dir, "docs/notes.txt", "a", "a\n");
+    tu_git_commit_all(clone_dir, "docs: a", id_A);
     /* Scaling the learning rate by 1 + 2^-23 changes bits and keeps building. */
-    sh("cd '%s' && sed -i 's/c->lr, c->momentum/c->lr * 1.0000001f, c->momentum/' "
+    tu_git_sh("cd '%s' && sed -i 's/c->lr, c->momentum/c->lr * 1.0000001f, c->momentum/' "
        "kernels/cpu/sgd.c && grep -q '1.0000001f' kernels/cpu/sgd.c",
        clone_dir);
-    commit_all("sgd: scale the step (planted numerics change)", id_P);
-    write_file("harness/cli/cmd_env.c", "a", "#error \"planted build break\"\n");
-    commit_all("env: planted build break", id_B);
-    sh("cd '%s' && git show HEAD~1:harness/cli/cmd_env.c > harness/cli/cmd_env.c", clone_dir);
-    commit_all("env: fix the build", id_F);
+    tu_git_commit_all(clone_dir, "sgd: scale the step (planted numerics change)", id_P);
+    tu_git_write(clone_dir, "harness/cli/cmd_env.c", "a", "#error \"planted build break\"\n");
+    tu_git_commit_all(clone_dir, "env: planted build break", id_B);
+    tu_git_sh("cd '%s' && git show HEAD~1:harness/cli/cmd_env.c > harness/cli/cmd_env.c",
+              clone_dir);
+    tu_git_commit_all(clone_dir, "env: fix the build", id_F);
     char ignored[41];
-    write_file("docs/notes.txt", "a", "d1\n");
-    commit_all("docs: d1", ignored);
-    write_file("docs/notes.txt", "a", "d2\n");
-    commit_all("docs: d2", ignored);
-    write_file("docs/notes.txt", "a", "d3\n");
-    commit_all("docs: d3", id_BAD);
-    sh("cd '%s' && git checkout -q -b side %s", clone_dir, id_G);
-    write_file("harness/cli/cmd_env.c", "a", "#error \"planted build break\"\n");
-    commit_all("side: build break", id_X);
-    sh("cd '%s' && git show %s:harness/cli/cmd_env.c > harness/cli/cmd_env.c && "
+    tu_git_write(clone_dir, "docs/notes.txt", "a", "d1\n");
+    tu_git_commit_all(clone_dir, "docs: d1", ignored);
+    tu_git_write(clone_dir, "docs/notes.txt", "a", "d2\n");
+    tu_git_commit_all(clone_dir, "docs: d2", ignored);
+    tu_git_write(clone_dir, "docs/notes.txt", "a", "d3\n");
+    tu_git_commit_all(clone_dir, "docs: d3", id_BAD);
+    tu_git_sh("cd '%s' && git checkout -q -b side %s", clone_dir, id_G);
+    tu_git_write(clone_dir, "harness/cli/cmd_env.c", "a", "#error \"planted build break\"\n");
+    tu_git_commit_all(clone_dir, "side: build break", id_X);
+    tu_git_sh("cd '%s' && git show %s:harness/cli/cmd_env.c > harness/cli/cmd_env.c && "
        "git show %s:kernels/cpu/sgd.c > kernels/cpu/sgd.c",
        clone_dir, id_G, id_P);
-    commit_all("side: numerics change and the fix", id_Y);
-    sh("cd '%s' && git checkout -q -", clone_dir);
+    tu_git_commit_all(clone_dir, "side: numerics change and the fix", id_Y);
+    tu_git_sh("cd '%s' && git checkout -q -", clone_dir);
 }
 
 static void suite_setup(void)
 {
     tu_tmp_template(base, sizeof base, "bisect-test");
     ck_assert_ptr_nonnull(mkdtemp(base));
+    tu_git_home(base);
     snprintf(clone_dir, sizeof clone_dir, "%s/clone", base);
     snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", base);
     ck_assert_int_eq(mkdir(tmp_dir, 0777), 0);
@@ -193,7 +129,7 @@ static void bisect(result *r, const char *dir, const char *args)
     snprintf(op, sizeof op, "%s/bisect.out", base);
     snprintf(ep, sizeof ep, "%s/bisect.err", base);
     snprintf(cmd, sizeof cmd,
-             GIT_ENV "cd '%s' && TMPDIR='%s' '%s' bisect %s >'%s' 2>'%s' </dev/null", base, dir,
+             TU_GIT_ENV "cd '%s' && TMPDIR='%s' '%s' bisect %s >'%s' 2>'%s' </dev/null", base, dir,
              tmp_dir, bin, args, op, ep);
     int st = system(cmd);
     ck_assert_int_ne(st, -1);
@@ -208,11 +144,11 @@ static void bisect(result *r, const char *dir, const char *args)
 static void assert_clean(void)
 {
     char out[4096];
-    capture(out, sizeof out, "git -C '%s' worktree list | wc -l", clone_dir);
+    tu_git_capture(out, sizeof out, "git -C '%s' worktree list | wc -l", clone_dir);
     ck_assert_int_eq(atoi(out), 1);
-    capture(out, sizeof out, "git -C '%s' branch --list 'repro-bisect-*'", clone_dir);
+    tu_git_capture(out, sizeof out, "git -C '%s' branch --list 'repro-bisect-*'", clone_dir);
     ck_assert_str_eq(out, "");
-    capture(out, sizeof out, "ls -A '%s'", tmp_dir);
+    tu_git_capture(out, sizeof out, "ls -A '%s'", tmp_dir);
     ck_assert_str_eq(out, "");
 }
 

@@ -9,7 +9,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gitfixture.h"
 #include "testutil.h"
 
 static char base[256];      /* mkdtemp root, removed at the end */
 static char repo[512];      /* base/repo: the user's repository */
 static char tmp_dir[512];   /* base/tmp: TMPDIR of the bisect, must end empty */
 static char bin[PATH_MAX];  /* absolute path of the repro under test */
-static int commit_seq;
-#define T0 1700000000
 
 /* The history, oldest first:
  *   I  the program (LR 0.05)      G  its golden (blessed at I)
@@ -36,67 +34,6 @@ static int commit_seq;
  * own checkout keeps the build of I: a bisect that ran it instead of each
  * worktree's would find BAD good. */
 static char id_I[41], id_G[41], id_A[41], id_L[41], id_B[41];
-
-#define GIT_ENV                                                                                  \
-    "unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_CEILING_DIRECTORIES MAKEFLAGS MAKELEVEL; "  \
-    "export HOME='%s' GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t "           \
-    "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t; "
-
-static void vformat(char *buf, size_t len, const char *fmt, va_list ap)
-{
-    int n = snprintf(buf, len, GIT_ENV, base);
-    ck_assert_int_lt(n, (int)len);
-    int m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
-    ck_assert_int_lt(m, (int)(len - (size_t)n));
-}
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    ck_assert_msg(st == 0, "command failed (%d): %s", st, cmd);
-}
-
-static void capture(char *out, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void capture(char *out, size_t len, const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    ck_assert_int_eq(pclose(p), 0);
-}
-
-static void commit_all(const char *msg, char id[41])
-{
-    int t = T0 + 60 * commit_seq++;
-    sh("cd '%s' && git add -A && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
-       "git commit -q -m '%s'",
-       repo, t, t, msg);
-    capture(id, 41, "git -C '%s' rev-parse HEAD", repo);
-    id[strcspn(id, "\n")] = '\0';
-}
-
-static void write_file(const char *rel, const char *mode, const char *text)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", repo, rel);
-    FILE *f = fopen(path, mode);
-    ck_assert_msg(f != NULL, "cannot write %s", path);
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
 
 /* Linear regression by SGD: a few steps, milliseconds. LR is the line the
  * planted numerics change edits; N's line the one the build break edits. */
@@ -155,41 +92,42 @@ static void write_makefile(void)
              "\t$(CC) -std=c11 -O2%s -o $@ prog.c -I$(STAGE)/include -L$(STAGE)/lib "
              "-Wl,-rpath,$(STAGE)/lib -lrepro\n",
              stage, san);
-    write_file("Makefile", "w", text);
+    tu_git_write(repo, "Makefile", "w", text);
 }
 
 static void plant_history(void)
 {
-    sh("mkdir -p '%s' && git init -q '%s'", repo, repo);
-    write_file("prog.c", "w", prog_c);
+    tu_git_init(repo);
+    tu_git_write(repo, "prog.c", "w", prog_c);
     write_makefile();
-    write_file(".gitignore", "w", "prog\nruns/\n");
-    write_file("README", "w", "tinyprog\n");
-    commit_all("tinyprog", id_I);
+    tu_git_write(repo, ".gitignore", "w", "prog\nruns/\n");
+    tu_git_write(repo, "README", "w", "tinyprog\n");
+    tu_git_commit_all(repo, "tinyprog", id_I);
     /* Built and blessed in the user's checkout, as a user would. */
-    sh("cd '%s' && make >/dev/null 2>&1 && '%s' bless -- ./prog >/dev/null 2>&1", repo, bin);
-    commit_all("bless tinyprog", id_G);
-    write_file("README", "a", "a\n");
-    commit_all("docs: a", id_A);
-    sh("cd '%s' && sed -i 's/#define LR 0.05f/#define LR 0.06f/' prog.c && "
+    tu_git_sh("cd '%s' && make >/dev/null 2>&1 && '%s' bless -- ./prog >/dev/null 2>&1", repo, bin);
+    tu_git_commit_all(repo, "bless tinyprog", id_G);
+    tu_git_write(repo, "README", "a", "a\n");
+    tu_git_commit_all(repo, "docs: a", id_A);
+    tu_git_sh("cd '%s' && sed -i 's/#define LR 0.05f/#define LR 0.06f/' prog.c && "
        "grep -q 'LR 0.06f' prog.c",
        repo);
-    commit_all("prog: learning rate 0.06", id_L);
-    sh("cd '%s' && sed -i 's/^enum { N = 8 };$/enum { N = 8 }/' prog.c", repo);
-    commit_all("prog: planted build break", id_B);
-    sh("cd '%s' && sed -i 's/^enum { N = 8 }$/enum { N = 8 };/' prog.c", repo);
+    tu_git_commit_all(repo, "prog: learning rate 0.06", id_L);
+    tu_git_sh("cd '%s' && sed -i 's/^enum { N = 8 };$/enum { N = 8 }/' prog.c", repo);
+    tu_git_commit_all(repo, "prog: planted build break", id_B);
+    tu_git_sh("cd '%s' && sed -i 's/^enum { N = 8 }$/enum { N = 8 };/' prog.c", repo);
     char ignored[41];
-    commit_all("prog: fix the build", ignored);
-    write_file("README", "a", "d1\n");
-    commit_all("docs: d1", ignored);
-    write_file("README", "a", "d2\n");
-    commit_all("docs: d2", ignored);
+    tu_git_commit_all(repo, "prog: fix the build", ignored);
+    tu_git_write(repo, "README", "a", "d1\n");
+    tu_git_commit_all(repo, "docs: d1", ignored);
+    tu_git_write(repo, "README", "a", "d2\n");
+    tu_git_commit_all(repo, "docs: d2", ignored);
 }
 
 static void suite_setup(void)
 {
     tu_tmp_template(base, sizeof base, "bisect-prog");
     ck_assert_ptr_nonnull(mkdtemp(base));
+    tu_git_home(base);
     snprintf(repo, sizeof repo, "%s/repo", base);
     snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", base);
     ck_assert_int_eq(mkdir(tmp_dir, 0777), 0);
@@ -227,7 +165,7 @@ static void bisect(result *r, const char *args)
     snprintf(op, sizeof op, "%s/bisect.out", base);
     snprintf(ep, sizeof ep, "%s/bisect.err", base);
     snprintf(cmd, sizeof cmd,
-             GIT_ENV "cd '%s' && TMPDIR='%s' '%s' bisect %s >'%s' 2>'%s' </dev/null", base, repo,
+             TU_GIT_ENV "cd '%s' && TMPDIR='%s' '%s' bisect %s >'%s' 2>'%s' </dev/null", base, repo,
              tmp_dir, bin, args, op, ep);
     int st = system(cmd);
     ck_assert_int_ne(st, -1);
@@ -241,13 +179,13 @@ static void bisect(result *r, const char *args)
 static void assert_clean(void)
 {
     char out[4096];
-    capture(out, sizeof out, "git -C '%s' worktree list | wc -l", repo);
+    tu_git_capture(out, sizeof out, "git -C '%s' worktree list | wc -l", repo);
     ck_assert_int_eq(atoi(out), 1);
-    capture(out, sizeof out, "git -C '%s' branch --list 'repro-bisect-*'", repo);
+    tu_git_capture(out, sizeof out, "git -C '%s' branch --list 'repro-bisect-*'", repo);
     ck_assert_str_eq(out, "");
-    capture(out, sizeof out, "ls -A '%s'", tmp_dir);
+    tu_git_capture(out, sizeof out, "ls -A '%s'", tmp_dir);
     ck_assert_str_eq(out, "");
-    capture(out, sizeof out, "git -C '%s' status --porcelain", repo);
+    tu_git_capture(out, sizeof out, "git -C '%s' status --porcelain", repo);
     ck_assert_str_eq(out, "");
 }
 

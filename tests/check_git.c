@@ -1,10 +1,9 @@
-/* The git layer against real repositories: each test builds its own small
+/* The history layer (harness/history/) against real repositories: each test builds its own small
  * repository with the git CLI under one mkdtemp root (removed at the end),
- * then checks what harness/golden/git.c reports against what git itself says, in a
+ * then checks what it reports against what git itself says, in a
  * normal clone, a shallow clone, a linked worktree, a bare and an empty one. */
 #include <check.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,96 +11,17 @@
 #include <unistd.h>
 
 #include "util/error.h"
-#include "golden/git.h"
+#include "history/git.h"
+
+#include "gitfixture.h"
 
 static char base[256]; /* per suite run, made and removed in the parent */
 static char root[512]; /* per test, under base */
-static int commit_seq; /* commit n is dated T0 + 60 n, so order and times are fixed */
-#define T0 1700000000  /* 2023-11-14T22:13:20Z */
-
-/* The CLI runs with HOME pointing at the empty root and no system config, so
- * a user's ~/.gitconfig (commit.gpgsign, hooks, init.defaultBranch) cannot
- * change what the test builds; GIT_DIR etc. are unset in case the suite runs
- * from inside a git hook. */
-#define GIT_ENV                                                                                  \
-    "unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_CEILING_DIRECTORIES; "                     \
-    "export HOME='%s' GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t "           \
-    "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t; "
-
-static void vformat(char *buf, size_t len, const char *fmt, va_list ap)
-{
-    int n = snprintf(buf, len, GIT_ENV, root);
-    ck_assert_int_lt(n, (int)len);
-    int m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
-    ck_assert_int_lt(m, (int)(len - (size_t)n));
-}
-
-/* Runs a shell command (git gets the environment above); must succeed. */
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    ck_assert_msg(st == 0, "command failed (%d): %s", st, cmd);
-}
-
-/* Runs a command and returns its first line of output in out. */
-static void capture(char *out, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void capture(char *out, size_t len, const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    if (!fgets(out, (int)len, p))
-        out[0] = '\0';
-    out[strcspn(out, "\n")] = '\0';
-    ck_assert_int_eq(pclose(p), 0);
-}
-
-static void write_file(const char *dir, const char *rel, const char *text)
-{
-    char path[PATH_MAX * 2];
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
-    for (char *s = strchr(path + strlen(dir) + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        mkdir(path, 0777);
-        *s = '/';
-    }
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "cannot write %s", path);
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
-/* Commits everything in dir (git add -A) with a fixed date; returns the id. */
-static void commit_all(const char *dir, const char *msg, char id[41])
-{
-    int t = T0 + 60 * commit_seq++;
-    sh("cd '%s' && git add -A && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
-       "git commit -q -m '%s'",
-       dir, t, t, msg);
-    if (id)
-        capture(id, 41, "git -C '%s' rev-parse HEAD", dir);
-}
 
 static void new_dir(char *out, size_t len, const char *name)
 {
     ck_assert_int_lt(snprintf(out, len, "%s/%s", root, name), (int)len);
     ck_assert_int_eq(mkdir(out, 0777), 0);
-}
-
-static void init_repo(const char *dir)
-{
-    sh("git init -q -b main '%s'", dir);
 }
 
 /* The history most tests use:
@@ -114,28 +34,29 @@ static char ids[7][41];
 static void make_history(void)
 {
     new_dir(repo, sizeof repo, "repo");
-    init_repo(repo);
-    write_file(repo, "kernels/cpu/conv2d.c", "v0\n");
-    write_file(repo, "harness/a.c", "a0\n");
-    write_file(repo, "docs/readme.md", "d0\n");
-    write_file(repo, "experiments/mlp.ini", "[run]\n");
-    write_file(repo, "Makefile", "all:\n");
-    write_file(repo, "golden/x/cpu.jsonl", "chain 0\n");
-    commit_all(repo, "initial", ids[0]);
-    write_file(repo, "kernels/cpu/conv2d.c", "v1\n");
-    commit_all(repo, "kernels: faster conv", ids[1]);
-    write_file(repo, "docs/readme.md", "d1\n");
-    commit_all(repo, "docs: typo", ids[2]);
-    write_file(repo, "kernels/cpu/conv2d.c", "v2\n");
-    write_file(repo, "harness/a.c", "a1\n");
-    commit_all(repo, "conv and harness", ids[3]);
-    write_file(repo, "golden/x/cpu.jsonl", "chain 1\n");
-    commit_all(repo, "bless x 1", ids[4]);
-    write_file(repo, "docs/readme.md", "d2\n");
-    commit_all(repo, "docs again", ids[5]);
-    write_file(repo, "golden/x/cpu.jsonl", "chain 2\n");
-    write_file(repo, "kernels/cpu/new.c", "n0\n");
-    commit_all(repo, "bless x 2 and new kernel' -m 'A body line that is not the subject.", ids[6]);
+    tu_git_init(repo);
+    tu_git_write(repo, "kernels/cpu/conv2d.c", "w", "v0\n");
+    tu_git_write(repo, "harness/a.c", "w", "a0\n");
+    tu_git_write(repo, "docs/readme.md", "w", "d0\n");
+    tu_git_write(repo, "experiments/mlp.ini", "w", "[run]\n");
+    tu_git_write(repo, "Makefile", "w", "all:\n");
+    tu_git_write(repo, "golden/x/cpu.jsonl", "w", "chain 0\n");
+    tu_git_commit_all(repo, "initial", ids[0]);
+    tu_git_write(repo, "kernels/cpu/conv2d.c", "w", "v1\n");
+    tu_git_commit_all(repo, "kernels: faster conv", ids[1]);
+    tu_git_write(repo, "docs/readme.md", "w", "d1\n");
+    tu_git_commit_all(repo, "docs: typo", ids[2]);
+    tu_git_write(repo, "kernels/cpu/conv2d.c", "w", "v2\n");
+    tu_git_write(repo, "harness/a.c", "w", "a1\n");
+    tu_git_commit_all(repo, "conv and harness", ids[3]);
+    tu_git_write(repo, "golden/x/cpu.jsonl", "w", "chain 1\n");
+    tu_git_commit_all(repo, "bless x 1", ids[4]);
+    tu_git_write(repo, "docs/readme.md", "w", "d2\n");
+    tu_git_commit_all(repo, "docs again", ids[5]);
+    tu_git_write(repo, "golden/x/cpu.jsonl", "w", "chain 2\n");
+    tu_git_write(repo, "kernels/cpu/new.c", "w", "n0\n");
+    tu_git_commit_all(repo, "bless x 2 and new kernel' -m 'A body line that is not the subject.",
+                      ids[6]);
 }
 
 /* The unchecked fixture runs in the parent, so base is removed even when a
@@ -169,7 +90,7 @@ static void setup(void)
     char real[PATH_MAX];
     ck_assert_ptr_nonnull(realpath(root, real));
     ck_assert_int_lt(snprintf(root, sizeof root, "%s", real), (int)sizeof root);
-    commit_seq = 0;
+    tu_git_home(root);
     repro_error_clear();
 }
 
@@ -251,7 +172,7 @@ START_TEST(test_outside_repo_and_bare)
 
     char bare[PATH_MAX];
     new_dir(bare, sizeof bare, "bare.git");
-    sh("git init -q --bare '%s'", bare);
+    tu_git_sh("git init -q --bare '%s'", bare);
     assert_error(repro_git_open(&g, bare), REPRO_EIO, "bare");
     ck_assert_ptr_null(g);
 }
@@ -261,8 +182,8 @@ START_TEST(test_unborn_head)
 {
     char dir[PATH_MAX];
     new_dir(dir, sizeof dir, "empty");
-    init_repo(dir);
-    write_file(dir, "new.txt", "x\n");
+    tu_git_init(dir);
+    tu_git_write(dir, "new.txt", "w", "x\n");
     repro_git *g = open_ok(dir);
     repro_git_commit c;
     assert_error(repro_git_head(g, &c), REPRO_EIO, "no commits yet");
@@ -291,12 +212,12 @@ START_TEST(test_head_and_lookup)
     repro_git_commit c;
     ck_assert_int_eq(repro_git_head(g, &c), 0);
     char want[64];
-    capture(want, sizeof want, "git -C '%s' rev-parse HEAD", repo);
+    tu_git_capture(want, sizeof want, "git -C '%s' rev-parse HEAD", repo);
     ck_assert_str_eq(c.id, want);
     ck_assert_int_eq(strncmp(c.short_id, want, 7), 0);
     ck_assert_uint_eq(strlen(c.short_id), 7);
     ck_assert_str_eq(c.summary, "bless x 2 and new kernel");
-    ck_assert_int_eq(c.time, T0 + 6 * 60);
+    ck_assert_int_eq(c.time, TU_GIT_T0 + 6 * 60);
     ck_assert_str_eq(c.time_iso, "2023-11-14T22:19:20Z");
     repro_git_commit_release(&c);
 
@@ -335,13 +256,13 @@ START_TEST(test_dirty_state)
 {
     char dir[PATH_MAX];
     new_dir(dir, sizeof dir, "dirty");
-    init_repo(dir);
-    write_file(dir, ".gitignore", "*.log\n");
-    write_file(dir, "kernels/k.c", "k0\n");
-    write_file(dir, "harness/h.c", "h0\n");
-    write_file(dir, "old.txt", "o\n");
-    write_file(dir, "gone.txt", "g\n");
-    commit_all(dir, "base", NULL);
+    tu_git_init(dir);
+    tu_git_write(dir, ".gitignore", "w", "*.log\n");
+    tu_git_write(dir, "kernels/k.c", "w", "k0\n");
+    tu_git_write(dir, "harness/h.c", "w", "h0\n");
+    tu_git_write(dir, "old.txt", "w", "o\n");
+    tu_git_write(dir, "gone.txt", "w", "g\n");
+    tu_git_commit_all(dir, "base", NULL);
 
     repro_git *g = open_ok(dir);
     repro_git_dirty *d = NULL;
@@ -349,13 +270,14 @@ START_TEST(test_dirty_state)
     ck_assert_uint_eq(d->n, 0);
     repro_git_dirty_free(d);
 
-    write_file(dir, "kernels/k.c", "k1\n");           /* modified, not staged */
-    write_file(dir, "kernels/untracked.c", "u\n");    /* untracked */
-    write_file(dir, "kernels.txt", "not under kernels/\n");
-    write_file(dir, "newdir/sub/f.txt", "f\n");       /* untracked directory, listed per file */
-    write_file(dir, "harness/staged.c", "s\n");       /* staged new file */
-    write_file(dir, "kernels/build.log", "ignored\n"); /* ignored: never listed */
-    sh("cd '%s' && git add harness/staged.c && rm gone.txt && git mv old.txt renamed.txt", dir);
+    tu_git_write(dir, "kernels/k.c", "w", "k1\n");           /* modified, not staged */
+    tu_git_write(dir, "kernels/untracked.c", "w", "u\n");    /* untracked */
+    tu_git_write(dir, "kernels.txt", "w", "not under kernels/\n");
+    tu_git_write(dir, "newdir/sub/f.txt", "w", "f\n"); /* untracked directory, listed per file */
+    tu_git_write(dir, "harness/staged.c", "w", "s\n");       /* staged new file */
+    tu_git_write(dir, "kernels/build.log", "w", "ignored\n"); /* ignored: never listed */
+    tu_git_sh("cd '%s' && git add harness/staged.c && rm gone.txt && git mv old.txt renamed.txt",
+              dir);
 
     ck_assert_int_eq(repro_git_dirty_list(g, NULL, 0, &d), 0);
     const char *all[] = {"D gone.txt",         "A harness/staged.c", "? kernels.txt",
@@ -401,18 +323,18 @@ START_TEST(test_tree_ids)
     for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
         char got[41], want[64];
         ck_assert_int_eq(repro_git_tree_id(g, NULL, paths[i], got), 0);
-        capture(want, sizeof want, "git -C '%s' rev-parse 'HEAD:%s'", repo, paths[i]);
+        tu_git_capture(want, sizeof want, "git -C '%s' rev-parse 'HEAD:%s'", repo, paths[i]);
         ck_assert_str_eq(got, want);
         ck_assert_int_eq(repro_git_tree_id(g, ids[0], paths[i], got), 0);
-        capture(want, sizeof want, "git -C '%s' rev-parse '%s:%s'", repo, ids[0], paths[i]);
+        tu_git_capture(want, sizeof want, "git -C '%s' rev-parse '%s:%s'", repo, ids[0], paths[i]);
         ck_assert_str_eq(got, want);
     }
     char got[41], want[64];
     ck_assert_int_eq(repro_git_tree_id(g, NULL, "kernels/", got), 0);
-    capture(want, sizeof want, "git -C '%s' rev-parse HEAD:kernels", repo);
+    tu_git_capture(want, sizeof want, "git -C '%s' rev-parse HEAD:kernels", repo);
     ck_assert_str_eq(got, want);
     ck_assert_int_eq(repro_git_tree_id(g, NULL, "", got), 0);
-    capture(want, sizeof want, "git -C '%s' rev-parse 'HEAD^{tree}'", repo);
+    tu_git_capture(want, sizeof want, "git -C '%s' rev-parse 'HEAD^{tree}'", repo);
     ck_assert_str_eq(got, want);
     /* Absent paths are an answer, not an error. */
     ck_assert_int_eq(repro_git_tree_id(g, NULL, "kernels/cuda", got), 0);
@@ -504,10 +426,10 @@ START_TEST(test_changes_since)
     /* Blessed on a branch that HEAD does not contain (history rewritten):
      * changes since the common ancestor (c2), flagged. */
     char side[41];
-    sh("git -C '%s' checkout -q -b side %s", repo, ids[2]);
-    write_file(repo, "kernels/cpu/conv2d.c", "side\n");
-    commit_all(repo, "side", side);
-    sh("git -C '%s' checkout -q main", repo);
+    tu_git_sh("git -C '%s' checkout -q -b side %s", repo, ids[2]);
+    tu_git_write(repo, "kernels/cpu/conv2d.c", "w", "side\n");
+    tu_git_commit_all(repo, "side", side);
+    tu_git_sh("git -C '%s' checkout -q main", repo);
     ck_assert_int_eq(repro_git_changes_since(g, side, num, 2, &c), 0);
     ck_assert_int_eq(c->incomplete, 1);
     ck_assert_ptr_nonnull(strstr(c->note, "not an ancestor of HEAD"));
@@ -526,17 +448,17 @@ START_TEST(test_changes_across_merge)
     make_history();
     char base[41], feat[41], mainc[41], merge[41];
     snprintf(base, sizeof base, "%s", ids[6]);
-    sh("git -C '%s' checkout -q -b feat", repo);
-    write_file(repo, "harness/feat.c", "f\n");
-    commit_all(repo, "feat work", feat);
-    sh("git -C '%s' checkout -q main", repo);
-    write_file(repo, "kernels/cpu/main.c", "m\n");
-    commit_all(repo, "main work", mainc);
-    int t = T0 + 60 * commit_seq++;
-    sh("cd '%s' && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
+    tu_git_sh("git -C '%s' checkout -q -b feat", repo);
+    tu_git_write(repo, "harness/feat.c", "w", "f\n");
+    tu_git_commit_all(repo, "feat work", feat);
+    tu_git_sh("git -C '%s' checkout -q main", repo);
+    tu_git_write(repo, "kernels/cpu/main.c", "w", "m\n");
+    tu_git_commit_all(repo, "main work", mainc);
+    int t = tu_git_next_time();
+    tu_git_sh("cd '%s' && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
        "git merge -q --no-ff --no-edit feat",
        repo, t, t);
-    capture(merge, sizeof merge, "git -C '%s' rev-parse HEAD", repo);
+    tu_git_capture(merge, sizeof merge, "git -C '%s' rev-parse HEAD", repo);
     repro_git *g = open_ok(repo);
     const char *num[] = {"kernels", "harness"};
     repro_git_changes *c = NULL;
@@ -564,7 +486,7 @@ START_TEST(test_shallow_clone)
     make_history();
     char shallow[PATH_MAX];
     snprintf(shallow, sizeof shallow, "%s/shallow", root);
-    sh("git clone -q --depth 1 'file://%s' '%s'", repo, shallow);
+    tu_git_sh("git clone -q --depth 1 'file://%s' '%s'", repo, shallow);
     repro_git *g = open_ok(shallow);
     ck_assert_int_eq(repro_git_is_shallow(g), 1);
     repro_git_commit head;
@@ -573,7 +495,7 @@ START_TEST(test_shallow_clone)
     repro_git_commit_release(&head);
     char tid[41], want[64];
     ck_assert_int_eq(repro_git_tree_id(g, NULL, "kernels", tid), 0);
-    capture(want, sizeof want, "git -C '%s' rev-parse HEAD:kernels", repo);
+    tu_git_capture(want, sizeof want, "git -C '%s' rev-parse HEAD:kernels", repo);
     ck_assert_str_eq(tid, want);
 
     const char *num[] = {"kernels", "harness"};
@@ -597,7 +519,7 @@ START_TEST(test_shallow_clone)
     /* Depth 3 (c6, c5, c4 present, c4 the boundary). */
     char deeper[PATH_MAX];
     snprintf(deeper, sizeof deeper, "%s/deeper", root);
-    sh("git clone -q --depth 3 'file://%s' '%s'", repo, deeper);
+    tu_git_sh("git clone -q --depth 3 'file://%s' '%s'", repo, deeper);
     g = open_ok(deeper);
     ck_assert_int_eq(repro_git_changes_since(g, ids[0], num, 2, &c), 0);
     ck_assert_int_eq(c->incomplete, 1);
@@ -630,10 +552,10 @@ START_TEST(test_linked_worktree)
     make_history();
     char wt[PATH_MAX];
     snprintf(wt, sizeof wt, "%s/wt", root);
-    sh("git -C '%s' worktree add -q -b wtbranch '%s'", repo, wt);
-    write_file(wt, "kernels/cpu/conv2d.c", "wt\n");
+    tu_git_sh("git -C '%s' worktree add -q -b wtbranch '%s'", repo, wt);
+    tu_git_write(wt, "kernels/cpu/conv2d.c", "w", "wt\n");
     char wid[41];
-    commit_all(wt, "worktree commit", wid);
+    tu_git_commit_all(wt, "worktree commit", wid);
 
     char sub[PATH_MAX + 16];
     snprintf(sub, sizeof sub, "%s/kernels", wt);
@@ -650,7 +572,7 @@ START_TEST(test_linked_worktree)
     ck_assert_uint_eq(ch->n, 1);
     ck_assert_str_eq(ch->commits[0].commit.id, wid);
     repro_git_changes_free(ch);
-    write_file(wt, "scratch.txt", "s\n");
+    tu_git_write(wt, "scratch.txt", "w", "s\n");
     repro_git_dirty *d = NULL;
     ck_assert_int_eq(repro_git_dirty_list(g, NULL, 0, &d), 0);
     ck_assert_uint_eq(d->n, 1);
@@ -667,7 +589,7 @@ START_TEST(test_linked_worktree)
 }
 END_TEST
 
-/* What commit bisection asks of the git layer (git_bisect.c): the
+/* What commit bisection asks of the history layer (git_range.c, git_worktree.c): the
  * first-parent range GOOD..BAD oldest first, refused when it is empty or
  * reversed; the paths a commit changed within prefixes; a temporary
  * worktree that checks commits out and leaves no branch behind. */
@@ -708,18 +630,18 @@ START_TEST(test_bisect_helpers)
     ck_assert_msg(repro_git_worktree_add(g, "repro-test-wt", wt, ids[1], &w) == 0, "%s",
                   repro_error_message());
     snprintf(file, sizeof file, "%s/kernels/cpu/conv2d.c", wt);
-    capture(out, sizeof out, "cat '%s'", file);
+    tu_git_capture(out, sizeof out, "cat '%s'", file);
     ck_assert_str_eq(out, "v1");
     ck_assert_int_eq(repro_git_worktree_checkout(w, ids[3]), 0);
-    capture(out, sizeof out, "cat '%s'", file);
+    tu_git_capture(out, sizeof out, "cat '%s'", file);
     ck_assert_str_eq(out, "v2");
-    capture(out, sizeof out, "git -C '%s' rev-parse HEAD", wt);
+    tu_git_capture(out, sizeof out, "git -C '%s' rev-parse HEAD", wt);
     ck_assert_str_eq(out, ids[3]);
-    capture(out, sizeof out, "git -C '%s' branch --list 'repro-test-wt' | wc -l", repo);
+    tu_git_capture(out, sizeof out, "git -C '%s' branch --list 'repro-test-wt' | wc -l", repo);
     ck_assert_str_eq(out, "0"); /* no branch left behind */
     ck_assert_int_eq(repro_git_worktree_remove(w), 0);
     ck_assert_int_ne(access(wt, F_OK), 0);
-    capture(out, sizeof out, "git -C '%s' worktree list | wc -l", repo);
+    tu_git_capture(out, sizeof out, "git -C '%s' worktree list | wc -l", repo);
     ck_assert_str_eq(out, "1");
     ck_assert_int_eq(repro_git_worktree_remove(NULL), 0);
     repro_git_free(g);
@@ -741,8 +663,8 @@ START_TEST(test_path_history)
         ck_assert_str_eq(h->commits[i].id, ids[at[i]]);
         void *data = NULL;
         size_t len = 0;
-        ck_assert_int_eq(repro_git_read_blob(g, h->commits[i].id, "golden/x/cpu.jsonl", &data, &len),
-                         0);
+        ck_assert_int_eq(
+            repro_git_read_blob(g, h->commits[i].id, "golden/x/cpu.jsonl", &data, &len), 0);
         ck_assert_uint_eq(len, strlen(chain[i]));
         ck_assert_str_eq(data, chain[i]);
         free(data);

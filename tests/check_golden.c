@@ -7,7 +7,6 @@
  * clone works. */
 #include <check.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gitfixture.h"
 #include "testutil.h"
 
 static char out[1 << 18], err[1 << 16];
@@ -24,18 +24,6 @@ static char repo[256];
 static const char tiny_ini[] = "[model]\ntype = mlp\nhidden = 16\n"
                                "[data]\ntrain_size = 256\ntest_size = 64\n"
                                "[train]\nseed = 5\nsteps = 6\nlr = 0.05\n";
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "failed: %s", cmd);
-}
 
 static void slurp(const char *path, char *buf, size_t len)
 {
@@ -61,8 +49,6 @@ static int repro_in(const char *dir, const char *args)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-#define GIT "git -c user.name=t -c user.email=t@example.com -c commit.gpgsign=false"
-
 /* A repository with an experiment and stand-ins for the numerics paths. */
 static void make_repo(void)
 {
@@ -70,17 +56,20 @@ static void make_repo(void)
     ck_assert_ptr_nonnull(realpath(b ? b : "build/repro", bin));
     tu_tmp_template(repo, sizeof repo, "golden");
     ck_assert_ptr_nonnull(mkdtemp(repo));
-    sh("cd %s && git init -q -b main . && mkdir -p experiments kernels harness docs", repo);
+    /* git runs with the repository as its HOME: no user config there. */
+    tu_git_home(repo);
+    tu_git_init(repo);
+    tu_git_sh("cd %s && mkdir -p experiments kernels harness docs", repo);
     FILE *f;
     char p[300];
     snprintf(p, sizeof p, "%s/experiments/tiny.ini", repo);
     f = fopen(p, "w");
     fputs(tiny_ini, f);
     fclose(f);
-    sh("cd %s && echo k > kernels/k.c && echo h > harness/h.c && echo all: > Makefile && "
-       "printf 'runs/\\n.out\\n.err\\n' > .gitignore && git add -A && " GIT
-       " commit -q -m 'initial'",
-       repo);
+    tu_git_sh("cd %s && echo k > kernels/k.c && echo h > harness/h.c && echo all: > Makefile && "
+              "printf 'runs/\\n.out\\n.err\\n' > .gitignore && git add -A && "
+              "git commit -q -m 'initial'",
+              repo);
 }
 
 static void golden_file(char *buf, size_t len)
@@ -107,7 +96,7 @@ START_TEST(test_bless_check_round_trip_and_log)
     ck_assert_ptr_nonnull(strstr(text, "\"summary\":\"initial\""));
     ck_assert_ptr_nonnull(strstr(text, "\"dirty\":false"));
     ck_assert_ptr_nonnull(strstr(text, "\"experiments/tiny.ini\":\""));
-    sh("cd %s && git add golden && " GIT " commit -q -m 'bless tiny'", repo);
+    tu_git_sh("cd %s && git add golden && git commit -q -m 'bless tiny'", repo);
 
     ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 0);
     ck_assert_msg(strstr(out, "golden: matches golden/tiny/") || strstr(out, "golden: matches /"),
@@ -116,14 +105,14 @@ START_TEST(test_bless_check_round_trip_and_log)
     ck_assert_ptr_nonnull(strstr(out, "over 3 steps")); /* a prefix of the golden matches */
 
     /* A second bless after a config change, then the log shows both. */
-    sh("cd %s && sed -i 's/lr = 0.05/lr = 0.07/' experiments/tiny.ini && git add -A && " GIT
-       " commit -q -m 'raise lr'",
-       repo);
+    tu_git_sh("cd %s && sed -i 's/lr = 0.05/lr = 0.07/' experiments/tiny.ini && git add -A && "
+              "git commit -q -m 'raise lr'",
+              repo);
     ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 1);
     ck_assert_ptr_nonnull(strstr(out, "different config"));
     ck_assert_ptr_nonnull(strstr(out, "experiments/tiny.ini (1 commit): "));
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
-    sh("cd %s && git add golden && " GIT " commit -q -m 'rebless tiny'", repo);
+    tu_git_sh("cd %s && git add golden && git commit -q -m 'rebless tiny'", repo);
     ck_assert_int_eq(repro_in(repo, "log experiments/tiny.ini"), 0);
     ck_assert_ptr_nonnull(strstr(out, "2 commits changed golden/tiny/"));
     ck_assert_ptr_nonnull(strstr(out, "rebless tiny"));
@@ -137,7 +126,7 @@ END_TEST
 START_TEST(test_dirty_refusal_and_allow_dirty)
 {
     make_repo();
-    sh("cd %s && echo changed >> kernels/k.c && echo new > docs/new.txt", repo);
+    tu_git_sh("cd %s && echo changed >> kernels/k.c && echo new > docs/new.txt", repo);
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 2);
     ck_assert_ptr_nonnull(strstr(err, "M kernels/k.c"));
     /* an untracked file outside the numerics paths changes no bits */
@@ -160,16 +149,16 @@ END_TEST
 START_TEST(test_bless_untracked_bystander_and_fault)
 {
     make_repo();
-    sh("cd %s && echo notes > notes.txt && echo n > docs/todo.md", repo);
+    tu_git_sh("cd %s && echo notes > notes.txt && echo n > docs/todo.md", repo);
     ck_assert_msg(repro_in(repo, "bless experiments/tiny.ini") == 0, "%s%s", out, err);
     char g[512], text[1 << 16];
     golden_file(g, sizeof g);
     slurp(g, text, sizeof text);
     ck_assert_ptr_nonnull(strstr(text, "\"dirty\":false"));
-    sh("cd %s && echo x > kernels/new.c", repo);
+    tu_git_sh("cd %s && echo x > kernels/new.c", repo);
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 2);
     ck_assert_ptr_nonnull(strstr(err, "? kernels/new.c"));
-    sh("cd %s && rm kernels/new.c", repo);
+    tu_git_sh("cd %s && rm kernels/new.c", repo);
     setenv("REPRO_FAULT", "flip:step=2:tensor=param.fc1.weight", 1);
     int rc = repro_in(repo, "bless experiments/tiny.ini");
     unsetenv("REPRO_FAULT");
@@ -185,12 +174,12 @@ START_TEST(test_atomic_install)
     char g[512], before[1 << 16], after[1 << 16], lock[600];
     golden_file(g, sizeof g);
     slurp(g, before, sizeof before);
-    sh("cd %s && git add golden && " GIT " commit -q -m 'bless'", repo);
+    tu_git_sh("cd %s && git add golden && git commit -q -m 'bless'", repo);
     /* Fail between fsync and rename: the old golden stays, no lock remains. */
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini --every 1"), 0 + 0 * 0);
     slurp(g, after, sizeof after); /* (that bless succeeded: new content) */
     ck_assert_str_ne(before, after);
-    sh("cd %s && git checkout -q -- golden", repo);
+    tu_git_sh("cd %s && git checkout -q -- golden", repo);
     setenv("REPRO_FAULT", "bless-before-rename", 1);
     int rc = repro_in(repo, "bless experiments/tiny.ini --every 1");
     unsetenv("REPRO_FAULT");
@@ -215,7 +204,7 @@ START_TEST(test_killed_bless_blocks_nothing)
     char g[512], before[1 << 16], after[1 << 16];
     golden_file(g, sizeof g);
     slurp(g, before, sizeof before);
-    sh("cd %s && git add golden && " GIT " commit -q -m 'bless'", repo);
+    tu_git_sh("cd %s && git add golden && git commit -q -m 'bless'", repo);
 
     /* REPRO_FAULT=bless-stall (test-only) stops the install for good after
      * the header line of the new golden: kill it there. */
@@ -253,7 +242,7 @@ START_TEST(test_killed_bless_blocks_nothing)
     ck_assert_int_eq(access(lock, F_OK), 0); /* left behind, as after any kill -9 */
 
     /* git sees neither the lock nor the half-written temporary */
-    sh("cd %s && git status --porcelain --untracked-files=all > %s.status", repo, repo);
+    tu_git_sh("cd %s && git status --porcelain --untracked-files=all > %s.status", repo, repo);
     char status[4096], p[300];
     snprintf(p, sizeof p, "%s.status", repo);
     slurp(p, status, sizeof status);
@@ -275,12 +264,12 @@ START_TEST(test_mismatch_names_commits)
 {
     make_repo();
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
-    sh("cd %s && git add golden && " GIT " commit -q -m 'bless' && "
-       "echo a >> kernels/k.c && git add -A && " GIT " commit -q -m 'kernel tweak one' && "
-       "echo b >> kernels/k.c && git add -A && " GIT " commit -q -m 'kernel tweak two' && "
-       "echo c >> harness/h.c && git add -A && " GIT " commit -q -m 'harness tweak' && "
-       "echo d >> docs/readme && git add -A && " GIT " commit -q -m 'docs only'",
-       repo);
+    tu_git_sh("cd %s && git add golden && git commit -q -m 'bless' && "
+              "echo a >> kernels/k.c && git add -A && git commit -q -m 'kernel tweak one' && "
+              "echo b >> kernels/k.c && git add -A && git commit -q -m 'kernel tweak two' && "
+              "echo c >> harness/h.c && git add -A && git commit -q -m 'harness tweak' && "
+              "echo d >> docs/readme && git add -A && git commit -q -m 'docs only'",
+              repo);
     /* A one-bit fault in run 1 stands in for a kernel change that moved the bits. */
     setenv("REPRO_FAULT", "flip:step=4:tensor=param.fc1.weight:run=0", 1);
     ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 1);
@@ -297,7 +286,7 @@ START_TEST(test_mismatch_names_commits)
     ck_assert_ptr_nonnull(strstr(out, "..HEAD experiments/tiny.ini"));
     /* An uncommitted kernel edit is named first, before any commit, and
      * the JUnit file carries the golden's failure. */
-    sh("cd %s && echo e >> kernels/k.c && echo f >> harness/h.c", repo);
+    tu_git_sh("cd %s && echo e >> kernels/k.c && echo f >> harness/h.c", repo);
     char junit[300];
     snprintf(junit, sizeof junit, "check experiments/tiny.ini --junit %s/r.xml", repo);
     setenv("REPRO_FAULT", "flip:step=4:tensor=param.fc1.weight:run=0", 1);
@@ -324,16 +313,16 @@ START_TEST(test_bad_goldens_exit_2)
     golden_file(g, sizeof g);
     snprintf(cls, sizeof cls, "%s", strrchr(g, '/') + 1);
     /* Another experiment's golden under this experiment's name. */
-    sh("cd %s && cp experiments/tiny.ini experiments/other.ini && mkdir -p golden/other && "
-       "cp golden/tiny/%s golden/other/%s",
-       repo, cls, cls);
+    tu_git_sh("cd %s && cp experiments/tiny.ini experiments/other.ini && mkdir -p golden/other && "
+              "cp golden/tiny/%s golden/other/%s",
+              repo, cls, cls);
     ck_assert_int_eq(repro_in(repo, "check experiments/other.ini"), 2);
     ck_assert_ptr_nonnull(strstr(err, "is of experiment 'tiny', not 'other'"));
     /* A corrupted golden. */
-    sh("cd %s && sed -i '3s/\"chain\":\"./\"chain\":\"0/' golden/tiny/%s", repo, cls);
+    tu_git_sh("cd %s && sed -i '3s/\"chain\":\"./\"chain\":\"0/' golden/tiny/%s", repo, cls);
     ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 2);
     ck_assert_ptr_nonnull(strstr(err, "unreadable"));
-    sh("cd %s && head -n 3 golden/other/%s > golden/tiny/%s", repo, cls, cls);
+    tu_git_sh("cd %s && head -n 3 golden/other/%s > golden/tiny/%s", repo, cls, cls);
     ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 2);
 }
 END_TEST
@@ -342,7 +331,7 @@ START_TEST(test_no_golden_for_class_uses_closest)
 {
     make_repo();
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
-    sh("cd %s && mv golden/tiny/*.jsonl golden/tiny/cpu-other-000000000000.jsonl", repo);
+    tu_git_sh("cd %s && mv golden/tiny/*.jsonl golden/tiny/cpu-other-000000000000.jsonl", repo);
     ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 0);
     ck_assert_ptr_nonnull(strstr(out, "golden: none for environment class cpu-"));
     ck_assert_ptr_nonnull(strstr(out, "goldens exist for: cpu-other-000000000000"));
@@ -357,8 +346,8 @@ START_TEST(test_outside_repo_and_shallow_clone)
     char plain[TU_TMP_LEN];
     tu_tmp_template(plain, sizeof plain, "nogit");
     ck_assert_ptr_nonnull(mkdtemp(plain));
-    sh("mkdir -p %s/experiments && cp %s/experiments/tiny.ini %s/experiments/", plain, repo,
-       plain);
+    tu_git_sh("mkdir -p %s/experiments && cp %s/experiments/tiny.ini %s/experiments/", plain, repo,
+              plain);
     ck_assert_int_eq(repro_in(plain, "bless experiments/tiny.ini"), 3);
     ck_assert_ptr_nonnull(strstr(err, "not in a git repository"));
     ck_assert_int_eq(repro_in(plain, "log experiments/tiny.ini"), 3);
@@ -366,12 +355,12 @@ START_TEST(test_outside_repo_and_shallow_clone)
     ck_assert_int_eq(repro_in(plain, "check experiments/tiny.ini"), 0);
 
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
-    sh("cd %s && git add golden && " GIT " commit -q -m 'bless' && echo x >> kernels/k.c && "
-       "git add -A && " GIT " commit -q -m 'after bless'",
-       repo);
+    tu_git_sh("cd %s && git add golden && git commit -q -m 'bless' && echo x >> kernels/k.c && "
+              "git add -A && git commit -q -m 'after bless'",
+              repo);
     char shallow[300];
     snprintf(shallow, sizeof shallow, "%s-shallow", repo);
-    sh("git clone -q --depth 1 file://%s %s", repo, shallow);
+    tu_git_sh("git clone -q --depth 1 file://%s %s", repo, shallow);
     ck_assert_int_eq(repro_in(shallow, "check experiments/tiny.ini"), 0);
     ck_assert_ptr_nonnull(strstr(out, "golden: matches"));
     setenv("REPRO_FAULT", "flip:step=2:tensor=param.fc1.bias:run=0", 1);

@@ -1,24 +1,44 @@
-/* `repro bisect`: one command, two searches, both engines in the library.
- * With --commits GOOD..BAD it finds the first commit where the experiment,
- * or with `-- PROGRAM ARGS` the user's program in the user's repository,
- * stops reproducing (golden/bisect_commits.c); without it, the first
- * divergent op and the culprit variants (analysis/bisect_ops.c). Here: the
- * options, the reports and the exit codes of both. */
+/* `repro bisect`: one command, three searches, all engines and reports in
+ * harness/bisect/. With --commits GOOD..BAD it finds the first commit where
+ * the experiment, or with `-- PROGRAM ARGS` the user's program in the
+ * user's repository, stops reproducing (bisect_commits.c); without it, the
+ * first divergent op and the culprit variants of an experiment
+ * (bisect_ops.c), or the first divergent op of a program
+ * (bisect_program_ops.c). Here: the options, which search, the exit codes. */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "golden/bisect_commits.h"
-#include "analysis/bisect_ops.h"
+#include "bisect/bisect_commits.h"
+#include "bisect/bisect_ops.h"
+#include "analysis/batchinv.h"
 #include "analysis/multirun.h"
-#include "cli/bisect_args.h"
 #include "cli/cli.h"
+#include "cli/common_opts.h"
 #include "golden/golden.h"
 #include "util/error.h"
 #include "util/numparse.h"
 #include "util/opnames.h"
+
+/* The command line, parsed once for the three searches (the commit
+ * search, the op level of an experiment, the op level of a program): the
+ * common options and bisect's own, and which own options were given, so
+ * each search refuses the ones that do not apply to it. */
+enum { BI_COMMITS = 1, BI_BUILD, BI_REPEAT, BI_NAME, BI_TIMEOUT, BI_QUARANTINE, BI_BATCHINV,
+       BI_BATCH_SIZES };
+
+typedef struct {
+    repro_common co;
+    const char *commits, *build, *quarantine;
+    const char *repeat;      /* --repeat K, read by the search (its range), or NULL */
+    double timeout_s;
+    char name[128];          /* --name, or "" */
+    int batch_invariance;
+    repro_batchinv_opts bi;  /* --batch-sizes */
+    unsigned given;          /* 1 << id of each own option given */
+} repro_bisect_args;
 
 static const char synopsis[] =
     "usage: repro bisect --commits GOOD..BAD EXP [--build CMD] [--repeat K] [options]\n"
@@ -112,7 +132,9 @@ static const repro_cli_opt own_opts[] = {
 const repro_cli_spec repro_bisect_spec = {"bisect", REPRO_CLI_BISECT, synopsis, own_opts,
                                           epilogue};
 
-int repro_bisect_args_only(const repro_bisect_args *a, unsigned allowed, const char *what)
+/* Refuses (-1, error slot) an own option given that is not in `allowed`
+ * (a mask of 1 << BI_*), naming the search `what` it does not apply to. */
+static int args_only(const repro_bisect_args *a, unsigned allowed, const char *what)
 {
     for (const repro_cli_opt *o = own_opts; o->name; o++)
         if ((a->given & (1u << o->id)) && !(allowed & (1u << o->id)))
@@ -121,7 +143,8 @@ int repro_bisect_args_only(const repro_bisect_args *a, unsigned allowed, const c
     return 0;
 }
 
-int repro_bisect_args_repeat(const repro_bisect_args *a, int lo, int hi, int def, int *out)
+/* --repeat's value in lo..hi, else def: 0 or -1 (error slot). */
+static int args_repeat(const repro_bisect_args *a, int lo, int hi, int def, int *out)
 {
     *out = def;
     return a->repeat ? repro_parse_count_int("bisect: --repeat", a->repeat, lo, hi, out) : 0;
@@ -185,14 +208,14 @@ static int commits_opts(const repro_bisect_args *a, int argc, char **argv, char 
     unsigned allowed = BIT(BI_COMMITS) | BIT(BI_BUILD) | BIT(BI_REPEAT);
     if (program)
         allowed |= BIT(BI_NAME) | BIT(BI_TIMEOUT);
-    if (repro_bisect_args_only(a, allowed, program ? "the commit search of a program"
+    if (args_only(a, allowed, program ? "the commit search of a program"
                                                    : "the commit search of an experiment "
                                                      "(--name and --timeout are for a program "
                                                      "after '--')"))
         return -1;
     b->range = a->commits;
     b->build = a->build;
-    if (repro_bisect_args_repeat(a, 1, 64, 2, &b->repeat))
+    if (args_repeat(a, 1, 64, 2, &b->repeat))
         return -1;
     b->quiet = a->co.quiet;
     b->name = a->name[0] ? a->name : NULL;
@@ -228,12 +251,12 @@ typedef struct {
 /* The op level's options and its one EXP: 0 or -1 (error slot). */
 static int ops_opts(const repro_bisect_args *a, int argc, char **argv, bisect_ops_cli *o)
 {
-    if (repro_bisect_args_only(a, BIT(BI_REPEAT) | BIT(BI_QUARANTINE) | BIT(BI_BATCHINV) |
+    if (args_only(a, BIT(BI_REPEAT) | BIT(BI_QUARANTINE) | BIT(BI_BATCHINV) |
                                       BIT(BI_BATCH_SIZES),
                                "the op level of an experiment (--build needs --commits; --name "
                                "and --timeout are for a program after '--')"))
         return -1;
-    if (repro_bisect_args_repeat(a, 2, 32, 3, &o->b.repeat))
+    if (args_repeat(a, 2, 32, 3, &o->b.repeat))
         return -1;
     o->b.pass = a->co.pass;
     o->b.quarantine = a->quarantine;
@@ -245,66 +268,6 @@ static int ops_opts(const repro_bisect_args *a, int argc, char **argv, bisect_op
     o->b.exp = argv[optind];
     o->b.quiet = o->json || a->co.quiet;
     return 0;
-}
-
-/* The first divergent op, in words and in doc. */
-static void report_first(const bisect_ops_cli *o, const repro_bisect_ops_result *r, json_t *doc)
-{
-    json_t *fo = json_pack("{s:I, s:s, s:s, s:s}", "step", (json_int_t)r->first_step, "name",
-                           r->name, "phase", r->phase[0] ? r->phase : "?", "layer", r->layer);
-    if (r->op[0])
-        json_object_set_new(fo, "op", json_string(r->op));
-    if (r->variant[0])
-        json_object_set_new(fo, "variant", json_string(r->variant));
-    if (r->has_info)
-        json_object_set_new(fo, "deterministic", json_boolean(r->deterministic));
-    json_object_set_new(fo, "inputs_identical", json_boolean(r->inputs_identical));
-    json_object_set_new(doc, "diverged", json_true());
-    json_object_set_new(doc, "first_divergent_op", fo);
-    if (o->json)
-        return;
-    printf("first divergence: step %ld, %s, layer %s, %s (op %s, variant %s%s)\n", r->first_step,
-           !strcmp(r->phase, "fwd") ? "forward" : !strcmp(r->phase, "bwd") ? "backward" : "-",
-           r->layer[0] ? r->layer : "-", r->name, r->op[0] ? r->op : "?",
-           r->variant[0] ? r->variant : "?",
-           r->has_info ? (r->deterministic ? ", deterministic" : ", NONdeterministic") : "");
-    if (r->no_op_differs)
-        printf("  (no op output differs there: the first differing tensor is shown)\n");
-    if (r->inputs_identical)
-        printf("  its inputs were identical in both runs (step %ld's state, the batch and every "
-               "op output before it agree bit for bit): %s produced different outputs from "
-               "identical inputs, so it is nondeterministic%s\n",
-               r->first_step - 1, r->op[0] ? r->op : r->name,
-               r->has_info && r->deterministic
-                   ? " — although its variant is registered as deterministic: the kernel or "
-                     "its registration is wrong"
-                   : "");
-}
-
-/* The culprits, in words and in doc. */
-static void report_culprits(const bisect_ops_cli *o, const repro_bisect_ops_result *r,
-                            json_t *cul)
-{
-    for (int i = 0; i < r->nculprits; i++) {
-        char v[64];
-        repro_config_variant_name(&r->cfg, r->culprits[i], v, sizeof v);
-        json_array_append_new(cul, json_pack("{s:s, s:s}", "op",
-                                             repro_config_key_name(r->culprits[i]), "variant", v));
-    }
-    if (o->json)
-        return;
-    if (r->nculprits == 0)
-        printf("culprits: none of the %d nondeterministic variants in use makes the runs differ "
-               "on its own within %ld steps x %d runs\n",
-               r->ncand, r->test_steps, o->b.repeat);
-    else
-        printf("culprit%s (minimal: with %s deterministic the runs reproduce):\n",
-               r->nculprits == 1 ? "" : "s", r->nculprits == 1 ? "it" : "them");
-    for (int i = 0; i < r->nculprits; i++) {
-        char v[64];
-        repro_config_variant_name(&r->cfg, r->culprits[i], v, sizeof v);
-        printf("  variant.%s = %s\n", repro_config_key_name(r->culprits[i]), v);
-    }
 }
 
 /* (b) after a divergence: the culprit search and its report. The exit code
@@ -325,7 +288,7 @@ static int culprits(const bisect_ops_cli *o, repro_bisect_ops_result *r, json_t 
     } else if (repro_bisect_ops_culprits(&o->b, r)) {
         exit_code = repro_report_error();
     } else {
-        report_culprits(o, r, cul);
+        repro_bisect_ops_report_culprits(o->json ? NULL : stdout, r, o->b.repeat, cul);
     }
     json_object_set_new(doc, "culprits", cul);
     json_object_set_new(doc, "candidates", json_integer(r->ncand));
@@ -349,7 +312,7 @@ static int bisect_ops(const bisect_ops_cli *o, repro_bisect_ops_result *r)
             printf("no divergence: two runs agree bit for bit over %ld steps%s\n", r->steps,
                    o->b.quarantine ? " (with the quarantined op substituted)" : "");
     } else {
-        report_first(o, r, doc);
+        repro_bisect_ops_report_first(o->json ? NULL : stdout, r, doc);
         exit_code = culprits(o, r, doc);
     }
     json_object_set_new(doc, "runs", json_integer(r->runs));
@@ -364,56 +327,6 @@ static int bisect_ops(const bisect_ops_cli *o, repro_bisect_ops_result *r)
 }
 
 /* ---- batch invariance ---------------------------------------------------------- */
-
-static void report_batchinv(const bisect_ops_cli *o, const repro_bisect_batchinv_result *r,
-                            json_t *doc)
-{
-    const repro_batchinv_result *c = &r->check;
-    const repro_batchinv_mismatch *m = c->nshown ? &c->shown[0]
-                                       : c->train_nshown ? &c->train_shown[0] : NULL;
-    json_t *cul = json_array();
-    for (int i = 0; i < r->nculprits; i++) {
-        char v[64];
-        repro_config_variant_name(&r->cfg, r->culprits[i], v, sizeof v);
-        json_array_append_new(cul, json_pack("{s:s, s:s}", "op",
-                                             repro_config_key_name(r->culprits[i]), "variant", v));
-    }
-    json_object_set_new(doc, "first_divergent_op",
-                        m && m->first_op[0]
-                            ? json_pack("{s:s, s:s, s:s, s:I}", "name", m->first_op, "op", m->op,
-                                        "variant", m->variant, "sample", (json_int_t)m->sample)
-                            : json_null());
-    json_object_set_new(doc, "candidates", json_integer(r->ncand));
-    json_object_set_new(doc, "culprits", cul);
-    json_object_set_new(doc, "jointly", json_boolean(r->jointly));
-    if (o->json)
-        return;
-    printf("NOT batch-invariant (scope: %s): %d of %d held-out samples and %d of %d training "
-           "samples differ with their batch\n",
-           REPRO_BATCHINV_SCOPE, c->ndiffer, c->nsamples, c->train_ndiffer, c->train_batch);
-    if (m)
-        printf("first divergent op: %s (op %s, variant %s), sample %ld: %s vs %s\n",
-               m->first_op[0] ? m->first_op : "?", m->op[0] ? m->op : "?",
-               m->variant[0] ? m->variant : "?", m->sample, m->a.label, m->b.label);
-    if (r->ncand == 0)
-        printf("no variant in use is registered not batch-invariant: a kernel registered "
-               "batch-invariant is not (%s): the kernel or its registration is wrong\n",
-               m && m->op[0] ? m->op : "see the first divergent op");
-    else if (r->nculprits == 0)
-        printf("culprits: none: with the %d non-batch-invariant variant%s at %s default the check "
-               "still fails\n",
-               r->ncand, r->ncand == 1 ? "" : "s", r->ncand == 1 ? "its" : "their");
-    else
-        printf("culprit%s (with %s at the default the check passes%s):\n",
-               r->nculprits == 1 ? "" : "s", r->nculprits == 1 ? "it" : "them",
-               r->jointly ? "; no one alone suffices" : "");
-    for (int i = 0; i < r->nculprits; i++) {
-        char v[64];
-        repro_config_variant_name(&r->cfg, r->culprits[i], v, sizeof v);
-        printf("  variant.%s = %s (not batch-invariant)\n", repro_config_key_name(r->culprits[i]),
-               v);
-    }
-}
 
 /* `bisect EXP --batch-invariance`: 0 invariant, 1 not (culprits named). */
 static int bisect_batchinv(bisect_ops_cli *o)
@@ -438,7 +351,7 @@ static int bisect_batchinv(bisect_ops_cli *o)
                    "compositions: nothing to bisect\n",
                    r->check.ncomps);
     } else {
-        report_batchinv(o, r, doc);
+        repro_bisect_batchinv_report(o->json ? NULL : stdout, r, doc);
         exit_code = REPRO_EXIT_MISMATCH;
     }
     json_object_set_new(doc, "checks", json_integer(r->tests));
@@ -466,6 +379,47 @@ static int cmd_bisect_ops(const repro_bisect_args *a, int argc, char **argv)
     else
         rc = bisect_ops(&o, r);
     free(r);
+    return rc;
+}
+
+/* ---- a program's op level ----------------------------------------------------- */
+
+/* `repro bisect [options] -- PROGRAM ARGS...`: K runs at trace level op
+ * (bisect_ops.h). Exit 1 when a difference was found, 0 when all agree. */
+static int cmd_bisect_program(const repro_bisect_args *a, int argc, char **argv,
+                              char **program)
+{
+    if (args_only(a, BIT(BI_REPEAT) | BIT(BI_NAME) | BIT(BI_TIMEOUT),
+                  "the op level of a program (give --commits for the commit search)"))
+        return repro_report_error();
+    if (optind != argc) {
+        repro_error_set(REPRO_EINVAL, "bisect: '%s' and a program after '--': give one",
+                        argv[optind]);
+        return repro_report_error();
+    }
+    int repeat;
+    if (args_repeat(a, 2, 32, 3, &repeat))
+        return repro_report_error();
+    repro_multirun *m = repro_cli_program_runs(&a->co, program, a->name, a->timeout_s, "bisect");
+    if (!m)
+        return REPRO_EXIT_ENV;
+    m->pass[m->npass++] = "--set";
+    m->pass[m->npass++] = "trace.level=op";
+    int rc = repro_multirun_add_runs(m, repeat);
+    if (rc || repro_multirun_execute(m)) {
+        rc = repro_report_error();
+    } else {
+        json_t *doc = a->co.json ? json_object() : NULL;
+        rc = repro_bisect_program_ops_report(stdout, m, doc) ? REPRO_EXIT_MISMATCH : 0;
+        if (doc) {
+            json_dumpf(doc, stdout, JSON_INDENT(2));
+            fputc('\n', stdout);
+            json_decref(doc);
+        }
+        rc = repro_finish_stdout(rc);
+    }
+    repro_multirun_release(m);
+    free(m);
     return rc;
 }
 
@@ -518,7 +472,7 @@ int repro_cmd_bisect(int argc, char **argv)
     else if (a->commits)
         rc = cmd_bisect_commits(a, argc, argv, program);
     else if (program)
-        rc = repro_cmd_bisect_program(a, argc, argv, program);
+        rc = cmd_bisect_program(a, argc, argv, program);
     else
         rc = cmd_bisect_ops(a, argc, argv);
     free(a);

@@ -13,7 +13,7 @@
 #include "record/env.h"
 #include "util/error.h"
 #include "util/fault.h"
-#include "golden/git.h"
+#include "history/git.h"
 #include "golden/golden.h"
 #include "analysis/multirun.h"
 #include "util/numparse.h"

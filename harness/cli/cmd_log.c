@@ -11,7 +11,7 @@
 #include "core/config.h"
 #include "util/error.h"
 #include "util/escape.h"
-#include "golden/git.h"
+#include "history/git.h"
 #include "golden/golden.h"
 #include "analysis/multirun.h"
 #include "util/numparse.h"

@@ -18,7 +18,7 @@
 #include "util/error.h"
 #include "util/fault.h"
 #include "util/escape.h"
-#include "golden/git.h"
+#include "history/git.h"
 #include "analysis/multirun.h"
 #include "util/child.h"
 #include "verify/sign.h"

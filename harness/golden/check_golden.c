@@ -10,7 +10,7 @@
 #include "record/env.h"
 #include "util/error.h"
 #include "util/escape.h"
-#include "golden/git.h"
+#include "history/git.h"
 #include "golden/golden.h"
 #include "analysis/multirun.h"
 

@@ -1,4 +1,5 @@
-/* The git layer: the few questions repro asks of the repository a golden
+/* The history layer (harness/history/, the only code that includes
+ * <git2.h>): the few questions repro asks of the repository a golden
  * record is tied to (which commit, is the tree dirty, what changed in the
  * numerics paths since the golden was blessed, how a golden evolved), asked
  * through libgit2 and answered in plain structs the caller frees.
@@ -169,7 +170,7 @@ int repro_git_path_history(repro_git *g, const char *prefix, size_t max,
                            repro_git_history **out);
 void repro_git_history_free(repro_git_history *h);
 
-/* ---- what commit bisection needs (git_bisect.c) ----------------------- */
+/* ---- what commit bisection needs (git_range.c, git_worktree.c) --------- */
 
 /* The commits after `good` up to `bad` on bad's first-parent chain, oldest
  * first (*ids: malloc'd, 40-hex each; *n their count, >= 1): a
@@ -212,7 +213,7 @@ void repro_git_paths_free(char **paths, size_t n);
 
 /* Sets the error slot to "WHAT: <libgit2's last message>" (libgit2 1.5.1
  * may leave none: git_error_last() can return NULL) and returns -1: for
- * the git layer's other files (git_bisect.c). */
+ * the history layer's files. */
 int repro_git_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* "libgit2 1.5.1", for environment fingerprints and `repro env`. */

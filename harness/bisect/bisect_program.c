@@ -1,7 +1,7 @@
 /* One probed commit's runs of the user's program (see bisect_program.h):
  * a multirun of K external runs in the worktree, whose traces are handed to
  * the caller, and a failure turned into "this commit cannot be tested". */
-#include "golden/bisect_program.h"
+#include "bisect/bisect_program.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "golden/git.h"
+#include "history/git.h"
 
 /* A probed commit's verdict. */
 enum {

@@ -1,7 +1,7 @@
 /* Commit bisection's reports (see bisect_commits.h): each probe's line as
  * it is decided, the closing summary, and the same as one JSON document.
  * They read only the result, so they live apart from the search. */
-#include "golden/bisect_commits.h"
+#include "bisect/bisect_commits.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/bisect_ops.h"
+#include "bisect/bisect_ops.h"
 #include "kernels/variants.h"
 #include "util/error.h"
 

@@ -11,10 +11,14 @@
  *  (c) quarantine OP substitutes the reference run's output of OP in the
  *      other run at every step (train_record.h taps), so the comparison goes on
  *      past a known-nondeterministic op and finds what else differs.
- * A library: results in a struct, errors in the error slot; cli/cmd_bisect.c
- * parses the options and prints. Runs live under runs/<experiment>/. */
+ * A library: results in a struct, errors in the error slot, reports in
+ * words and JSON (bisect_ops_report.c); cli/cmd_bisect.c parses the options.
+ * Runs live under runs/<experiment>/. */
 #ifndef REPRO_BISECT_OPS_H
 #define REPRO_BISECT_OPS_H
+
+#include <jansson.h>
+#include <stdio.h>
 
 #include "analysis/batchinv.h"
 #include "analysis/multirun.h"
@@ -66,6 +70,13 @@ int repro_bisect_ops_locate(const repro_bisect_ops_opts *o, repro_bisect_ops_res
  * repeat runs), or -1 (error slot). */
 int repro_bisect_ops_culprits(const repro_bisect_ops_opts *o, repro_bisect_ops_result *r);
 
+/* The reports (bisect_ops_report.c): each fills doc (or cul, a JSON array)
+ * and, when out is not NULL, writes the same in words. The first divergent
+ * op of (a); the culprits of (b), found with `repeat` runs per test. */
+void repro_bisect_ops_report_first(FILE *out, const repro_bisect_ops_result *r, json_t *doc);
+void repro_bisect_ops_report_culprits(FILE *out, const repro_bisect_ops_result *r, int repeat,
+                                      json_t *cul);
+
 /* ---- batch invariance (bisect_batchinv.c) ---------------------------------
  * `repro bisect EXP --batch-invariance`: the batch-invariance check
  * (batchinv.h) with the experiment's variants; when it fails, each variant
@@ -88,5 +99,17 @@ typedef struct {
  * (error slot). `bo` gives the batch sizes; o the experiment and options. */
 int repro_bisect_batchinv(const repro_bisect_ops_opts *o, const repro_batchinv_opts *bo,
                           repro_bisect_batchinv_result *r);
+/* A failed check (!r->check.batch_invariant): the first divergent op and
+ * the culprits, into doc and, when out is not NULL, in words. */
+void repro_bisect_batchinv_report(FILE *out, const repro_bisect_batchinv_result *r, json_t *doc);
+
+/* ---- the op level of a program (bisect_program_ops.c) ----------------------
+ * `repro bisect -- PROGRAM ARGS...`: the program's K runs at trace level op
+ * (the caller runs them through multirun.h). Reports the first pair of
+ * runs that differ, its first divergent op and whether that op's inputs
+ * were identical (then the op is nondeterministic), into doc when it is
+ * not NULL (--json), else in words on out. 1 when some runs differ, 0 when
+ * all agree. */
+int repro_bisect_program_ops_report(FILE *out, const repro_multirun *m, json_t *doc);
 
 #endif

@@ -1,6 +1,6 @@
 /* Op-level bisect (see bisect_ops.h): locate the first divergent op, then
  * delta-debug the nondeterministic variants in use down to the culprits. */
-#include "analysis/bisect_ops.h"
+#include "bisect/bisect_ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
