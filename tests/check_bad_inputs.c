@@ -63,6 +63,17 @@ typedef struct {
 #define STEP(N) "{\"type\":\"step\",\"step\":" N ",\"step_digest\":\"" Z64 "\",\"chain\":\"" C1 "\"}\n"
 #define TRAILER(N, C) "{\"type\":\"trailer\",\"steps\":" N ",\"chain\":\"" C "\"}\n"
 #define MIN_INI "[model]\ntype = mlp\n[train]\nsteps = 1\n"
+/* A detailed step 1 with the tensors TS (each TT(NAME, DTYPE, L2)): its
+ * digests are right for exactly one tensor whose digest is zero (D1: the
+ * SHA-256 of 32 zero bytes; DC1 the chain after it). */
+#define D1 "66687aadf862bd776c8fc18b8e9f8e20089714856ee233b3902a591d0d5f2925"
+#define DC1 "6e96bce3e21a7bdcddd1735dab055b838071df7dc4ae4f0e16be0a1b4cb8735c"
+#define TT(NAME, DTYPE, L2)                                                                     \
+    "{\"name\":\"" NAME "\",\"dtype\":\"" DTYPE "\",\"shape\":[2],\"digest\":\"" Z64 "\",\"l2\":" L2 \
+    ",\"sum\":0,\"max_abs\":0,\"nonfinite\":0}"
+#define DSTEP(LOSS, TS)                                                                         \
+    "{\"type\":\"step\",\"step\":1,\"step_digest\":\"" D1 "\",\"chain\":\"" DC1 "\",\"epoch\":0," \
+    "\"loss\":\"" LOSS "\",\"tensors\":[" TS "]}\n"
 
 /* A receipt-shaped object without a valid signature. */
 #define RC(VERDICT, EXTRA) "{\"repro_receipt\": 1, \"verdict\": " VERDICT EXTRA "}\n"
@@ -160,6 +171,21 @@ static const row rows[] = {
      NULL, 0, "", 0},
     {"trace", "line over the limit", NULL, over_limit_trace_line, 2, "bad.jsonl:1: line longer than the 1024 KiB limit", 0},
     {"trace", "FIFO", "{}\n", NULL, 2, "bad.jsonl: not a regular file (a FIFO)", 4},
+    /* Looser than docs/FORMATS.md: each was read (issue 33, item 6). */
+    {"trace", "detailed step (control)", TH("") DSTEP("0x3f800000", TT("w", "f32", "1")) TRAILER("1", DC1),
+     NULL, 0, "", 0},
+    {"trace", "loss bits with a sign", TH("") DSTEP("0x+0000001", TT("w", "f32", "1")), NULL, 2,
+     "bad.jsonl:2: \"loss\" must be float32 bits as \"0x\" and 8 hex digits, not \"0x+0000001\"", 0},
+    {"trace", "loss bits with a blank", TH("") DSTEP("0x 0000001", TT("w", "f32", "1")), NULL, 2,
+     "bad.jsonl:2: \"loss\" must be float32 bits", 0},
+    {"trace", "dtype f128", TH("") DSTEP("0x3f800000", TT("w", "f128", "1")), NULL, 2,
+     "bad.jsonl:2: tensors[0] (\"w\"): \"dtype\" is \"f128\", expected one of", 0},
+    {"trace", "duplicate tensor names", TH("") DSTEP("0x3f800000", TT("w", "f32", "1") "," TT("w", "f32", "2")),
+     NULL, 2, "bad.jsonl:2: tensors[0] and tensors[1] are both named \"w\"", 0},
+    {"trace", "null statistic", TH("") DSTEP("0x3f800000", TT("w", "f32", "null")), NULL, 2,
+     "bad.jsonl:2: tensors[0] (\"w\"): \"l2\" must be a number, not null", 0},
+    {"trace", "negative L2", TH("") DSTEP("0x3f800000", TT("w", "f32", "-1")), NULL, 2,
+     "bad.jsonl:2: tensors[0] (\"w\"): \"l2\" is -1: it cannot be negative", 0},
     {"trace", "ESC in the experiment (a fake verdict line)",
      TH_AS("\\u001b[2J\\u001b[1;1Hreproduced", "0") STEP("1") TRAILER("1", C1), NULL, 0, "", 0},
     {"trace", "ESC in the seed", TH_AS("x", "\\u001b[31m0") STEP("1") TRAILER("1", C1), NULL, 0, "", 0},
