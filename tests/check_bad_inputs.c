@@ -63,6 +63,21 @@ typedef struct {
 #define STEP(N) "{\"type\":\"step\",\"step\":" N ",\"step_digest\":\"" Z64 "\",\"chain\":\"" C1 "\"}\n"
 #define TRAILER(N, C) "{\"type\":\"trailer\",\"steps\":" N ",\"chain\":\"" C "\"}\n"
 #define MIN_INI "[model]\ntype = mlp\n[train]\nsteps = 1\n"
+/* A detailed step 1 with the tensors TS (each TT(NAME, DTYPE, L2), whose
+ * digest is zero): DSTEP's digests are right for one tensor (D1: SHA-256 of
+ * 32 zero bytes; DC1 the chain after it), DSTEP2's for two (C1: of 64 zero
+ * bytes; DC2), so that each row is wrong in one way only. */
+#define D1 "66687aadf862bd776c8fc18b8e9f8e20089714856ee233b3902a591d0d5f2925"
+#define DC1 "6e96bce3e21a7bdcddd1735dab055b838071df7dc4ae4f0e16be0a1b4cb8735c"
+#define DC2 "b62c0bf36d7fee9a6ed49f7529e9fbf6ebc93268f43832b4033eef0ba335ba65"
+#define TT(NAME, DTYPE, L2)                                                                     \
+    "{\"name\":\"" NAME "\",\"dtype\":\"" DTYPE "\",\"shape\":[2],\"digest\":\"" Z64 "\",\"l2\":" L2 \
+    ",\"sum\":0,\"max_abs\":0,\"nonfinite\":0}"
+#define DSTEP_AS(SD, CH, LOSS, TS)                                                              \
+    "{\"type\":\"step\",\"step\":1,\"step_digest\":\"" SD "\",\"chain\":\"" CH "\",\"epoch\":0," \
+    "\"loss\":\"" LOSS "\",\"tensors\":[" TS "]}\n"
+#define DSTEP(LOSS, TS) DSTEP_AS(D1, DC1, LOSS, TS) TRAILER("1", DC1)
+#define DSTEP2(LOSS, TS) DSTEP_AS(C1, DC2, LOSS, TS) TRAILER("1", DC2)
 
 /* A receipt-shaped object without a valid signature. */
 #define RC(VERDICT, EXTRA) "{\"repro_receipt\": 1, \"verdict\": " VERDICT EXTRA "}\n"
@@ -160,6 +175,23 @@ static const row rows[] = {
      NULL, 0, "", 0},
     {"trace", "line over the limit", NULL, over_limit_trace_line, 2, "bad.jsonl:1: line longer than the 1024 KiB limit", 0},
     {"trace", "FIFO", "{}\n", NULL, 2, "bad.jsonl: not a regular file (a FIFO)", 4},
+    /* Looser than docs/FORMATS.md: each was read (issue 33, item 6). */
+    {"trace", "detailed step (control)", TH("") DSTEP("0x3f800000", TT("w", "f32", "1")),
+     NULL, 0, "", 0},
+    {"trace", "loss bits with a sign", TH("") DSTEP("0x+0000001", TT("w", "f32", "1")), NULL, 2,
+     "bad.jsonl:2: \"loss\" must be float32 bits as \"0x\" and 8 hex digits, not \"0x+0000001\"", 0},
+    {"trace", "loss bits with a blank", TH("") DSTEP("0x 0000001", TT("w", "f32", "1")), NULL, 2,
+     "bad.jsonl:2: \"loss\" must be float32 bits", 0},
+    {"trace", "dtype f128", TH("") DSTEP("0x3f800000", TT("w", "f128", "1")), NULL, 2,
+     "bad.jsonl:2: tensors[0] (\"w\"): \"dtype\" is \"f128\", expected one of", 0},
+    {"trace", "two tensors (control)", TH("") DSTEP2("0x3f800000", TT("w", "f32", "1") "," TT("v", "f32", "2")),
+     NULL, 0, "", 0},
+    {"trace", "duplicate tensor names", TH("") DSTEP2("0x3f800000", TT("w", "f32", "1") "," TT("w", "f32", "2")),
+     NULL, 2, "bad.jsonl:2: tensors[0] and tensors[1] are both named \"w\"", 0},
+    {"trace", "null statistic", TH("") DSTEP("0x3f800000", TT("w", "f32", "null")), NULL, 2,
+     "bad.jsonl:2: tensors[0] (\"w\"): \"l2\" must be a number, not null", 0},
+    {"trace", "negative L2", TH("") DSTEP("0x3f800000", TT("w", "f32", "-1")), NULL, 2,
+     "bad.jsonl:2: tensors[0] (\"w\"): \"l2\" is -1: it cannot be negative", 0},
     {"trace", "ESC in the experiment (a fake verdict line)",
      TH_AS("\\u001b[2J\\u001b[1;1Hreproduced", "0") STEP("1") TRAILER("1", C1), NULL, 0, "", 0},
     {"trace", "ESC in the seed", TH_AS("x", "\\u001b[31m0") STEP("1") TRAILER("1", C1), NULL, 0, "", 0},

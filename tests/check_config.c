@@ -104,6 +104,13 @@ START_TEST(test_error_paths)
     expect_error("[train]\nsteps = 12x\n", 2, "not an integer");
     expect_error("[train]\nthreads = 99999999999999999999\n", 2, "not an integer");
     expect_error("[train]\nlr = fast\n", 2, "'fast' is not a number");
+    /* Numbers a double cannot hold: each says which way (both said "is
+     * not a number"); the file:line comes with them. */
+    expect_error("[train]\nlr = 1e-320\n", 2,
+                 "lr: '1e-320' underflows floating point (not zero, but closer to it");
+    expect_error("[train]\nlr = 1e400\n", 2, "lr: '1e400' overflows floating point");
+    expect_error("[train]\nlr = -1e400\n", 2, "lr: '-1e400' overflows floating point");
+    expect_error("[train]\n\nweight_decay = 1e-400\n", 3, "'1e-400' underflows floating point");
     expect_error("[train]\nlr = nan\n", 2, "not a finite number");
     expect_error("[train]\nlr = inf\n", 2, "not a finite number");
     expect_error("[train]\nlr = 0\n", 2, "out of range (0, 10]");

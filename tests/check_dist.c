@@ -6,9 +6,14 @@
  * world size exact (refused under ring); joining a job started by mpirun.
  * Skipped, saying so, where this build has no MPI or mpirun is absent. */
 #include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/dist.h"
@@ -156,6 +161,123 @@ START_TEST(test_replica_drift_is_reported)
     ck_assert_msg(strstr(out, "\"rank\": 0") && r1 && strstr(r1, "\"ms_per_step\"") &&
                       strstr(r1, "\"peak_rss_mib\""),
                   "%.1500s", out);
+}
+END_TEST
+
+/* The pid of the process whose environment has REPRO_TEST_TAG=tag and
+ * OMPI_COMM_WORLD_RANK=rank, or 0. */
+static pid_t find_rank(const char *tag, int rank)
+{
+    char want_tag[96], want_rank[48];
+    snprintf(want_tag, sizeof want_tag, "REPRO_TEST_TAG=%s", tag);
+    snprintf(want_rank, sizeof want_rank, "OMPI_COMM_WORLD_RANK=%d", rank);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = 0;
+    static char buf[1 << 16];
+    while (d && !found && (e = readdir(d))) {
+        char path[300];
+        snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+        FILE *f = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? fopen(path, "rb") : NULL;
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        int tagged = 0, ranked = 0;
+        for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+            tagged |= !strcmp(buf + i, want_tag);
+            ranked |= !strcmp(buf + i, want_rank);
+        }
+        if (tagged && ranked)
+            found = (pid_t)atol(e->d_name);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Starts `repro run --ranks 2` for many steps, and once both ranks train,
+ * sends sig to rank `target` (-1: to repro itself). Its exit status, and
+ * its stderr in err. */
+static int signal_during_run(int target, int sig)
+{
+    static int serial;
+    char tag[64], errp[TU_TMP_LEN + 16];
+    snprintf(tag, sizeof tag, "dist-%ld-%d", (long)getpid(), serial++);
+    tu_tmp_template(errp, sizeof errp, "err");
+    int efd = mkstemp(errp);
+    ck_assert_int_ge(efd, 0);
+    const char *bin = getenv("REPRO_BIN") ? getenv("REPRO_BIN") : "build/repro";
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        setenv("REPRO_TEST_TAG", tag, 1);
+        int nul = open("/dev/null", O_WRONLY);
+        dup2(nul, 1);
+        dup2(efd, 2);
+        execl(bin, bin, "run", MLP, "--ranks", "2", "--steps", "1000000", "--no-trace", "-q",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(efd);
+    pid_t victim = 0;
+    for (int i = 0; i < 1200 && !(find_rank(tag, 0) && find_rank(tag, 1)); i++)
+        nap_ms(50);
+    ck_assert_msg(find_rank(tag, 0) && find_rank(tag, 1), "the ranks did not start");
+    nap_ms(1000); /* training under way; the launcher has seen both ranks */
+    victim = target < 0 ? pid : find_rank(tag, target);
+    ck_assert_int_gt(victim, 0);
+    ck_assert_int_eq(kill(victim, sig), 0);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    /* Nothing of the job outlives it. */
+    for (int i = 0; i < 100 && (find_rank(tag, 0) || find_rank(tag, 1)); i++)
+        nap_ms(50);
+    ck_assert_msg(!find_rank(tag, 0) && !find_rank(tag, 1), "a rank outlived the job");
+    FILE *f = fopen(errp, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(err, 1, sizeof err - 1, f);
+    err[n] = '\0';
+    fclose(f);
+    unlink(errp);
+    ck_assert_msg(WIFEXITED(st), "repro itself died of signal %d", WTERMSIG(st));
+    return WEXITSTATUS(st);
+}
+
+/* A rank's death says which rank and how, and exits 3 (the run could not
+ * complete): it exited 137 with only Open MPI's "Read -1, expected ...",
+ * or 143 in silence. A signal to repro itself stops the job and exits
+ * 128 + the signal (SIGTERM was a silent exit 1, "mismatch"). */
+START_TEST(test_rank_death_is_reported)
+{
+    if (!have_mpi())
+        return;
+    int rc = signal_during_run(1, SIGKILL);
+    ck_assert_msg(rc == 3, "exit %d: %.1500s", rc, err);
+    ck_assert_msg(strstr(err, "repro: run: rank 1 of 2 (pid ") &&
+                      strstr(err, "killed by signal 9 (Killed), and the MPI job stopped"),
+                  "%.1500s", err);
+    rc = signal_during_run(0, SIGTERM);
+    ck_assert_msg(rc == 3, "exit %d: %.1500s", rc, err);
+    ck_assert_msg(strstr(err, "repro: run: rank 0 of 2 (pid ") &&
+                      strstr(err, "killed by signal 15 (Terminated)"),
+                  "%.1500s", err);
+    rc = signal_during_run(-1, SIGTERM);
+    ck_assert_msg(rc == 143, "exit %d: %.1500s", rc, err);
+    ck_assert_msg(strstr(err, "repro: run: terminated (SIGTERM): the MPI job of 2 ranks was "
+                              "stopped"),
+                  "%.1500s", err);
+    ck_assert_msg(!strstr(err, "rank 0 of 2") && !strstr(err, "rank 1 of 2"), "%.1500s", err);
+    rc = signal_during_run(-1, SIGINT);
+    ck_assert_msg(rc == 130, "exit %d: %.1500s", rc, err);
+    ck_assert_msg(strstr(err, "repro: run: interrupted (SIGINT)"), "%.1500s", err);
 }
 END_TEST
 
@@ -311,6 +433,7 @@ Suite *dist_suite(void)
     tcase_add_test(tc, test_arrival_fails_run_to_run);
     tcase_add_test(tc, test_bisect_names_arrival);
     tcase_add_test(tc, test_replica_drift_is_reported);
+    tcase_add_test(tc, test_rank_death_is_reported);
     tcase_add_test(tc, test_resume_across_world_sizes);
     tcase_add_test(tc, test_joins_an_mpi_job);
     tcase_add_test(tc, test_compare_varies_ranks);

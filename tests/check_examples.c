@@ -291,6 +291,75 @@ START_TEST(test_python_client_digests_equal_c)
 }
 END_TEST
 
+/* The client converts nothing silently (issue 33, item 9): a name with a
+ * NUL byte was recorded cut at it, step(2**64 + 1) as step 1 and seed -1 as
+ * 2**64 - 1 (ctypes wraps), and a plain list became float64 although the
+ * docstring refuses it. Each is now a ValueError or TypeError naming the
+ * argument, raised before anything reaches C; the recorder is unharmed
+ * (the good calls after them write a trace that reads, with step 1 and
+ * the names as given). */
+static const char refusals_py[] =
+    "import json, os, tempfile, numpy as np, repro\n"
+    "d = tempfile.mkdtemp()\n"
+    "p = os.path.join(d, 't.jsonl')\n"
+    "def expect(exc, word, f):\n"
+    "    try:\n"
+    "        f()\n"
+    "    except exc as e:\n"
+    "        assert str(e).startswith(word + ' '), (word, str(e))\n"
+    "        print('refused', type(e).__name__, e)\n"
+    "        return\n"
+    "    raise SystemExit('not refused: ' + word)\n"
+    "x = np.zeros(3, dtype=np.float32)\n"
+    "rec = repro.Recorder('t', 7, trace_path=p)\n"
+    "expect(ValueError, 'name', lambda: rec.tensor('a\\x00b', x))\n"
+    "expect(ValueError, 'name', lambda: rec.op('a\\x00b', x))\n"
+    "expect(ValueError, 'name', lambda: repro.tensor_digest('a\\x00b', x))\n"
+    "expect(TypeError, 'name', lambda: rec.tensor(b'a', x))\n"
+    "expect(TypeError, 'x', lambda: rec.tensor('a', [1.0, 2.0]))\n"
+    "expect(TypeError, 'x', lambda: repro.tensor_digest('a', [1, 2]))\n"
+    "expect(TypeError, 'x', lambda: rec.tensor('a', 1.5))\n"
+    "expect(ValueError, 'step', lambda: rec.step(2**64 + 1, 0.5))\n"
+    "expect(ValueError, 'step', lambda: rec.step(-1, 0.5))\n"
+    "expect(TypeError, 'step', lambda: rec.step(1.0, 0.5))\n"
+    "expect(TypeError, 'step', lambda: rec.step(True, 0.5))\n"
+    "q = os.path.join(d, 'u.jsonl')\n"
+    "expect(ValueError, 'seed', lambda: repro.Recorder('t', -1, trace_path=q))\n"
+    "expect(ValueError, 'seed', lambda: repro.Recorder('t', 2**64, trace_path=q))\n"
+    "expect(ValueError, 'experiment', lambda: repro.Recorder('t\\x00u', 1, trace_path=q))\n"
+    "expect(ValueError, 'default_seed', lambda: repro.RunEnv.read(-1))\n"
+    "expect(ValueError, 'base_seed', lambda: repro.worker_seed(-1, 0))\n"
+    "assert not os.path.exists(q)\n"
+    "rec.tensor('a', x)\n"
+    "rec.tensor('b', np.arange(2, dtype=np.int64))\n"
+    "rec.step(np.int64(1), 0.5)\n"
+    "rec.close()\n"
+    "lines = [json.loads(l) for l in open(p)]\n"
+    "assert lines[0]['seed'] == '7', lines[0]['seed']\n"
+    "assert lines[1]['step'] == 1 and lines[-1]['steps'] == 1\n"
+    "assert repro.worker_seed(2**64 - 1, 1) == 0\n"
+    "print('ok', [t['name'] for t in lines[1]['tensors']])\n";
+
+START_TEST(test_python_client_refuses_conversions)
+{
+    char out[8192];
+    int rc = python("import numpy\n", out, sizeof out);
+    if (rc != 0) {
+        fprintf(stderr, "examples: skipped: no NumPy for /usr/bin/python3 (%s)\n", out);
+        return;
+    }
+    rc = python(refusals_py, out, sizeof out);
+    ck_assert_msg(rc == 0, "python said (%d):\n%s", rc, out);
+    ck_assert_msg(strstr(out, "ok ['a', 'b']\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "refused ValueError step is 18446744073709551617, outside") != NULL,
+                  "%s", out);
+    ck_assert_msg(strstr(out, "refused ValueError name 'a\\x00b' contains a NUL byte") != NULL,
+                  "%s", out);
+    ck_assert_msg(strstr(out, "refused TypeError x must be a NumPy array or a CPU torch tensor, "
+                              "not list") != NULL, "%s", out);
+}
+END_TEST
+
 /* The PyTorch example through `repro check --`: recorded by the client,
  * two fresh runs identical. */
 START_TEST(test_torch_example_reproduces)
@@ -320,6 +389,7 @@ Suite *examples_suite(void)
     tcase_add_test(tc, test_program_runs_at_once_only_when_asked);
     tcase_add_test(tc, test_bisect_program_names_the_op);
     tcase_add_test(tc, test_python_client_digests_equal_c);
+    tcase_add_test(tc, test_python_client_refuses_conversions);
     tcase_add_test(tc, test_torch_example_reproduces);
     suite_add_tcase(s, tc);
     return s;

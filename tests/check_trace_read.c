@@ -266,7 +266,7 @@ START_TEST(test_good_trace_round_trips)
         "{\"name\": \"param.fc1.weight\", \"dtype\": \"f32\", \"shape\": [256, 784], "
         "\"digest\": \"%s\", \"l2\": 12.5, \"sum\": -0.25, \"max_abs\": 0.75, \"nonfinite\": 0},"
         "{\"name\": \"param.fc1.bias\", \"dtype\": \"f32\", \"shape\": [256], "
-        "\"digest\": \"%s\", \"l2\": 1, \"sum\": null, \"max_abs\": 0, \"nonfinite\": 3}], "
+        "\"digest\": \"%s\", \"l2\": 1, \"sum\": 0.5, \"max_abs\": 0, \"nonfinite\": 3}], "
         "\"ops\": [{\"name\": \"fwd.fc1\", \"dtype\": \"f32\", \"shape\": [64, 256], "
         "\"digest\": \"%s\", \"l2\": 2, \"sum\": 3, \"max_abs\": 4, \"nonfinite\": 5}]}\n"
         "{\"type\": \"step\", \"step\": 2, \"step_digest\": \"%s\", \"chain\": \"%s\"}\n"
@@ -318,7 +318,7 @@ START_TEST(test_good_trace_round_trips)
     ck_assert_int_eq(s->tensors[0].nonfinite, 0);
     ck_assert_str_eq(s->tensors[1].name, "param.fc1.bias");
     ck_assert_int_eq(s->tensors[1].ndim, 1);
-    ck_assert(isnan(s->tensors[1].sum)); /* null: a stat jansson could not write */
+    ck_assert_double_eq(s->tensors[1].sum, 0.5); /* stats are finite: null is refused */
     ck_assert_int_eq(s->tensors[1].nonfinite, 3);
     ck_assert_int_eq(s->nops, 1);
     ck_assert_str_eq(s->ops[0].name, "fwd.fc1");
@@ -514,6 +514,133 @@ START_TEST(test_missing_and_mistyped_fields)
     expect_error_free(replace(text, "\"tensors\": [", "\"tensorz\": ["), 2,
                       "\"loss\" without \"tensors\"");
     free(text);
+}
+END_TEST
+
+/* What docs/FORMATS.md allows and no more (issue 33, item 6): the loss is
+ * "0x" and exactly 8 hex digits (strtoul took a sign or blanks after the
+ * "0x"); a dtype is one of eight; a name is once in a step's tensors;
+ * statistics are numbers (the writer's are always finite), a norm not
+ * negative. Each is an error naming file:line, where each was accepted. */
+START_TEST(test_looser_than_the_format_is_refused)
+{
+    char *text = tr_fixture("mlp", 3, 0, TRF_OPS, 1);
+    /* The fixture's loss bits at step 1, whatever they are. */
+    const char *at = strstr(text, "\"loss\": \"0x");
+    ck_assert_ptr_nonnull(at);
+    char loss[32], bad[48];
+    snprintf(loss, sizeof loss, "%.19s", at); /* "loss": "0x12345678 (11 + 8 bytes) */
+    static const char *const looks_hex[] = {"+", " ", "-", "\\t"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(bad, sizeof bad, "\"loss\": \"0x%s%s", looks_hex[i], loss + 12);
+        expect_error_free(replace(text, loss, bad), 2, "\"loss\" must be float32 bits");
+    }
+    expect_error_free(replace(text, "\"loss\": \"0x", "\"loss\": \"0x0x"), 2,
+                      "\"loss\" must be float32 bits");
+    expect_error_free(replace(text, "\"dtype\": \"f32\"", "\"dtype\": \"f128\""), 2,
+                      "tensors[0] (\"batch.ids\"): \"dtype\" is \"f128\", expected one of f32");
+    expect_error_free(replace(text, "\"dtype\": \"f32\"", "\"dtype\": \"F32\""), 2,
+                      "\"dtype\" is \"F32\"");
+    expect_error_free(replace(text, "\"name\": \"batch.x\"", "\"name\": \"batch.ids\""), 2,
+                      "tensors[0] and tensors[1] are both named \"batch.ids\"");
+    static const char *const stats[] = {"l2", "sum", "max_abs"};
+    char from[32], to[48];
+    for (int i = 0; i < 3; i++) {
+        snprintf(from, sizeof from, "\"%s\": ", stats[i]);
+        snprintf(to, sizeof to, "\"%s\": null, \"was\": ", stats[i]);
+        snprintf(bad, sizeof bad, "\"%s\" must be a number, not null", stats[i]);
+        expect_error_free(replace(text, from, to), 2, bad);
+    }
+    expect_error_free(replace(text, "\"l2\": ", "\"l2\": -1.5, \"was\": "), 2,
+                      "tensors[0] (\"batch.ids\"): \"l2\" is -1.5: it cannot be negative");
+    expect_error_free(replace(text, "\"max_abs\": ", "\"max_abs\": -0.25, \"was\": "), 2,
+                      "\"max_abs\" is -0.25: it cannot be negative");
+    expect_error_free(replace(text, "\"loss_value\": ", "\"loss_value\": null, \"was\": "), 2,
+                      "\"loss_value\" must be a number, not null");
+    /* Negative controls: what the format allows still reads. A negative
+     * sum is a sum; upper-case hex digits are hex digits; every dtype. */
+    char path[256];
+    char *ok = replace(text, "\"sum\": 0.5", "\"sum\": -0.5");
+    tu_write_temp(path, sizeof path, "ok.jsonl", ok);
+    ck_assert_msg(repro_trace_read(&tr, path) == 0, "%s", repro_error_message());
+    ck_assert_double_eq(tr.steps[0].tensors[0].sum, -0.5);
+    repro_trace_release(&tr);
+    free(ok);
+    char upper[32];
+    snprintf(upper, sizeof upper, "%s", loss);
+    for (char *c = upper + 11; *c; c++)
+        *c = (char)(*c >= 'a' && *c <= 'f' ? *c - 'a' + 'A' : *c);
+    ok = replace(text, loss, upper);
+    tu_write_temp(path, sizeof path, "ok.jsonl", ok);
+    ck_assert_msg(repro_trace_read(&tr, path) == 0, "%s", repro_error_message());
+    repro_trace_release(&tr);
+    free(ok);
+    static const char *const dtypes[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8", "u32"};
+    for (int i = 0; i < 8; i++) {
+        /* ops are not in the step digest: a dtype there changes no digest */
+        char with[64];
+        snprintf(with, sizeof with, "\"name\": \"fwd.fc1\", \"dtype\": \"%s\"", dtypes[i]);
+        ok = replace(text, "\"name\": \"fwd.fc1\", \"dtype\": \"f32\"", with);
+        tu_write_temp(path, sizeof path, "ok.jsonl", ok);
+        ck_assert_msg(repro_trace_read(&tr, path) == 0, "%s: %s", dtypes[i], repro_error_message());
+        repro_trace_release(&tr);
+        free(ok);
+    }
+    free(text);
+}
+END_TEST
+
+/* B's text with grad.fc1.weight at step 2 (line 3) given the dtype and
+ * shape in `with` (NULL: unchanged) and A's stats (its L2 is 1 there),
+ * so that only the digest and the layout tell it apart (malloc'd). */
+static char *relayout_at_step_2(const char *text, const char *with)
+{
+    const char *line3 = strchr(strchr(text, '\n') + 1, '\n') + 1;
+    static const char from[] = "\"grad.fc1.weight\", \"dtype\": \"f32\", \"shape\": [2, 5]";
+    const char *p = strstr(line3, from);
+    ck_assert_ptr_nonnull(p);
+    const char *l2 = strstr(p, "\"l2\": "), *end = strchr(l2, ',');
+    size_t n = strlen(text) + strlen(from) + 16;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%s%.*s\"l2\": 1%s", (int)(p - text), text, with ? with : from,
+             (int)(l2 - p - strlen(from)), p + strlen(from), end);
+    return out;
+}
+
+/* When B's tensor has another dtype or shape than A's, `repro diff` names
+ * both: it printed A's alone and, the stats being equal, "stats equal: the
+ * bits differ where the stats cannot see" (issue 33, item 6). */
+START_TEST(test_diff_names_both_layouts)
+{
+    static const char *const cases[][2] = {
+        {"\"grad.fc1.weight\", \"dtype\": \"f32\", \"shape\": [5, 2]",
+         "dtype or shape differs: A f32[2,5], B f32[5,2]"},
+        {"\"grad.fc1.weight\", \"dtype\": \"f16\", \"shape\": [2, 5]",
+         "dtype or shape differs: A f32[2,5], B f16[2,5]"},
+    };
+    char *a = tr_fixture("mlp", 3, 0, 0, 1);
+    /* Only grad.fc1.weight's digest differs at step 2, its stats the same. */
+    char *single = tr_fixture("mlp", 3, 2, TRF_SINGLE, 1);
+    char pa[256], pb[256], args[600];
+    static char out[1 << 15], err[1 << 12];
+    tu_write_temp(pa, sizeof pa, "a.jsonl", a);
+    for (int i = 0; i < 3; i++) {
+        char *b = relayout_at_step_2(single, i < 2 ? cases[i][0] : NULL);
+        tu_write_temp(pb, sizeof pb, "b.jsonl", b);
+        snprintf(args, sizeof args, "diff %s %s", pa, pb);
+        ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 1);
+        ck_assert_msg(strstr(out, "grad.fc1.weight") != NULL, "%s", out);
+        if (i < 2) {
+            ck_assert_msg(strstr(out, cases[i][1]) != NULL, "%s", out);
+            ck_assert_msg(strstr(out, "stats equal") == NULL, "%s", out);
+        } else { /* negative control: the same layout, the same stats */
+            ck_assert_msg(strstr(out, "dtype or shape differs") == NULL, "%s", out);
+            ck_assert_msg(strstr(out, "stats equal") != NULL, "%s", out);
+        }
+        free(b);
+    }
+    free(single);
+    free(a);
 }
 END_TEST
 
@@ -840,6 +967,8 @@ Suite *trace_read_suite(void)
     tcase_add_test(tc, test_incomplete_last_line);
     tcase_add_test(tc, test_wrong_type);
     tcase_add_test(tc, test_missing_and_mistyped_fields);
+    tcase_add_test(tc, test_looser_than_the_format_is_refused);
+    tcase_add_test(tc, test_diff_names_both_layouts);
     tcase_add_test(tc, test_bad_hex_digest);
     tcase_add_test(tc, test_steps_out_of_order);
     tcase_add_test(tc, test_line_after_trailer);

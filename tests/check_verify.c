@@ -3,8 +3,8 @@
  * genuine submission verifies; a single altered step digest is rejected
  * naming that step; a trace made with another seed is rejected; an edited
  * or forged receipt fails; a submission over the host's step limit is
- * refused before any training; across environment classes the tolerance
- * policy applies and says so. */
+ * refused before any training; the comparison is the host's policy
+ * whatever environment class the bundle claims. */
 #include <check.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -101,7 +101,7 @@ static void rewrite_manifest(const char *bundle, const char *chain, const char *
     json_decref(m);
 }
 
-enum { ALTER_DIGEST_ONLY, ALTER_DIGEST_RECHAIN, ALTER_TENSOR };
+enum { ALTER_DIGEST_ONLY, ALTER_DIGEST_RECHAIN, ALTER_TENSOR, ALTER_EVERY_TENSOR };
 static char altered_tensor[64];
 /* When set, ALTER_TENSOR also renames the altered tensor, and the header's
  * experiment is replaced (both names are someone else's text). */
@@ -111,7 +111,9 @@ static const char *altered_name, *header_experiment;
  * changes one hex digit of the step digest and nothing else;
  * ALTER_DIGEST_RECHAIN also rebuilds the chain from there on;
  * ALTER_TENSOR changes one tensor digest and rebuilds the step digest and
- * the chain (a consistent forgery: the trace reads as valid). The header's
+ * the chain (a consistent forgery: the trace reads as valid);
+ * ALTER_EVERY_TENSOR does that to every tensor of every step, each digest
+ * replaced by a random one (step is ignored). The header's
  * env_class is replaced when env_class is not NULL. Returns the final
  * chain in hex (static). */
 static const char *rewrite_trace(const char *bundle, long step, int mode, const char *env_class)
@@ -136,19 +138,24 @@ static const char *rewrite_trace(const char *bundle, long step, int mode, const 
             long n = (long)json_integer_value(json_object_get(o, "step"));
             char hex[65];
             snprintf(hex, sizeof hex, "%s", json_string_value(json_object_get(o, "step_digest")));
-            if (n == step && mode == ALTER_TENSOR) {
+            int every = mode == ALTER_EVERY_TENSOR;
+            if ((n == step && mode == ALTER_TENSOR) || every) {
                 /* One tensor digest changed, and the step digest (SHA-256
                  * over the tensor digests in list order) recomputed. */
                 json_t *ts = json_object_get(o, "tensors");
                 size_t nt = json_array_size(ts);
-                ck_assert_uint_gt(nt, 6);
+                ck_assert_uint_gt(nt, every ? 0 : 6);
                 repro_digest *d = calloc(nt, sizeof *d);
                 for (size_t i = 0; i < nt; i++) {
                     json_t *t = json_array_get(ts, i);
                     char th[65];
                     snprintf(th, sizeof th, "%s",
                              json_string_value(json_object_get(t, "digest")));
-                    if (i == 6) {
+                    if (every) {
+                        for (int k = 0; k < 64; k++)
+                            th[k] = "0123456789abcdef"[rand() & 15];
+                        json_object_set_new(t, "digest", json_string(th));
+                    } else if (i == 6) {
                         th[0] = th[0] == '0' ? '1' : '0';
                         json_object_set_new(t, "digest", json_string(th));
                         if (altered_name)
@@ -245,7 +252,8 @@ START_TEST(test_genuine_submission_verifies)
     ck_assert_msg(repro("verify %s/b --key %s/host.pem -o %s/r.json", dir, dir, dir) == 0,
                   "%s%s", out, err);
     ck_assert_ptr_nonnull(strstr(out, ": reproduced"));
-    ck_assert_ptr_nonnull(strstr(out, "comparison: bitwise (environment classes match"));
+    ck_assert_msg(strstr(out, "comparison: bitwise (the host's policy (--policy bitwise); the "
+                              "submitter's claimed class is this host's)") != NULL, "%s", out);
     ck_assert_int_eq(repro("verify-receipt %s/r.json --pub %s/host.pem.pub", dir, dir), 0);
     ck_assert_ptr_nonnull(strstr(out, "verdict: reproduced"));
 
@@ -254,6 +262,7 @@ START_TEST(test_genuine_submission_verifies)
     json_t *r = load_json(p);
     ck_assert_str_eq(json_string_value(json_object_get(r, "verdict")), "reproduced");
     ck_assert_str_eq(json_string_value(json_object_get(r, "comparison")), "bitwise");
+    ck_assert_str_eq(json_string_value(json_object_get(r, "digests")), "identical");
     json_t *sub = json_object_get(r, "submitter"), *host = json_object_get(r, "host");
     ck_assert_str_eq(json_string_value(json_object_get(sub, "chain")),
                      json_string_value(json_object_get(host, "chain")));
@@ -616,23 +625,72 @@ START_TEST(test_bundle_strings_are_escaped)
 }
 END_TEST
 
-START_TEST(test_other_environment_class_uses_the_policy)
+/* The claimed environment class is the submitter's word: it is reported,
+ * and the host's policy decides the comparison whatever it says. */
+START_TEST(test_other_environment_class_is_informational)
 {
     setup();
     char b[600];
     snprintf(b, sizeof b, "%s/b", dir);
-    /* The same bits, claimed from another class: bitwise identity is not
-     * promised there, so the tolerance policy decides, and says so. */
+    /* The same bits, claimed from another class. */
     rewrite_trace(b, 0, ALTER_DIGEST_ONLY, "cpu-aarch64-000000000000");
     rewrite_manifest(b, NULL, "cpu-aarch64-000000000000");
-    ck_assert_int_eq(repro("verify %s --policy ulp:0", b), 0);
-    ck_assert_ptr_nonnull(strstr(out, "comparison: ulp:0 (environment classes differ"));
     ck_assert_int_eq(repro("verify %s", b), 0);
-    ck_assert_ptr_nonnull(strstr(out, "comparison: rtol:1e-4"));
-    ck_assert_int_eq(repro("verify %s --policy bitwise", b), 0);
-    ck_assert_ptr_nonnull(strstr(out, "comparison: bitwise (classes differ"));
+    ck_assert_msg(strstr(out, "comparison: bitwise (the host's policy (--policy bitwise); the "
+                              "submitter's claimed class differs from this host's "
+                              "(informational))") != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "submitter class cpu-aarch64-000000000000 (claimed)"));
+    ck_assert_int_eq(repro("verify %s --policy ulp:0", b), 0);
+    ck_assert_ptr_nonnull(strstr(out, "comparison: ulp:0 (the host's policy (--policy ulp:0)"));
+    ck_assert_msg(strstr(out, ": reproduced\n") != NULL, "%s", out); /* the digests are equal */
     ck_assert_int_eq(repro("verify %s --policy fuzzy", b), 2);
     ck_assert_ptr_nonnull(strstr(err, "expected bitwise, ulp:N or rtol:X"));
+}
+END_TEST
+
+/* The class-downgrade attack (issue 33, item 1): an unsigned bundle that
+ * claims another environment class, with every tensor digest replaced by a
+ * random one and the step digests and chain recomputed — a trace whose
+ * stats are right and whose bits are not. It was "reproduced" (the policy
+ * fell back to rtol:1e-4, which ignores digests, because the class the
+ * submitter wrote differed from the host's). Under the default policy it
+ * is rejected; under a tolerance the host asked for, it is "reproduced"
+ * only with "(digests differ)" in the verdict and the receipt. */
+START_TEST(test_class_downgrade_is_rejected_by_default)
+{
+    setup();
+    char b[600], r[600];
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(r, sizeof r, "%s/r.json", dir);
+    srand(33);
+    const char *chain = rewrite_trace(b, 0, ALTER_EVERY_TENSOR, "cpu-x86_64-aaaaaaaaaaaa");
+    rewrite_manifest(b, chain, "cpu-x86_64-aaaaaaaaaaaa");
+    ck_assert_msg(repro("verify %s --key %s/host.pem -o %s", b, dir, r) == 1, "%s%s", out, err);
+    ck_assert_msg(strstr(out, ": diverged at step 1") != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "comparison: bitwise (the host's policy"));
+    json_t *j = load_json(r);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "diverged");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "comparison")), "bitwise");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "policy"), "requested")),
+                     "bitwise");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "digests")), "differ");
+    json_decref(j);
+
+    /* The host asks for a tolerance: the stats agree, the digests do not,
+     * and the verdict, its text and the receipt all say so. */
+    ck_assert_msg(repro("verify %s --policy rtol:1e-4 --key %s/host.pem -o %s", b, dir, r) == 0,
+                  "%s%s", out, err);
+    ck_assert_msg(strstr(out, ": reproduced within rtol:1e-4 (digests differ)\n") != NULL, "%s",
+                  out);
+    ck_assert_ptr_nonnull(strstr(out, "but the digests differ"));
+    j = load_json(r);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "reproduced");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict_text")),
+                     "reproduced within rtol:1e-4 (digests differ)");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "digests")), "differ");
+    json_decref(j);
+    ck_assert_int_eq(repro("verify-receipt %s --pub %s/host.pem.pub", r, dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "verdict: reproduced within rtol:1e-4 (digests differ)"));
 }
 END_TEST
 
@@ -665,7 +723,7 @@ START_TEST(test_library_returns_verdicts)
     const char *bin = getenv("REPRO_BIN");
     repro_verify_opts o;
     repro_verify_opts_init(&o);
-    ck_assert_str_eq(o.policy.text, "rtol:1e-4");
+    ck_assert_str_eq(o.policy.text, "bitwise"); /* the host's default */
     o.bundle_dir = b;
     o.repro_bin = bin ? bin : "./build/repro";
     repro_verify_result r;
@@ -739,7 +797,8 @@ Suite *verify_suite(void)
     tcase_add_test(tc, test_over_memory_limit_is_refused_before_training);
     tcase_add_test(tc, test_address_space_limit_backs_the_estimate);
     tcase_add_test(tc, test_bundle_strings_are_escaped);
-    tcase_add_test(tc, test_other_environment_class_uses_the_policy);
+    tcase_add_test(tc, test_other_environment_class_is_informational);
+    tcase_add_test(tc, test_class_downgrade_is_rejected_by_default);
     tcase_add_test(tc, test_library_returns_verdicts);
     tcase_add_test(tc, test_submit_child_failures_and_seeds);
     tcase_add_test(tc, test_policy_and_counts_are_strict);

@@ -49,10 +49,20 @@ static double rel_diff(double a, double b)
     return a != 0 ? fabs(a - b) / fabs(a) : fabs(a - b);
 }
 
+static int same_layout(const repro_trace_tensor *a, const repro_trace_tensor *b)
+{
+    if (strcmp(a->dtype, b->dtype) || a->ndim != b->ndim)
+        return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    return 1;
+}
+
 static void text_tensor(FILE *out, const repro_tensor_diff *d, int origin)
 {
     const repro_trace_tensor *any = d->in_a ? &d->a : &d->b;
-    char shape[96];
+    char shape[96], shape_b[96];
     shape_str(any, shape, sizeof shape);
     /* Names and dtypes come from the traces: someone else's text. */
     fprintf(out, "    %s  %s%s\n", repro_esc(d->name), repro_esc(shape),
@@ -61,11 +71,18 @@ static void text_tensor(FILE *out, const repro_tensor_diff *d, int origin)
         fprintf(out, "        only in %s\n", d->in_a ? "A" : "B");
         return;
     }
+    /* Another dtype or shape is a different tensor: its stats may agree. */
+    int layout = same_layout(&d->a, &d->b);
+    if (!layout) {
+        shape_str(&d->b, shape_b, sizeof shape_b);
+        fprintf(out, "        dtype or shape differs: A %s", repro_esc(shape));
+        fprintf(out, ", B %s\n", repro_esc(shape_b));
+    }
     fprintf(out, "        A: l2 %.10g  sum %.10g  max_abs %.10g  nonfinite %ld\n", d->a.l2,
             d->a.sum, d->a.max_abs, d->a.nonfinite);
     fprintf(out, "        B: l2 %.10g  sum %.10g  max_abs %.10g  nonfinite %ld\n", d->b.l2,
             d->b.sum, d->b.max_abs, d->b.nonfinite);
-    if (d->a.l2 == d->b.l2 && d->a.sum == d->b.sum && d->a.max_abs == d->b.max_abs &&
+    if (layout && d->a.l2 == d->b.l2 && d->a.sum == d->b.sum && d->a.max_abs == d->b.max_abs &&
         d->a.nonfinite == d->b.nonfinite)
         fprintf(out, "        stats equal: the bits differ where the stats cannot see "
                      "(sign of zero, NaN payload, element order)\n");

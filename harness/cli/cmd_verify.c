@@ -29,8 +29,8 @@ static const char verify_synopsis[] =
     "Checks a submission bundle (`repro submit`): validates its manifest\n"
     "strictly, refuses it when it exceeds the host's limits, re-runs the\n"
     "experiment in a fresh process and compares the re-run with the claimed\n"
-    "trace — bitwise (chain digests) when this host's environment class is the\n"
-    "submitter's, otherwise per step under the tolerance policy — and writes a\n"
+    "trace under this host's policy — never one the bundle chooses: the\n"
+    "submitter's environment class is reported, not trusted — and writes a\n"
     "receipt signed with the host's key.\n";
 
 static const char verify_epilogue[] =
@@ -42,9 +42,9 @@ enum { O_POLICY = 1, O_MAX_STEPS, O_MAX_SECONDS, O_MAX_MEMORY, O_KEY, O_OUTPUT, 
 
 static const repro_cli_opt verify_opts[] = {
     {"policy", 0, "P",
-     "tolerance across environment classes: bitwise (no\ntolerance), ulp:N (float32 loss within "
-     "N ulps), or\nrtol:X (loss, and every tensor's L2 norm and sum, within\nrelative error X); "
-     "default rtol:1e-4",
+     "how to compare: bitwise (chain digests; the default),\nulp:N (float32 loss within N ulps), "
+     "or rtol:X (loss,\nand every tensor's L2 norm and sum, within relative\nerror X); a tolerance "
+     "verdict whose digests differ says\n\"reproduced within P (digests differ)\"",
      O_POLICY},
     {"max-steps", 0, "N", "refuse submissions of more than N steps (default 100000)",
      O_MAX_STEPS},
@@ -162,7 +162,7 @@ static void print_summary(const verify_cli *o, const repro_verify_result *r, int
     repro_verify_verdict_text(r, text, sizeof text);
     printf("repro verify %s: %s\n", repro_esc(o->v.bundle_dir), text);
     if (r->bundle_ok)
-        printf("  %s, seed %s, %ld steps; submitter class %s, host class %s\n",
+        printf("  %s, seed %s, %ld steps; submitter class %s (claimed), host class %s\n",
                repro_esc(b->experiment), repro_esc(b->seed), b->steps, repro_esc(b->env_class),
                repro_esc(r->host.class_id));
     printf("  comparison: %s (%s)\n", r->comparison[0] ? repro_esc(r->comparison) : "none",

@@ -1,11 +1,22 @@
 /* `repro run` with ranks > 1 (data parallel): outside an MPI job it starts
  * the job itself, `mpirun -np N repro run ARGS...` with the same arguments,
  * and returns mpirun's exit status; inside one (mpirun, srun, a hostfile
- * across machines) each process joins as its rank (core/dist.h). */
+ * across machines) each process joins as its rank (core/dist.h).
+ *
+ * When the job fails because a rank died, mpirun (quiet: no banners) says
+ * nothing, or a surviving rank's transport says "Read -1, expected ...",
+ * and exits 128 + the signal. So the launcher watches the job: every tick
+ * it learns the ranks' pids (mpirun's children, by OMPI_COMM_WORLD_RANK in
+ * their environment) and notes which rank is gone first, with its status
+ * when it is caught as a zombie. It then says which rank died and how,
+ * and exits 3 (the run could not complete). A SIGINT or SIGTERM to repro
+ * itself stops the job and exits 130 or 143. */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -44,6 +55,137 @@ static int mpirun_argv(char **argv, int cap, int ranks, char *self, int argc, ch
     return n;
 }
 
+/* What the launcher learns of the job's ranks while it runs. */
+typedef struct {
+    const repro_child *job; /* mpirun */
+    int ranks;
+    pid_t *pid;             /* per rank; 0 until seen */
+    int first_gone;         /* the rank seen gone first, -1: none yet */
+    int ngone_first;        /* how many were gone at that first sight */
+    int status;             /* its wait status when caught as a zombie, -1: unknown */
+} rank_watch;
+
+/* The rank of a process of the job (OMPI_COMM_WORLD_RANK), or -1. */
+static int rank_of(pid_t pid)
+{
+    char path[64], buf[1 << 15];
+    snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+        if (!strncmp(buf + i, "OMPI_COMM_WORLD_RANK=", 21))
+            return atoi(buf + i + 21);
+    return -1;
+}
+
+/* A process's state letter, and its wait status when a zombie (field 52
+ * of /proc/PID/stat), or 0 when it is gone. */
+static char proc_state(pid_t pid, int *status)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command name may hold anything */
+    if (!p || p[1] != ' ')
+        return 0;
+    char state = p[2];
+    /* Fields from 3 (the state) on; the exit code is field 52. */
+    int field = 3;
+    for (char *q = p + 2; *q && field < 52; q++)
+        if (*q == ' ')
+            field++;
+    *status = -1;
+    if (field == 52) {
+        char *q = p + 2;
+        for (int k = 3; k < 52; k++)
+            q = strchr(q, ' ') + 1;
+        *status = atoi(q);
+    }
+    return state;
+}
+
+/* Learns the pids of ranks not seen yet: mpirun's children, in each of
+ * its threads' children lists. */
+static void learn_ranks(rank_watch *w)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%ld/task", (long)w->job->pid);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char cp[200];
+        snprintf(cp, sizeof cp, "%s/%.32s/children", path, e->d_name);
+        FILE *f = fopen(cp, "r");
+        long kid;
+        while (f && fscanf(f, "%ld", &kid) == 1) {
+            int r = rank_of((pid_t)kid);
+            if (r >= 0 && r < w->ranks && !w->pid[r])
+                w->pid[r] = (pid_t)kid;
+        }
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* Every tick: new ranks, and the first sight of a rank gone. */
+static void watch_ranks(void *arg)
+{
+    rank_watch *w = arg;
+    if (w->first_gone >= 0)
+        return;
+    learn_ranks(w);
+    for (int r = 0; r < w->ranks; r++) {
+        int status;
+        char st = w->pid[r] ? proc_state(w->pid[r], &status) : 'R';
+        if (st != 0 && st != 'Z')
+            continue;
+        if (w->first_gone < 0) {
+            w->first_gone = r;
+            w->status = st == 'Z' ? status : -1;
+        }
+        w->ngone_first++;
+    }
+}
+
+/* After mpirun failed: which rank died and how, then exit 3. */
+static int report_rank_death(const rank_watch *w, const repro_child_status *st)
+{
+    int code = repro_child_status_code(st);
+    repro_child_status how = {REPRO_CHILD_EXITED, code};
+    if (w->status >= 0 && WIFSIGNALED(w->status))
+        how = (repro_child_status){REPRO_CHILD_SIGNALED, WTERMSIG(w->status)};
+    else if (w->status >= 0 && WIFEXITED(w->status))
+        how = (repro_child_status){REPRO_CHILD_EXITED, WEXITSTATUS(w->status)};
+    else if (code > 128) /* mpirun: 128 + the signal of the first rank to fail */
+        how = (repro_child_status){REPRO_CHILD_SIGNALED, code - 128};
+    char text[96], who[96];
+    repro_child_status_text(&how, NULL, text, sizeof text);
+    if (w->first_gone < 0)
+        snprintf(who, sizeof who, "a rank of %d", w->ranks);
+    else if (w->ngone_first > 1)
+        snprintf(who, sizeof who, "one of %d ranks (rank %d first among %d gone at once)",
+                 w->ranks, w->first_gone, w->ngone_first);
+    else
+        snprintf(who, sizeof who, "rank %d of %d (pid %ld)", w->first_gone, w->ranks,
+                 (long)w->pid[w->first_gone]);
+    repro_error_set(REPRO_EIO, "run: %s %s, and the MPI job stopped (mpirun exit %d): the run "
+                    "did not complete", who, text, code);
+    return repro_report_error();
+}
+
 int repro_run_launch_ranks(int ranks, int argc, char **args)
 {
     char self[4096];
@@ -59,6 +201,14 @@ int repro_run_launch_ranks(int ranks, int argc, char **args)
     child.argv = argv;
     child.inherit_output = 1; /* the job's output is ours */
     child.interrupt = &interrupted;
+    rank_watch w = {&child, ranks, calloc((size_t)ranks, sizeof(pid_t)), -1, 0, -1};
+    if (!w.pid) {
+        free(argv);
+        return REPRO_EXIT_ENV;
+    }
+    child.tick = watch_ranks;
+    child.tick_arg = &w;
+    interrupted = 0;
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
@@ -68,10 +218,21 @@ int repro_run_launch_ranks(int ranks, int argc, char **args)
     sigaction(SIGTERM, &old_term, NULL);
     free(argv);
     if (rc) {
+        free(w.pid);
         repro_error_set(REPRO_EUNSUPPORTED,
                         "run: ranks = %d needs Open MPI's mpirun (Debian: openmpi-bin): %s",
                         ranks, repro_error_message());
         return repro_report_error();
     }
-    return repro_child_status_code(&st);
+    int code = repro_child_status_code(&st);
+    if (interrupted) { /* a signal to us, passed on to the job */
+        fprintf(stderr, "repro: run: %s: the MPI job of %d ranks was stopped\n",
+                interrupted == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", ranks);
+        code = 128 + interrupted;
+    } else if (code > 128 || (code != 0 && w.first_gone >= 0 && w.status >= 0 &&
+                              WIFSIGNALED(w.status))) {
+        code = report_rank_death(&w, &st); /* a rank died: not a verdict */
+    }
+    free(w.pid);
+    return code;
 }

@@ -295,8 +295,17 @@ static int set_value(repro_config *cfg, int k, const char *value, char *err, siz
         char *end;
         errno = 0;
         double x = strtod(value, &end);
-        if (end == value || *end || errno == ERANGE) {
+        if (end == value || *end) {
             snprintf(err, errlen, "%s: '%s' is not a number", ki->name, value);
+            return -1;
+        }
+        /* A number, but not one a double holds: say which way it misses
+         * (strtod gives +-HUGE_VAL above, 0 or a subnormal below). */
+        if (errno == ERANGE) {
+            snprintf(err, errlen, "%s: '%s' %s", ki->name, value,
+                     fabs(x) == HUGE_VAL
+                         ? "overflows floating point (larger than 1.8e308)"
+                         : "underflows floating point (not zero, but closer to it than 2.2e-308)");
             return -1;
         }
         if (!isfinite(x)) {

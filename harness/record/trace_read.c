@@ -2,7 +2,6 @@
  * line is parsed by jansson, every field is checked, and the hash chain is
  * re-verified, so a comparison never rests on a corrupt or hand-edited file.
  * Every error is "path:line: what" with exit code 2. */
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <jansson.h>
@@ -12,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "repro/repro.h" /* repro_dtype_from_name */
 #include "util/error.h"
 #include "util/lines.h"
 #include "record/trace.h"
@@ -108,18 +108,21 @@ static int get_int(const pos *p, const char *ctx, json_t *o, const char *key, in
     return 0;
 }
 
-/* A number; null reads as NaN (jansson cannot write NaN or infinities). */
-static int get_double(const pos *p, const char *ctx, json_t *o, const char *key, double *out)
+/* A number. Never null: the writer's stats are over finite elements and
+ * always finite, and it leaves a non-finite loss_value out (the loss bits
+ * say it); jansson reads no NaN or infinity. `min` bounds it from below
+ * (-INFINITY: no bound; 0 for a norm). */
+static int get_double(const pos *p, const char *ctx, json_t *o, const char *key, double min,
+                      double *out)
 {
     json_t *v;
     if (get_field(p, ctx, o, key, &v))
         return -1;
-    if (json_is_null(v))
-        *out = NAN;
-    else if (json_is_number(v))
-        *out = json_number_value(v);
-    else
+    if (!json_is_number(v))
         return fail(p, "%s\"%s\" must be a number, not %s", ctx, key, json_kind(v));
+    *out = json_number_value(v);
+    if (*out < min)
+        return fail(p, "%s\"%s\" is %.17g: it cannot be negative", ctx, key, *out);
     return 0;
 }
 
@@ -221,9 +224,13 @@ static int parse_tensor(repro_trace_tensor *tt, json_t *o, const pos *p, const c
     /* From here on, name the tensor: it is what the user will look for. */
     snprintf(ctx, sizeof ctx, "%s[%zu] (\"%s\"): ", list, i, tt->name);
     json_t *shape;
+    repro_dtype dt;
     if (get_string(p, ctx, o, "dtype", tt->dtype, sizeof tt->dtype) ||
         get_field(p, ctx, o, "shape", &shape))
         return -1;
+    if (repro_dtype_from_name(&dt, tt->dtype))
+        return fail(p, "%s\"dtype\" is \"%s\", expected one of f32 f64 f16 bf16 i32 i64 u8 u32",
+                    ctx, tt->dtype);
     if (!json_is_array(shape))
         return fail(p, "%s\"shape\" must be an array, not %s", ctx, json_kind(shape));
     if (json_array_size(shape) > 8)
@@ -237,12 +244,44 @@ static int parse_tensor(repro_trace_tensor *tt, json_t *o, const pos *p, const c
                         d, INT32_MAX);
         tt->shape[d] = (long)json_integer_value(v);
     }
-    return get_digest(p, ctx, o, "digest", &tt->digest) || get_double(p, ctx, o, "l2", &tt->l2) ||
-                   get_double(p, ctx, o, "sum", &tt->sum) ||
-                   get_double(p, ctx, o, "max_abs", &tt->max_abs) ||
+    return get_digest(p, ctx, o, "digest", &tt->digest) ||
+                   get_double(p, ctx, o, "l2", 0, &tt->l2) ||
+                   get_double(p, ctx, o, "sum", -INFINITY, &tt->sum) ||
+                   get_double(p, ctx, o, "max_abs", 0, &tt->max_abs) ||
                    get_long(p, ctx, o, "nonfinite", 0, REPRO_TRACE_STEP_MAX, &tt->nonfinite)
                ? -1
                : 0;
+}
+
+static int by_name(const void *x, const void *y)
+{
+    const repro_trace_tensor *a = *(const repro_trace_tensor *const *)x;
+    const repro_trace_tensor *b = *(const repro_trace_tensor *const *)y;
+    int c = strcmp(a->name, b->name);
+    return c ? c : (a < b ? -1 : a > b); /* ties in list order, for the message */
+}
+
+/* Each name once in a list: a comparison matches tensors by name, and a
+ * second tensor of the same name would hide behind the first. Sorted
+ * pointers, not pairs: a list may be long. */
+static int check_unique_names(const repro_trace_tensor *list, int n, const pos *p,
+                              const char *key)
+{
+    if (n < 2)
+        return 0;
+    const repro_trace_tensor **sorted = malloc(sizeof *sorted * (size_t)n);
+    if (!sorted)
+        return repro_error_set(REPRO_ENOMEM, "%s:%ld: out of memory", p->path, p->line);
+    for (int i = 0; i < n; i++)
+        sorted[i] = &list[i];
+    qsort(sorted, (size_t)n, sizeof *sorted, by_name);
+    int rc = 0;
+    for (int i = 1; i < n && !rc; i++)
+        if (!strcmp(sorted[i - 1]->name, sorted[i]->name))
+            rc = fail(p, "%s[%td] and %s[%td] are both named \"%s\" (names are unique in a step)",
+                      key, sorted[i - 1] - list, key, sorted[i] - list, sorted[i]->name);
+    free(sorted);
+    return rc;
 }
 
 /* Parses the array `key` of o into a freshly allocated tensor list. */
@@ -262,6 +301,27 @@ static int parse_tensor_list(json_t *o, const char *key, const pos *p, repro_tra
     for (size_t i = 0; i < len; i++)
         if (parse_tensor(&(*out)[i], json_array_get(arr, i), p, key, i))
             return -1;
+    return strcmp(key, "tensors") ? 0 : check_unique_names(*out, *n, p, key);
+}
+
+/* "0x" and exactly 8 hex digits, nothing else: strtoul alone would also
+ * take a sign or blanks after the "0x" ("0x+0000001", "0x 0000001"). */
+static int parse_loss_bits(const char *s, uint32_t *out)
+{
+    if (strncmp(s, "0x", 2) != 0 || strlen(s) != 10)
+        return -1;
+    uint32_t v = 0;
+    for (int i = 2; i < 10; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | (uint32_t)d;
+    }
+    *out = v;
     return 0;
 }
 
@@ -304,20 +364,17 @@ static int parse_step(repro_trace_step *s, json_t *o, const pos *p, long expect,
             if (json_object_get(o, detail[i]))
                 return fail(p, "\"%s\" without \"tensors\" (detail comes whole)", detail[i]);
     } else {
-        char bits[32], *end;
+        char bits[32];
         if (get_long(p, "", o, "epoch", 0, 1L << 30, &(long){0}) ||
             get_string(p, "", o, "loss", bits, sizeof bits))
             return -1;
-        errno = 0;
-        unsigned long v = strtoul(bits + 2, &end, 16);
-        if (strncmp(bits, "0x", 2) != 0 || strlen(bits) != 10 || *end || errno || v > 0xffffffffUL)
+        if (parse_loss_bits(bits, &s->loss_bits))
             return fail(p, "\"loss\" must be float32 bits as \"0x\" and 8 hex digits, not \"%s\"",
                         bits);
-        s->loss_bits = (uint32_t)v;
         /* jansson cannot write a NaN or infinite loss_value, so the writer
          * leaves it out then; the bits say it exactly anyway. */
         if (json_object_get(o, "loss_value")) {
-            if (get_double(p, "", o, "loss_value", &s->loss_value))
+            if (get_double(p, "", o, "loss_value", -INFINITY, &s->loss_value))
                 return -1;
         } else {
             float f;

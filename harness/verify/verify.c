@@ -40,6 +40,8 @@ void repro_verify_verdict_text(const repro_verify_result *r, char *buf, size_t l
 {
     if (r->verdict == REPRO_VERDICT_DIVERGED)
         snprintf(buf, len, "diverged at step %ld", r->step);
+    else if (r->verdict == REPRO_VERDICT_REPRODUCED && r->digests_differ)
+        snprintf(buf, len, "reproduced within %s (digests differ)", r->comparison);
     else
         snprintf(buf, len, "%s", verdict_names[r->verdict]);
 }
@@ -79,7 +81,7 @@ void repro_verify_opts_init(repro_verify_opts *o)
     o->max_steps = 100000;
     o->max_seconds = 3600;
     o->max_memory = REPRO_VERIFY_MAX_MEMORY;
-    repro_verify_policy_parse("rtol:1e-4", &o->policy);
+    repro_verify_policy_parse("bitwise", &o->policy);
 }
 
 /* ---- verdicts and reasons -------------------------------------------------- */
@@ -397,6 +399,9 @@ static int rerun(verify_run *v)
         return -1;
     r->have_host_chain = v->re.has_trailer;
     r->host_chain = v->re.trailer_chain;
+    r->digests_compared = 1;
+    r->digests_differ = !v->re.has_trailer ||
+                        !repro_digest_eq(&v->re.trailer_chain, &v->claim.trailer_chain);
     return 0;
 }
 
@@ -511,31 +516,41 @@ static int judge_tolerance(verify_run *v)
     if (c->nsteps != re->nsteps)
         return decide(r, REPRO_VERDICT_DIVERGED, common + 1,
                       "the claim has %ld steps, the re-run %ld", c->nsteps, re->nsteps);
+    if (!checked && !r->digests_differ) /* identical bits are within any tolerance */
+        return decide(r, REPRO_VERDICT_REPRODUCED, 0,
+                      "the digests are identical (%ld steps; no per-step stats to compare)",
+                      c->nsteps);
     if (!checked)
         return decide(r, REPRO_VERDICT_INVALID, 0,
                       "the tolerance policy needs per-step loss and tensor stats, and the traces "
                       "have none (trace.level = step): re-submit with trace.level = tensor");
-    return decide(r, REPRO_VERDICT_REPRODUCED, 0, "all %ld steps with stats agree within %s (%ld steps)",
+    if (r->digests_differ)
+        return decide(r, REPRO_VERDICT_REPRODUCED, 0,
+                      "all %ld steps with stats agree within %s (%ld steps), but the digests "
+                      "differ: the claimed chain is not the re-run's, the bits were not "
+                      "reproduced",
+                      checked, p->text, c->nsteps);
+    return decide(r, REPRO_VERDICT_REPRODUCED, 0,
+                  "all %ld steps with stats agree within %s (%ld steps), and the digests are "
+                  "identical",
                   checked, p->text, c->nsteps);
 }
 
-/* Bitwise within a class (the contract's promise), the policy across. */
+/* Under the host's policy, whatever class the bundle claims: the
+ * submitter writes env_class, so letting a differing class loosen the
+ * comparison would let any submitter choose a tolerance that ignores the
+ * digests. The class is only reported (the why, the receipt). */
 static int judge(verify_run *v)
 {
     repro_verify_result *r = v->r;
-    const char *host = r->host.class_id;
-    int same_class = !strcmp(host, v->b->env_class);
-    if (same_class || v->o->policy.kind == REPRO_POLICY_BITWISE) {
-        snprintf(r->comparison, sizeof r->comparison, "bitwise");
-        snprintf(r->why, sizeof r->why, "%s",
-                 same_class ? "environment classes match: bitwise identity is promised"
-                            : "classes differ, and the policy asks for bitwise identity");
-        return judge_bitwise(v);
-    }
-    snprintf(r->comparison, sizeof r->comparison, "%s", v->o->policy.text);
-    snprintf(r->why, sizeof r->why,
-             "environment classes differ (%s here): bitwise identity is not promised", host);
-    return judge_tolerance(v);
+    const repro_verify_policy *p = &v->o->policy;
+    const char *cls = !strcmp(r->host.class_id, v->b->env_class)
+                          ? "the submitter's claimed class is this host's"
+                          : "the submitter's claimed class differs from this host's "
+                            "(informational)";
+    snprintf(r->comparison, sizeof r->comparison, "%s", p->text);
+    snprintf(r->why, sizeof r->why, "the host's policy (--policy %s); %s", p->text, cls);
+    return p->kind == REPRO_POLICY_BITWISE ? judge_bitwise(v) : judge_tolerance(v);
 }
 
 /* ---- the whole verification ---------------------------------------------------- */
@@ -693,13 +708,15 @@ json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_resu
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     const char *cmp = r->comparison[0] ? r->comparison : "none";
     return json_pack(
-        "{s:i, s:s, s:s, s:I, s:O, s:b, s:s, s:{s:s, s:s, s:s}, s:{s:I, s:I, s:I, s:I}, s:o, "
-        "s:o, s:o, s:o, s:s, s:s}",
+        "{s:i, s:s, s:s, s:I, s:O, s:b, s:s, s:{s:s, s:s, s:s}, s:o, s:{s:I, s:I, s:I, s:I}, "
+        "s:o, s:o, s:o, s:o, s:s, s:s}",
         "repro_receipt", REPRO_RECEIPT_VERSION, "verdict", verdict_names[r->verdict],
         "verdict_text", text, "step",
         (json_int_t)(r->verdict == REPRO_VERDICT_DIVERGED ? r->step : 0), "reasons", r->reasons,
         "ran", r->ran, "comparison", cmp, "policy", "requested", o->policy.text, "applied", cmp,
-        "why", r->why, "limits", "max_steps", (json_int_t)o->max_steps, "max_seconds_ms",
+        "why", r->why, "digests",
+        r->digests_compared ? json_string(r->digests_differ ? "differ" : "identical") : json_null(),
+        "limits", "max_steps", (json_int_t)o->max_steps, "max_seconds_ms",
         (json_int_t)(o->max_seconds * 1000), "max_memory_bytes", clamp_i64(o->max_memory),
         "address_space_bytes", clamp_i64(r->as_bytes), "memory_estimate", memory_json(r),
         "bundle", bundle_json(o, r), "submitter", submitter_json(r), "host", host_json(r),

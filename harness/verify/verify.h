@@ -27,10 +27,15 @@
  *      there gets "exceeded limits" too. Not for backend = cuda (the CUDA
  *      driver reserves far more address space than it uses) nor in an
  *      AddressSanitizer build (its shadow memory does the same).
- *   6. the comparison: bitwise (chain digests) when the host's environment
- *      class is the submitter's — that is the determinism contract's
- *      promise; otherwise under the policy, per step from the loss bits and
- *      the tensor stats. The receipt says which.
+ *   6. the comparison, under the host's policy (opts.policy, `--policy`;
+ *      default bitwise): bitwise compares chain digests; ulp:N and rtol:X
+ *      compare per step from the loss bits and the tensor stats. The policy
+ *      is never taken from the bundle: the submitter writes env_class, so a
+ *      class that differs from the host's (claimed, not proven) is only
+ *      reported, never a reason to compare more loosely. A tolerance
+ *      verdict whose chain differs from the re-run's says so in its text:
+ *      "reproduced within rtol:1e-4 (digests differ)", and the receipt's
+ *      "digests" is "differ".
  *
  * A verdict is not an error: repro_verify returns 0 with the verdict in the
  * result for every submission, good or bad; -1 (error slot) only for a
@@ -42,7 +47,9 @@
  *   repro_receipt 1; verdict; verdict_text ("diverged at step 3"); step
  *   (the divergent step, or 0); reasons [strings]; ran (whether training
  *   ran); comparison ("bitwise", "ulp:N", "rtol:X" or "none"); policy
- *   {requested, applied, why}; limits {max_steps, max_seconds_ms};
+ *   {requested, applied, why} (requested: the host's, never the bundle's);
+ *   digests ("identical" or "differ": the claimed and the re-run's final
+ *   chains; null when nothing was re-run); limits {max_steps, max_seconds_ms};
  *   bundle {path, manifest_sha256, experiment, seed, steps, trace,
  *   submitter_signature ("valid" | "none"), submitter_key_id};
  *   limits also {max_memory_bytes, address_space_bytes (the re-run's
@@ -72,7 +79,7 @@ typedef enum {
     REPRO_VERDICT_EXCEEDED  /* exceeded the host's limits */
 } repro_verdict;
 
-/* Tolerance across environment classes. */
+/* How the re-run is compared with the claim: the host's choice. */
 typedef enum { REPRO_POLICY_BITWISE, REPRO_POLICY_ULP, REPRO_POLICY_RTOL } repro_policy_kind;
 
 typedef struct {
@@ -99,7 +106,7 @@ typedef struct {
     const char *repro_bin;    /* the repro that re-runs; NULL: this executable */
 } repro_verify_opts;
 
-/* Defaults: policy rtol:1e-4, 100000 steps, 3600 s, 4 GiB of memory
+/* Defaults: policy bitwise, 100000 steps, 3600 s, 4 GiB of memory
  * (REPRO_VERIFY_MAX_MEMORY), no other resource limits. */
 #define REPRO_VERIFY_MAX_MEMORY (4ull << 30)
 void repro_verify_opts_init(repro_verify_opts *o);
@@ -110,7 +117,9 @@ typedef struct {
     json_t *reasons;       /* array of strings, owned */
     int ran;               /* training ran */
     char comparison[48];   /* "bitwise", the policy's text, or "" (none) */
-    char why[160];         /* why that comparison */
+    char why[200];         /* why that comparison */
+    int digests_compared;  /* a re-run finished: digests_differ is known */
+    int digests_differ;    /* its final chain is not the claimed one */
     long rerun_ms;
     int have_host_chain;
     repro_digest host_chain;
@@ -128,7 +137,9 @@ void repro_verify_result_release(repro_verify_result *r);
 
 /* "reproduced", "diverged", "invalid submission", "exceeded limits". */
 const char *repro_verdict_name(repro_verdict v);
-/* The same, with the step for a divergence: "diverged at step 3". */
+/* The same, with the step for a divergence: "diverged at step 3", and the
+ * policy for a tolerance verdict whose digests differ: "reproduced within
+ * rtol:1e-4 (digests differ)". */
 void repro_verify_verdict_text(const repro_verify_result *r, char *buf, size_t len);
 
 /* The receipt (fields above), unsigned; NULL when out of memory. */

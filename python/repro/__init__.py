@@ -21,6 +21,7 @@ The library is found through $REPRO_LIB, then next to this package
 import ctypes
 import ctypes.util
 import json
+import operator
 import os
 import random
 
@@ -125,12 +126,51 @@ def _check(rc):
         raise ReproError(rc, (_err_last() or b"").decode("utf-8", "replace"))
 
 
+# What crosses into C is checked here, never converted: ctypes would wrap an
+# out-of-range integer (step 2**64 + 1 becomes 1, seed -1 becomes 2**64 - 1)
+# and C would stop a string at its first NUL ("a\x00b" recorded as "a").
+
+_I32 = (0, 2**31 - 1)
+_I64 = (0, 2**63 - 1)
+_U64 = (0, 2**64 - 1)
+
+
+def _int(value, what, bounds):
+    """value as an int within bounds (inclusive), else TypeError/ValueError
+    naming `what`. Integers only (NumPy's too); not bool, not float."""
+    if isinstance(value, bool):
+        raise TypeError("%s must be an integer, not bool" % what)
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, not %s" % (what, type(value).__name__)) from None
+    lo, hi = bounds
+    if not lo <= v <= hi:
+        raise ValueError("%s is %d, outside %d..%d" % (what, v, lo, hi))
+    return v
+
+
+def _cstr(value, what):
+    """value as UTF-8 for C: a str without NUL bytes, else TypeError/ValueError
+    naming `what`."""
+    if not isinstance(value, str):
+        raise TypeError("%s must be a str, not %s" % (what, type(value).__name__))
+    if "\x00" in value:
+        raise ValueError("%s %r contains a NUL byte (C would cut it there)" % (what, value))
+    return value.encode()
+
+
 def _as_buffer(x):
     """(dtype name, shape tuple, contiguous bytes owner, address) of a NumPy
-    array or a torch tensor. A tensor on another device (CUDA) is copied to
-    the host as it is, bit for bit (the copy waits for the kernels that
-    write it). Nothing else is converted: the digest is of exact bytes."""
+    array (or scalar) or a torch tensor. A tensor on another device (CUDA) is
+    copied to the host as it is, bit for bit (the copy waits for the kernels
+    that write it). Anything else is refused (TypeError): the digest is of
+    exact bytes, so nothing is converted behind the caller's back -- a list
+    would become float64 or int64 by NumPy's choice."""
     mod = type(x).__module__
+    if not (mod.startswith("torch") or mod.startswith("numpy")):
+        raise TypeError("x must be a NumPy array or a torch tensor, not %s (convert it "
+                        "yourself, choosing the dtype)" % type(x).__name__)
     if mod.startswith("torch"):
         import torch
         t = x.detach()
@@ -162,10 +202,11 @@ def _shape(shape):
 def tensor_digest(name, x):
     """The tensor digest (hex) of x's bytes under `name`: the same as the C
     library's repro_tensor_digest_bytes."""
+    cname = _cstr(name, "name")
     dtype, shape, owner, addr = _as_buffer(x)
     nbytes = owner.numel() * owner.element_size() if hasattr(owner, "numel") else owner.nbytes
     d = _Digest()
-    _check(_digest_bytes(ctypes.byref(d), name.encode(), dtype.encode(), len(shape),
+    _check(_digest_bytes(ctypes.byref(d), cname, dtype.encode(), len(shape),
                          _shape(shape), ctypes.c_void_p(addr), nbytes))
     out = ctypes.create_string_buffer(65)
     _digest_hex(ctypes.byref(d), out)
@@ -179,7 +220,7 @@ class RunEnv:
     @staticmethod
     def read(default_seed=0):
         e = _RunEnv()
-        _check(_env_read(ctypes.byref(e), default_seed))
+        _check(_env_read(ctypes.byref(e), _int(default_seed, "default_seed", _U64)))
         r = RunEnv()
         r.under_repro = bool(e.under_repro)
         r.trace_path = e.trace_path.decode() if e.trace_path else None
@@ -201,34 +242,38 @@ class Recorder:
 
     def __init__(self, experiment, seed, config=None, trace_path=None, level=None, every=1,
                  total_steps=0, threads=None, workers=None):
+        self._r = ctypes.c_void_p()
+        seed = _int(seed, "seed", _U64)
+        exp = _cstr(experiment, "experiment")
+        path = _cstr(trace_path, "trace_path") if trace_path is not None else None
         env = RunEnv.read(seed)
         o = _Options()
         _opts_init(ctypes.byref(o))
-        o.level = env.level if level is None else level
-        o.every = every
-        o.total_steps = total_steps
-        o.threads = env.threads if threads is None else threads
-        o.workers = env.workers if workers is None else workers
+        o.level = _int(env.level if level is None else level, "level", _I32)
+        o.every = _int(every, "every", _I32)
+        o.total_steps = _int(total_steps, "total_steps", _I64)
+        o.threads = _int(env.threads if threads is None else threads, "threads", _I32)
+        o.workers = _int(env.workers if workers is None else workers, "workers", _I32)
         cfg = json.dumps(config, sort_keys=True).encode() if config is not None else None
-        self._info = _RunInfo(experiment.encode(), seed, cfg)
-        self._r = ctypes.c_void_p()
-        path = trace_path.encode() if trace_path is not None else None
+        self._info = _RunInfo(exp, seed, cfg)
         _check(_open_ex(ctypes.byref(self._r), path, ctypes.byref(self._info), ctypes.byref(o)))
 
     def tensor(self, name, x):
+        cname = _cstr(name, "name")
         dtype, shape, owner, addr = _as_buffer(x)
-        _check(_tensor(self._r, name.encode(), _DTYPES[dtype], len(shape), _shape(shape),
+        _check(_tensor(self._r, cname, _DTYPES[dtype], len(shape), _shape(shape),
                        ctypes.c_void_p(addr)))
         del owner  # kept alive through the call above
 
     def op(self, name, x):
+        cname = _cstr(name, "name")
         dtype, shape, owner, addr = _as_buffer(x)
-        _check(_op(self._r, name.encode(), _DTYPES[dtype], len(shape), _shape(shape),
+        _check(_op(self._r, cname, _DTYPES[dtype], len(shape), _shape(shape),
                    ctypes.c_void_p(addr)))
         del owner
 
     def step(self, step, loss=0.0):
-        _check(_step(self._r, step, float(loss)))
+        _check(_step(self._r, _int(step, "step", _I64), float(loss)))
 
     def close(self, trailer=None):
         """Writes the trailer; returns the final chain digest (hex)."""
@@ -317,4 +362,4 @@ def data_generator(seed):
 
 def worker_seed(base_seed, worker_id):
     """base_seed + worker_id (mod 2^64): the C library's repro_worker_seed."""
-    return _worker_seed(base_seed, worker_id)
+    return _worker_seed(_int(base_seed, "base_seed", _U64), _int(worker_id, "worker_id", _I32))
