@@ -227,8 +227,11 @@ check_root() {
 }
 
 if [ "$self_test" = 0 ]; then
-    check_root "$root"
-    exit $?
+    if check_root "$root"; then
+        echo "✓ docs: every link, repro command and make target shown in $(pages "$root" | wc -l) pages exists"
+        exit 0
+    fi
+    exit 1
 fi
 
 # ---- self-test ---------------------------------------------------------------
