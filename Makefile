@@ -123,6 +123,7 @@ check: deps
 check-run: $(BUILD)/check_all $(BUILD)/repro examples
 	@scripts/check-layers.sh --objects $(BUILD)
 	@scripts/check-layers.sh --self-test
+	@scripts/check-docs.sh --repro $(BUILD)/repro && scripts/check-docs.sh --self-test --repro $(BUILD)/repro
 	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples REPRO_STAGE=$(STAGE) \
 	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) $(BUILD)/check_all
 	@BUILD=$(BUILD) MAKE="$(MAKE)" \
