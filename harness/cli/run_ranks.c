@@ -68,9 +68,8 @@ int repro_run_launch_ranks(int ranks, int argc, char **args)
     sigaction(SIGTERM, &old_term, NULL);
     free(argv);
     if (rc) {
-        repro_error_set(REPRO_EUNSUPPORTED,
-                        "run: ranks = %d needs Open MPI's mpirun (Debian: openmpi-bin): %s",
-                        ranks, repro_error_message());
+        repro_error_wrap(REPRO_EUNSUPPORTED,
+                         "run: ranks = %d needs Open MPI's mpirun (Debian: openmpi-bin)", ranks);
         return repro_report_error();
     }
     return repro_child_status_code(&st);

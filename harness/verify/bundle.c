@@ -419,8 +419,7 @@ static int check_signature(repro_bundle *b)
     uint8_t raw[REPRO_SIG_LEN + 4];
     int rc = -1;
     if (repro_sign_public_from_pem(&key, pem)) {
-        repro_error_set(REPRO_EINVAL, "%s: \"signature\": %s", b->manifest_path,
-                        repro_error_message());
+        repro_error_wrap(REPRO_EINVAL, "%s: \"signature\"", b->manifest_path);
         goto cleanup;
     }
     if (repro_sign_key_id(key, real_id))
