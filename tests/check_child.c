@@ -15,6 +15,7 @@
 #include "util/child.h"
 #include "util/error.h"
 #include "testutil.h"
+#include "tu_procs.h"
 
 static char tmpdir[TU_TMP_LEN];
 
@@ -271,6 +272,75 @@ START_TEST(test_interrupt_is_forwarded_to_the_group)
 }
 END_TEST
 
+/* A child that leaves `sleep &` behind and exits: the sleep is killed
+ * with the child's group before wait returns. */
+START_TEST(test_leftover_in_the_group_is_killed)
+{
+    char *argv[] = {"/bin/sh", "-c", "sleep 301.101 & exit 0", NULL};
+    repro_child c = {0};
+    c.argv = argv;
+    repro_child_status st;
+    ck_assert_int_eq(repro_child_run(&c, &st), 0);
+    ck_assert_int_eq(repro_child_status_code(&st), 0);
+    int gone = tu_process_gone_within("sleep", "301.101", 5);
+    tu_kill_processes("sleep", "301.101");
+    ck_assert_msg(gone, "the child's background sleep outlived it");
+}
+END_TEST
+
+/* The CLI's trap (repro_child_trap_signals), in a process of its own: a
+ * SIGTERM while a child runs is forwarded to the child's group (the
+ * grandchild dies too), the wait returns, no new child starts, and the
+ * signal is there to exit with. */
+START_TEST(test_trap_forwards_and_stops_starting)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        repro_child_trap_signals();
+        char *argv[] = {"/bin/sh", "-c", "sleep 301.102 & wait", NULL};
+        repro_child c = {0};
+        c.argv = argv;
+        repro_child_status st;
+        if (repro_child_run(&c, &st) || st.how != REPRO_CHILD_SIGNALED || st.code != SIGTERM)
+            _exit(1);
+        char *again[] = {"true", NULL};
+        repro_child d = {0};
+        d.argv = again;
+        if (repro_child_run(&d, &st) == 0 || !strstr(repro_error_message(), "interrupted"))
+            _exit(2);
+        _exit(128 + repro_child_interrupted());
+    }
+    pid_t sleeper = tu_process_appears_within("sleep", "301.102", 10);
+    if (sleeper)
+        kill(pid, SIGTERM);
+    int wst;
+    ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+    int gone = tu_process_gone_within("sleep", "301.102", 5);
+    tu_kill_processes("sleep", "301.102");
+    ck_assert_msg(sleeper != 0, "the child's sleep never started");
+    ck_assert_msg(WIFEXITED(wst) && WEXITSTATUS(wst) == 128 + SIGTERM, "status %#x", wst);
+    ck_assert_msg(gone, "the child's sleep outlived the interruption");
+}
+END_TEST
+
+/* With no child running, a trapped signal acts as untrapped: the process
+ * dies of it. */
+START_TEST(test_trap_without_children_is_the_default)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        repro_child_trap_signals();
+        raise(SIGTERM);
+        _exit(0);
+    }
+    int wst;
+    ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+    ck_assert(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGTERM);
+}
+END_TEST
+
 /* A parent with stdin, stdout and stderr closed opens the child's files on
  * fds 0..2 themselves: they must still reach the child (not be closed at
  * exec by their close-on-exec flag). */
@@ -314,6 +384,9 @@ Suite *child_suite(void)
     tcase_add_test(tc, test_missing_program_is_a_start_error);
     tcase_add_test(tc, test_interrupt_is_forwarded_to_the_group);
     tcase_add_test(tc, test_parent_without_standard_fds);
+    tcase_add_test(tc, test_leftover_in_the_group_is_killed);
+    tcase_add_test(tc, test_trap_forwards_and_stops_starting);
+    tcase_add_test(tc, test_trap_without_children_is_the_default);
     suite_add_tcase(s, tc);
     return s;
 }

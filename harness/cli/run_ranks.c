@@ -14,10 +14,6 @@
 #include "util/child.h"
 #include "util/error.h"
 
-static volatile sig_atomic_t interrupted;
-
-static void on_signal(int sig) { interrupted = sig; }
-
 /* mpirun's options for a job on this machine: root needs its consent
  * flag, more ranks than cores needs --oversubscribe, and no binding, since
  * each rank has its own kernel threads and loader workers. */
@@ -58,14 +54,10 @@ int repro_run_launch_ranks(int ranks, int argc, char **args)
     memset(&child, 0, sizeof child);
     child.argv = argv;
     child.inherit_output = 1; /* the job's output is ours */
-    child.interrupt = &interrupted;
-    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    /* SIGINT/SIGTERM reach mpirun's group through the CLI's trap (main.c,
+     * child.h), and the command exits 130/143. */
     repro_child_status st;
     int rc = repro_child_run(&child, &st);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
     free(argv);
     if (rc) {
         repro_error_wrap(REPRO_EUNSUPPORTED,

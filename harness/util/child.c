@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +241,53 @@ _Noreturn static void child_exec(const repro_child *c, const char *prog, char **
     fail_child(pipe_fd, STAGE_EXEC);
 }
 
+/* ---- interruption ---------------------------------------------------------- */
+
+/* The signal that interrupted repro while it had children (0: none), and
+ * how many children are between start and reap. With none running, a
+ * signal does what it always did (the default action, re-raised); with
+ * some, it is noted, and every wait forwards it to its child's group. */
+static volatile sig_atomic_t trapped_signal;
+static atomic_int children_running;
+static int trap_installed;
+
+static void on_trapped_signal(int sig)
+{
+    trapped_signal = sig;
+    if (atomic_load(&children_running) == 0) {
+        signal(sig, SIG_DFL);
+        raise(sig); /* delivered when this handler returns */
+    }
+}
+
+void repro_child_trap_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_trapped_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, &old);
+        /* A signal our parent chose to ignore (nohup, a background job)
+         * stays ignored. */
+        if (old.sa_handler == SIG_IGN)
+            sigaction(sigs[i], &old, NULL);
+    }
+    trap_installed = 1;
+}
+
+int repro_child_interrupted(void)
+{
+    return (int)trapped_signal;
+}
+
+/* The flag a wait watches: the caller's own, else the trap's. */
+static volatile sig_atomic_t *interrupt_flag(const repro_child *c)
+{
+    return c->interrupt ? c->interrupt : trap_installed ? &trapped_signal : NULL;
+}
+
 /* ---- start, wait, kill ---------------------------------------------------- */
 
 /* After fork: did the exec happen? Reads the failure pipe (EOF: exec'd). */
@@ -254,6 +303,7 @@ static int exec_outcome(repro_child *c, const char *prog, int rd)
     while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
         ;
     c->pid = 0;
+    atomic_fetch_sub(&children_running, 1);
     static const char *const what[] = {"", "its parent is gone", "cannot redirect its output",
                                        "cannot enter the directory", "cannot set its limits",
                                        ""};
@@ -286,6 +336,20 @@ int repro_child_start(repro_child *c)
         free(env);
         return repro_error_set_errno(REPRO_EIO, "cannot start %s: pipe", prog);
     }
+    atomic_fetch_add(&children_running, 1);
+    /* Interrupted through the trap: start nothing more. (A caller's own
+     * flag is the caller's to check: a child started under it gets the
+     * signal forwarded at once.) */
+    volatile sig_atomic_t *intr = c->interrupt ? NULL : interrupt_flag(c);
+    if (intr && *intr) {
+        atomic_fetch_sub(&children_running, 1);
+        close(pfd[0]);
+        close(pfd[1]);
+        close_files(fds);
+        free(env);
+        return repro_error_set(REPRO_EIO, "not starting %s: interrupted by signal %d",
+                               prog, (int)*intr);
+    }
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
@@ -297,6 +361,7 @@ int repro_child_start(repro_child *c)
     close_files(fds);
     free(env);
     if (pid < 0) {
+        atomic_fetch_sub(&children_running, 1);
         close(pfd[0]);
         errno = saved;
         return repro_error_set_errno(REPRO_EIO, "cannot start %s: fork", prog);
@@ -327,22 +392,58 @@ static void decode(int wst, repro_child_status *st)
     }
 }
 
-/* Forwards a pending interruption to the child's group, once. */
-static void forward_interrupt(const repro_child *c, int *forwarded)
+/* How long a group that was sent SIGINT/SIGTERM gets to wind down (a
+ * program that saves its state, or ignores the signal) before SIGKILL. */
+#define INTERRUPT_GRACE_S 5.0
+
+/* Forwards a pending interruption to the child's group, once, and then,
+ * past the grace, kills it. */
+static void forward_interrupt(const repro_child *c, double *forwarded_at)
 {
-    if (c->interrupt && *c->interrupt && !*forwarded) {
-        repro_child_kill(c, (int)*c->interrupt);
-        *forwarded = 1;
+    volatile sig_atomic_t *intr = interrupt_flag(c);
+    if (!intr || !*intr)
+        return;
+    if (*forwarded_at == 0) {
+        repro_child_kill(c, (int)*intr);
+        *forwarded_at = repro_now();
+    } else if (repro_now() - *forwarded_at > INTERRUPT_GRACE_S) {
+        repro_child_kill(c, SIGKILL);
     }
+}
+
+/* The child has ended but is not reaped (waitid's WNOWAIT), so its pid
+ * is still its group's id and cannot be reused: kill whatever else runs
+ * in the group (a `sleep &` it left behind, a compiler make started),
+ * then reap. Nothing a child starts outlives it. */
+static int reap_group(repro_child *c, int *wst)
+{
+    repro_child_kill(c, SIGKILL);
+    pid_t w;
+    while ((w = waitpid(c->pid, wst, 0)) < 0 && errno == EINTR)
+        ;
+    c->pid = 0;
+    atomic_fetch_sub(&children_running, 1);
+    return w < 0 ? -1 : 0;
+}
+
+/* Has the child ended? 1 yes (not reaped), 0 not yet, -1 error (errno). */
+static int has_ended(const repro_child *c, int block)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)c->pid, &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) != 0)
+        return errno == EINTR ? 0 : -1;
+    return info.si_pid == c->pid;
 }
 
 int repro_child_wait(repro_child *c, repro_child_status *st)
 {
-    int wst, forwarded = 0;
+    int wst = 0;
+    double forwarded_at = 0;
     /* With a deadline or an interruption to watch, poll (1 ms, growing to
-     * 10 ms: nothing against any run): a blocking waitpid would miss a
-     * signal that lands just before it. Otherwise, block. */
-    int poll = c->deadline > 0 || c->interrupt || c->tick;
+     * 10 ms: nothing against any run): a blocking wait would miss a signal
+     * that lands just before it. Otherwise, block. */
+    int poll = c->deadline > 0 || interrupt_flag(c) || c->tick;
     long nap_ns = 1000000;
     double next_tick = repro_now() + 0.2;
     for (;;) {
@@ -350,33 +451,32 @@ int repro_child_wait(repro_child *c, repro_child_status *st)
             c->tick(c->tick_arg);
             next_tick = repro_now() + 0.2;
         }
-        forward_interrupt(c, &forwarded);
-        pid_t w = waitpid(c->pid, &wst, poll ? WNOHANG : 0);
-        if (w == c->pid)
+        forward_interrupt(c, &forwarded_at);
+        int ended = has_ended(c, !poll);
+        if (ended > 0)
             break;
-        if (w < 0 && errno != EINTR) {
+        if (ended < 0) {
             int e = errno;
             repro_child_kill(c, SIGKILL);
+            atomic_fetch_sub(&children_running, 1);
             errno = e;
             return repro_error_set_errno(REPRO_EIO, "waiting for child %ld", (long)c->pid);
         }
         if (c->deadline && repro_now() >= c->deadline) {
-            repro_child_kill(c, SIGKILL);
-            while (waitpid(c->pid, &wst, 0) < 0 && errno == EINTR)
-                ;
+            reap_group(c, &wst);
             st->how = REPRO_CHILD_TIMED_OUT;
             st->code = SIGKILL;
-            c->pid = 0;
             return 0;
         }
-        if (w == 0) {
-            struct timespec ts = {0, nap_ns};
+        struct timespec ts = {0, nap_ns};
+        if (poll)
             nanosleep(&ts, NULL);
-            nap_ns = nap_ns < 10000000 ? nap_ns * 2 : nap_ns;
-        }
+        nap_ns = nap_ns < 10000000 ? nap_ns * 2 : nap_ns;
     }
+    long pid = (long)c->pid;
+    if (reap_group(c, &wst))
+        return repro_error_set_errno(REPRO_EIO, "waiting for child %ld", pid);
     decode(wst, st);
-    c->pid = 0;
     return 0;
 }
 

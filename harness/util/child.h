@@ -10,6 +10,9 @@
  *   file (`err_to_out`), as a build log wants.
  * - each child leads its own process group, so a timeout or an interruption
  *   kills everything it started (make's compilers, a shell's children).
+ * - nothing a child starts outlives it: when the child ends, wait kills
+ *   what is left in its group (a `sleep &` a script left behind) before it
+ *   reaps the child.
  * - children die with their parent: on Linux the child asks the kernel for
  *   SIGKILL when its parent goes (PR_SET_PDEATHSIG), so a `repro check`
  *   killed with -9 leaves no `repro run` training on. The signal follows
@@ -89,6 +92,19 @@ int repro_child_wait(repro_child *c, repro_child_status *st);
 int repro_child_run(repro_child *c, repro_child_status *st);
 /* Sends sig to the child's whole process group. 0 or -1 (errno kept). */
 int repro_child_kill(const repro_child *c, int sig);
+
+/* For a command-line tool: SIGINT and SIGTERM reach the children, not
+ * just repro (each child leads its own process group, so a terminal's
+ * Ctrl-C never reaches it). While any child runs, the handler only notes
+ * the signal; every wait (whose child has no `interrupt` of its own)
+ * forwards it to its child's group, SIGKILL following after a grace of
+ * 5 s, and no new child starts (start fails, REPRO_EIO). With no child
+ * running the signal acts as it would untrapped. A signal the parent
+ * ignored stays ignored. The caller exits 128 + repro_child_interrupted()
+ * once the work unwound. */
+void repro_child_trap_signals(void);
+/* The signal that interrupted repro while a child ran, or 0. */
+int repro_child_interrupted(void);
 
 /* The status as one shell-style number: the exit status, or 128 + signal
  * (a timeout reads as 128 + SIGKILL). */
