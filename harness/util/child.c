@@ -28,6 +28,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "util/capture.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/progress.h"
@@ -315,6 +316,38 @@ static int exec_outcome(repro_child *c, const char *prog, int rd)
     return repro_error_set_errno(REPRO_EIO, "cannot start %s: %s", prog, what[f.stage]);
 }
 
+/* ---- captured output (capture.h) ---------------------------------------- */
+
+#define CAPTURE_DEFAULT (1024 * 1024)
+
+uint64_t repro_child_capture_limit(void)
+{
+    const char *v = getenv("REPRO_CAPTURE_LIMIT");
+    if (!v || !v[0])
+        return CAPTURE_DEFAULT;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift)
+        end++;
+    if (v[0] < '0' || v[0] > '9' || *end || errno || n > (UINT64_MAX >> shift))
+        return CAPTURE_DEFAULT;
+    return n == 0 ? UINT64_MAX : (uint64_t)n << shift;
+}
+
+static int capturing(const repro_child *c)
+{
+    return c->capture_limit > 0 && c->capture_limit < UINT64_MAX && !c->inherit_output &&
+           (c->out_path || (c->err_path && !c->err_to_out));
+}
+
+static void end_capture(repro_child *c)
+{
+    repro_capture_finish(c->capture);
+    c->capture = NULL;
+}
+
 int repro_child_start(repro_child *c)
 {
     char prog[PATH_MAX];
@@ -331,8 +364,15 @@ int repro_child_start(repro_child *c)
         free(env);
         return -1;
     }
+    c->capture = NULL;
+    if (capturing(c) && !(c->capture = repro_capture_open(fds, c->capture_limit))) {
+        close(fds[0]);
+        free(env);
+        return -1;
+    }
     if (pipe2(pfd, O_CLOEXEC) != 0) {
         close_files(fds);
+        end_capture(c);
         free(env);
         return repro_error_set_errno(REPRO_EIO, "cannot start %s: pipe", prog);
     }
@@ -346,6 +386,7 @@ int repro_child_start(repro_child *c)
         close(pfd[0]);
         close(pfd[1]);
         close_files(fds);
+        end_capture(c);
         free(env);
         return repro_error_set(REPRO_EIO, "not starting %s: interrupted by signal %d",
                                prog, (int)*intr);
@@ -362,6 +403,7 @@ int repro_child_start(repro_child *c)
     free(env);
     if (pid < 0) {
         atomic_fetch_sub(&children_running, 1);
+        end_capture(c);
         close(pfd[0]);
         errno = saved;
         return repro_error_set_errno(REPRO_EIO, "cannot start %s: fork", prog);
@@ -369,7 +411,11 @@ int repro_child_start(repro_child *c)
     setpgid(pid, pid); /* also here: no window where a kill(-pid) misses it */
     c->pid = pid;
     c->deadline = c->timeout_s > 0 ? repro_now() + c->timeout_s : 0;
-    return exec_outcome(c, prog, pfd[0]);
+    if (exec_outcome(c, prog, pfd[0])) {
+        end_capture(c);
+        return -1;
+    }
+    return 0;
 }
 
 int repro_child_kill(const repro_child *c, int sig)
@@ -423,6 +469,7 @@ static int reap_group(repro_child *c, int *wst)
         ;
     c->pid = 0;
     atomic_fetch_sub(&children_running, 1);
+    end_capture(c);
     return w < 0 ? -1 : 0;
 }
 
@@ -443,7 +490,7 @@ int repro_child_wait(repro_child *c, repro_child_status *st)
     /* With a deadline or an interruption to watch, poll (1 ms, growing to
      * 10 ms: nothing against any run): a blocking wait would miss a signal
      * that lands just before it. Otherwise, block. */
-    int poll = c->deadline > 0 || interrupt_flag(c) || c->tick;
+    int poll = c->deadline > 0 || interrupt_flag(c) || c->tick || c->capture;
     long nap_ns = 1000000;
     double next_tick = repro_now() + 0.2;
     for (;;) {
@@ -459,6 +506,7 @@ int repro_child_wait(repro_child *c, repro_child_status *st)
             int e = errno;
             repro_child_kill(c, SIGKILL);
             atomic_fetch_sub(&children_running, 1);
+            end_capture(c);
             errno = e;
             return repro_error_set_errno(REPRO_EIO, "waiting for child %ld", (long)c->pid);
         }
@@ -469,7 +517,9 @@ int repro_child_wait(repro_child *c, repro_child_status *st)
             return 0;
         }
         struct timespec ts = {0, nap_ns};
-        if (poll)
+        if (c->capture) /* the nap is a wait for output */
+            repro_capture_pump(c->capture, (int)(nap_ns / 1000000));
+        else if (poll)
             nanosleep(&ts, NULL);
         nap_ns = nap_ns < 10000000 ? nap_ns * 2 : nap_ns;
     }
@@ -532,6 +582,7 @@ int repro_child_run_self_tick(char *const args[], const char *const *env_set,
     c.err_path = err_path;
     c.tick = tick;
     c.tick_arg = tick_arg;
+    c.capture_limit = repro_child_capture_limit();
     repro_child_status st;
     int rc = repro_child_run(&c, &st);
     free(argv);

@@ -54,6 +54,13 @@ typedef struct {
     int err_to_out;           /* stderr to the same file as stdout */
     int inherit_output;       /* stdout and stderr are ours (out/err_path ignored):
                                  a child whose output is the command's own */
+    /* > 0: stdout and stderr pass through repro on their way to their
+     * files, which keep only the first and the last capture_limit bytes
+     * of each, with a line saying how many bytes were dropped between
+     * (a program writing gigabytes leaves megabytes). 0: the child writes
+     * its files itself, unbounded. repro_child_capture_limit() is the
+     * configured value. Ignored with inherit_output or without a file. */
+    uint64_t capture_limit;
     repro_child_limits limits;
     double timeout_s;         /* > 0: wait kills the group after this long */
     /* When not NULL and it becomes non-zero (a SIGINT/SIGTERM handler sets
@@ -66,6 +73,7 @@ typedef struct {
     void *tick_arg;
     /* --- state (set by start) */
     pid_t pid;                /* also the process group id; 0 when not running */
+    struct repro_capture *capture; /* the output being captured (capture_limit) */
     double deadline;          /* monotonic seconds; 0: none */
 } repro_child;
 
@@ -105,6 +113,12 @@ int repro_child_kill(const repro_child *c, int sig);
 void repro_child_trap_signals(void);
 /* The signal that interrupted repro while a child ran, or 0. */
 int repro_child_interrupted(void);
+
+/* How much of a program's captured output is kept at each end (see
+ * capture_limit): $REPRO_CAPTURE_LIMIT in bytes, with an optional K, M or
+ * G (KiB, MiB, GiB) suffix; 0 there means unbounded (returned as
+ * UINT64_MAX). Unset or not a size: 1 MiB. */
+uint64_t repro_child_capture_limit(void);
 
 /* The status as one shell-style number: the exit status, or 128 + signal
  * (a timeout reads as 128 + SIGKILL). */
