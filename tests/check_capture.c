@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "tu_procs.h"
 
 static char dir[TU_TMP_LEN];
 
@@ -21,13 +22,13 @@ static int check_flood(const char *env, char *path, size_t len)
 {
     tu_tmp_template(dir, sizeof dir, "capture");
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    const char *bin = getenv("REPRO_BIN");
+    const char *bin = tu_repro_bin();
     char cmd[1024];
     /* 5 MB: a marker, zeros, a marker; no trace (the check cannot test it). */
     snprintf(cmd, sizeof cmd,
              "cd '%s' && printf 'printf FIRST; head -c 5000000 /dev/zero; printf LAST\\n' "
              "> flood.sh && %s '%s' check --no-golden -- sh flood.sh >/dev/null 2>&1",
-             dir, env, bin ? bin : "./build/repro");
+             dir, env, bin);
     int st = system(cmd);
     snprintf(cmd, sizeof cmd, "ls '%s'/runs/flood/check-*/run-1/stdout.txt", dir);
     FILE *p = popen(cmd, "r");

@@ -14,6 +14,7 @@
 
 #include "util/error.h"
 #include "testutil.h"
+#include "tu_procs.h"
 
 #define CAUSE "trace.jsonl:3: maximum nesting depth reached near '['"
 
@@ -84,11 +85,11 @@ static char err[1 << 14];
 /* `cd dir && repro ARGS`, stderr into err; the exit status. */
 static int repro_in_dir(const char *args)
 {
-    const char *bin = getenv("REPRO_BIN");
+    const char *bin = tu_repro_bin();
     char cmd[2048], ep[TU_TMP_LEN + 8];
     snprintf(ep, sizeof ep, "%s/err", dir);
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >/dev/null 2>'%s' </dev/null", dir,
-             bin ? bin : "./build/repro", args, ep);
+             bin, args, ep);
     int st = system(cmd);
     ck_assert_int_ne(st, -1);
     FILE *f = fopen(ep, "r");

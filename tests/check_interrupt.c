@@ -35,7 +35,7 @@ static void mk_dir_with_program(const char *script)
  * shell between: signals go to repro itself), output to dir/log. */
 static pid_t start_check(void)
 {
-    const char *bin = getenv("REPRO_BIN");
+    const char *bin = tu_repro_bin();
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -46,7 +46,7 @@ static pid_t start_check(void)
             _exit(120);
         dup2(fd, 1);
         dup2(fd, 2);
-        execl(bin ? bin : "./build/repro", "repro", "check", "--no-golden", "--", "sh",
+        execl(bin, "repro", "check", "--no-golden", "--", "sh",
               "prog.sh", (char *)NULL);
         _exit(121);
     }

@@ -24,6 +24,7 @@
 #include "util/error.h"
 #include "util/outpath.h"
 #include "testutil.h"
+#include "tu_procs.h"
 
 static char dir[TU_TMP_LEN];
 static char p_[8][TU_TMP_LEN + 32];
@@ -191,6 +192,30 @@ START_TEST(test_anything_else_is_refused)
 }
 END_TEST
 
+/* /dev/fd/N and /proc/self/fd/N name our own open file: written through
+ * it, after what it already holds (a shell's `> log`), never replaced. */
+START_TEST(test_our_own_descriptors_are_written_through)
+{
+    mk_dir();
+    int fd = open(at("log"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "before\n", 7), 7);
+    struct stat a, b;
+    ck_assert_int_eq(fstat(fd, &a), 0);
+    char name[64];
+    snprintf(name, sizeof name, "/dev/fd/%d", fd);
+    write_ok(name, "plot\n");
+    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+    write_ok(name, "again\n");
+    ck_assert_int_eq(write(fd, "after\n", 6), 6);
+    close(fd);
+    ck_assert_str_eq(slurp(at("log")), "before\nplot\nagain\nafter\n");
+    ck_assert_int_eq(stat(at("log"), &b), 0);
+    ck_assert(a.st_ino == b.st_ino);
+    ck_assert_int_eq(entries(), 1);
+}
+END_TEST
+
 /* Abort leaves the old file and no temporary. */
 START_TEST(test_abort_keeps_the_old_file)
 {
@@ -209,11 +234,11 @@ END_TEST
  * written) for a symlink, a FIFO and a character device. */
 static int check_junit(const char *path)
 {
-    const char *bin = getenv("REPRO_BIN");
+    const char *bin = tu_repro_bin();
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check --no-golden --junit '%s' -- false "
                               ">/dev/null 2>&1 </dev/null",
-             dir, bin ? bin : "./build/repro", path);
+             dir, bin, path);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -256,6 +281,7 @@ Suite *outpath_suite(void)
     tcase_add_test(tc, test_character_devices_are_written_in_place);
     tcase_add_test(tc, test_anything_else_is_refused);
     tcase_add_test(tc, test_abort_keeps_the_old_file);
+    tcase_add_test(tc, test_our_own_descriptors_are_written_through);
     tcase_add_test(tc, test_check_junit_keeps_links_fifos_and_devices);
     suite_add_tcase(s, tc);
     return s;

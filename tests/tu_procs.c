@@ -80,6 +80,15 @@ pid_t tu_process_appears_within(const char *prog, const char *arg, double second
     return tu_find_process(prog, arg);
 }
 
+const char *tu_repro_bin(void)
+{
+    static char abs[4096];
+    const char *bin = getenv("REPRO_BIN");
+    if (!realpath(bin && bin[0] ? bin : "./build/repro", abs))
+        snprintf(abs, sizeof abs, "%s", bin && bin[0] ? bin : "./build/repro");
+    return abs;
+}
+
 void tu_kill_processes(const char *prog, const char *arg)
 {
     pid_t p;

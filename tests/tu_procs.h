@@ -13,6 +13,9 @@ pid_t tu_find_process(const char *prog, const char *arg);
 int tu_process_gone_within(const char *prog, const char *arg, double seconds);
 /* Polls until such a process appears: its pid, or 0 after `seconds`. */
 pid_t tu_process_appears_within(const char *prog, const char *arg, double seconds);
+/* $REPRO_BIN (default ./build/repro) as an absolute path, for tests that
+ * run it from another directory (make check gives it relative). */
+const char *tu_repro_bin(void);
 /* SIGKILLs every such process (a failed test's leftovers). */
 void tu_kill_processes(const char *prog, const char *arg);
 

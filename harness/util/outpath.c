@@ -22,8 +22,34 @@
 
 typedef enum {
     OUT_REPLACE, /* a regular file or a new path: temporary + rename */
-    OUT_DIRECT   /* a character device or FIFO: written in place */
+    OUT_DIRECT,  /* a character device or FIFO: written in place */
+    OUT_OUR_FD   /* /dev/stdout and the like: our own open file, shared */
 } out_kind;
+
+/* The descriptor a name for one of our own open files stands for
+ * (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), or -1. Such a
+ * file is written through that descriptor, at its offset, as a shell's
+ * redirection would have it: reopening it would truncate what was
+ * written before (`repro diff ... --plot /dev/stdout > log`), and a rename
+ * over it would leave the shell's descriptor on a deleted file. */
+static int our_fd(const char *path)
+{
+    int fd = -1;
+    if (!strcmp(path, "/dev/stdout"))
+        fd = 1;
+    else if (!strcmp(path, "/dev/stderr"))
+        fd = 2;
+    else {
+        const char *num = !strncmp(path, "/dev/fd/", 8)          ? path + 8
+                          : !strncmp(path, "/proc/self/fd/", 14) ? path + 14
+                                                                  : NULL;
+        char *end;
+        long v = num && num[0] >= '0' && num[0] <= '9' ? strtol(num, &end, 10) : -1;
+        if (v >= 0 && v < INT_MAX && !*end)
+            fd = (int)v;
+    }
+    return fd >= 0 && fcntl(fd, F_GETFD) >= 0 ? fd : -1;
+}
 
 #define ONLY " (only a regular file, a new path, a character device or a FIFO is written, " \
              "directly or through symlinks)"
@@ -99,6 +125,11 @@ static int classify(repro_outfile *o, const char *what, out_kind *kind, mode_t *
 {
     struct stat st, lst;
     *mode = 0;
+    if (our_fd(o->path) >= 0) {
+        *kind = OUT_OUR_FD;
+        snprintf(o->target, sizeof o->target, "%s", o->path);
+        return 0;
+    }
     if (stat(o->path, &st) == 0) {
         if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
             *kind = OUT_DIRECT;
@@ -183,7 +214,15 @@ static int open_by_rule(repro_outfile *o, const char *path, const char *what, in
     mode_t mode;
     if (classify(o, what, &kind, &mode))
         return -1;
-    int fd = kind == OUT_DIRECT || stream ? open_in_place(o, kind, what) : open_temporary(o, mode);
+    int fd = kind == OUT_OUR_FD                  ? fcntl(our_fd(o->path), F_DUPFD_CLOEXEC, 3)
+             : kind == OUT_DIRECT || stream ? open_in_place(o, kind, what)
+                                            : open_temporary(o, mode);
+    if (kind == OUT_OUR_FD) { /* what our own streams hold goes first */
+        fflush(stdout);
+        fflush(stderr);
+    }
+    if (fd < 0 && kind == OUT_OUR_FD)
+        return repro_error_set_errno(REPRO_EIO, "%s: cannot write %s", path, named(what));
     if (fd < 0)
         return -1;
     o->f = fdopen(fd, "w");

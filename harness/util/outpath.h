@@ -10,6 +10,9 @@
  * - a character device or a FIFO (/dev/null, /dev/stdout on a terminal or
  *   a pipe, a named pipe), directly or through symlinks: opened and written
  *   in place, never renamed over or replaced;
+ * - a name for one of repro's own open files (/dev/stdout, /dev/stderr,
+ *   /dev/fd/N, /proc/self/fd/N): written through that descriptor, at its
+ *   offset, as a shell redirection would (never reopened or replaced);
  * - anything else (a directory, a socket, a block device, a symlink whose
  *   target's directory is missing, a symlink loop) is refused with an error
  *   naming the path and what it is (REPRO_EIO: exit 3, as for any place
