@@ -316,6 +316,68 @@ static int exec_outcome(repro_child *c, const char *prog, int rd)
     return repro_error_set_errno(REPRO_EIO, "cannot start %s: %s", prog, what[f.stage]);
 }
 
+/* ---- the guard ------------------------------------------------------------ */
+
+/* PR_SET_PDEATHSIG reaches the child alone: when repro is killed with -9
+ * (nothing of it runs to clean up), the child's own children would live
+ * on. So each child gets a guard, a forked copy of us that does nothing
+ * but wait on a pipe: a byte means "done, go", end of file without one
+ * means repro is gone, and the guard kills the child's group. It ignores
+ * SIGINT/SIGTERM (a terminal's Ctrl-C reaches our group, and so it) and
+ * closes every descriptor but its pipe's, so that it holds no one else's
+ * pipe open. Everything it does is async-signal-safe (we may have
+ * threads). Best effort: without a guard the child still runs. */
+static void start_guard(repro_child *c)
+{
+    int p[2];
+    c->guard = 0;
+    c->guard_fd = -1;
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return;
+    pid_t pgid = c->pid;
+    pid_t g = fork();
+    if (g == 0) {
+        struct sigaction ign;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGINT, &ign, NULL);
+        sigaction(SIGTERM, &ign, NULL);
+        if (dup2(p[0], 3) < 0)
+            _exit(1);
+        close_range(4, ~0U, 0);
+        char b;
+        ssize_t n;
+        while ((n = read(3, &b, 1)) < 0 && errno == EINTR)
+            ;
+        if (n <= 0)
+            kill(-pgid, SIGKILL);
+        _exit(0);
+    }
+    close(p[0]);
+    if (g < 0) {
+        close(p[1]);
+        return;
+    }
+    c->guard = g;
+    c->guard_fd = p[1];
+}
+
+/* The child is done (reaped or about to be, its group killed): the guard
+ * goes without killing anything. */
+static void stop_guard(repro_child *c)
+{
+    if (c->guard <= 0)
+        return;
+    ssize_t w;
+    while ((w = write(c->guard_fd, "x", 1)) < 0 && errno == EINTR)
+        ;
+    close(c->guard_fd);
+    while (waitpid(c->guard, NULL, 0) < 0 && errno == EINTR)
+        ;
+    c->guard = 0;
+    c->guard_fd = -1;
+}
+
 /* ---- captured output (capture.h) ---------------------------------------- */
 
 #define CAPTURE_DEFAULT (1024 * 1024)
@@ -415,6 +477,7 @@ int repro_child_start(repro_child *c)
         end_capture(c);
         return -1;
     }
+    start_guard(c);
     return 0;
 }
 
@@ -464,6 +527,7 @@ static void forward_interrupt(const repro_child *c, double *forwarded_at)
 static int reap_group(repro_child *c, int *wst)
 {
     repro_child_kill(c, SIGKILL);
+    stop_guard(c);
     pid_t w;
     while ((w = waitpid(c->pid, wst, 0)) < 0 && errno == EINTR)
         ;
@@ -505,6 +569,7 @@ int repro_child_wait(repro_child *c, repro_child_status *st)
         if (ended < 0) {
             int e = errno;
             repro_child_kill(c, SIGKILL);
+            stop_guard(c);
             atomic_fetch_sub(&children_running, 1);
             end_capture(c);
             errno = e;

@@ -15,7 +15,9 @@
  *   reaps the child.
  * - children die with their parent: on Linux the child asks the kernel for
  *   SIGKILL when its parent goes (PR_SET_PDEATHSIG), so a `repro check`
- *   killed with -9 leaves no `repro run` training on. The signal follows
+ *   killed with -9 leaves no `repro run` training on; and a small guard
+ *   process per child kills the child's whole group when repro dies
+ *   without a word (SIGKILL), so its grandchildren go too. The signal follows
  *   the parent *thread* that started the child: start children from a
  *   thread that outlives them (every caller uses the main thread).
  * - the argument vector has no length limit but memory.
@@ -74,6 +76,8 @@ typedef struct {
     /* --- state (set by start) */
     pid_t pid;                /* also the process group id; 0 when not running */
     struct repro_capture *capture; /* the output being captured (capture_limit) */
+    pid_t guard;              /* the group's guard (see child.c); 0: none */
+    int guard_fd;             /* our end of its pipe */
     double deadline;          /* monotonic seconds; 0: none */
 } repro_child;
 
