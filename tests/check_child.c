@@ -15,6 +15,7 @@
 #include "util/child.h"
 #include "util/error.h"
 #include "testutil.h"
+#include "tu_procs.h"
 
 static char tmpdir[TU_TMP_LEN];
 
@@ -271,6 +272,156 @@ START_TEST(test_interrupt_is_forwarded_to_the_group)
 }
 END_TEST
 
+/* A child that leaves `sleep &` behind and exits: the sleep is killed
+ * with the child's group before wait returns. */
+START_TEST(test_leftover_in_the_group_is_killed)
+{
+    char *argv[] = {"/bin/sh", "-c", "sleep 301.101 & exit 0", NULL};
+    repro_child c = {0};
+    c.argv = argv;
+    repro_child_status st;
+    ck_assert_int_eq(repro_child_run(&c, &st), 0);
+    ck_assert_int_eq(repro_child_status_code(&st), 0);
+    int gone = tu_process_gone_within("sleep", "301.101", 5);
+    tu_kill_processes("sleep", "301.101");
+    ck_assert_msg(gone, "the child's background sleep outlived it");
+}
+END_TEST
+
+/* The CLI's trap (repro_child_trap_signals), in a process of its own: a
+ * SIGTERM while a child runs is forwarded to the child's group (the
+ * grandchild dies too), the wait returns, no new child starts, and the
+ * signal is there to exit with. */
+START_TEST(test_trap_forwards_and_stops_starting)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        repro_child_trap_signals();
+        char *argv[] = {"/bin/sh", "-c", "sleep 301.102 & wait", NULL};
+        repro_child c = {0};
+        c.argv = argv;
+        repro_child_status st;
+        if (repro_child_run(&c, &st) || st.how != REPRO_CHILD_SIGNALED || st.code != SIGTERM)
+            _exit(1);
+        char *again[] = {"true", NULL};
+        repro_child d = {0};
+        d.argv = again;
+        if (repro_child_run(&d, &st) == 0 || !strstr(repro_error_message(), "interrupted"))
+            _exit(2);
+        _exit(128 + repro_child_interrupted());
+    }
+    pid_t sleeper = tu_process_appears_within("sleep", "301.102", 10);
+    if (sleeper)
+        kill(pid, SIGTERM);
+    int wst;
+    ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+    int gone = tu_process_gone_within("sleep", "301.102", 5);
+    tu_kill_processes("sleep", "301.102");
+    ck_assert_msg(sleeper != 0, "the child's sleep never started");
+    ck_assert_msg(WIFEXITED(wst) && WEXITSTATUS(wst) == 128 + SIGTERM, "status %#x", wst);
+    ck_assert_msg(gone, "the child's sleep outlived the interruption");
+}
+END_TEST
+
+/* With no child running, a trapped signal acts as untrapped: the process
+ * dies of it. */
+START_TEST(test_trap_without_children_is_the_default)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        repro_child_trap_signals();
+        raise(SIGTERM);
+        _exit(0);
+    }
+    int wst;
+    ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+    ck_assert(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGTERM);
+}
+END_TEST
+
+/* Captured output keeps the first and the last capture_limit bytes of
+ * each stream, and says how many were dropped between. */
+START_TEST(test_capture_keeps_head_and_tail)
+{
+    mk_tmp();
+    char out[TU_TMP_LEN + 16], err[TU_TMP_LEN + 16];
+    snprintf(out, sizeof out, "%s/out", tmpdir);
+    snprintf(err, sizeof err, "%s/err", tmpdir);
+    char *argv[] = {"/bin/sh", "-c",
+                    "printf HEAD; head -c 100000 /dev/zero | tr '\\0' x; printf TAIL; "
+                    "printf 'short error' >&2",
+                    NULL};
+    repro_child c = {0};
+    c.argv = argv;
+    c.out_path = out;
+    c.err_path = err;
+    c.capture_limit = 1000;
+    repro_child_status st;
+    ck_assert_int_eq(repro_child_run(&c, &st), 0);
+    ck_assert_int_eq(repro_child_status_code(&st), 0);
+    size_t len;
+    char *text = slurp(out, &len);
+    ck_assert_msg(len < 2200, "kept %zu bytes", len);
+    ck_assert(!strncmp(text, "HEADxxx", 7));
+    ck_assert_str_eq(text + len - 7, "xxxTAIL");
+    /* 100008 written, 2 x 1000 kept. */
+    ck_assert_ptr_nonnull(strstr(text, "\n[repro: 98008 bytes of output dropped here; the first "
+                                       "and the last 1000 bytes are kept"));
+    const char *note_end = strstr(text, "kept (REPRO_CAPTURE_LIMIT)]\n");
+    ck_assert_ptr_nonnull(note_end);
+    ck_assert_uint_eq(len - (size_t)(note_end + strlen("kept (REPRO_CAPTURE_LIMIT)]\n") - text),
+                      1000);
+    ck_assert_str_eq(slurp(err, NULL), "short error"); /* under the limit: as written */
+}
+END_TEST
+
+/* Output between one and two limits long is kept whole, in order; with
+ * stderr in stdout's file, both streams share one bound. */
+START_TEST(test_capture_under_twice_the_limit_is_whole)
+{
+    mk_tmp();
+    char out[TU_TMP_LEN + 16];
+    snprintf(out, sizeof out, "%s/out", tmpdir);
+    char *argv[] = {"/bin/sh", "-c", "seq 1 400; seq 401 500 >&2", NULL};
+    repro_child c = {0};
+    c.argv = argv;
+    c.out_path = out;
+    c.err_to_out = 1;
+    c.capture_limit = 1000; /* seq 1 500 writes 1892 bytes */
+    repro_child_status st;
+    ck_assert_int_eq(repro_child_run(&c, &st), 0);
+    size_t len;
+    char *text = slurp(out, &len);
+    ck_assert_uint_eq(len, 1892);
+    ck_assert(!strncmp(text, "1\n2\n3\n", 6));
+    ck_assert_ptr_nonnull(strstr(text, "\n399\n400\n401\n"));
+    ck_assert_str_eq(text + len - 8, "499\n500\n");
+    ck_assert_ptr_null(strstr(text, "dropped"));
+}
+END_TEST
+
+START_TEST(test_capture_limit_from_the_environment)
+{
+    unsetenv("REPRO_CAPTURE_LIMIT");
+    ck_assert_uint_eq(repro_child_capture_limit(), 1 << 20);
+    setenv("REPRO_CAPTURE_LIMIT", "4096", 1);
+    ck_assert_uint_eq(repro_child_capture_limit(), 4096);
+    setenv("REPRO_CAPTURE_LIMIT", "64K", 1);
+    ck_assert_uint_eq(repro_child_capture_limit(), 65536);
+    setenv("REPRO_CAPTURE_LIMIT", "2M", 1);
+    ck_assert_uint_eq(repro_child_capture_limit(), 2 << 20);
+    setenv("REPRO_CAPTURE_LIMIT", "0", 1); /* unbounded */
+    ck_assert(repro_child_capture_limit() == UINT64_MAX);
+    setenv("REPRO_CAPTURE_LIMIT", "-5", 1);
+    ck_assert_uint_eq(repro_child_capture_limit(), 1 << 20);
+    setenv("REPRO_CAPTURE_LIMIT", "12Q", 1);
+    ck_assert_uint_eq(repro_child_capture_limit(), 1 << 20);
+    unsetenv("REPRO_CAPTURE_LIMIT");
+}
+END_TEST
+
 /* A parent with stdin, stdout and stderr closed opens the child's files on
  * fds 0..2 themselves: they must still reach the child (not be closed at
  * exec by their close-on-exec flag). */
@@ -314,6 +465,12 @@ Suite *child_suite(void)
     tcase_add_test(tc, test_missing_program_is_a_start_error);
     tcase_add_test(tc, test_interrupt_is_forwarded_to_the_group);
     tcase_add_test(tc, test_parent_without_standard_fds);
+    tcase_add_test(tc, test_leftover_in_the_group_is_killed);
+    tcase_add_test(tc, test_trap_forwards_and_stops_starting);
+    tcase_add_test(tc, test_trap_without_children_is_the_default);
+    tcase_add_test(tc, test_capture_keeps_head_and_tail);
+    tcase_add_test(tc, test_capture_under_twice_the_limit_is_whole);
+    tcase_add_test(tc, test_capture_limit_from_the_environment);
     suite_add_tcase(s, tc);
     return s;
 }

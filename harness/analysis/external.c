@@ -203,6 +203,7 @@ int repro_multirun_run_external(repro_multirun *m, int idx, const char *dir)
     c.cwd = m->cwd;
     c.env_unset = m->env_unset;
     c.interrupt = m->interrupt;
+    c.capture_limit = repro_child_capture_limit(); /* head and tail of a flood */
     repro_child_status st;
     int rc = repro_child_run(&c, &st);
     env_free(&e);

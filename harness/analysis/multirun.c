@@ -266,10 +266,9 @@ int repro_multirun_execute(repro_multirun *m)
             release_reads_after(m, m->ntraces);
             repro_error_set(m->reads[m->ntraces].code, "%s", m->reads[m->ntraces].msg);
             if (m->cmd) /* the program's fault, not the user's input */
-                return repro_error_set(REPRO_EIO, "%s of `%s` could not be tested: its trace "
-                                                  "is not a valid repro trace: %s",
-                                       m->plan[m->ntraces].label, m->cmd[0],
-                                       repro_error_message());
+                return repro_error_wrap(REPRO_EIO, "%s of `%s` could not be tested: its trace "
+                                                   "is not a valid repro trace",
+                                        m->plan[m->ntraces].label, m->cmd[0]);
             return -1;
         }
         if (m->cmd && repro_multirun_check_external_trace(m, m->ntraces,

@@ -10,6 +10,7 @@
 
 #include "analysis/compare.h"
 #include "util/error.h"
+#include "util/outpath.h"
 
 enum { W = 760, H = 440, ML = 90, MR = 30, MT = 56, MB = 64 };
 #define PW (W - ML - MR)
@@ -185,28 +186,12 @@ static void plot(FILE *f, const repro_divergence *d, const char *title)
 
 int repro_plot_svg(const char *path, const repro_divergence *d, const char *title)
 {
-    /* Written beside the target and renamed over it: a reader never sees
-     * half a chart, and a failed write leaves any old one in place. */
-    char tmp[1100];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return repro_error_set(REPRO_EINVAL, "%s: path too long", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return repro_error_set_errno(REPRO_EIO, "%s: cannot write plot", path);
-    plot(f, d, title);
-    int bad = ferror(f);
-    int saved = errno;
-    if (fclose(f) != 0 || bad) {
-        if (bad)
-            errno = saved;
-        remove(tmp);
-        return repro_error_set_errno(REPRO_EIO, "%s: cannot write plot", path);
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        errno = e;
-        return repro_error_set_errno(REPRO_EIO, "%s: cannot write plot", path);
-    }
-    return 0;
+    /* The output-path rule (util/outpath.h): beside the target and renamed
+     * over it (a reader never sees half a chart), or straight into a FIFO
+     * or device; anything else refused. */
+    repro_outfile out;
+    if (repro_outfile_open(&out, path, "plot"))
+        return -1;
+    plot(out.f, d, title);
+    return repro_outfile_commit(&out);
 }

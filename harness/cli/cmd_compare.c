@@ -20,6 +20,7 @@
 #include "util/error.h"
 #include "analysis/multirun.h"
 #include "util/numparse.h"
+#include "util/outpath.h"
 
 static const char synopsis[] =
     "usage: repro compare EXP --vary KEY=V1,V2[,...] [options]\n"
@@ -209,9 +210,10 @@ static int plot_multi(const char *path, const char *title, const value_result *v
 {
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                          "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"};
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return repro_error_set_errno(REPRO_EIO, "%s: cannot create", path);
+    repro_outfile out; /* the output-path rule (util/outpath.h) */
+    if (repro_outfile_open(&out, path, "plot"))
+        return -1;
+    FILE *f = out.f;
     /* The legend sits in a margin of its own, right of the plot, so it
      * never covers a curve. */
     plot_frame p = {920, 420, 70, 200, 40, 50, log10(1e-12), 0, 1};
@@ -241,8 +243,8 @@ static int plot_multi(const char *path, const char *title, const value_result *v
         fprintf(f, "%s</text>\n", v[i].identical ? "" : " (runs disagree)");
     }
     fprintf(f, "</svg>\n");
-    if (fclose(f) != 0)
-        return repro_error_set_errno(REPRO_EIO, "%s: write failed", path);
+    if (repro_outfile_commit(&out))
+        return -1;
     return 0;
 }
 

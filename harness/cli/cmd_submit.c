@@ -231,7 +231,7 @@ static int write_manifest(submit_ctx *s)
     repro_bundle_release(&check);
     free(text);
     if (bad)
-        return repro_error_set(REPRO_EINVAL, "submit: %s", repro_error_message());
+        return repro_error_wrap(REPRO_EINVAL, "submit");
     return repro_bundle_write_manifest(s->o->dir, s->doc, s->key);
 }
 

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "kernels/isa.h"
 #include "record/leaf_sha.h"
+#include "util/child.h"
 #include "util/error.h"
 #include "util/suggest.h"
 #include "util/version.h"
@@ -86,5 +87,15 @@ int main(int argc, char **argv)
         repro_print_usage(stderr);
         return REPRO_EXIT_USAGE;
     }
-    return c->fn(argc - 1, argv + 1);
+    /* A SIGINT/SIGTERM while a program runs stops its whole process
+     * group, and the command unwinds before exiting 130/143. */
+    repro_child_trap_signals();
+    int rc = c->fn(argc - 1, argv + 1);
+    int sig = repro_child_interrupted();
+    if (sig) {
+        fprintf(stderr, "repro: interrupted by signal %d (%s): the programs it ran are stopped\n",
+                sig, strsignal(sig));
+        return 128 + sig;
+    }
+    return rc;
 }

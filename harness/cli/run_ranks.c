@@ -25,10 +25,6 @@
 #include "util/child.h"
 #include "util/error.h"
 
-static volatile sig_atomic_t interrupted;
-
-static void on_signal(int sig) { interrupted = sig; }
-
 /* mpirun's options for a job on this machine: root needs its consent
  * flag, more ranks than cores needs --oversubscribe, and no binding, since
  * each rank has its own kernel threads and loader workers. */
@@ -200,7 +196,6 @@ int repro_run_launch_ranks(int ranks, int argc, char **args)
     memset(&child, 0, sizeof child);
     child.argv = argv;
     child.inherit_output = 1; /* the job's output is ours */
-    child.interrupt = &interrupted;
     rank_watch w = {&child, ranks, calloc((size_t)ranks, sizeof(pid_t)), -1, 0, -1};
     if (!w.pid) {
         free(argv);
@@ -208,24 +203,20 @@ int repro_run_launch_ranks(int ranks, int argc, char **args)
     }
     child.tick = watch_ranks;
     child.tick_arg = &w;
-    interrupted = 0;
-    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    /* SIGINT/SIGTERM reach mpirun's group through the CLI's trap (main.c,
+     * child.h), and the command exits 130/143. */
     repro_child_status st;
     int rc = repro_child_run(&child, &st);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
     free(argv);
     if (rc) {
         free(w.pid);
-        repro_error_set(REPRO_EUNSUPPORTED,
-                        "run: ranks = %d needs Open MPI's mpirun (Debian: openmpi-bin): %s",
-                        ranks, repro_error_message());
+        repro_error_wrap(REPRO_EUNSUPPORTED,
+                         "run: ranks = %d needs Open MPI's mpirun (Debian: openmpi-bin)", ranks);
         return repro_report_error();
     }
     int code = repro_child_status_code(&st);
-    if (interrupted) { /* a signal to us, passed on to the job */
+    int interrupted = repro_child_interrupted();
+    if (interrupted) { /* a signal to us, passed on to the job by the CLI's trap */
         fprintf(stderr, "repro: run: %s: the MPI job of %d ranks was stopped\n",
                 interrupted == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", ranks);
         code = 128 + interrupted;

@@ -286,8 +286,7 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
     repro_trace g;
     if (repro_trace_read(&g, path)) {
         repro_git_free(git);
-        return repro_error_set(REPRO_EINVAL, "golden %s is unreadable: %s", path,
-                               repro_error_message());
+        return repro_error_wrap(REPRO_EINVAL, "golden %s is unreadable", path);
     }
     repro_divergence d;
     memset(&d, 0, sizeof d);
@@ -323,7 +322,7 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
         goto done;
     }
     if (repro_compare_traces(&g, run, &d)) {
-        rc = repro_error_set(REPRO_EINVAL, "golden %s: %s", path, repro_error_message());
+        rc = repro_error_wrap(REPRO_EINVAL, "golden %s", path);
         goto done;
     }
     snprintf(d.scope, sizeof d.scope, "golden (blessed at %s)", blessed ? blessed : "?");

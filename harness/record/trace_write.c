@@ -23,6 +23,7 @@
 #include "util/seeds.h"
 #include "record/trace.h"
 #include "util/version.h"
+#include "util/outpath.h"
 
 /* The JSON values a detail step's tensor list sets in place. */
 typedef struct {
@@ -145,11 +146,12 @@ int repro_trace_writer_open(repro_trace_writer **out, const char *path, void *he
     if (!w)
         return repro_error_set(REPRO_ENOMEM, "out of memory");
     snprintf(w->path, sizeof w->path, "%s", path);
-    w->f = fopen(path, "w");
-    if (!w->f) {
+    repro_outfile of; /* the output-path rule, written in place: runs are watched */
+    if (repro_outfile_open_stream(&of, path, "trace")) {
         writer_free(w);
-        return repro_error_set_errno(REPRO_EIO, "%s: cannot create trace", path);
+        return -1;
     }
+    w->f = of.f;
     if (write_line(w, json_incref(h))) {
         repro_trace_writer_abort(w);
         return -1;

@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "util/capture.h"
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/progress.h"
@@ -239,6 +242,53 @@ _Noreturn static void child_exec(const repro_child *c, const char *prog, char **
     fail_child(pipe_fd, STAGE_EXEC);
 }
 
+/* ---- interruption ---------------------------------------------------------- */
+
+/* The signal that interrupted repro while it had children (0: none), and
+ * how many children are between start and reap. With none running, a
+ * signal does what it always did (the default action, re-raised); with
+ * some, it is noted, and every wait forwards it to its child's group. */
+static volatile sig_atomic_t trapped_signal;
+static atomic_int children_running;
+static int trap_installed;
+
+static void on_trapped_signal(int sig)
+{
+    trapped_signal = sig;
+    if (atomic_load(&children_running) == 0) {
+        signal(sig, SIG_DFL);
+        raise(sig); /* delivered when this handler returns */
+    }
+}
+
+void repro_child_trap_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_trapped_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, &old);
+        /* A signal our parent chose to ignore (nohup, a background job)
+         * stays ignored. */
+        if (old.sa_handler == SIG_IGN)
+            sigaction(sigs[i], &old, NULL);
+    }
+    trap_installed = 1;
+}
+
+int repro_child_interrupted(void)
+{
+    return (int)trapped_signal;
+}
+
+/* The flag a wait watches: the caller's own, else the trap's. */
+static volatile sig_atomic_t *interrupt_flag(const repro_child *c)
+{
+    return c->interrupt ? c->interrupt : trap_installed ? &trapped_signal : NULL;
+}
+
 /* ---- start, wait, kill ---------------------------------------------------- */
 
 /* After fork: did the exec happen? Reads the failure pipe (EOF: exec'd). */
@@ -254,6 +304,7 @@ static int exec_outcome(repro_child *c, const char *prog, int rd)
     while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
         ;
     c->pid = 0;
+    atomic_fetch_sub(&children_running, 1);
     static const char *const what[] = {"", "its parent is gone", "cannot redirect its output",
                                        "cannot enter the directory", "cannot set its limits",
                                        ""};
@@ -263,6 +314,100 @@ static int exec_outcome(repro_child *c, const char *prog, int rd)
     if (f.stage == STAGE_EXEC || f.stage < 1 || f.stage > STAGE_EXEC)
         return repro_error_set_errno(REPRO_EIO, "cannot start %s", prog);
     return repro_error_set_errno(REPRO_EIO, "cannot start %s: %s", prog, what[f.stage]);
+}
+
+/* ---- the guard ------------------------------------------------------------ */
+
+/* PR_SET_PDEATHSIG reaches the child alone: when repro is killed with -9
+ * (nothing of it runs to clean up), the child's own children would live
+ * on. So each child gets a guard, a forked copy of us that does nothing
+ * but wait on a pipe: a byte means "done, go", end of file without one
+ * means repro is gone, and the guard kills the child's group. It ignores
+ * SIGINT/SIGTERM (a terminal's Ctrl-C reaches our group, and so it) and
+ * closes every descriptor but its pipe's, so that it holds no one else's
+ * pipe open. Everything it does is async-signal-safe (we may have
+ * threads). Best effort: without a guard the child still runs. */
+static void start_guard(repro_child *c)
+{
+    int p[2];
+    c->guard = 0;
+    c->guard_fd = -1;
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return;
+    pid_t pgid = c->pid;
+    pid_t g = fork();
+    if (g == 0) {
+        struct sigaction ign;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGINT, &ign, NULL);
+        sigaction(SIGTERM, &ign, NULL);
+        if (dup2(p[0], 3) < 0)
+            _exit(1);
+        close_range(4, ~0U, 0);
+        char b;
+        ssize_t n;
+        while ((n = read(3, &b, 1)) < 0 && errno == EINTR)
+            ;
+        if (n <= 0)
+            kill(-pgid, SIGKILL);
+        _exit(0);
+    }
+    close(p[0]);
+    if (g < 0) {
+        close(p[1]);
+        return;
+    }
+    c->guard = g;
+    c->guard_fd = p[1];
+}
+
+/* The child is done (reaped or about to be, its group killed): the guard
+ * goes without killing anything. */
+static void stop_guard(repro_child *c)
+{
+    if (c->guard <= 0)
+        return;
+    ssize_t w;
+    while ((w = write(c->guard_fd, "x", 1)) < 0 && errno == EINTR)
+        ;
+    close(c->guard_fd);
+    while (waitpid(c->guard, NULL, 0) < 0 && errno == EINTR)
+        ;
+    c->guard = 0;
+    c->guard_fd = -1;
+}
+
+/* ---- captured output (capture.h) ---------------------------------------- */
+
+#define CAPTURE_DEFAULT (1024 * 1024)
+
+uint64_t repro_child_capture_limit(void)
+{
+    const char *v = getenv("REPRO_CAPTURE_LIMIT");
+    if (!v || !v[0])
+        return CAPTURE_DEFAULT;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift)
+        end++;
+    if (v[0] < '0' || v[0] > '9' || *end || errno || n > (UINT64_MAX >> shift))
+        return CAPTURE_DEFAULT;
+    return n == 0 ? UINT64_MAX : (uint64_t)n << shift;
+}
+
+static int capturing(const repro_child *c)
+{
+    return c->capture_limit > 0 && c->capture_limit < UINT64_MAX && !c->inherit_output &&
+           (c->out_path || (c->err_path && !c->err_to_out));
+}
+
+static void end_capture(repro_child *c)
+{
+    repro_capture_finish(c->capture);
+    c->capture = NULL;
 }
 
 int repro_child_start(repro_child *c)
@@ -281,10 +426,32 @@ int repro_child_start(repro_child *c)
         free(env);
         return -1;
     }
+    c->capture = NULL;
+    if (capturing(c) && !(c->capture = repro_capture_open(fds, c->capture_limit))) {
+        close(fds[0]);
+        free(env);
+        return -1;
+    }
     if (pipe2(pfd, O_CLOEXEC) != 0) {
         close_files(fds);
+        end_capture(c);
         free(env);
         return repro_error_set_errno(REPRO_EIO, "cannot start %s: pipe", prog);
+    }
+    atomic_fetch_add(&children_running, 1);
+    /* Interrupted through the trap: start nothing more. (A caller's own
+     * flag is the caller's to check: a child started under it gets the
+     * signal forwarded at once.) */
+    volatile sig_atomic_t *intr = c->interrupt ? NULL : interrupt_flag(c);
+    if (intr && *intr) {
+        atomic_fetch_sub(&children_running, 1);
+        close(pfd[0]);
+        close(pfd[1]);
+        close_files(fds);
+        end_capture(c);
+        free(env);
+        return repro_error_set(REPRO_EIO, "not starting %s: interrupted by signal %d",
+                               prog, (int)*intr);
     }
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -297,6 +464,8 @@ int repro_child_start(repro_child *c)
     close_files(fds);
     free(env);
     if (pid < 0) {
+        atomic_fetch_sub(&children_running, 1);
+        end_capture(c);
         close(pfd[0]);
         errno = saved;
         return repro_error_set_errno(REPRO_EIO, "cannot start %s: fork", prog);
@@ -304,7 +473,12 @@ int repro_child_start(repro_child *c)
     setpgid(pid, pid); /* also here: no window where a kill(-pid) misses it */
     c->pid = pid;
     c->deadline = c->timeout_s > 0 ? repro_now() + c->timeout_s : 0;
-    return exec_outcome(c, prog, pfd[0]);
+    if (exec_outcome(c, prog, pfd[0])) {
+        end_capture(c);
+        return -1;
+    }
+    start_guard(c);
+    return 0;
 }
 
 int repro_child_kill(const repro_child *c, int sig)
@@ -327,22 +501,60 @@ static void decode(int wst, repro_child_status *st)
     }
 }
 
-/* Forwards a pending interruption to the child's group, once. */
-static void forward_interrupt(const repro_child *c, int *forwarded)
+/* How long a group that was sent SIGINT/SIGTERM gets to wind down (a
+ * program that saves its state, or ignores the signal) before SIGKILL. */
+#define INTERRUPT_GRACE_S 5.0
+
+/* Forwards a pending interruption to the child's group, once, and then,
+ * past the grace, kills it. */
+static void forward_interrupt(const repro_child *c, double *forwarded_at)
 {
-    if (c->interrupt && *c->interrupt && !*forwarded) {
-        repro_child_kill(c, (int)*c->interrupt);
-        *forwarded = 1;
+    volatile sig_atomic_t *intr = interrupt_flag(c);
+    if (!intr || !*intr)
+        return;
+    if (*forwarded_at == 0) {
+        repro_child_kill(c, (int)*intr);
+        *forwarded_at = repro_now();
+    } else if (repro_now() - *forwarded_at > INTERRUPT_GRACE_S) {
+        repro_child_kill(c, SIGKILL);
     }
+}
+
+/* The child has ended but is not reaped (waitid's WNOWAIT), so its pid
+ * is still its group's id and cannot be reused: kill whatever else runs
+ * in the group (a `sleep &` it left behind, a compiler make started),
+ * then reap. Nothing a child starts outlives it. */
+static int reap_group(repro_child *c, int *wst)
+{
+    repro_child_kill(c, SIGKILL);
+    stop_guard(c);
+    pid_t w;
+    while ((w = waitpid(c->pid, wst, 0)) < 0 && errno == EINTR)
+        ;
+    c->pid = 0;
+    atomic_fetch_sub(&children_running, 1);
+    end_capture(c);
+    return w < 0 ? -1 : 0;
+}
+
+/* Has the child ended? 1 yes (not reaped), 0 not yet, -1 error (errno). */
+static int has_ended(const repro_child *c, int block)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)c->pid, &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) != 0)
+        return errno == EINTR ? 0 : -1;
+    return info.si_pid == c->pid;
 }
 
 int repro_child_wait(repro_child *c, repro_child_status *st)
 {
-    int wst, forwarded = 0;
+    int wst = 0;
+    double forwarded_at = 0;
     /* With a deadline or an interruption to watch, poll (1 ms, growing to
-     * 10 ms: nothing against any run): a blocking waitpid would miss a
-     * signal that lands just before it. Otherwise, block. */
-    int poll = c->deadline > 0 || c->interrupt || c->tick;
+     * 10 ms: nothing against any run): a blocking wait would miss a signal
+     * that lands just before it. Otherwise, block. */
+    int poll = c->deadline > 0 || interrupt_flag(c) || c->tick || c->capture;
     long nap_ns = 1000000;
     double next_tick = repro_now() + 0.2;
     for (;;) {
@@ -350,33 +562,36 @@ int repro_child_wait(repro_child *c, repro_child_status *st)
             c->tick(c->tick_arg);
             next_tick = repro_now() + 0.2;
         }
-        forward_interrupt(c, &forwarded);
-        pid_t w = waitpid(c->pid, &wst, poll ? WNOHANG : 0);
-        if (w == c->pid)
+        forward_interrupt(c, &forwarded_at);
+        int ended = has_ended(c, !poll);
+        if (ended > 0)
             break;
-        if (w < 0 && errno != EINTR) {
+        if (ended < 0) {
             int e = errno;
             repro_child_kill(c, SIGKILL);
+            stop_guard(c);
+            atomic_fetch_sub(&children_running, 1);
+            end_capture(c);
             errno = e;
             return repro_error_set_errno(REPRO_EIO, "waiting for child %ld", (long)c->pid);
         }
         if (c->deadline && repro_now() >= c->deadline) {
-            repro_child_kill(c, SIGKILL);
-            while (waitpid(c->pid, &wst, 0) < 0 && errno == EINTR)
-                ;
+            reap_group(c, &wst);
             st->how = REPRO_CHILD_TIMED_OUT;
             st->code = SIGKILL;
-            c->pid = 0;
             return 0;
         }
-        if (w == 0) {
-            struct timespec ts = {0, nap_ns};
+        struct timespec ts = {0, nap_ns};
+        if (c->capture) /* the nap is a wait for output */
+            repro_capture_pump(c->capture, (int)(nap_ns / 1000000));
+        else if (poll)
             nanosleep(&ts, NULL);
-            nap_ns = nap_ns < 10000000 ? nap_ns * 2 : nap_ns;
-        }
+        nap_ns = nap_ns < 10000000 ? nap_ns * 2 : nap_ns;
     }
+    long pid = (long)c->pid;
+    if (reap_group(c, &wst))
+        return repro_error_set_errno(REPRO_EIO, "waiting for child %ld", pid);
     decode(wst, st);
-    c->pid = 0;
     return 0;
 }
 
@@ -432,6 +647,7 @@ int repro_child_run_self_tick(char *const args[], const char *const *env_set,
     c.err_path = err_path;
     c.tick = tick;
     c.tick_arg = tick_arg;
+    c.capture_limit = repro_child_capture_limit();
     repro_child_status st;
     int rc = repro_child_run(&c, &st);
     free(argv);

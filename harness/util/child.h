@@ -10,9 +10,14 @@
  *   file (`err_to_out`), as a build log wants.
  * - each child leads its own process group, so a timeout or an interruption
  *   kills everything it started (make's compilers, a shell's children).
+ * - nothing a child starts outlives it: when the child ends, wait kills
+ *   what is left in its group (a `sleep &` a script left behind) before it
+ *   reaps the child.
  * - children die with their parent: on Linux the child asks the kernel for
  *   SIGKILL when its parent goes (PR_SET_PDEATHSIG), so a `repro check`
- *   killed with -9 leaves no `repro run` training on. The signal follows
+ *   killed with -9 leaves no `repro run` training on; and a small guard
+ *   process per child kills the child's whole group when repro dies
+ *   without a word (SIGKILL), so its grandchildren go too. The signal follows
  *   the parent *thread* that started the child: start children from a
  *   thread that outlives them (every caller uses the main thread).
  * - the argument vector has no length limit but memory.
@@ -51,6 +56,13 @@ typedef struct {
     int err_to_out;           /* stderr to the same file as stdout */
     int inherit_output;       /* stdout and stderr are ours (out/err_path ignored):
                                  a child whose output is the command's own */
+    /* > 0: stdout and stderr pass through repro on their way to their
+     * files, which keep only the first and the last capture_limit bytes
+     * of each, with a line saying how many bytes were dropped between
+     * (a program writing gigabytes leaves megabytes). 0: the child writes
+     * its files itself, unbounded. repro_child_capture_limit() is the
+     * configured value. Ignored with inherit_output or without a file. */
+    uint64_t capture_limit;
     repro_child_limits limits;
     double timeout_s;         /* > 0: wait kills the group after this long */
     /* When not NULL and it becomes non-zero (a SIGINT/SIGTERM handler sets
@@ -63,6 +75,9 @@ typedef struct {
     void *tick_arg;
     /* --- state (set by start) */
     pid_t pid;                /* also the process group id; 0 when not running */
+    struct repro_capture *capture; /* the output being captured (capture_limit) */
+    pid_t guard;              /* the group's guard (see child.c); 0: none */
+    int guard_fd;             /* our end of its pipe */
     double deadline;          /* monotonic seconds; 0: none */
 } repro_child;
 
@@ -89,6 +104,25 @@ int repro_child_wait(repro_child *c, repro_child_status *st);
 int repro_child_run(repro_child *c, repro_child_status *st);
 /* Sends sig to the child's whole process group. 0 or -1 (errno kept). */
 int repro_child_kill(const repro_child *c, int sig);
+
+/* For a command-line tool: SIGINT and SIGTERM reach the children, not
+ * just repro (each child leads its own process group, so a terminal's
+ * Ctrl-C never reaches it). While any child runs, the handler only notes
+ * the signal; every wait (whose child has no `interrupt` of its own)
+ * forwards it to its child's group, SIGKILL following after a grace of
+ * 5 s, and no new child starts (start fails, REPRO_EIO). With no child
+ * running the signal acts as it would untrapped. A signal the parent
+ * ignored stays ignored. The caller exits 128 + repro_child_interrupted()
+ * once the work unwound. */
+void repro_child_trap_signals(void);
+/* The signal that interrupted repro while a child ran, or 0. */
+int repro_child_interrupted(void);
+
+/* How much of a program's captured output is kept at each end (see
+ * capture_limit): $REPRO_CAPTURE_LIMIT in bytes, with an optional K, M or
+ * G (KiB, MiB, GiB) suffix; 0 there means unbounded (returned as
+ * UINT64_MAX). Unset or not a size: 1 MiB. */
+uint64_t repro_child_capture_limit(void);
 
 /* The status as one shell-style number: the exit status, or 128 + signal
  * (a timeout reads as 128 + SIGKILL). */

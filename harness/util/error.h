@@ -11,6 +11,15 @@
 int repro_error_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Same, appending ": strerror(errno)". */
 int repro_error_set_errno(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Puts context before the recorded cause: the slot becomes
+ * "<formatted prefix>: <cause>" with the given code. The cause is copied
+ * out first, so `repro_error_wrap(c, "golden %s", path)` is the safe form of
+ * `repro_error_set(c, "golden %s: %s", path, repro_error_message())`, which
+ * formats the slot into itself (overlapping vsnprintf: undefined, and in
+ * practice the cause comes out garbled). When both do not fit, the prefix
+ * is cut (ending "...") before the cause is: the cause names file:line.
+ * Returns -1. */
+int repro_error_wrap(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *repro_error_message(void);
 /* The code of the last error (REPRO_EINVAL if none was given). */
 int repro_error_code(void);

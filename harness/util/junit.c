@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/outpath.h"
 
 static void put_escaped(FILE *f, const char *s)
 {
@@ -25,11 +26,10 @@ static void put_escaped(FILE *f, const char *s)
 
 int repro_junit_write(const char *path, const char *suite, const repro_junit_case *cases, int n)
 {
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return repro_error_set_errno(REPRO_EIO, "%s: cannot create", tmp);
+    repro_outfile out; /* the output-path rule (outpath.h) */
+    if (repro_outfile_open(&out, path, "JUnit report"))
+        return -1;
+    FILE *f = out.f;
     int failures = 0, errors = 0;
     double total = 0;
     for (int i = 0; i < n; i++) {
@@ -60,14 +60,5 @@ int repro_junit_write(const char *path, const char *suite, const repro_junit_cas
         fprintf(f, "</%s>\n    </testcase>\n", tag);
     }
     fprintf(f, "  </testsuite>\n</testsuites>\n");
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        remove(tmp);
-        return repro_error_set_errno(REPRO_EIO, "%s: write failed", tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        remove(tmp);
-        return repro_error_set_errno(REPRO_EIO, "%s: cannot rename into place", path);
-    }
-    return 0;
+    return repro_outfile_commit(&out);
 }

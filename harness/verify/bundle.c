@@ -13,6 +13,7 @@
 
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/outpath.h"
 #include "verify/sign.h"
 
 #define ENV_MEMBERS_MAX 64
@@ -59,38 +60,10 @@ int repro_read_file_limited(const char *path, long max, char **out, size_t *len_
 
 int repro_write_file_atomic(const char *path, const void *data, size_t len)
 {
-    char lock[4200];
-    if ((size_t)snprintf(lock, sizeof lock, "%s.lock", path) >= sizeof lock)
-        return repro_error_set(REPRO_EINVAL, "%s: path too long", path);
-    int fd = open(lock, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return repro_error_set_errno(REPRO_EIO, "cannot create %s", lock);
-    size_t n = 0;
-    while (n < len) {
-        ssize_t w = write(fd, (const char *)data + n, len - n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            repro_error_set_errno(REPRO_EIO, "cannot write %s", lock);
-            close(fd);
-            unlink(lock);
-            return -1;
-        }
-        n += (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        repro_error_set_errno(REPRO_EIO, "cannot write %s", lock);
-        unlink(lock);
-        return -1;
-    }
-    if (rename(lock, path) != 0) {
-        repro_error_set_errno(REPRO_EIO, "cannot rename %s to %s", lock, path);
-        unlink(lock);
-        return -1;
-    }
-    /* The rename is durable only once the directory is synced. */
-    repro_fsync_parent_dir(path);
-    return 0;
+    /* The output-path rule (util/outpath.h): a temporary file fsynced and
+     * renamed over the target (through a symlink to it), a FIFO or device
+     * written in place, anything else refused. */
+    return repro_outfile_write(path, NULL, data, len);
 }
 
 void repro_bundle_release(repro_bundle *b)
@@ -419,8 +392,7 @@ static int check_signature(repro_bundle *b)
     uint8_t raw[REPRO_SIG_LEN + 4];
     int rc = -1;
     if (repro_sign_public_from_pem(&key, pem)) {
-        repro_error_set(REPRO_EINVAL, "%s: \"signature\": %s", b->manifest_path,
-                        repro_error_message());
+        repro_error_wrap(REPRO_EINVAL, "%s: \"signature\"", b->manifest_path);
         goto cleanup;
     }
     if (repro_sign_key_id(key, real_id))

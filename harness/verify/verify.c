@@ -355,6 +355,7 @@ static int run_child(verify_run *v, repro_child_status *st)
     c.timeout_s = v->o->max_seconds;
     c.limits = v->o->limits;
     c.limits.as_bytes = v->r->as_bytes = address_space_limit(v);
+    c.capture_limit = repro_child_capture_limit();
     return repro_child_run(&c, st);
 }
 
