@@ -33,11 +33,13 @@ typedef struct {
     repro_common co;
     const char *commits, *build, *quarantine;
     const char *repeat;      /* --repeat K, read by the search (its range), or NULL */
-    double timeout_s;
-    char name[128];          /* --name, or "" */
     int batch_invariance;
     repro_batchinv_opts bi;  /* --batch-sizes */
-    unsigned given;          /* 1 << id of each own option given */
+    unsigned given;          /* 1 << id of each own option given; --name and
+                              * --timeout (common rows, in co) as BI_NAME,
+                              * BI_TIMEOUT */
+    char **args;             /* the operands: the experiment, if any */
+    int nargs;
 } repro_bisect_args;
 
 static const char synopsis[] =
@@ -114,9 +116,6 @@ static const repro_cli_opt own_opts[] = {
      "must leave ./repro there",
      BI_BUILD},
     {"repeat", 0, "K", "runs per commit (default 2) or at op level (default 3)", BI_REPEAT},
-    {"name", 0, "NAME", "-- PROGRAM only: the program's golden and run name", BI_NAME},
-    {"timeout", 0, "S", "-- PROGRAM only: kill a run of the program after S seconds",
-     BI_TIMEOUT},
     {"quarantine", 0, "OP",
      "op level: substitute run 1's outputs of OP (an op output\nsuch as bwd.fc1.dw, or a variant "
      "op such as\nlinear.bwd_weight) in the other runs, to find a second\nculprit behind the "
@@ -140,6 +139,10 @@ static int args_only(const repro_bisect_args *a, unsigned allowed, const char *w
         if ((a->given & (1u << o->id)) && !(allowed & (1u << o->id)))
             return repro_error_set(REPRO_EINVAL, "bisect: --%s does not apply to %s", o->name,
                                    what);
+    if ((a->given & (1u << BI_NAME)) && !(allowed & (1u << BI_NAME)))
+        return repro_error_set(REPRO_EINVAL, "bisect: --name does not apply to %s", what);
+    if ((a->given & (1u << BI_TIMEOUT)) && !(allowed & (1u << BI_TIMEOUT)))
+        return repro_error_set(REPRO_EINVAL, "bisect: --timeout does not apply to %s", what);
     return 0;
 }
 
@@ -151,9 +154,9 @@ static int args_repeat(const repro_bisect_args *a, int lo, int hi, int def, int 
 }
 
 /* An own option: 0 or -1 (error slot). */
-static int bisect_option(repro_bisect_args *a, int id, const char *v)
+static int bisect_option(void *ctx, int id, const char *v)
 {
-    long t;
+    repro_bisect_args *a = ctx;
     a->given |= 1u << id;
     switch (id) {
     case BI_COMMITS: a->commits = v; return 0;
@@ -161,16 +164,6 @@ static int bisect_option(repro_bisect_args *a, int id, const char *v)
         a->build = v;
         return v[0] ? 0 : repro_error_set(REPRO_EINVAL, "bisect: --build: empty command");
     case BI_REPEAT: a->repeat = v; return 0;
-    case BI_NAME:
-        if (repro_golden_name_check(v))
-            return -1;
-        snprintf(a->name, sizeof a->name, "%s", v);
-        return 0;
-    case BI_TIMEOUT:
-        if (repro_parse_count("bisect: --timeout", v, 1, 7 * 24 * 3600, &t))
-            return -1;
-        a->timeout_s = (double)t;
-        return 0;
     case BI_QUARANTINE: a->quarantine = v; return 0;
     case BI_BATCHINV: a->batch_invariance = 1; return 0;
     case BI_BATCH_SIZES: return repro_batchinv_parse_sizes(&a->bi, "bisect: --batch-sizes", v);
@@ -183,17 +176,15 @@ static int parse_args(int argc, char **argv, repro_bisect_args *a)
 {
     repro_batchinv_opts_init(&a->bi);
     repro_cli_parser p;
-    repro_cli_parser_init(&p, &repro_bisect_spec);
-    const char *v;
-    int id;
-    while ((id = repro_cli_next(&p, argc, argv, &a->co, &v)) != 0) {
-        if (id == REPRO_CLI_HELP) {
-            repro_cli_help(stdout, &repro_bisect_spec);
-            return 1;
-        }
-        if (id < 0 || bisect_option(a, id, v))
-            return -1;
-    }
+    int rc = repro_cli_parse(&p, &repro_bisect_spec, argc, argv, &a->co, bisect_option, a);
+    if (rc)
+        return rc;
+    a->args = p.args;
+    a->nargs = p.nargs;
+    if (a->co.name[0]) /* the common rows: refused by the searches they do not fit */
+        a->given |= 1u << BI_NAME;
+    if (a->co.timeout_s > 0)
+        a->given |= 1u << BI_TIMEOUT;
     return 0;
 }
 
@@ -202,8 +193,7 @@ static int parse_args(int argc, char **argv, repro_bisect_args *a)
 #define BIT(x) (1u << (x))
 
 /* The commit search's options, and its one EXP or a program. */
-static int commits_opts(const repro_bisect_args *a, int argc, char **argv, char **program,
-                        repro_bisect_opts *b)
+static int commits_opts(const repro_bisect_args *a, char **program, repro_bisect_opts *b)
 {
     unsigned allowed = BIT(BI_COMMITS) | BIT(BI_BUILD) | BIT(BI_REPEAT);
     if (program)
@@ -218,24 +208,24 @@ static int commits_opts(const repro_bisect_args *a, int argc, char **argv, char 
     if (args_repeat(a, 1, 64, 2, &b->repeat))
         return -1;
     b->quiet = a->co.quiet;
-    b->name = a->name[0] ? a->name : NULL;
-    b->timeout_s = a->timeout_s;
+    b->name = a->co.name[0] ? a->co.name : NULL;
+    b->timeout_s = a->co.timeout_s;
     b->pass = a->co.pass.argv;
     b->npass = a->co.pass.n;
     b->overridden = a->co.pass.overridden;
     if (program) {
-        if (optind < argc)
+        if (a->nargs > 0)
             return repro_error_set(REPRO_EINVAL,
                                    "bisect: '%s' and a program after '--': give one or the other",
-                                   argv[optind]);
+                                   a->args[0]);
         b->program = program;
         return 0;
     }
-    if (optind + 1 != argc)
+    if (a->nargs != 1)
         return repro_error_set(REPRO_EINVAL,
                                "bisect: expected one experiment file after the options (or "
                                "'-- PROGRAM ARGS...')");
-    b->exp = argv[optind];
+    b->exp = a->args[0];
     return 0;
 }
 
@@ -249,7 +239,7 @@ typedef struct {
 } bisect_ops_cli;
 
 /* The op level's options and its one EXP: 0 or -1 (error slot). */
-static int ops_opts(const repro_bisect_args *a, int argc, char **argv, bisect_ops_cli *o)
+static int ops_opts(const repro_bisect_args *a, bisect_ops_cli *o)
 {
     if (args_only(a, BIT(BI_REPEAT) | BIT(BI_QUARANTINE) | BIT(BI_BATCHINV) |
                                       BIT(BI_BATCH_SIZES),
@@ -263,9 +253,9 @@ static int ops_opts(const repro_bisect_args *a, int argc, char **argv, bisect_op
     o->json = a->co.json;
     o->batch_invariance = a->batch_invariance;
     o->bi = a->bi;
-    if (optind + 1 != argc)
+    if (a->nargs != 1)
         return repro_error_set(REPRO_EINVAL, "bisect: expected one experiment file");
-    o->b.exp = argv[optind];
+    o->b.exp = a->args[0];
     o->b.quiet = o->json || a->co.quiet;
     return 0;
 }
@@ -366,12 +356,12 @@ static int bisect_batchinv(bisect_ops_cli *o)
     return repro_finish_stdout(exit_code);
 }
 
-static int cmd_bisect_ops(const repro_bisect_args *a, int argc, char **argv)
+static int cmd_bisect_ops(const repro_bisect_args *a)
 {
     bisect_ops_cli o;
     memset(&o, 0, sizeof o);
     repro_bisect_ops_result *r = calloc(1, sizeof *r);
-    int rc = r ? ops_opts(a, argc, argv, &o) : repro_error_set(REPRO_ENOMEM, "out of memory");
+    int rc = r ? ops_opts(a, &o) : repro_error_set(REPRO_ENOMEM, "out of memory");
     if (rc == 0 && o.batch_invariance)
         rc = bisect_batchinv(&o);
     else if (rc || repro_bisect_ops_prepare(&o.b, r))
@@ -386,21 +376,20 @@ static int cmd_bisect_ops(const repro_bisect_args *a, int argc, char **argv)
 
 /* `repro bisect [options] -- PROGRAM ARGS...`: K runs at trace level op
  * (bisect_ops.h). Exit 1 when a difference was found, 0 when all agree. */
-static int cmd_bisect_program(const repro_bisect_args *a, int argc, char **argv,
-                              char **program)
+static int cmd_bisect_program(const repro_bisect_args *a, char **program)
 {
     if (args_only(a, BIT(BI_REPEAT) | BIT(BI_NAME) | BIT(BI_TIMEOUT),
                   "the op level of a program (give --commits for the commit search)"))
         return repro_report_error();
-    if (optind != argc) {
+    if (a->nargs > 0) {
         repro_error_set(REPRO_EINVAL, "bisect: '%s' and a program after '--': give one",
-                        argv[optind]);
+                        a->args[0]);
         return repro_report_error();
     }
     int repeat;
     if (args_repeat(a, 2, 32, 3, &repeat))
         return repro_report_error();
-    repro_multirun *m = repro_cli_program_runs(&a->co, program, a->name, a->timeout_s, "bisect");
+    repro_multirun *m = repro_cli_program_runs(&a->co, program, a->co.name, a->co.timeout_s, "bisect");
     if (!m)
         return REPRO_EXIT_ENV;
     m->pass[m->npass++] = "--set";
@@ -425,11 +414,11 @@ static int cmd_bisect_program(const repro_bisect_args *a, int argc, char **argv,
 
 /* ---- the command ----------------------------------------------------------------- */
 
-static int cmd_bisect_commits(const repro_bisect_args *a, int argc, char **argv, char **program)
+static int cmd_bisect_commits(const repro_bisect_args *a, char **program)
 {
     repro_bisect_opts b;
     memset(&b, 0, sizeof b);
-    if (commits_opts(a, argc, argv, program, &b))
+    if (commits_opts(a, program, &b))
         return repro_report_error();
     /* Probes are the report in text mode; with --json they are progress. */
     b.steps = a->co.json ? (b.quiet ? NULL : stderr) : stdout;
@@ -470,11 +459,11 @@ int repro_cmd_bisect(int argc, char **argv)
     if (rc)
         rc = rc == 1 ? repro_finish_stdout(0) : repro_report_error();
     else if (a->commits)
-        rc = cmd_bisect_commits(a, argc, argv, program);
+        rc = cmd_bisect_commits(a, program);
     else if (program)
-        rc = cmd_bisect_program(a, argc, argv, program);
+        rc = cmd_bisect_program(a, program);
     else
-        rc = cmd_bisect_ops(a, argc, argv);
+        rc = cmd_bisect_ops(a);
     free(a);
     return rc;
 }

@@ -84,6 +84,8 @@ typedef struct {
     char backend_set[80]; /* --backend NAME as train.backend=NAME */
     const char *exp_only; /* an option for EXP given (refused with a program) */
     int print_cfg;
+    char **args; /* the operands: the experiment */
+    int nargs;
 } run_opts;
 
 /* An own option: 0 or -1 (error slot). */
@@ -112,39 +114,41 @@ static int run_option(run_opts *o, int id, const char *v)
     return 0;
 }
 
+/* An own option through the table's loop: remembered as one that only an
+ * experiment takes. */
+static int run_own(void *ctx, int id, const char *v)
+{
+    run_opts *o = ctx;
+    if (run_option(o, id, v))
+        return -1;
+    o->exp_only = own_opts[id - 1].name; /* ids are 1 + the row */
+    return 0;
+}
+
 /* Every option, common and own, into o (nothing applied yet); the
- * operands stay at argv[optind..]. 0, 1 for --help (printed), or -1. */
+ * operands into o->args. 0, 1 for --help (printed), or -1. */
 static int parse_options(int argc, char **argv, run_opts *o)
 {
     repro_cli_parser p;
-    repro_cli_parser_init(&p, &repro_run_spec);
-    const char *v;
-    int id;
-    while ((id = repro_cli_next(&p, argc, argv, &o->co, &v)) != 0) {
-        if (id == REPRO_CLI_HELP) {
-            repro_cli_help(stdout, &repro_run_spec);
-            return 1;
-        }
-        if (id < 0 || run_option(o, id, v))
-            return -1;
-        o->exp_only = own_opts[id - 1].name; /* ids are 1 + the row */
-    }
-    return 0;
+    int rc = repro_cli_parse(&p, &repro_run_spec, argc, argv, &o->co, run_own, o);
+    o->args = p.args;
+    o->nargs = rc == 0 ? p.nargs : 0;
+    return rc;
 }
 
 /* The experiment, then the run options (and --backend) in the order
  * given. 0 or -1 (error slot). */
-static int load_config(int argc, char **argv, repro_config *cfg, run_opts *o)
+static int load_config(repro_config *cfg, run_opts *o)
 {
     if (o->co.name[0] || o->co.timeout_s > 0) /* the common --name, --timeout */
         return repro_error_set(REPRO_EINVAL, "run: --name and --timeout are for a program after "
                                              "'--'");
-    if (optind >= argc)
+    if (o->nargs < 1)
         return repro_error_set(REPRO_EINVAL, "run: missing experiment file (see `repro help run`)");
-    if (optind + 1 < argc)
+    if (o->nargs > 1)
         return repro_error_set(REPRO_EINVAL, "run: more than one experiment ('%s', '%s')",
-                               argv[optind], argv[optind + 1]);
-    if (repro_config_load(cfg, argv[optind]) ||
+                               o->args[0], o->args[1]);
+    if (repro_config_load(cfg, o->args[0]) ||
         repro_config_apply_run_options(cfg, o->co.pass.argv, o->co.pass.n))
         return -1;
     if (o->so.no_trace && (o->so.output || o->so.ndump))
@@ -157,16 +161,16 @@ static int load_config(int argc, char **argv, repro_config *cfg, run_opts *o)
 /* `repro run [options] -- PROGRAM ARGS...`: one run of an external
  * program through the multi-run engine (the same protocol and checks as
  * `repro check -- ...`). */
-static int run_program(run_opts *o, int argc, char **argv, char **program)
+static int run_program(run_opts *o, char **program)
 {
     if (o->exp_only) {
         repro_error_set(REPRO_EINVAL, "run: option '--%s' does not apply with a program after "
                                       "'--'", o->exp_only);
         return repro_report_error();
     }
-    if (optind < argc) {
+    if (o->nargs > 0) {
         repro_error_set(REPRO_EINVAL, "run: '%s' and a program after '--': give one or the other",
-                        argv[optind]);
+                        o->args[0]);
         return repro_report_error();
     }
     repro_multirun *m = repro_cli_program_runs(&o->co, program, o->co.name, o->co.timeout_s, "run");
@@ -211,8 +215,8 @@ int repro_cmd_run(int argc, char **argv)
     }
     int rc = parse_options(argc, argv, &o), exit_code;
     if (rc == 0 && program)
-        exit_code = run_program(&o, argc, argv, program);
-    else if (rc == 0 && load_config(argc, argv, cfg, &o) == 0)
+        exit_code = run_program(&o, program);
+    else if (rc == 0 && load_config(cfg, &o) == 0)
         exit_code = o.print_cfg ? (repro_config_dump(cfg, stdout), repro_finish_stdout(0))
                                 : repro_run_train(argc, argv, &o.co, &o.so, cfg);
     else
