@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/backend.h"
 #include "kernels/cpu/atomic.h"
@@ -122,8 +123,14 @@ START_TEST(test_set_idle_work)
     ck_assert_int_eq(b->create(&ctx, &opt, why, sizeof why), 0);
     atomic_long n = 0;
     b->set_idle_work(ctx, idle_count, &n);
-    for (int i = 0; i < 10000 && atomic_load(&n) < 100; i++)
+    /* A wall-clock deadline, not a count of sleeps: on a loaded machine the
+     * kernel thread may not be scheduled for seconds. */
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
         usleep(100);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (atomic_load(&n) < 100 && t.tv_sec - t0.tv_sec < 30);
     b->set_idle_work(ctx, NULL, NULL);
     long seen = atomic_load(&n);
     ck_assert_int_ge(seen, 100);
