@@ -4,9 +4,10 @@
  * verify-receipt` checks one; `repro keygen` makes an Ed25519 key pair for
  * either side.
  *
- * Verdicts and exit codes: reproduced 0; diverged (at step N) 1; exceeded
+ * Verdicts and exit codes: reproduced 0; diverged (at step N, also for a
+ * claimed loss_value/eval_* value that is not the re-run's) 1; exceeded
  * limits 1 (not reproduced: the host did not accept the work); invalid
- * submission 2; a host-side environment failure 3, with no receipt (it is
+ * submission 2 (also a bad signature, or a key --trusted-keys does not pin); a host-side environment failure 3, with no receipt (it is
  * not a verdict on the submission). Usage errors exit 2 with no receipt. */
 #include <jansson.h>
 #include <limits.h>
@@ -36,7 +37,9 @@ static const char verify_synopsis[] =
 
 static const char verify_epilogue[] =
     "\n"
-    "Exit: 0 reproduced, 1 diverged or exceeded limits, 2 invalid submission or\n"
+    "Exit: 0 reproduced, 1 diverged (also: a claimed loss_value or eval_* value\n"
+    "that is not the re-run's) or exceeded limits, 2 invalid submission (also:\n"
+    "a malformed or forged signature, or a key --trusted-keys does not pin) or\n"
     "usage, 3 environment problem on the host.\n";
 
 enum {

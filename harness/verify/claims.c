@@ -9,10 +9,19 @@
 #include "util/error.h"
 #include "util/ulp.h"
 
-/* The shortest "%.*g" that reads back as the same double: receipts carry
- * numbers as strings (receipt.h: no reals in a receipt). */
-static void shortest(double v, char *buf, size_t len)
+/* The shortest "%.*g" that reads back as the same double — as the same
+ * float32 when the value is one (loss_value is a float32's value): receipts
+ * carry numbers as strings (receipt.h: no reals in a receipt). */
+static void shortest(double v, int f32, char *buf, size_t len)
 {
+    float f = (float)v;
+    if (f32 && (double)f == v && isfinite(v)) { /* the loss: a float32's shortest form */
+        for (int prec = 1; prec <= 9; prec++) {
+            snprintf(buf, len, "%.*g", prec, v);
+            if (strtof(buf, NULL) == f)
+                return;
+        }
+    }
     for (int prec = 9; prec <= 17; prec++) {
         snprintf(buf, len, "%.*g", prec, v);
         if (strtod(buf, NULL) == v)
@@ -20,10 +29,10 @@ static void shortest(double v, char *buf, size_t len)
     }
 }
 
-static json_t *number_text(double v)
+static json_t *number_text(double v, int f32)
 {
     char buf[40];
-    shortest(v, buf, sizeof buf);
+    shortest(v, f32, buf, sizeof buf);
     return json_string(buf);
 }
 
@@ -33,10 +42,10 @@ static int is_claim_key(const char *k)
 }
 
 /* A value for messages: the number, the string, or "null". */
-static void show(const json_t *v, char *buf, size_t len)
+static void show(const char *key, const json_t *v, char *buf, size_t len)
 {
     if (json_is_number(v))
-        shortest(json_number_value(v), buf, len);
+        shortest(json_number_value(v), !strcmp(key, "loss_value"), buf, len);
     else if (json_is_string(v))
         snprintf(buf, len, "\"%.40s\"", json_string_value(v));
     else if (!v)
@@ -85,8 +94,8 @@ static void check_line(json_t *claim, json_t *re, long step, const repro_verify_
         if (agrees(v, w, p))
             continue;
         char a[64], b[64];
-        show(v, a, sizeof a);
-        show(w, b, sizeof b);
+        show(k, v, a, sizeof a);
+        show(k, w, b, sizeof b);
         c->mismatch = 1;
         c->step = step;
         snprintf(c->text, sizeof c->text,
@@ -106,7 +115,7 @@ static void collect_final(json_t *re, long step, repro_claims *c)
         json_object_set_new(f, "step", json_integer(step));
         json_object_set(f, "loss", loss);
         json_object_set_new(f, "loss_value", json_is_number(lv)
-                                                 ? number_text(json_number_value(lv))
+                                                 ? number_text(json_number_value(lv), 1)
                                                  : json_null());
     }
     static const char *const evals[] = {"eval_loss", "eval_accuracy"};
@@ -115,7 +124,7 @@ static void collect_final(json_t *re, long step, repro_claims *c)
         if (!e)
             continue;
         json_object_set_new(f, evals[i],
-                            json_is_number(e) ? number_text(json_number_value(e)) : json_null());
+                            json_is_number(e) ? number_text(json_number_value(e), 0) : json_null());
         json_object_set_new(f, "eval_step", json_integer(step));
     }
 }

@@ -694,7 +694,8 @@ static json_t *bundle_json(const repro_verify_opts *o, const repro_verify_result
     json_object_set_new(j, "trace", json_string(b->trace));
     json_object_set_new(j, "submitter_signature", json_string(b->is_signed ? "valid" : "none"));
     json_object_set_new(j, "submitter_key_id", b->is_signed ? json_string(b->key_id) : json_null());
-    json_object_set_new(j, "signer", json_string(r->signer ? r->signer->name : "signer not pinned"));
+    json_object_set_new(j, "signer",
+                        json_string(r->signer ? r->signer->name : "signer not pinned"));
     json_object_set_new(j, "signer_pinned", json_boolean(r->signer != NULL));
     return j;
 }
@@ -767,5 +768,6 @@ json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_resu
         (json_int_t)(o->max_seconds * 1000), "max_memory_bytes", clamp_i64(o->max_memory),
         "address_space_bytes", clamp_i64(r->as_bytes), "memory_estimate", memory_json(r),
         "bundle", bundle_json(o, r), "submitter", submitter_json(r), "host", host_json(r),
-        "rerun_metrics", r->rerun_metrics ? r->rerun_metrics : json_null(), "repro_version", REPRO_VERSION, "time", when);
+        "rerun_metrics", r->rerun_metrics ? r->rerun_metrics : json_null(), "repro_version",
+        REPRO_VERSION, "time", when);
 }
