@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "verify/claims.h"
 
 static char out[1 << 16], err[1 << 16];
 static char dir[256]; /* this test's temp dir */
@@ -381,6 +382,114 @@ START_TEST(test_claimed_eval_accuracy_is_checked)
 }
 END_TEST
 
+/* The claims check on its own, on hand-made traces (header, steps, trailer):
+ * each policy's rule, a field the re-run lacks, null against a number,
+ * lines that do not pair up, and the final metrics it collects. */
+static const char re_trace[] =
+    "{\"type\":\"header\"}\n"
+    "{\"type\":\"step\",\"step\":1,\"loss\":\"0x40000000\",\"loss_value\":2.0}\n"
+    "{\"type\":\"step\",\"step\":2,\"loss\":\"0x3f800000\",\"loss_value\":1.0,"
+    "\"eval_loss\":1.5,\"eval_loss_bits\":\"0x3ff8000000000000\",\"eval_accuracy\":null}\n"
+    "{\"type\":\"trailer\",\"steps\":2,\"eval_loss\":1.25,\"eval_accuracy\":0.5}\n";
+
+static int claims(const char *claim, const char *policy, repro_claims *c)
+{
+    char pc[600], pr[600];
+    tu_write_temp(pc, sizeof pc, "claim.jsonl", claim);
+    tu_write_temp(pr, sizeof pr, "rerun.jsonl", re_trace);
+    repro_verify_policy p;
+    ck_assert_int_eq(repro_verify_policy_parse(policy, &p), 0);
+    return repro_claims_check(pc, pr, &p, c);
+}
+
+START_TEST(test_claims_rules)
+{
+    repro_claims c;
+    /* Identical: nothing to report; the final metrics are the re-run's. */
+    ck_assert_int_eq(claims(re_trace, "bitwise", &c), 0);
+    ck_assert(!c.mismatch && !c.unmatched);
+    ck_assert_int_eq(c.checked, 7);
+    ck_assert_str_eq(json_string_value(json_object_get(c.final, "loss_value")), "1");
+    ck_assert_str_eq(json_string_value(json_object_get(c.final, "loss")), "0x3f800000");
+    ck_assert_str_eq(json_string_value(json_object_get(c.final, "eval_accuracy")), "0.5");
+    ck_assert_str_eq(json_string_value(json_object_get(c.final, "eval_loss")), "1.25");
+    ck_assert_int_eq(json_integer_value(json_object_get(c.final, "eval_step")), 2);
+    repro_claims_release(&c);
+
+    /* A claim with no loss_value/eval_* fields checks nothing. */
+    ck_assert_int_eq(claims("{\"type\":\"header\"}\n{\"type\":\"step\",\"step\":1}\n"
+                            "{\"type\":\"step\",\"step\":2}\n"
+                            "{\"type\":\"trailer\",\"steps\":2}\n",
+                            "bitwise", &c),
+                     0);
+    ck_assert(!c.mismatch && !c.unmatched);
+    ck_assert_int_eq(c.checked, 0);
+    repro_claims_release(&c);
+
+    /* Each case: the claim's step 1, step 2 and trailer lines (NULL: just
+     * the line's type and step). */
+    static const struct {
+        const char *s1, *s2, *tr, *policy;
+        int mismatch;
+        const char *text;
+    } cases[] = {
+        /* one float32 ulp above 2.0 */
+        {"\"loss_value\":2.0000002384185791", NULL, NULL, "bitwise", 1,
+         "step 1: the claimed loss_value is 2.0000002, the re-run's 2"},
+        {"\"loss_value\":2.0000002384185791", NULL, NULL, "ulp:1", 0, NULL},
+        {"\"loss_value\":2.0000002384185791", NULL, NULL, "ulp:0", 1, "(policy ulp:0)"},
+        {"\"loss_value\":2.001", NULL, NULL, "rtol:1e-3", 0, NULL},
+        {"\"loss_value\":2.01", NULL, NULL, "rtol:1e-3", 1,
+         "the claimed loss_value is 2.01, the re-run's 2 (policy rtol:1e-3)"},
+        /* a field the re-run does not have */
+        {"\"eval_accuracy\":0.9", NULL, NULL, "rtol:1", 1,
+         "step 1: the claimed eval_accuracy is 0.9, the re-run's (absent)"},
+        /* null (not finite) against a number, and the other way */
+        {NULL, "\"eval_accuracy\":0.75", NULL, "bitwise", 1,
+         "step 2: the claimed eval_accuracy is 0.75, the re-run's null"},
+        {NULL, NULL, "\"eval_accuracy\":null", "bitwise", 1,
+         "step 2 (trailer): the claimed eval_accuracy is null, the re-run's 0.5"},
+        /* strings: exact under bitwise, not compared under a tolerance */
+        {NULL, "\"eval_loss_bits\":\"0x3ff8000000000001\"", NULL, "bitwise", 1,
+         "the claimed eval_loss_bits is \"0x3ff8000000000001\""},
+        {NULL, "\"eval_loss_bits\":\"0x3ff8000000000001\"", NULL, "rtol:1e-6", 0, NULL},
+        /* other keys are not claims */
+        {"\"train_seconds\":99", NULL, "\"train_seconds\":99", "bitwise", 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char claim[1024];
+        snprintf(claim, sizeof claim,
+                 "{\"type\":\"header\"}\n{\"type\":\"step\",\"step\":1%s%s}\n"
+                 "{\"type\":\"step\",\"step\":2%s%s}\n"
+                 "{\"type\":\"trailer\",\"steps\":2%s%s}\n",
+                 cases[i].s1 ? "," : "", cases[i].s1 ? cases[i].s1 : "",
+                 cases[i].s2 ? "," : "", cases[i].s2 ? cases[i].s2 : "",
+                 cases[i].tr ? "," : "", cases[i].tr ? cases[i].tr : "");
+        ck_assert_int_eq(claims(claim, cases[i].policy, &c), 0);
+        ck_assert_msg(c.mismatch == cases[i].mismatch && !c.unmatched, "case %zu: %s", i,
+                      c.text);
+        if (cases[i].text)
+            ck_assert_msg(strstr(c.text, cases[i].text) != NULL, "case %zu: %s", i, c.text);
+        repro_claims_release(&c);
+    }
+
+    /* Lines that do not pair up: the claim changed after it was judged. */
+    ck_assert_int_eq(claims("{\"type\":\"header\"}\n{\"type\":\"step\",\"step\":2}\n",
+                            "bitwise", &c),
+                     0);
+    ck_assert(c.unmatched && !c.mismatch);
+    ck_assert_ptr_nonnull(strstr(c.text, "does not match the re-run's line for line (line 2)"));
+    repro_claims_release(&c);
+    ck_assert_int_eq(claims("{\"type\":\"header\"}\nnot json\n", "bitwise", &c), 0);
+    ck_assert(c.unmatched);
+    repro_claims_release(&c);
+    ck_assert_int_eq(
+        claims("{\"type\":\"header\"}\n{\"type\":\"step\",\"step\":1}\n", "bitwise", &c), 0);
+    ck_assert(c.unmatched); /* ends before the re-run */
+    repro_claims_release(&c);
+}
+END_TEST
+
 Suite *trust_suite(void)
 {
     Suite *s = suite_create("trust");
@@ -391,6 +500,7 @@ Suite *trust_suite(void)
     tcase_add_test(tc, test_signature_failures_have_distinct_messages);
     tcase_add_test(tc, test_claimed_loss_value_is_checked);
     tcase_add_test(tc, test_claimed_eval_accuracy_is_checked);
+    tcase_add_test(tc, test_claims_rules);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -27,6 +27,8 @@
 
 typedef struct {
     int mismatch;     /* a claimed field differs from the re-run's */
+    int unmatched;    /* the lines do not pair up (the claimed file changed
+                         after it was judged): text says where */
     long step;        /* its step (the last step for the trailer) */
     char text[600];   /* "step 4: claimed eval_accuracy 0.99, the re-run's 0.668" */
     long checked;     /* claimed fields compared */

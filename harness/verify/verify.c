@@ -553,6 +553,8 @@ static int check_claimed_metrics(verify_run *v)
     c.final = NULL;
     if (c.mismatch)
         return decide(r, REPRO_VERDICT_DIVERGED, c.step, "%s", c.text);
+    if (c.unmatched)
+        return decide(r, REPRO_VERDICT_INVALID, 0, "%s", c.text);
     return 0;
 }
 

@@ -72,7 +72,8 @@
  *   6b. after a "reproduced" comparison, every loss_value and eval_* field
  *      the claimed trace carries is checked against the re-run's
  *      (claims.h): a mismatch is "diverged at step N", naming the field
- *      and both values. */
+ *      and both values; traces whose lines no longer pair up (the claimed
+ *      file changed after it was judged) are an invalid submission. */
 #ifndef REPRO_VERIFY_H
 #define REPRO_VERIFY_H
 
