@@ -4,9 +4,10 @@
  * verify-receipt` checks one; `repro keygen` makes an Ed25519 key pair for
  * either side.
  *
- * Verdicts and exit codes: reproduced 0; diverged (at step N) 1; exceeded
+ * Verdicts and exit codes: reproduced 0; diverged (at step N, also for a
+ * claimed loss_value/eval_* value that is not the re-run's) 1; exceeded
  * limits 1 (not reproduced: the host did not accept the work); invalid
- * submission 2; a host-side environment failure 3, with no receipt (it is
+ * submission 2 (also a bad signature, or a key --trusted-keys does not pin); a host-side environment failure 3, with no receipt (it is
  * not a verdict on the submission). Usage errors exit 2 with no receipt. */
 #include <jansson.h>
 #include <limits.h>
@@ -21,6 +22,7 @@
 #include "util/numparse.h"
 #include "verify/receipt.h"
 #include "verify/sign.h"
+#include "verify/trusted.h"
 #include "verify/verify.h"
 
 static const char verify_synopsis[] =
@@ -35,10 +37,22 @@ static const char verify_synopsis[] =
 
 static const char verify_epilogue[] =
     "\n"
-    "Exit: 0 reproduced, 1 diverged or exceeded limits, 2 invalid submission or\n"
+    "Exit: 0 reproduced, 1 diverged (also: a claimed loss_value or eval_* value\n"
+    "that is not the re-run's) or exceeded limits, 2 invalid submission (also:\n"
+    "a malformed or forged signature, or a key --trusted-keys does not pin) or\n"
     "usage, 3 environment problem on the host.\n";
 
-enum { O_POLICY = 1, O_MAX_STEPS, O_MAX_SECONDS, O_MAX_MEMORY, O_KEY, O_OUTPUT, O_JSON, O_PUB };
+enum {
+    O_POLICY = 1,
+    O_MAX_STEPS,
+    O_MAX_SECONDS,
+    O_MAX_MEMORY,
+    O_KEY,
+    O_OUTPUT,
+    O_JSON,
+    O_PUB,
+    O_TRUSTED_KEYS
+};
 
 static const repro_cli_opt verify_opts[] = {
     {"policy", 0, "P",
@@ -55,6 +69,11 @@ static const repro_cli_opt verify_opts[] = {
      "SIZE (bytes, or\nwith K, M, G, T: 512M, 2G; default 4G), and limit the\nre-run's address "
      "space to SIZE plus headroom",
      O_MAX_MEMORY},
+    {"trusted-keys", 0, "FILE",
+     "accept only bundles signed by a key in FILE: one\n\"ed25519 BASE64 NAME\" per line (the "
+     "line `repro\nkeygen` prints; # comments); the receipt names the\nsigner, else says "
+     "\"signer not pinned\"",
+     O_TRUSTED_KEYS},
     {"key", 0, "FILE", "the host's Ed25519 private key (PEM): signs the receipt", O_KEY},
     {"output", 'o', "FILE", "write the receipt there (unsigned without --key)", O_OUTPUT},
     {"json", 0, NULL, "print the receipt on stdout instead of the summary", O_JSON},
@@ -90,7 +109,10 @@ static const char keygen_synopsis[] =
     "\n"
     "Makes an Ed25519 key pair: the private key KEY.pem (mode 0600, never\n"
     "overwritten) and the public key KEY.pem.pub. Submitters sign bundles and\n"
-    "hosts sign receipts with the private key; others check with the .pub.\n";
+    "hosts sign receipts with the private key; others check with the .pub.\n"
+    "Also prints the key's line for a host's `repro verify --trusted-keys`\n"
+    "file: \"ed25519 BASE64 NAME\", NAME being KEY.pem's file name without\n"
+    "\".pem\" (edit it to the participant's name).\n";
 
 static const char keygen_epilogue[] = "\nExit: 0 ok, 2 usage or the file exists, 3 environment.\n";
 
@@ -104,7 +126,7 @@ const repro_cli_spec repro_keygen_spec = {"keygen", REPRO_CLI_KEYGEN, keygen_syn
 
 typedef struct {
     repro_verify_opts v;
-    const char *key_path, *out_path;
+    const char *key_path, *out_path, *trusted_path;
     int json;
 } verify_cli;
 
@@ -127,6 +149,7 @@ static int verify_option(void *ctx, int id, const char *v)
     case O_MAX_MEMORY:
         return repro_parse_size("verify: --max-memory", v, 1 << 20, &o->v.max_memory);
     case O_KEY: o->key_path = v; return 0;
+    case O_TRUSTED_KEYS: o->trusted_path = v; return 0;
     case O_OUTPUT: o->out_path = v; return 0;
     case O_JSON: o->json = 1; return 0;
     }
@@ -149,6 +172,42 @@ static int parse_args(int argc, char **argv, verify_cli *o)
         return repro_error_set(REPRO_EINVAL, "verify: missing BUNDLE (see `repro help verify`)");
     o->v.bundle_dir = p.args[0];
     return 0;
+}
+
+/* Who signed: the pinned key's name (from the host's own file, escaped
+ * all the same) or "signer not pinned". */
+static void print_signer(const verify_cli *o, const repro_verify_result *r)
+{
+    const repro_bundle *b = &r->bundle;
+    if (!r->bundle_ok)
+        return;
+    if (r->signer)
+        printf("  signer: %s (pinned in %s; fingerprint %s)\n", repro_esc(r->signer->name),
+               repro_esc(o->trusted_path), b->key_id);
+    else if (!o->v.trusted)
+        printf("  signer not pinned (%s; no --trusted-keys)\n",
+               b->is_signed ? "signed" : "unsigned");
+}
+
+/* The re-run's final loss and eval (the receipt's rerun_metrics). */
+static void print_rerun_metrics(const repro_verify_result *r)
+{
+    json_t *m = r->rerun_metrics;
+    if (!m || !json_object_size(m))
+        return;
+    const char *lv = json_string_value(json_object_get(m, "loss_value"));
+    const char *el = json_string_value(json_object_get(m, "eval_loss"));
+    const char *ea = json_string_value(json_object_get(m, "eval_accuracy"));
+    printf("  re-run metrics:");
+    if (json_object_get(m, "step"))
+        printf(" step %lld loss %s", json_integer_value(json_object_get(m, "step")),
+               lv ? lv : "(not finite)");
+    if (json_object_get(m, "eval_step"))
+        printf("%s eval after step %lld: loss %s, accuracy %s",
+               json_object_get(m, "step") ? ";" : "",
+               json_integer_value(json_object_get(m, "eval_step")), el ? el : "(not finite)",
+               ea ? ea : "(not finite)");
+    printf("\n");
 }
 
 /* The human summary on stdout. Every string in it that came from the
@@ -174,6 +233,8 @@ static void print_summary(const verify_cli *o, const repro_verify_result *r, int
         printf("  memory: about %.1f MiB estimated, limit %.1f MiB (--max-memory)\n",
                (double)r->memory.total / (1024.0 * 1024.0),
                (double)o->v.max_memory / (1024.0 * 1024.0));
+    print_signer(o, r);
+    print_rerun_metrics(r);
     if (r->bundle_ok)
         printf("  claimed chain %s\n", repro_esc(b->chain_hex));
     if (r->have_host_chain) {
@@ -234,12 +295,19 @@ int repro_cmd_verify(int argc, char **argv)
     /* The host's own key first (then its environment, in repro_verify):
      * failures there are ours, not the submission's. */
     int exit_code;
+    repro_trusted_keys trusted = {0};
+    if (o.trusted_path && repro_trusted_keys_load(&trusted, o.trusted_path)) {
+        free(r);
+        return repro_report_error();
+    }
+    o.v.trusted = o.trusted_path ? &trusted : NULL;
     if ((o.key_path && repro_sign_load_private(&key, o.key_path)) || repro_verify(&o.v, r) ||
         report(&o, r, key))
         exit_code = repro_report_error();
     else
         exit_code = repro_finish_stdout(exit_code_for(r));
     repro_verify_result_release(r);
+    repro_trusted_keys_release(&trusted);
     free(r);
     EVP_PKEY_free(key);
     return exit_code;
@@ -291,6 +359,31 @@ int repro_cmd_verify_receipt(int argc, char **argv)
     return repro_finish_stdout(0);
 }
 
+/* The new key's line for a trusted-keys file (verify/trusted.h), named
+ * after KEY.pem: "keys/alice.pem" gives "alice". */
+static int print_trusted_line(const char *priv, const char *pub_path)
+{
+    const char *base = strrchr(priv, '/') ? strrchr(priv, '/') + 1 : priv;
+    char name[REPRO_TRUSTED_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%s", base);
+    size_t n = strlen(name);
+    if (n > 4 && !strcmp(name + n - 4, ".pem"))
+        name[n - 4] = '\0';
+    for (char *c = name; *c; c++)
+        if (*c < 0x21 || *c > 0x7e)
+            *c = '_';
+    EVP_PKEY *k = NULL;
+    char *line = NULL;
+    if (repro_sign_load_public(&k, pub_path) || !(line = repro_trusted_key_line(k, name))) {
+        EVP_PKEY_free(k);
+        return repro_report_error();
+    }
+    printf("trusted-keys line: %s\n", line);
+    free(line);
+    EVP_PKEY_free(k);
+    return repro_finish_stdout(0);
+}
+
 int repro_cmd_keygen(int argc, char **argv)
 {
     const char *out = NULL;
@@ -315,5 +408,5 @@ int repro_cmd_keygen(int argc, char **argv)
     if (repro_sign_keygen(out, pub))
         return repro_report_error();
     printf("private key %s (keep it secret), public key %s\n", out, pub);
-    return repro_finish_stdout(0);
+    return print_trusted_line(out, pub);
 }

@@ -185,6 +185,24 @@ static int check_string_object(const char *what, const char *key, const json_t *
     return 0;
 }
 
+/* A malformed "value" (not a string, not base64, not 64 bytes) has its
+ * own message: it is not a signature at all, unlike one that does not
+ * verify. Decodes it into raw (REPRO_SIG_LEN + 4 bytes). */
+static int signature_value(const char *what, const json_t *sig, uint8_t *raw)
+{
+    const char *val = json_string_value(json_object_get(sig, "value"));
+    size_t len = val ? strlen(val) : 0;
+    if (!val || len != REPRO_SIG_B64_LEN ||
+        repro_base64_decode(val, raw, REPRO_SIG_LEN + 4) != REPRO_SIG_LEN)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: malformed signature: \"signature\".\"value\" must be "
+                               "base64 of a %d-byte Ed25519 signature (%d characters; it is %s "
+                               "of %zu)",
+                               what, REPRO_SIG_LEN, REPRO_SIG_B64_LEN,
+                               val ? "a string" : kind(json_object_get(sig, "value")), len);
+    return 0;
+}
+
 static int check_signature_form(const char *what, const json_t *sig)
 {
     if (!json_is_object(sig))
@@ -214,14 +232,14 @@ static int check_signature_form(const char *what, const json_t *sig)
                                "%s: \"signature\".\"public_key\" must be a PEM string of at most "
                                "%d bytes",
                                what, REPRO_PEM_MAX);
-    if (get_str(what, sig, "key_id", 64, 64, "", id, sizeof id) ||
-        get_str(what, sig, "value", REPRO_SIG_B64_LEN, REPRO_SIG_B64_LEN, "+/=", NULL, 0))
+    if (get_str(what, sig, "key_id", 64, 64, "", id, sizeof id))
         return -1;
     if (!is_lower_hex(id, 64))
         return repro_error_set(REPRO_EINVAL,
                                "%s: \"signature\".\"key_id\" must be 64 lowercase hex digits",
                                what);
-    return 0;
+    uint8_t raw[REPRO_SIG_LEN + 4];
+    return signature_value(what, sig, raw);
 }
 
 int repro_bundle_parse(repro_bundle *b, const char *bytes, size_t len, const char *what)
@@ -386,7 +404,6 @@ static int check_signature(repro_bundle *b)
         return 0;
     const char *pem = json_string_value(json_object_get(sig, "public_key"));
     const char *id = json_string_value(json_object_get(sig, "key_id"));
-    const char *val = json_string_value(json_object_get(sig, "value"));
     EVP_PKEY *key = NULL;
     char *bytes = NULL, real_id[65];
     uint8_t raw[REPRO_SIG_LEN + 4];
@@ -402,25 +419,22 @@ static int check_signature(repro_bundle *b)
                         b->manifest_path);
         goto cleanup;
     }
-    long n = repro_base64_decode(val, raw, sizeof raw);
-    if (n != REPRO_SIG_LEN) {
-        repro_error_set(REPRO_EINVAL, "%s: \"signature\".\"value\" is not base64 of %d bytes",
-                        b->manifest_path, REPRO_SIG_LEN);
+    if (signature_value(b->manifest_path, sig, raw))
         goto cleanup;
-    }
     bytes = repro_json_canonical(b->manifest);
     if (!bytes) {
         repro_error_set(REPRO_ENOMEM, "out of memory");
         goto cleanup;
     }
-    int ok = repro_sign_verify(key, bytes, strlen(bytes), raw, (size_t)n);
+    int ok = repro_sign_verify(key, bytes, strlen(bytes), raw, REPRO_SIG_LEN);
     if (ok < 0)
         goto cleanup;
     if (!ok) {
         repro_error_set(REPRO_EINVAL,
-                        "%s: the submitter's signature does not verify (the manifest was "
-                        "changed after signing)",
-                        b->manifest_path);
+                        "%s: the submitter's signature does not verify against its key "
+                        "(fingerprint %s): the manifest was changed after signing, or the "
+                        "signature was not made with that key",
+                        b->manifest_path, real_id);
         goto cleanup;
     }
     b->is_signed = 1;

@@ -22,6 +22,7 @@
 #include "util/progress.h"
 #include "util/ulp.h"
 #include "util/version.h"
+#include "verify/claims.h"
 #include "verify/receipt.h"
 
 /* `repro run` exits 2 for a usage or input error: for the re-run, that is
@@ -537,6 +538,26 @@ static int judge_tolerance(verify_run *v)
                   checked, p->text, c->nsteps);
 }
 
+/* 6b. The claimed loss_value and eval_* fields, which the digests do not
+ * cover, against the re-run's (claims.h); the re-run's final metrics go
+ * to the receipt. */
+static int check_claimed_metrics(verify_run *v)
+{
+    repro_verify_result *r = v->r;
+    repro_claims c;
+    if (repro_claims_check(v->b->trace_path, v->p_trace, &v->o->policy, &c)) {
+        repro_claims_release(&c);
+        return -1;
+    }
+    r->rerun_metrics = c.final;
+    c.final = NULL;
+    if (c.mismatch)
+        return decide(r, REPRO_VERDICT_DIVERGED, c.step, "%s", c.text);
+    if (c.unmatched)
+        return decide(r, REPRO_VERDICT_INVALID, 0, "%s", c.text);
+    return 0;
+}
+
 /* Under the host's policy, whatever class the bundle claims: the
  * submitter writes env_class, so letting a differing class loosen the
  * comparison would let any submitter choose a tolerance that ignores the
@@ -585,6 +606,8 @@ static int verify_bundle(const repro_verify_opts *o, repro_verify_result *r)
         rc = rerun(v);
     if (rc == 0)
         rc = judge(v);
+    if (rc == 1 && r->verdict == REPRO_VERDICT_REPRODUCED)
+        rc = check_claimed_metrics(v);
     repro_trace_release(&v->claim);
     repro_trace_release(&v->re);
     unlink(v->p_cfg);
@@ -594,6 +617,25 @@ static int verify_bundle(const repro_verify_opts *o, repro_verify_result *r)
     rmdir(v->tmp);
     free(v);
     return rc < 0 ? -1 : 0;
+}
+
+/* 1b. With --trusted-keys, only a signature by a pinned key is accepted
+ * (the bundle's signature was verified when it was loaded). 1 decided. */
+static int check_pinned(const repro_verify_opts *o, repro_verify_result *r)
+{
+    const repro_bundle *b = &r->bundle;
+    if (!b->is_signed)
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "the bundle is not signed, and --trusted-keys %s accepts only bundles "
+                      "signed by a pinned key",
+                      o->trusted->path);
+    r->signer = repro_trusted_keys_find(o->trusted, b->key_id);
+    if (!r->signer)
+        return decide(r, REPRO_VERDICT_INVALID, 0,
+                      "signed by a key that is not pinned: fingerprint %s is not in %s "
+                      "(--trusted-keys)",
+                      b->key_id, o->trusted->path);
+    return 0;
 }
 
 int repro_verify(const repro_verify_opts *o, repro_verify_result *r)
@@ -613,6 +655,8 @@ int repro_verify(const repro_verify_opts *o, repro_verify_result *r)
         decide(r, REPRO_VERDICT_INVALID, 0, "%s", repro_error_message());
         return 0;
     }
+    if (o->trusted && check_pinned(o, r))
+        return 0;
     if (r->bundle.steps > o->max_steps) {
         decide(r, REPRO_VERDICT_EXCEEDED, 0,
                "the submission has %ld steps; this host's limit is %ld (--max-steps): refused "
@@ -627,6 +671,8 @@ void repro_verify_result_release(repro_verify_result *r)
 {
     json_decref(r->reasons);
     r->reasons = NULL;
+    json_decref(r->rerun_metrics);
+    r->rerun_metrics = NULL;
     repro_bundle_release(&r->bundle);
 }
 
@@ -650,6 +696,9 @@ static json_t *bundle_json(const repro_verify_opts *o, const repro_verify_result
     json_object_set_new(j, "trace", json_string(b->trace));
     json_object_set_new(j, "submitter_signature", json_string(b->is_signed ? "valid" : "none"));
     json_object_set_new(j, "submitter_key_id", b->is_signed ? json_string(b->key_id) : json_null());
+    json_object_set_new(j, "signer",
+                        json_string(r->signer ? r->signer->name : "signer not pinned"));
+    json_object_set_new(j, "signer_pinned", json_boolean(r->signer != NULL));
     return j;
 }
 
@@ -710,7 +759,7 @@ json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_resu
     const char *cmp = r->comparison[0] ? r->comparison : "none";
     return json_pack(
         "{s:i, s:s, s:s, s:I, s:O, s:b, s:s, s:{s:s, s:s, s:s}, s:o, s:{s:I, s:I, s:I, s:I}, "
-        "s:o, s:o, s:o, s:o, s:s, s:s}",
+        "s:o, s:o, s:o, s:o, s:O, s:s, s:s}",
         "repro_receipt", REPRO_RECEIPT_VERSION, "verdict", verdict_names[r->verdict],
         "verdict_text", text, "step",
         (json_int_t)(r->verdict == REPRO_VERDICT_DIVERGED ? r->step : 0), "reasons", r->reasons,
@@ -721,5 +770,6 @@ json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_resu
         (json_int_t)(o->max_seconds * 1000), "max_memory_bytes", clamp_i64(o->max_memory),
         "address_space_bytes", clamp_i64(r->as_bytes), "memory_estimate", memory_json(r),
         "bundle", bundle_json(o, r), "submitter", submitter_json(r), "host", host_json(r),
-        "repro_version", REPRO_VERSION, "time", when);
+        "rerun_metrics", r->rerun_metrics ? r->rerun_metrics : json_null(), "repro_version",
+        REPRO_VERSION, "time", when);
 }

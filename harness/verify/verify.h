@@ -51,14 +51,29 @@
  *   digests ("identical" or "differ": the claimed and the re-run's final
  *   chains; null when nothing was re-run); limits {max_steps, max_seconds_ms};
  *   bundle {path, manifest_sha256, experiment, seed, steps, trace,
- *   submitter_signature ("valid" | "none"), submitter_key_id};
+ *   submitter_signature ("valid" | "none"), submitter_key_id, signer (the
+ *   pinned key's name from --trusted-keys, or "signer not pinned"),
+ *   signer_pinned (boolean)};
  *   limits also {max_memory_bytes, address_space_bytes (the re-run's
  *   RLIMIT_AS, 0 when none)}; memory_estimate {total, params, grads,
  *   optimizer, working_weights, activations, workspace, loader, dataset,
  *   other} in bytes (null when the config was not read that far);
  *   submitter {env, env_class, chain, commit, repro_version} (null when the
  *   manifest could not be read); host {env, env_class, chain (null when
- *   nothing ran), rerun_ms}; repro_version; time (ISO 8601 UTC). */
+ *   nothing ran), rerun_ms}; rerun_metrics (null when nothing was re-run,
+ *   else the re-run's trace's final metrics as strings, each present when
+ *   the trace has it: step, loss (float32 bits), loss_value, eval_step,
+ *   eval_loss, eval_accuracy); repro_version; time (ISO 8601 UTC).
+ *
+ * Two checks around steps 1 and 6:
+ *   1b. with opts.trusted (--trusted-keys), a bundle must be signed by a
+ *      pinned key: unsigned, or signed by another key (named by its
+ *      fingerprint), it is an invalid submission
+ *   6b. after a "reproduced" comparison, every loss_value and eval_* field
+ *      the claimed trace carries is checked against the re-run's
+ *      (claims.h): a mismatch is "diverged at step N", naming the field
+ *      and both values; traces whose lines no longer pair up (the claimed
+ *      file changed after it was judged) are an invalid submission. */
 #ifndef REPRO_VERIFY_H
 #define REPRO_VERIFY_H
 
@@ -71,6 +86,7 @@
 #include "record/hash.h"
 #include "util/child.h"
 #include "verify/bundle.h"
+#include "verify/trusted.h"
 
 typedef enum {
     REPRO_VERDICT_REPRODUCED,
@@ -104,6 +120,8 @@ typedef struct {
     repro_child_limits limits; /* the re-run's resource limits; 0: inherited,
                                   except as_bytes: 0 derives it from max_memory */
     const char *repro_bin;    /* the repro that re-runs; NULL: this executable */
+    const repro_trusted_keys *trusted; /* pinned keys (--trusted-keys); NULL: any
+                                          valid signature, or none, is accepted */
 } repro_verify_opts;
 
 /* Defaults: policy bitwise, 100000 steps, 3600 s, 4 GiB of memory
@@ -129,6 +147,8 @@ typedef struct {
     int bundle_ok;         /* the manifest was read; bundle is filled */
     repro_bundle bundle;
     repro_env host;
+    const repro_trusted_key *signer; /* the pinned key that signed (opts.trusted) */
+    json_t *rerun_metrics; /* the re-run's final loss and eval (claims.h), owned */
 } repro_verify_result;
 
 /* Runs steps 1-6 above. r is filled either way and must be released. */
