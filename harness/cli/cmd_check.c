@@ -394,8 +394,8 @@ static int report(repro_multirun *m, const check_opts *o)
         if (o->program && !o->name_given && repro_golden_name_check(gname))
             grc = -1;
         else
-            grc = repro_check_golden(&m->traces[0], gname, o->overridden, o->require_golden, gout,
-                                     gjson);
+            grc = repro_check_golden(&m->traces[0], gname, o->program ? NULL : o->exp,
+                                     o->program, o->overridden, o->require_golden, gout, gjson);
         if (grc < 0 || grc >= REPRO_EXIT_USAGE)
             grc = repro_report_error();
     }
