@@ -29,6 +29,8 @@ static const char synopsis[] =
     "the tree was dirty, and the tree ids of the paths that can change numerics\n"
     "(kernels/, harness/, Makefile, the experiment file). Commit the golden so that\n"
     "`repro check` compares with it. Changes under golden/ do not count as dirty.\n"
+    "A program's golden is golden/NAME/, NAME the experiment name it records (or\n"
+    "--name), in the git repository of the experiment file or the program.\n"
     "Run options (--steps, --seed, --set, ...) go to every run and are recorded in\n"
     "the golden's header: a check must give the same options to match it.\n";
 
