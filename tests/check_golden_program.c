@@ -232,6 +232,20 @@ START_TEST(test_from_another_directory)
 }
 END_TEST
 
+/* A program outside any repository is checked against the golden of the
+ * current directory's repository. */
+START_TEST(test_program_outside_the_repository)
+{
+    tu_git_sh("cp '%s/prog' '%s/prog2'", repo, elsewhere);
+    repro_in(repo, "check ../elsewhere/prog2");
+    ck_assert_int_eq(r.rc, 2); /* without '--': an experiment file, refused */
+    repro_in(repo, "check -- ../elsewhere/prog2");
+    tu_git_sh("rm '%s/prog2'", elsewhere);
+    ck_assert_msg(r.rc == 1, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_msg(strstr(r.out, "golden: MISMATCH with golden/tinysum/"), "%s", r.out);
+}
+END_TEST
+
 /* log follows the same name rule without running the program; a program
  * no golden records is an error that says where it looked. */
 START_TEST(test_log_uses_the_recorded_name)
@@ -334,6 +348,7 @@ Suite *golden_program_suite(void)
     tcase_add_test(tc, test_mismatch_names_sources_and_bisects);
     tcase_add_test(tc, test_from_another_directory);
     tcase_add_test(tc, test_log_uses_the_recorded_name);
+    tcase_add_test(tc, test_program_outside_the_repository);
     tcase_add_test(tc, test_experiment_golden_from_elsewhere);
     tcase_add_test(tc, test_checkout_mlp_from_elsewhere);
     tcase_add_test(tc, test_bisect_command_build);

@@ -46,6 +46,13 @@ int repro_golden_open_repo(repro_git **out, const char *exp_file, char *const *p
     repro_golden_anchor(exp_file, program, dir, sizeof dir);
     if (repro_git_open(out, dir) == 0)
         return 0;
+    /* A program installed outside any repository (/opt/tools/train) is
+     * blessed where it is run: the current directory's repository. */
+    if (program && strcmp(dir, ".")) {
+        repro_error_clear();
+        if (repro_git_open(out, NULL) == 0)
+            return 0;
+    }
     return repro_error_wrap(repro_error_code(), "goldens are kept in the repository of %s (%s)",
                             program ? "the program" : "the experiment file", dir);
 }
@@ -234,8 +241,6 @@ static void rebase_word(const char *root, const char *word, int first, char *out
     int relative_here = word[0] != '/' && !strcmp(cwd, root);
     size_t rl = strlen(root);
     if (relative_here || strncmp(real, root, rl) || real[rl] != '/')
-        return;
-    if (!first && word[0] != '/' && !strchr(word, '/') && !strcmp(cwd, root))
         return;
     snprintf(out, len, "%s%s", first ? "./" : "", real + rl + 1);
 }

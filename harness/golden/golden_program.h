@@ -24,7 +24,8 @@
 void repro_golden_anchor(const char *exp_file, char *const *program, char *buf, size_t len);
 
 /* Opens the repository that holds the goldens of exp_file or program
- * (repro_golden_anchor); the error names the directory searched from. */
+ * (repro_golden_anchor); for a program outside any repository, that of
+ * the current directory. The error names the directory searched from. */
 int repro_golden_open_repo(repro_git **out, const char *exp_file, char *const *program);
 
 /* The name of the golden under root/golden/ whose header records
