@@ -262,6 +262,13 @@ START_TEST(test_log_uses_the_recorded_name)
     ck_assert_int_eq(r.rc, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "golden history of tinysum (1 commit"));
     tu_git_sh("cd '%s' && cp prog other", repo);
+    /* check under a name no golden has: where it looked, how to bless it */
+    repro_in(repo, "check --require-golden --name zzz -- ./prog");
+    ck_assert_int_eq(r.rc, 1);
+    char want[900];
+    snprintf(want, sizeof want, " in %s/golden/zzz/ (and none for any other class)", repo);
+    ck_assert_msg(strstr(r.out, want), "want %s in:\n%s", want, r.out);
+    ck_assert_msg(strstr(r.out, "bless it with `repro bless --name zzz -- ./prog`"), "%s", r.out);
     repro_in(repo, "log -- ./other");
     tu_git_sh("rm '%s/other'", repo);
     ck_assert_int_eq(r.rc, 2);

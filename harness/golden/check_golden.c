@@ -195,8 +195,23 @@ static double max_rel_l2(const repro_divergence *d)
 }
 
 /* No golden for this class: report the classes there are and the closest. */
+/* The bless command that makes the missing golden. */
+static void print_bless_hint(FILE *out, const repro_trace *run, const char *experiment,
+                             char *const *program)
+{
+    fprintf(out, "golden: required (--require-golden) but missing: bless it with `repro bless ");
+    if (!program) {
+        fprintf(out, "%s`\n", repro_esc(run->experiment_path));
+        return;
+    }
+    if (strcmp(experiment, run->experiment)) /* named by --name, not by the program */
+        fprintf(out, "--name %s ", repro_esc(experiment));
+    fprintf(out, "-- %s%s`\n", repro_esc(program[0]), program[1] ? " ..." : "");
+}
+
 static int compare_other_classes(const repro_trace *run, const char *root, const char *experiment,
-                                 const char *cls, int require, FILE *out, json_t *json)
+                                 char *const *program, const char *cls, int require, FILE *out,
+                                 json_t *json)
 {
     /* The directory searched, absolute: a CI log must say where it looked. */
     char dir[1400], cwd[1024] = ".";
@@ -257,9 +272,7 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
         json_decref(others);
     }
     if (require && out)
-        fprintf(out, "golden: required (--require-golden) but missing: bless it with "
-                     "`repro bless %s`\n",
-                repro_esc(run->experiment_path));
+        print_bless_hint(out, run, experiment, program);
     repro_golden_classes_free(classes, n);
     return require ? REPRO_GOLDEN_DIFFERS : 0;
 }
@@ -294,7 +307,8 @@ int repro_check_golden(const repro_trace *run, const char *experiment, const cha
     }
     int rc = 0;
     if (access(path, F_OK) != 0) {
-        rc = compare_other_classes(run, root, experiment, env.class_id, require, out, json);
+        rc = compare_other_classes(run, root, experiment, program, env.class_id, require, out,
+                                   json);
         repro_git_free(git);
         return rc;
     }
