@@ -15,6 +15,7 @@
 #include "util/fault.h"
 #include "history/git.h"
 #include "golden/golden.h"
+#include "golden/golden_program.h"
 #include "analysis/multirun.h"
 #include "util/numparse.h"
 
@@ -28,6 +29,8 @@ static const char synopsis[] =
     "the tree was dirty, and the tree ids of the paths that can change numerics\n"
     "(kernels/, harness/, Makefile, the experiment file). Commit the golden so that\n"
     "`repro check` compares with it. Changes under golden/ do not count as dirty.\n"
+    "A program's golden is golden/NAME/, NAME the experiment name it records (or\n"
+    "--name), in the git repository of the experiment file or the program.\n"
     "Run options (--steps, --seed, --set, ...) go to every run and are recorded in\n"
     "the golden's header: a check must give the same options to match it.\n";
 
@@ -141,7 +144,10 @@ static int untracked_bystander(const bless_ctx *b, const repro_git_dirty_entry *
 
 static int read_state(bless_ctx *b)
 {
-    if (repro_git_open(&b->g, NULL) || repro_git_head(b->g, &b->head) ||
+    /* The repository of the experiment file or the program, wherever
+     * bless runs from: check looks for the golden there too. */
+    if (repro_golden_open_repo(&b->g, b->program ? NULL : b->exp, b->program) ||
+        repro_git_head(b->g, &b->head) ||
         (!b->program && repro_git_relpath(b->g, b->exp, &b->exp_rel)) ||
         repro_git_dirty_list(b->g, NULL, 0, &b->dirty) ||
         repro_env_get_backend(&b->env, !b->program && b->cfg.train_backend == REPRO_BACKEND_CUDA
@@ -324,9 +330,11 @@ static int install(bless_ctx *b)
     printf("blessed %s: %d identical runs of %ld steps at %s%s (%s), chain %s\n", shown, b->runs,
            t->trailer_steps, b->head.short_id, b->dirty->n ? " + uncommitted changes" : "",
            b->head.summary, chain);
-    if (b->program)
+    if (b->program && b->co.name[0])
         printf("commit it so that `repro check --name %s -- %s ...` compares with it\n", b->name,
                b->program[0]);
+    else if (b->program) /* the name the program records finds it again */
+        printf("commit it so that `repro check -- %s ...` compares with it\n", b->program[0]);
     else
         printf("commit it so that `repro check %s` compares with it\n", b->exp);
     return 0;

@@ -41,9 +41,11 @@ static const char synopsis[] =
     "or worker count.\n"
     "\n"
     "Run 1 is also compared with the golden record of this environment class\n"
-    "(golden/EXP/CLASS.jsonl, see `repro bless`): on a mismatch the report names the\n"
-    "commits since the blessed one that touched kernels/, harness/, Makefile or the\n"
-    "experiment. Without a golden for this class it lists the classes that have one\n"
+    "(golden/EXP/CLASS.jsonl in the repository of EXP or PROGRAM, from any directory;\n"
+    "see `repro bless`): on a mismatch the report names the commits since the blessed\n"
+    "one that touched kernels/, harness/, Makefile or the experiment (for a program:\n"
+    "the paths of its repository, and a `repro bisect` command that runs as printed).\n"
+    "Without a golden for this class it lists the classes that have one\n"
     "and compares with the closest by tolerance; that is not a failure unless\n"
     "--require-golden. --steps, --seed, --set and the other run options apply to\n"
     "every run (--seed and --set leave the golden out).\n";
@@ -394,8 +396,8 @@ static int report(repro_multirun *m, const check_opts *o)
         if (o->program && !o->name_given && repro_golden_name_check(gname))
             grc = -1;
         else
-            grc = repro_check_golden(&m->traces[0], gname, o->overridden, o->require_golden, gout,
-                                     gjson);
+            grc = repro_check_golden(&m->traces[0], gname, o->program ? NULL : o->exp,
+                                     o->program, o->overridden, o->require_golden, gout, gjson);
         if (grc < 0 || grc >= REPRO_EXIT_USAGE)
             grc = repro_report_error();
     }

@@ -13,6 +13,7 @@
 #include "util/escape.h"
 #include "history/git.h"
 #include "golden/golden.h"
+#include "golden/golden_program.h"
 #include "analysis/multirun.h"
 #include "util/numparse.h"
 
@@ -88,9 +89,8 @@ int repro_cmd_log(int argc, char **argv)
     int json = o.json;
     long max = o.max;
     snprintf(name, sizeof name, "%s", co.name);
-    if (program && !name[0])
-        repro_program_name(program, name, sizeof name);
-    if (!name[0]) {
+    const char *exp_file = NULL;
+    if (!name[0] && !program) {
         if (p.nargs != 1) {
             repro_error_set(REPRO_EINVAL, "log: expected one experiment file (or --name NAME, or "
                                           "-- PROGRAM)");
@@ -103,6 +103,7 @@ int repro_cmd_log(int argc, char **argv)
         }
         snprintf(name, sizeof name, "%s", cfg->name);
         free(cfg);
+        exp_file = p.args[0];
     } else if (p.nargs) {
         repro_error_set(REPRO_EINVAL, "log: '%s' with --name or a program: give one", p.args[0]);
         return repro_report_error();
@@ -112,8 +113,17 @@ int repro_cmd_log(int argc, char **argv)
     char **classes = NULL;
     int ncls = 0, rc = 0;
     char prefix[300];
+    /* A program's golden is named after the experiment it records (or
+     * --name), as bless and check name it: found by the program its header
+     * records, since log does not run it. */
+    if (repro_golden_open_repo(&g, exp_file, program) ||
+        (!name[0] && repro_golden_name_for_program(repro_git_workdir(g), program, name,
+                                                   sizeof name))) {
+        rc = repro_report_error();
+        goto done;
+    }
     snprintf(prefix, sizeof prefix, "golden/%s/", name);
-    if (repro_git_open(&g, NULL) || repro_git_path_history(g, prefix, (size_t)max, &h)) {
+    if (repro_git_path_history(g, prefix, (size_t)max, &h)) {
         rc = repro_report_error();
         goto done;
     }

@@ -12,6 +12,7 @@
 #include "util/escape.h"
 #include "history/git.h"
 #include "golden/golden.h"
+#include "golden/golden_program.h"
 #include "analysis/multirun.h"
 
 /* "matches" when identical, or when one trace is a prefix of the other
@@ -161,11 +162,16 @@ static void report_committed(repro_git *git, const repro_trace *golden, const ch
 
 /* What changed since the golden was blessed: uncommitted edits first, then
  * commits, ranked. */
-static void report_changes(repro_git *git, const repro_trace *golden, FILE *out, json_t *json)
+static void report_changes(repro_git *git, const repro_trace *golden, char *const *program,
+                           FILE *out, json_t *json)
 {
     const char *since = golden_commit(golden, "id");
     if (!git || !since)
         return;
+    if (program) { /* the program's own repository, not repro's paths */
+        repro_golden_program_changes(git, since, program, out, json);
+        return;
+    }
     const char *prefixes[8];
     size_t np = 0;
     for (int i = 0; i < repro_numerics_npaths; i++)
@@ -189,17 +195,37 @@ static double max_rel_l2(const repro_divergence *d)
 }
 
 /* No golden for this class: report the classes there are and the closest. */
-static int compare_other_classes(const repro_trace *run, const char *root, const char *experiment,
-                                 const char *cls, int require, FILE *out, json_t *json)
+/* The bless command that makes the missing golden. */
+static void print_bless_hint(FILE *out, const repro_trace *run, const char *experiment,
+                             char *const *program)
 {
+    fprintf(out, "golden: required (--require-golden) but missing: bless it with `repro bless ");
+    if (!program) {
+        fprintf(out, "%s`\n", repro_esc(run->experiment_path));
+        return;
+    }
+    if (strcmp(experiment, run->experiment)) /* named by --name, not by the program */
+        fprintf(out, "--name %s ", repro_esc(experiment));
+    fprintf(out, "-- %s%s`\n", repro_esc(program[0]), program[1] ? " ..." : "");
+}
+
+static int compare_other_classes(const repro_trace *run, const char *root, const char *experiment,
+                                 char *const *program, const char *cls, int require, FILE *out,
+                                 json_t *json)
+{
+    /* The directory searched, absolute: a CI log must say where it looked. */
+    char dir[1400], cwd[1024] = ".";
+    if (!root[0] && !getcwd(cwd, sizeof cwd))
+        snprintf(cwd, sizeof cwd, ".");
+    snprintf(dir, sizeof dir, "%s/golden/%s/", root[0] ? root : cwd, experiment);
     char **classes = NULL;
     int n = repro_golden_classes(root, experiment, &classes);
     json_t *others = json_array();
     int best = -1;
     double best_d = INFINITY;
     if (out)
-        fprintf(out, "golden: none for environment class %s%s", repro_esc(cls),
-                n ? "; goldens exist for: " : " (and none for any other class)");
+        fprintf(out, "golden: none for environment class %s in %s%s", repro_esc(cls),
+                repro_esc(dir), n ? "; goldens exist for: " : " (and none for any other class)");
     for (int i = 0; i < n; i++) {
         if (out)
             fprintf(out, "%s%s", i ? ", " : "", repro_esc(classes[i]));
@@ -236,6 +262,7 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
                 repro_esc(classes[best]), best_d);
     if (json) {
         json_object_set_new(json, "status", json_string("none"));
+        json_object_set_new(json, "searched", json_string(dir));
         json_object_set_new(json, "classes", others);
         if (best >= 0) {
             json_object_set_new(json, "closest_class", json_string(classes[best]));
@@ -245,15 +272,14 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
         json_decref(others);
     }
     if (require && out)
-        fprintf(out, "golden: required (--require-golden) but missing: bless it with "
-                     "`repro bless %s`\n",
-                repro_esc(run->experiment_path));
+        print_bless_hint(out, run, experiment, program);
     repro_golden_classes_free(classes, n);
     return require ? REPRO_GOLDEN_DIFFERS : 0;
 }
 
-int repro_check_golden(const repro_trace *run, const char *experiment, int overridden, int require,
-                       FILE *out, json_t *json)
+int repro_check_golden(const repro_trace *run, const char *experiment, const char *exp_file,
+                       char *const *program, int overridden, int require, FILE *out,
+                       json_t *json)
 {
     repro_env env;
     if (repro_env_get(&env))
@@ -262,11 +288,13 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
      * against the cuda golden of its GPU class), else this machine's cpu. */
     if (run->env_class[0])
         snprintf(env.class_id, sizeof env.class_id, "%s", run->env_class);
-    /* Goldens live in the work tree; outside a repository, relative to the
-     * current directory (and without the history report). */
+    /* Goldens live in the work tree of the experiment's or the program's
+     * repository, wherever repro runs from (CI jobs run from elsewhere);
+     * outside a repository, relative to the current directory (and without
+     * the history report). */
     repro_git *git = NULL;
     const char *root = "";
-    if (repro_git_open(&git, NULL) == 0)
+    if (repro_golden_open_repo(&git, exp_file, program) == 0)
         root = repro_git_workdir(git);
     else
         repro_error_clear();
@@ -279,7 +307,8 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
     }
     int rc = 0;
     if (access(path, F_OK) != 0) {
-        rc = compare_other_classes(run, root, experiment, env.class_id, require, out, json);
+        rc = compare_other_classes(run, root, experiment, program, env.class_id, require, out,
+                                   json);
         repro_git_free(git);
         return rc;
     }
@@ -317,7 +346,7 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
                     repro_esc(shown), blessed ? repro_esc(blessed) : "?", repro_esc(experiment));
         if (json)
             json_object_set_new(json, "status", json_string("config-changed"));
-        report_changes(git, &g, out, json);
+        report_changes(git, &g, program, out, json);
         rc = REPRO_GOLDEN_DIFFERS;
         goto done;
     }
@@ -344,7 +373,7 @@ int repro_check_golden(const repro_trace *run, const char *experiment, int overr
             json_t *r = repro_divergence_json(&g, run, &d);
             json_object_set_new(json, "report", r ? r : json_null());
         }
-        report_changes(git, &g, out, json);
+        report_changes(git, &g, program, out, json);
         rc = REPRO_GOLDEN_DIFFERS;
     }
 done:
