@@ -296,6 +296,78 @@ START_TEST(test_diff_memory_independent_of_steps)
 }
 END_TEST
 
+/* Peak RSS (KiB) of `repro ARGS...` run as a child, with its status. */
+static long repro_peak_kib(const char *const *args, int *status)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        char *argv[8] = {"repro"};
+        for (int i = 0; args[i] && i < 6; i++)
+            argv[i + 1] = (char *)args[i];
+        execv(tu_repro_bin(), argv);
+        _exit(127);
+    }
+    struct rusage ru;
+    ck_assert_int_eq(wait4(pid, status, 0, &ru), pid);
+    return ru.ru_maxrss;
+}
+
+/* verify reads the claimed trace as a stream: bundles of one experiment
+ * with claimed traces of 3,000 and 30,000 steps (trace.level = step, so
+ * that submitting them takes seconds) peak within 10% of each other. The
+ * re-run child of this tiny model is smaller than the verifier, so the
+ * peak measured (the largest of the two) is the verifier's own. The
+ * negative control: the whole-trace reader on the same claimed traces. */
+START_TEST(test_verify_memory_independent_of_claimed_steps)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return; /* ASan's shadow memory and quarantine make RSS no measure of this */
+#endif
+    char dir[256];
+    tu_tmp_template(dir, sizeof dir, "stream-verify");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const long lengths[2] = {3000, 30000};
+    long verify_kib[2], whole_kib[2];
+    for (int i = 0; i < 2; i++) {
+        char ini[300], bundle[300], trace[400], out[256], err[2048];
+        snprintf(ini, sizeof ini, "%s/long.ini", dir);
+        FILE *f = fopen(ini, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "[model]\ntype = mlp\nhidden = 4\n\n[data]\ndataset = synthetic\n"
+                   "train_size = 64\ntest_size = 64\n\n[train]\nsteps = %ld\nbatch_size = 8\n\n"
+                   "[trace]\nlevel = step\n",
+                lengths[i]);
+        fclose(f);
+        snprintf(bundle, sizeof bundle, "%s/b%d", dir, i);
+        char args[800];
+        snprintf(args, sizeof args, "submit %s -o %s", ini, bundle);
+        ck_assert_msg(tu_run_repro(args, out, sizeof out, err, sizeof err) == 0, "%s", err);
+        int status;
+        const char *const vargs[] = {"verify", bundle, NULL};
+        verify_kib[i] = repro_peak_kib(vargs, &status);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "verify: status %d",
+                      status);
+        snprintf(trace, sizeof trace, "%s/trace.jsonl", bundle);
+        whole_kib[i] = child_peak_kib(trace, NULL, 1, &status);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    long floor_kib = own_rss_kib();
+    ck_assert_msg(verify_kib[0] > floor_kib, "verify's peak %ld KiB is no more than this "
+                  "process's %ld KiB: the measure cannot see it", verify_kib[0], floor_kib);
+    ck_assert_msg(verify_kib[1] <= verify_kib[0] * 11 / 10 &&
+                      verify_kib[0] <= verify_kib[1] * 11 / 10,
+                  "verify peaks at %ld KiB for a 3,000-step claim, %ld KiB for 30,000",
+                  verify_kib[0], verify_kib[1]);
+    ck_assert_msg(whole_kib[1] > whole_kib[0] * 11 / 10,
+                  "whole-trace reading peaks at %ld KiB for 3,000 steps, %ld KiB for 30,000",
+                  whole_kib[0], whole_kib[1]);
+}
+END_TEST
+
 Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
@@ -305,6 +377,7 @@ Suite *stream_suite(void)
     tcase_add_test(tc, test_streamed_compare_equals_whole);
     tcase_add_test(tc, test_curve_is_bounded);
     tcase_add_test(tc, test_diff_memory_independent_of_steps);
+    tcase_add_test(tc, test_verify_memory_independent_of_claimed_steps);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
