@@ -20,11 +20,13 @@ extern char **environ;
 typedef struct {
     pid_t pid;
     FILE *to, *from;
-    char banner[512];
+    char banner[1024];
 } torch_peer;
 
-/* Starts `python script --serve --threads N`; 0 when it answered "ready". */
-static int torch_peer_start(torch_peer *p, const char *python, const char *script, int threads)
+/* Starts `python script --serve --threads N --settings S` (S: "best", or
+ * "default" for the reference line); 0 when it answered "ready". */
+static int torch_peer_start(torch_peer *p, const char *python, const char *script, int threads,
+                            const char *settings)
 {
     memset(p, 0, sizeof *p);
     int in[2], out[2];
@@ -34,7 +36,8 @@ static int torch_peer_start(torch_peer *p, const char *python, const char *scrip
         return -1;
     char nt[16];
     snprintf(nt, sizeof nt, "%d", threads);
-    char *argv[] = {(char *)python, (char *)script, "--serve", "--threads", nt, NULL};
+    char *argv[] = {(char *)python, (char *)script, "--serve", "--threads", nt, "--settings",
+                    (char *)settings, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);

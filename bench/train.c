@@ -149,14 +149,20 @@ static void versus_torch(const char *python, const char *script)
 {
     repro_isa isas[REPRO_ISA_COUNT];
     int nisa = supported_isas(isas);
-    torch_peer peers[2];
+    /* PyTorch at its best (the column) and at its default settings (one
+     * reference line per experiment): bench/torch_ref.py says which. */
+    torch_peer peers[2], dflt[2];
+    memset(peers, 0, sizeof peers);
+    memset(dflt, 0, sizeof dflt);
     int have_torch = 1;
     for (int t = 0; t < 2; t++)
-        if (torch_peer_start(&peers[t], python, script, t + 1))
+        if (torch_peer_start(&peers[t], python, script, t + 1, "best") ||
+            torch_peer_start(&dflt[t], python, script, t + 1, "default"))
             have_torch = 0;
     if (have_torch)
-        for (int t = 0; t < 2; t++) /* "ready torch V, N thread(s), BLAS: ..." */
-            printf("PyTorch (%s): %s\n", script, peers[t].banner + 6);
+        for (int t = 0; t < 2; t++) /* "ready torch V, N thread(s), BLAS: ..., settings" */
+            printf("PyTorch (%s): %s\n  reference line: %s\n", script, peers[t].banner + 6,
+                   dflt[t].banner + 6);
     else
         printf("PyTorch was not found (%s %s): repro's figures only\n", python, script);
     printf("\n%-4s %3s %-7s %10s %10s %8s %10s %9s %9s %8s\n", "exp", "thr", "path",
@@ -169,7 +175,7 @@ static void versus_torch(const char *python, const char *script)
          * machine's speed drifts, and a ratio of two figures measured minutes
          * apart would measure the drift. */
         double off[2][REPRO_ISA_COUNT][REPEATS], on[2][REPRO_ISA_COUNT][REPEATS], pt[2][REPEATS];
-        double pair[REPEATS], alone[REPEATS];
+        double pair[REPEATS], alone[REPEATS], pd[2][REPEATS];
         for (int r = 0; r < REPEATS; r++) {
             repro_isa_select(repro_isa_best());
             alone[r] = one_run(&cfg[0], exps[e].steps, NO_HASH);
@@ -177,6 +183,9 @@ static void versus_torch(const char *python, const char *script)
             for (int t = 0; t < 2; t++) {
                 pt[t][r] = have_torch
                                ? torch_peer_rate(&peers[t], exps[e].arch, exps[e].steps)
+                               : 0;
+                pd[t][r] = have_torch
+                               ? torch_peer_rate(&dflt[t], exps[e].arch, exps[e].steps)
                                : 0;
                 for (int i = 0; i < nisa; i++) {
                     repro_isa_select(isas[i]);
@@ -204,18 +213,26 @@ static void versus_torch(const char *python, const char *script)
                        t + 1, repro_isa_name(isas[i]), a, b, onoff, pts[0], pts[1], pts[2], sc);
             }
         }
+        if (have_torch)
+            printf("%-4s pytorch at its default settings (thread counts only, OpenMP's "
+                   "spin-wait):\n%-4s 1 thread %.1f, 2 threads %.1f steps/s (the column: "
+                   "OMP_WAIT_POLICY=PASSIVE)\n",
+                   exps[e].arch, "", median_ratio(pd[0], NULL), median_ratio(pd[1], NULL));
         printf("%-4s two 1-thread runs at once, %s: %.1f steps/s summed, %.2fx one alone (the\n"
                "%-4s machine's ceiling for 2t/1t in these repeats)\n",
                exps[e].arch, repro_isa_name(repro_isa_best()), median_ratio(pair, NULL),
                median_ratio(pair, alone), "");
     }
     repro_isa_select(repro_isa_best());
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < 2; t++) {
         torch_peer_stop(&peers[t]);
+        torch_peer_stop(&dflt[t]);
+    }
     printf("steps/s, median of %d interleaved runs (mlp %ld, cnn %ld steps); repro on =\n"
            "hashing at the experiment's trace level and every (what `repro run` does),\n"
            "off = no recorder; pytorch = the same model, batch and optimizer on in-memory\n"
-           "batches; 2t/1t = repro off at 2 threads over 1 (bits identical either way);\n"
+           "batches, at PyTorch's best settings here (bench/torch_ref.py --settings best);\n"
+           "2t/1t = repro off at 2 threads over 1 (bits identical either way);\n"
            "every ratio is the median of the ratios within each repeat\n",
            REPEATS, exps[0].steps, exps[1].steps);
 }

@@ -1,6 +1,7 @@
 /* Comparing two traces (compare.h): same experiment?, first divergent step
- * by binary search over the hash chain, the tensors and ops that differ
- * there, and the divergence curve over all common steps. */
+ * (the first whose chains differ), the tensors and ops that differ there,
+ * and the divergence curve over all common steps (sampled past
+ * REPRO_CURVE_MAX points), as a walk over the steps in order. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -140,29 +141,14 @@ static int diff_lists(const repro_trace_tensor *la, int na, const repro_trace_te
     return 0;
 }
 
-static int compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out,
-                          int same_config);
-
 /* The first step a trace records: 1, or k + 1 for a run resumed at k. */
 static long first_of(const repro_trace *t)
 {
     return t->first_step > 0 ? t->first_step : 1;
 }
 
-int repro_compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out)
+int repro_compare_headers(const repro_trace *a, const repro_trace *b, int same_config)
 {
-    return compare_traces(a, b, out, 1);
-}
-
-int repro_compare_variants(const repro_trace *a, const repro_trace *b, repro_divergence *out)
-{
-    return compare_traces(a, b, out, 0);
-}
-
-static int compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out,
-                          int same_config)
-{
-    memset(out, 0, sizeof *out);
     if (strcmp(a->experiment, b->experiment) != 0)
         return repro_error_set(REPRO_EINVAL, "%s and %s are different experiments: %s vs %s",
                                a->path, b->path, a->experiment, b->experiment);
@@ -177,83 +163,160 @@ static int compare_traces(const repro_trace *a, const repro_trace *b, repro_dive
                                "%s and %s have different configs (numerics digest %s vs %s)%s",
                                a->path, b->path, ha, hb, keys);
     }
+    return 0;
+}
 
-    /* The reader guarantees steps first..last, one line each, with a
-     * verified chain: chain[k] equal on both sides <=> steps 1..k all equal
-     * (a resumed trace's chain continues its checkpoint's, so this holds
-     * for it too). Only the steps both sides record are compared: a trace
-     * resumed at k against the full run covers k+1..N. */
-    long fa = first_of(a), fb = first_of(b);
-    /* The reader bounds every step number by REPRO_TRACE_STEP_MAX; a trace
-     * built any other way is held to the same, so that the arithmetic below
-     * (last step, common range, bisection bounds) cannot overflow. */
-    for (int i = 0; i < 2; i++) {
-        const repro_trace *t = i ? b : a;
-        long f = i ? fb : fa;
-        if (f > REPRO_TRACE_STEP_MAX + 1 || t->nsteps < 0 ||
-            t->nsteps > REPRO_TRACE_STEP_MAX + 1 - f)
-            return repro_error_set(REPRO_EINVAL, "%s: step numbers past %lld", t->path,
-                                   (long long)REPRO_TRACE_STEP_MAX);
+void repro_compare_walk_begin(repro_compare_walk *w, repro_divergence *out)
+{
+    memset(w, 0, sizeof *w);
+    memset(out, 0, sizeof *out);
+    w->out = out;
+    w->stride = 1;
+}
+
+/* Keeps every stride-th curve point: when the array is full, every other
+ * one goes and the stride doubles, so a curve of any length costs at most
+ * REPRO_CURVE_MAX points (below that, every point is kept). */
+static int curve_add(repro_compare_walk *w, const repro_curve_point *c)
+{
+    repro_divergence *out = w->out;
+    if (!out->curve) {
+        out->curve = calloc(REPRO_CURVE_MAX + 2, sizeof *out->curve);
+        if (!out->curve)
+            return repro_error_set(REPRO_ENOMEM, "out of memory");
     }
+    long seq = out->curve_steps++;
+    if (c->step == out->first_step)
+        w->first_point = *c;
+    w->last_point = *c;
+    if (seq % w->stride)
+        return 0;
+    if (out->ncurve == REPRO_CURVE_MAX) {
+        for (long i = 0; 2 * i < out->ncurve; i++)
+            out->curve[i] = out->curve[2 * i];
+        out->ncurve = (out->ncurve + 1) / 2;
+        w->stride *= 2;
+        if (seq % w->stride)
+            return 0;
+    }
+    out->curve[out->ncurve++] = *c;
+    return 0;
+}
+
+/* A sampled curve still shows the first divergent step and the last. */
+static void curve_finish(repro_compare_walk *w)
+{
+    repro_divergence *out = w->out;
+    if (!out->ncurve)
+        return;
+    if (out->curve[out->ncurve - 1].step != w->last_point.step)
+        out->curve[out->ncurve++] = w->last_point;
+    if (!out->first_step || w->first_point.step != out->first_step)
+        return;
+    long i = 0;
+    while (i < out->ncurve && out->curve[i].step < out->first_step)
+        i++;
+    if (i < out->ncurve && out->curve[i].step == out->first_step)
+        return;
+    memmove(&out->curve[i + 1], &out->curve[i], sizeof *out->curve * (size_t)(out->ncurve - i));
+    out->curve[i] = w->first_point;
+    out->ncurve++;
+}
+
+int repro_compare_walk_step(repro_compare_walk *w, const repro_trace_step *sa,
+                            const repro_trace_step *sb)
+{
+    repro_divergence *out = w->out;
+    out->common_steps++;
+    /* The readers verify the chains: chain[k] equal on both sides <=>
+     * steps 1..k all equal (a resumed trace's chain continues its
+     * checkpoint's), so the first step whose chains differ is where the
+     * runs part. */
+    if (!out->first_step && !repro_digest_eq(&sa->chain, &sb->chain)) {
+        out->first_step = sa->step;
+        out->first_has_detail = sa->has_detail && sb->has_detail;
+        if (out->first_has_detail) {
+            out->first_loss_bits_a = sa->loss_bits;
+            out->first_loss_bits_b = sb->loss_bits;
+            out->first_loss_a = sa->loss_value;
+            out->first_loss_b = sb->loss_value;
+            if (diff_lists(sa->tensors, sa->ntensors, sb->tensors, sb->ntensors, &out->tensors,
+                           &out->ntensors) ||
+                diff_lists(sa->ops, sa->nops, sb->ops, sb->nops, &out->ops, &out->nops))
+                return -1;
+        }
+    }
+    if (!sa->has_detail || !sb->has_detail)
+        return 0;
+    double pa = param_norm(sa), pb = param_norm(sb);
+    repro_curve_point c = {.step = sa->step, .loss_a = sa->loss_value, .loss_b = sb->loss_value};
+    /* Relative to A; with no parameters to speak of, absolute. */
+    c.rel_l2 = pa > 0 ? fabs(pa - pb) / pa : fabs(pa - pb);
+    return curve_add(w, &c);
+}
+
+void repro_compare_walk_end(repro_compare_walk *w, const repro_trace *a, const repro_trace *b,
+                            const repro_digest *last_a, const repro_digest *last_b)
+{
+    repro_divergence *out = w->out;
+    long fa = first_of(a), fb = first_of(b);
     long la = fa + a->nsteps - 1, lb = fb + b->nsteps - 1;
     out->steps_a = la;
     out->steps_b = lb;
     out->truncated_a = !a->has_trailer;
     out->truncated_b = !b->has_trailer;
-    long c0 = fa > fb ? fa : fb, c1 = la < lb ? la : lb;
-    long common = c1 >= c0 ? c1 - c0 + 1 : 0;
-    out->common_steps = common;
-    long lo = c0, hi = c0 + common; /* first differing step lies in [lo, hi]; hi = none */
-    while (lo < hi) {
-        long mid = lo + (hi - lo) / 2;
-        if (repro_digest_eq(&a->steps[mid - fa].chain, &b->steps[mid - fb].chain))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    out->first_step = lo < c0 + common ? lo : 0;
     repro_digest zero = {{0}};
-    out->final_chain_a = a->has_trailer ? a->trailer_chain
-                         : a->nsteps    ? a->steps[a->nsteps - 1].chain
-                                        : zero;
-    out->final_chain_b = b->has_trailer ? b->trailer_chain
-                         : b->nsteps    ? b->steps[b->nsteps - 1].chain
-                                        : zero;
-    out->identical = out->first_step == 0 && la == lb && (common > 0 || la < fa) && a->has_trailer &&
-                     b->has_trailer && repro_digest_eq(&out->final_chain_a, &out->final_chain_b);
+    out->final_chain_a = a->has_trailer ? a->trailer_chain : last_a ? *last_a : zero;
+    out->final_chain_b = b->has_trailer ? b->trailer_chain : last_b ? *last_b : zero;
+    out->identical = out->first_step == 0 && la == lb && (out->common_steps > 0 || la < fa) &&
+                     a->has_trailer && b->has_trailer &&
+                     repro_digest_eq(&out->final_chain_a, &out->final_chain_b);
+    curve_finish(w);
+}
 
-    if (out->first_step) {
-        const repro_trace_step *sa = &a->steps[out->first_step - fa];
-        const repro_trace_step *sb = &b->steps[out->first_step - fb];
-        out->first_has_detail = sa->has_detail && sb->has_detail;
-        if (out->first_has_detail &&
-            (diff_lists(sa->tensors, sa->ntensors, sb->tensors, sb->ntensors, &out->tensors,
-                        &out->ntensors) ||
-             diff_lists(sa->ops, sa->nops, sb->ops, sb->nops, &out->ops, &out->nops)))
-            goto fail;
-    }
-
-    out->curve = calloc((size_t)common + 1, sizeof *out->curve);
-    if (!out->curve) {
-        repro_error_set(REPRO_ENOMEM, "out of memory");
-        goto fail;
-    }
-    for (long k = 0; k < common; k++) {
-        const repro_trace_step *sa = &a->steps[c0 + k - fa], *sb = &b->steps[c0 + k - fb];
-        if (!sa->has_detail || !sb->has_detail)
-            continue;
-        double pa = param_norm(sa), pb = param_norm(sb);
-        repro_curve_point *c = &out->curve[out->ncurve++];
-        c->step = sa->step;
-        /* Relative to A; with no parameters to speak of, absolute. */
-        c->rel_l2 = pa > 0 ? fabs(pa - pb) / pa : fabs(pa - pb);
-        c->loss_a = sa->loss_value;
-        c->loss_b = sb->loss_value;
-    }
+/* Both traces' step numbers within the reader's bound, whoever built them,
+ * so that the arithmetic of the walk (last step, common range) cannot
+ * overflow. */
+static int check_bounds(const repro_trace *t)
+{
+    long f = first_of(t);
+    if (f > REPRO_TRACE_STEP_MAX + 1 || t->nsteps < 0 || t->nsteps > REPRO_TRACE_STEP_MAX + 1 - f)
+        return repro_error_set(REPRO_EINVAL, "%s: step numbers past %lld", t->path,
+                               (long long)REPRO_TRACE_STEP_MAX);
     return 0;
-fail:
-    repro_divergence_release(out);
-    return -1;
+}
+
+static int compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out,
+                          int same_config)
+{
+    memset(out, 0, sizeof *out);
+    if (repro_compare_headers(a, b, same_config) || check_bounds(a) || check_bounds(b))
+        return -1;
+    /* Only the steps both sides record are compared: a trace resumed at k
+     * against the full run covers k+1..N. */
+    long fa = first_of(a), fb = first_of(b);
+    long la = fa + a->nsteps - 1, lb = fb + b->nsteps - 1;
+    long c0 = fa > fb ? fa : fb, c1 = la < lb ? la : lb;
+    repro_compare_walk w;
+    repro_compare_walk_begin(&w, out);
+    for (long k = c0; k <= c1; k++)
+        if (repro_compare_walk_step(&w, &a->steps[k - fa], &b->steps[k - fb])) {
+            repro_divergence_release(out);
+            return -1;
+        }
+    repro_compare_walk_end(&w, a, b, a->nsteps ? &a->steps[a->nsteps - 1].chain : NULL,
+                           b->nsteps ? &b->steps[b->nsteps - 1].chain : NULL);
+    return 0;
+}
+
+int repro_compare_traces(const repro_trace *a, const repro_trace *b, repro_divergence *out)
+{
+    return compare_traces(a, b, out, 1);
+}
+
+int repro_compare_variants(const repro_trace *a, const repro_trace *b, repro_divergence *out)
+{
+    return compare_traces(a, b, out, 0);
 }
 
 void repro_divergence_release(repro_divergence *d)

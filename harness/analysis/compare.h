@@ -49,7 +49,11 @@ typedef struct {
     repro_tensor_diff *tensors;
     int nops;                 /* differing op outputs at first_step (level op) */
     repro_tensor_diff *ops;
-    long ncurve;
+    uint32_t first_loss_bits_a, first_loss_bits_b; /* at first_step (with detail) */
+    double first_loss_a, first_loss_b;
+    long ncurve;              /* points kept: every one up to REPRO_CURVE_MAX, then a
+                                 sample (every 2^k-th) plus first_step's and the last */
+    long curve_steps;         /* common steps with detail on both sides: the whole curve */
     repro_curve_point *curve;
     repro_digest final_chain_a, final_chain_b;
     repro_element_diff element;
@@ -63,6 +67,37 @@ int repro_compare_traces(const repro_trace *a, const repro_trace *b, repro_diver
  * --vary`): only the experiment name must match. */
 int repro_compare_variants(const repro_trace *a, const repro_trace *b, repro_divergence *out);
 void repro_divergence_release(repro_divergence *d);
+
+/* The most curve points a comparison keeps (+2: first divergent, last), so
+ * that its memory does not grow with the number of steps. */
+#define REPRO_CURVE_MAX 4096
+
+/* The comparison as a walk over the common steps in order, one pair at a
+ * time: what the whole-trace comparison and the streaming one share. */
+typedef struct {
+    repro_divergence *out;
+    long stride;
+    repro_curve_point first_point, last_point;
+} repro_compare_walk;
+/* Same experiment (and, with same_config, same numerics)? Else -1, exit 2,
+ * naming both files. */
+int repro_compare_headers(const repro_trace *a, const repro_trace *b, int same_config);
+void repro_compare_walk_begin(repro_compare_walk *w, repro_divergence *out);
+/* sa and sb are the same step number. */
+int repro_compare_walk_step(repro_compare_walk *w, const repro_trace_step *sa,
+                            const repro_trace_step *sb);
+/* After the walk, with both traces read to the end (last_*: chain of each
+ * one's last step, NULL when it has none). */
+void repro_compare_walk_end(repro_compare_walk *w, const repro_trace *a, const repro_trace *b,
+                            const repro_digest *last_a, const repro_digest *last_b);
+
+/* Streams the trace files A and B (compare_stream.c): memory independent of
+ * their number of steps. Their headers land in *a and *b (the caller
+ * releases them, also on error); with require_trailer, a trace without one
+ * is an input error (exit 2), checked before the headers are compared, as
+ * `repro diff` has always done. */
+int repro_compare_files(const char *path_a, const char *path_b, repro_trace *a, repro_trace *b,
+                        int same_config, int require_trailer, repro_divergence *out);
 
 /* Reports (report.c). Text for people; JSON (jansson) with the same fields;
  * JUnit XML (one testsuite, one testcase per comparison) for CI systems. */

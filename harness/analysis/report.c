@@ -144,8 +144,6 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
                 d->steps_b);
         if (d->scope[0])
             fprintf(out, "  scope: %s\n", repro_esc(d->scope));
-        const repro_trace_step *sa = repro_trace_find_step(a, d->first_step);
-        const repro_trace_step *sb = repro_trace_find_step(b, d->first_step);
         if (!d->first_has_detail) {
             /* Say what would help: a golden keeps detail only every K
              * steps (trace.every of a fresh run would change nothing). */
@@ -167,9 +165,10 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
             else
                 fprintf(out, "re-run with --set trace.every=1 to see which tensor differs\n");
         } else {
-            if (sa->loss_bits != sb->loss_bits)
+            if (d->first_loss_bits_a != d->first_loss_bits_b)
                 fprintf(out, "  loss: A %.9g (0x%08" PRIx32 "), B %.9g (0x%08" PRIx32 ")\n",
-                        sa->loss_value, sa->loss_bits, sb->loss_value, sb->loss_bits);
+                        d->first_loss_a, d->first_loss_bits_a, d->first_loss_b,
+                        d->first_loss_bits_b);
             fprintf(out,
                     "  %d tensor%s differ%s at step %ld, in step-digest order "
                     "(the first is the likely origin):\n",
@@ -221,7 +220,7 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
     long idx[CURVE_ROWS + 2];
     int n = curve_rows(d, idx);
     fprintf(out, "divergence curve (relative difference of ||params||; %ld of %ld steps shown):\n",
-            (long)n, d->ncurve);
+            (long)n, d->curve_steps > d->ncurve ? d->curve_steps : d->ncurve);
     fprintf(out, "  %8s  %-10s  %-15s  %-15s\n", "step", "rel_l2", "loss A", "loss B");
     for (int i = 0; i < n; i++) {
         const repro_curve_point *c = &d->curve[idx[i]];

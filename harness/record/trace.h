@@ -130,8 +130,9 @@ struct repro_trace {
     int level, every, threads, num_workers;
     void *header_json;       /* json_t *, owned: the whole header object */
     /* steps and trailer */
-    long nsteps;
-    repro_trace_step *steps;
+    long nsteps;             /* step lines read (streaming: so far) */
+    repro_trace_step *steps; /* all of them; NULL when streamed */
+    long last_line;          /* line of the last step read (0: none) */
     int has_trailer;
     long trailer_steps;
     repro_digest trailer_chain;
@@ -174,6 +175,18 @@ void repro_trace_writer_abort(repro_trace_writer *w);
  * trailer is read (has_trailer = 0); callers decide what that means. */
 int repro_trace_read(repro_trace *out, const char *path);
 void repro_trace_release(repro_trace *t);
+
+/* Streaming: the same checks, one step in memory at a time, for readers
+ * that walk the steps in order (diff, check, verify). open reads and checks
+ * the header into *t (steps stays NULL; nsteps counts the step lines read
+ * so far; has_trailer, trailer_* once the end is reached). next: 1 with
+ * *step valid until the next call, 0 at the end of the file, -1 on error
+ * (the same "path:line: message" as repro_trace_read). close frees the
+ * stream; *t is the caller's to release (repro_trace_release). */
+typedef struct repro_trace_stream repro_trace_stream;
+int repro_trace_stream_open(repro_trace_stream **out, repro_trace *t, const char *path);
+int repro_trace_stream_next(repro_trace_stream *st, const repro_trace_step **step);
+void repro_trace_stream_close(repro_trace_stream *st);
 
 /* The step record with number `step`, or NULL. */
 const repro_trace_step *repro_trace_find_step(const repro_trace *t, long step);

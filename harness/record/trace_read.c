@@ -414,17 +414,29 @@ static int parse_step(repro_trace_step *s, json_t *o, const pos *p, long expect,
     return 0;
 }
 
-static int parse_trailer(repro_trace *t, json_t *o, const pos *p)
+/* One step line after another, one in memory: the state of a reader
+ * between lines. `prev` is the chain of the last step read (the start
+ * chain before any), which is all the next line's check needs. */
+struct repro_trace_stream {
+    repro_trace *t;
+    repro_lines lr;
+    int lines_open;
+    pos p;
+    repro_digest prev;
+    repro_trace_step cur;
+};
+
+static int parse_trailer(repro_trace_stream *st, json_t *o, const pos *p)
 {
-    long last = t->nsteps ? t->steps[t->nsteps - 1].step : t->first_step - 1;
+    repro_trace *t = st->t;
+    long last = t->first_step + t->nsteps - 1;
     if (get_long(p, "trailer: ", o, "steps", 0, REPRO_TRACE_STEP_MAX, &t->trailer_steps) ||
         get_digest(p, "trailer: ", o, "chain", &t->trailer_chain))
         return -1;
     if (t->trailer_steps != last)
         return fail(p, "trailer says %ld steps but the last step line is step %ld",
                     t->trailer_steps, last);
-    const repro_digest *want = t->nsteps ? &t->steps[t->nsteps - 1].chain : &t->start_chain;
-    if (!repro_digest_eq(want, &t->trailer_chain))
+    if (!repro_digest_eq(&st->prev, &t->trailer_chain))
         return fail(p, "trailer chain differs from the chain of step %ld", last);
     t->has_trailer = 1;
     return 0;
@@ -434,118 +446,184 @@ static void release_step(repro_trace_step *s)
 {
     free(s->tensors);
     free(s->ops);
+    s->tensors = s->ops = NULL;
 }
 
-/* One line: header, step or trailer, by position and "type". */
-static int parse_line(repro_trace *t, json_t *o, const pos *p, long *cap)
+/* A line after the header: a step (1, into st->cur) or the trailer (0). */
+static int parse_line(repro_trace_stream *st, json_t *o)
 {
+    repro_trace *t = st->t;
+    const pos *p = &st->p;
     if (!json_is_object(o))
         return fail(p, "%s is not a trace line (expected a JSON object)", json_kind(o));
-    if (p->line == 1)
-        return parse_header(t, o, p);
     if (t->has_trailer)
         return fail(p, "line after the trailer (the trailer must be the last line)");
     char type[32];
     if (get_string(p, "", o, "type", type, sizeof type))
         return -1;
     if (!strcmp(type, "trailer"))
-        return parse_trailer(t, o, p);
+        return parse_trailer(st, o, p);
     if (!strcmp(type, "header"))
         return fail(p, "second header (the header is line 1 only)");
     if (strcmp(type, "step") != 0)
         return fail(p, "unknown line type \"%s\" (expected step or trailer)", type);
 
-    if (t->nsteps == *cap) {
-        long ncap = *cap ? 2 * *cap : 64;
-        repro_trace_step *n = realloc(t->steps, sizeof *n * (size_t)ncap);
-        if (!n)
-            return repro_error_set(REPRO_ENOMEM, "%s:%ld: out of memory", p->path, p->line);
-        t->steps = n;
-        *cap = ncap;
-    }
-    repro_trace_step *s = &t->steps[t->nsteps];
+    repro_trace_step *s = &st->cur;
+    release_step(s);
     memset(s, 0, sizeof *s);
-    const repro_digest *prev = t->nsteps ? &t->steps[t->nsteps - 1].chain : &t->start_chain;
     if (t->first_step + t->nsteps > REPRO_TRACE_STEP_MAX) {
         /* first_step <= REPRO_TRACE_STEP_MAX + 1 and nsteps < line count:
          * the sum cannot overflow, and past the bound no step may follow. */
         return fail(p, "step %ld is past the largest step number a trace may hold (%lld)",
                     t->first_step + t->nsteps, (long long)REPRO_TRACE_STEP_MAX);
     }
-    if (parse_step(s, o, p, t->first_step + t->nsteps, prev, t->first_step)) {
-        release_step(s);
+    if (parse_step(s, o, p, t->first_step + t->nsteps, &st->prev, t->first_step))
+        return -1;
+    st->prev = s->chain;
+    t->last_line = s->line;
+    t->nsteps++;
+    return 1;
+}
+
+/* The next line, parsed: *o set, 1; end of file, 0; else -1. */
+static int next_json(repro_trace_stream *st, json_t **o)
+{
+    pos *p = &st->p;
+    char *buf;
+    size_t len;
+    int complete;
+    int got = repro_lines_next(&st->lr, &buf, &len, &complete);
+    if (got == REPRO_LINES_TOO_LONG) {
+        p->line++;
+        return fail(p, "line longer than the %zu KiB limit: not a trace (the longest line repro "
+                       "writes is tens of KiB)",
+                    MAX_LINE_BYTES >> 10);
+    }
+    if (got == REPRO_LINES_ERROR)
+        return repro_error_set_errno(REPRO_EINVAL, "%s:%ld: read error", p->path, p->line + 1);
+    if (got != REPRO_LINES_OK)
+        return 0;
+    p->line++;
+    if (strlen(buf) != len)
+        return fail(p, "embedded NUL byte: not a text trace");
+    if (len > 0 && buf[len - 1] == '\r')
+        len--;
+    if (len == 0)
+        return fail(p, "empty line (JSON Lines has one object per line)");
+    json_error_t jerr;
+    *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!*o)
+        return fail(p, "not JSON: %s (column %d)%s", jerr.text, jerr.column,
+                    !complete ? "; the last line is incomplete, as when a run is killed mid-write"
+                              : "");
+    return 1;
+}
+
+int repro_trace_stream_open(repro_trace_stream **out, repro_trace *t, const char *path)
+{
+    *out = NULL;
+    memset(t, 0, sizeof *t);
+    snprintf(t->path, sizeof t->path, "%s", path);
+    repro_trace_stream *st = calloc(1, sizeof *st);
+    if (!st)
+        return repro_error_set(REPRO_ENOMEM, "%s: out of memory", path);
+    st->t = t;
+    st->p.path = t->path;
+    if (repro_lines_open(&st->lr, path, NULL, MAX_LINE_BYTES)) {
+        free(st);
         return -1;
     }
-    t->nsteps++;
+    st->lines_open = 1;
+    json_t *o = NULL;
+    int got = next_json(st, &o);
+    if (got == 0) {
+        st->p.line = 1;
+        fail(&st->p, "empty file: no trace header");
+    }
+    int rc = -1;
+    if (got == 1) {
+        if (!json_is_object(o))
+            fail(&st->p, "%s is not a trace line (expected a JSON object)", json_kind(o));
+        else
+            rc = parse_header(t, o, &st->p);
+        json_decref(o);
+    }
+    if (rc) {
+        repro_trace_stream_close(st);
+        repro_trace_release(t);
+        return -1;
+    }
+    st->prev = t->start_chain;
+    *out = st;
     return 0;
 }
 
+int repro_trace_stream_next(repro_trace_stream *st, const repro_trace_step **step)
+{
+    *step = NULL;
+    for (;;) {
+        json_t *o = NULL;
+        int got = next_json(st, &o);
+        if (got <= 0)
+            return got;
+        int rc = parse_line(st, o);
+        json_decref(o);
+        if (rc < 0)
+            return -1;
+        if (rc == 1) {
+            *step = &st->cur;
+            return 1;
+        }
+    }
+}
+
+void repro_trace_stream_close(repro_trace_stream *st)
+{
+    if (!st)
+        return;
+    release_step(&st->cur);
+    if (st->lines_open)
+        repro_lines_close(&st->lr);
+    free(st);
+}
+
+/* The whole trace: the stream's steps, each kept (its lists moved over). */
 int repro_trace_read(repro_trace *out, const char *path)
 {
-    memset(out, 0, sizeof *out);
-    snprintf(out->path, sizeof out->path, "%s", path);
-    repro_lines lr;
-    if (repro_lines_open(&lr, path, NULL, MAX_LINE_BYTES))
+    repro_trace_stream *st;
+    if (repro_trace_stream_open(&st, out, path))
         return -1;
-    long steps_cap = 0;
-    int rc = -1;
-    pos p = {path, 0};
-    char *buf;
-    size_t len;
-    int complete, got;
-    while ((got = repro_lines_next(&lr, &buf, &len, &complete)) == REPRO_LINES_OK) {
-        p.line++;
-        if (strlen(buf) != len) {
-            fail(&p, "embedded NUL byte: not a text trace");
-            goto cleanup;
+    long cap = 0, kept = 0;
+    const repro_trace_step *s;
+    int got;
+    while ((got = repro_trace_stream_next(st, &s)) == 1) {
+        if (kept == cap) {
+            long ncap = cap ? 2 * cap : 64;
+            repro_trace_step *n = realloc(out->steps, sizeof *n * (size_t)ncap);
+            if (!n) {
+                got = repro_error_set(REPRO_ENOMEM, "%s:%ld: out of memory", path, st->p.line);
+                break;
+            }
+            out->steps = n;
+            cap = ncap;
         }
-        if (len > 0 && buf[len - 1] == '\r')
-            len--;
-        if (len == 0) {
-            fail(&p, "empty line (JSON Lines has one object per line)");
-            goto cleanup;
-        }
-        json_error_t jerr;
-        json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!o) {
-            fail(&p, "not JSON: %s (column %d)%s", jerr.text, jerr.column,
-                 !complete ? "; the last line is incomplete, as when a run is killed mid-write"
-                           : "");
-            goto cleanup;
-        }
-        int lrc = parse_line(out, o, &p, &steps_cap);
-        json_decref(o);
-        if (lrc)
-            goto cleanup;
+        out->steps[kept++] = st->cur;
+        st->cur.tensors = st->cur.ops = NULL; /* moved */
     }
-    if (got == REPRO_LINES_TOO_LONG) {
-        p.line++;
-        fail(&p, "line longer than the %zu KiB limit: not a trace (the longest line repro "
-                 "writes is tens of KiB)",
-             MAX_LINE_BYTES >> 10);
-        goto cleanup;
-    }
-    if (got == REPRO_LINES_ERROR) {
-        repro_error_set_errno(REPRO_EINVAL, "%s:%ld: read error", path, p.line + 1);
-        goto cleanup;
-    }
-    if (p.line == 0) {
-        p.line = 1;
-        fail(&p, "empty file: no trace header");
-        goto cleanup;
-    }
-    rc = 0;
-cleanup:
-    repro_lines_close(&lr);
-    if (rc)
+    repro_trace_stream_close(st);
+    if (got < 0) {
+        out->nsteps = kept;
         repro_trace_release(out);
-    return rc;
+        return -1;
+    }
+    return 0;
 }
 
 void repro_trace_release(repro_trace *t)
 {
-    for (long i = 0; i < t->nsteps; i++)
-        release_step(&t->steps[i]);
+    if (t->steps)
+        for (long i = 0; i < t->nsteps; i++)
+            release_step(&t->steps[i]);
     free(t->steps);
     json_decref((json_t *)t->header_json);
     t->steps = NULL;
@@ -556,9 +634,10 @@ void repro_trace_release(repro_trace *t)
 const repro_trace_step *repro_trace_find_step(const repro_trace *t, long step)
 {
     /* The reader guarantees steps first_step..first_step + nsteps - 1 in
-     * order, one line each (first_step = 1 unless resumed). */
+     * order, one line each (first_step = 1 unless resumed); a streamed
+     * trace keeps none. */
     long first = t->first_step > 0 ? t->first_step : 1;
-    if (step < first || step - first >= t->nsteps)
+    if (!t->steps || step < first || step - first >= t->nsteps)
         return NULL;
     return &t->steps[step - first];
 }

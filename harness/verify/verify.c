@@ -140,6 +140,34 @@ typedef struct {
 /* Steps 3-6 below return -1 for a host-side failure (error slot), 0 to go
  * on, 1 when the verdict is decided. */
 
+/* Reads a trace through, one step in memory at a time (the verifier's
+ * memory must not grow with the claimed trace): *t keeps its header, step
+ * count and trailer. */
+static int read_through(repro_trace *t, const char *path)
+{
+    repro_trace_stream *st;
+    if (repro_trace_stream_open(&st, t, path))
+        return -1;
+    const repro_trace_step *s;
+    int got;
+    while ((got = repro_trace_stream_next(st, &s)) == 1)
+        ;
+    repro_trace_stream_close(st);
+    if (got < 0) {
+        repro_trace_release(t);
+        return -1;
+    }
+    return 0;
+}
+
+/* The traces the comparison streams must be the ones read before: a file
+ * swapped in between would be judged unchecked. */
+static int same_as_read(const repro_trace *before, const repro_trace *now)
+{
+    return before->nsteps == now->nsteps && before->has_trailer == now->has_trailer &&
+           repro_digest_eq(&before->trailer_chain, &now->trailer_chain);
+}
+
 /* 3. The claimed trace, and that it is the trace the manifest claims. */
 static int check_claim(verify_run *v)
 {
@@ -147,7 +175,7 @@ static int check_claim(verify_run *v)
     const repro_trace *c = &v->claim;
     repro_verify_result *r = v->r;
     char hx[65];
-    if (repro_trace_read(&v->claim, b->trace_path))
+    if (read_through(&v->claim, b->trace_path))
         return decide(r, REPRO_VERDICT_INVALID, 0, "claimed trace: %s", repro_error_message());
     if (!c->has_trailer)
         return decide(r, REPRO_VERDICT_INVALID, 0,
@@ -397,7 +425,7 @@ static int rerun(verify_run *v)
         return repro_error_set(REPRO_EIO, "verify: the re-run failed on this host (exit %d): %s",
                                code, line);
     }
-    if (repro_trace_read(&v->re, v->p_trace))
+    if (read_through(&v->re, v->p_trace))
         return -1;
     r->have_host_chain = v->re.has_trailer;
     r->host_chain = v->re.trailer_chain;
@@ -415,8 +443,17 @@ static int judge_bitwise(verify_run *v)
     repro_verify_result *r = v->r;
     const repro_trace *c = &v->claim, *re = &v->re;
     repro_divergence d;
-    if (repro_compare_traces(c, re, &d))
+    repro_trace hc, hre; /* the headers again: the steps are streamed */
+    int rc = repro_compare_files(v->b->trace_path, v->p_trace, &hc, &hre, 1, 0, &d);
+    int same = rc || (same_as_read(c, &hc) && same_as_read(re, &hre));
+    repro_trace_release(&hc);
+    repro_trace_release(&hre);
+    if (rc)
         return decide(r, REPRO_VERDICT_INVALID, 0, "%s", repro_error_message());
+    if (!same) {
+        repro_divergence_release(&d);
+        return decide(r, REPRO_VERDICT_INVALID, 0, "the traces changed while being verified");
+    }
     if (d.identical) {
         decide(r, REPRO_VERDICT_REPRODUCED, 0,
                "every step digest and the final chain are identical (%ld steps)", c->nsteps);
@@ -497,6 +534,41 @@ static int step_differs(repro_verify_result *r, const repro_trace_step *a,
     return 0;
 }
 
+/* The first `common` steps of both traces, streamed in pairs, under the
+ * policy: 1 (decided), 0 (go on, *checked steps had detail on both sides)
+ * or -1. */
+static int walk_tolerance(verify_run *v, long common, long *checked)
+{
+    repro_verify_result *r = v->r;
+    repro_trace hc, hre;
+    repro_trace_stream *sc = NULL, *sre = NULL;
+    memset(&hre, 0, sizeof hre);
+    int rc = -1;
+    if (repro_trace_stream_open(&sc, &hc, v->b->trace_path) ||
+        repro_trace_stream_open(&sre, &hre, v->p_trace)) {
+        rc = decide(r, REPRO_VERDICT_INVALID, 0, "%s", repro_error_message());
+        goto done;
+    }
+    rc = 0;
+    for (long i = 0; i < common && !rc; i++) {
+        const repro_trace_step *a, *b;
+        if (repro_trace_stream_next(sc, &a) != 1 || repro_trace_stream_next(sre, &b) != 1) {
+            rc = decide(r, REPRO_VERDICT_INVALID, 0, "the traces changed while being verified");
+            break;
+        }
+        if (!a->has_detail || !b->has_detail)
+            continue;
+        ++*checked;
+        rc = step_differs(r, a, b, &v->o->policy);
+    }
+done:
+    repro_trace_stream_close(sc);
+    repro_trace_stream_close(sre);
+    repro_trace_release(&hc);
+    repro_trace_release(&hre);
+    return rc;
+}
+
 /* Across classes: per step, with detail on both sides, under the policy. */
 static int judge_tolerance(verify_run *v)
 {
@@ -507,14 +579,9 @@ static int judge_tolerance(verify_run *v)
         !repro_digest_eq(&c->numerics_digest, &re->numerics_digest))
         return decide(r, REPRO_VERDICT_INVALID, 0, "the re-run's config is not the claimed trace's");
     long common = c->nsteps < re->nsteps ? c->nsteps : re->nsteps, checked = 0;
-    for (long i = 0; i < common; i++) {
-        const repro_trace_step *a = &c->steps[i], *b = &re->steps[i];
-        if (!a->has_detail || !b->has_detail)
-            continue;
-        checked++;
-        if (step_differs(r, a, b, p))
-            return 1;
-    }
+    int rc = walk_tolerance(v, common, &checked);
+    if (rc)
+        return rc;
     if (c->nsteps != re->nsteps)
         return decide(r, REPRO_VERDICT_DIVERGED, common + 1,
                       "the claim has %ld steps, the re-run %ld", c->nsteps, re->nsteps);
