@@ -87,14 +87,27 @@ static int only_backend_differs(const repro_trace *a, const repro_trace *b)
     return backend_differs;
 }
 
-/* ||P|| over the param.* tensors of a step: the curve's measure. */
-static double param_norm(const repro_trace_step *s)
+/* ||P|| over the param.* tensors of a step (all its tensors when `all`):
+ * the curve's measure. */
+static double curve_norm(const repro_trace_step *s, int all)
 {
     double sq = 0;
     for (int i = 0; i < s->ntensors; i++)
-        if (!strncmp(s->tensors[i].name, "param.", 6))
+        if (all || !strncmp(s->tensors[i].name, "param.", 6))
             sq += s->tensors[i].l2 * s->tensors[i].l2;
     return sqrt(sq);
+}
+
+/* Whether a trace records any param.* tensor. A program's own names
+ * (w, fc.weight) would otherwise give a curve of zeros that looks like
+ * agreement. */
+static int records_params(const repro_trace *t)
+{
+    for (long k = 0; k < t->nsteps; k++)
+        for (int i = 0; i < t->steps[k].ntensors; i++)
+            if (!strncmp(t->steps[k].tensors[i].name, "param.", 6))
+                return 1;
+    return 0;
 }
 
 static const repro_trace_tensor *find_tensor(const repro_trace_tensor *list, int n,
@@ -238,11 +251,13 @@ static int compare_traces(const repro_trace *a, const repro_trace *b, repro_dive
         repro_error_set(REPRO_ENOMEM, "out of memory");
         goto fail;
     }
+    out->curve_all_tensors = !records_params(a) && !records_params(b);
     for (long k = 0; k < common; k++) {
         const repro_trace_step *sa = &a->steps[c0 + k - fa], *sb = &b->steps[c0 + k - fb];
         if (!sa->has_detail || !sb->has_detail)
             continue;
-        double pa = param_norm(sa), pb = param_norm(sb);
+        double pa = curve_norm(sa, out->curve_all_tensors);
+        double pb = curve_norm(sb, out->curve_all_tensors);
         repro_curve_point *c = &out->curve[out->ncurve++];
         c->step = sa->step;
         /* Relative to A; with no parameters to speak of, absolute. */
