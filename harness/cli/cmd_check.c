@@ -261,12 +261,52 @@ static int plan_program_runs(repro_multirun *m, const check_opts *o)
     return 0;
 }
 
+/* Each run's own option (--threads 3) against the experiment, before any
+ * run starts: a value the config refuses (workers=65) used to fail only
+ * that run, after the others had trained. */
+static int validate_planned(const repro_multirun *m, const repro_config *cfg)
+{
+    for (int i = 0; i < m->nplan; i++) {
+        if (!m->plan[i].extra[0][0])
+            continue;
+        repro_config *run = malloc(sizeof *run);
+        if (!run)
+            return repro_error_set(REPRO_ENOMEM, "out of memory");
+        *run = *cfg;
+        char *pass[2] = {(char *)m->plan[i].extra[0], (char *)m->plan[i].extra[1]};
+        int rc = repro_config_apply_run_options(run, pass, 2) || repro_config_validate(run);
+        free(run);
+        if (rc)
+            return repro_error_wrap(REPRO_EINVAL, "check: %s %s", m->plan[i].extra[0],
+                                    m->plan[i].extra[1]);
+    }
+    return 0;
+}
+
+/* A program given where an experiment goes (`repro check ./prog`): say
+ * how to run it rather than that it is not text. */
+static int program_without_dashes(const char *path)
+{
+    char magic[4] = {0};
+    FILE *f = access(path, X_OK) == 0 ? fopen(path, "rb") : NULL;
+    if (!f)
+        return 0;
+    size_t n = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    if ((n == 4 && !memcmp(magic, "\x7f" "ELF", 4)) || (n >= 2 && !memcmp(magic, "#!", 2)))
+        return repro_error_set(REPRO_EINVAL,
+                               "check: %s is a program, not an experiment file: put '--' before "
+                               "it (repro check [options] -- %s ARGS...)",
+                               path, path);
+    return 0;
+}
+
 static int plan_runs(repro_multirun *m, check_opts *o)
 {
     if (o->program)
         return plan_program_runs(m, o);
     repro_config cfg;
-    if (repro_config_load(&cfg, o->exp) ||
+    if (program_without_dashes(o->exp) || repro_config_load(&cfg, o->exp) ||
         repro_config_apply_run_options(&cfg, o->co.pass.argv, o->co.pass.n) ||
         repro_config_validate(&cfg))
         return -1;
@@ -290,6 +330,8 @@ static int plan_runs(repro_multirun *m, check_opts *o)
             return -1;
         m->plan[m->nplan - 1].resume_at = resume_at;
     }
+    if (validate_planned(m, &cfg))
+        return -1;
     m->jobs = o->jobs ? o->jobs : repro_multirun_auto_jobs(m, cfg.train_threads, cfg.train_ranks);
     if (m->nplan < 2 && o->no_golden)
         return repro_error_set(REPRO_EINVAL,
