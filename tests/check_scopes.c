@@ -205,6 +205,23 @@ START_TEST(test_python_script_follows_omp_num_threads)
     snprintf(rm, sizeof rm, "rm -rf '%s'", root);
     ck_assert_int_eq(system(rm), 0);
     json_decref(doc);
+    /* Recorder.set_threads says the loader workers too (the client builds
+     * no DataLoader, so only the program can), and replaces torch's count. */
+    char trace[512], py[2048];
+    snprintf(trace, sizeof trace, "%s/said.jsonl", dir);
+    snprintf(py, sizeof py,
+             "PYTHONPATH='%s/python' /usr/bin/python3 -c \"import torch, numpy, repro\n"
+             "r = repro.Recorder('said', 1, trace_path='%s')\nr.set_threads(3, 2)\n"
+             "r.tensor('w', numpy.ones(2, dtype=numpy.float32))\nr.step(1)\nr.close()\"",
+             cwd, trace);
+    ck_assert_int_eq(system(py), 0);
+    ck_assert_int_eq(threads_used(trace), 3);
+    FILE *f2 = fopen(trace, "r");
+    ck_assert_ptr_nonnull(f2);
+    char line[65536];
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f2));
+    fclose(f2);
+    ck_assert_msg(strstr(line, "\"workers_used\":2"), "%.300s", line);
 }
 END_TEST
 
