@@ -47,6 +47,61 @@ static void record_program(const char *path, int poke_step, char chain[65])
     ck_assert_int_eq(repro_recorder_close(r, chain), 0);
 }
 
+/* The counts a program says it used go into the header before step 1,
+ * and only then; a program that says nothing leaves them absent. */
+START_TEST(test_threads_used_in_the_header)
+{
+    char path[256], plain[256];
+    temp_trace(path, sizeof path);
+    temp_trace(plain, sizeof plain);
+    repro_run_info info = {"tiny", 42, NULL};
+    repro_recorder *r;
+    float w[2] = {1, 2};
+    int64_t shape[1] = {2};
+    ck_assert_int_eq(repro_recorder_open(&r, path, &info), 0);
+    ck_assert_int_eq(repro_recorder_set_threads(r, 8, -1), 0);
+    ck_assert_int_eq(repro_recorder_set_threads(r, 2, 3), 0); /* the last call counts */
+    for (int64_t step = 1; step <= 2; step++) {
+        ck_assert_int_eq(repro_recorder_tensor(r, "w", REPRO_F32, 1, shape, w), 0);
+        ck_assert_int_eq(repro_recorder_step(r, step, 0.0), 0);
+    }
+    ck_assert_int_eq(repro_recorder_close(r, NULL), 0);
+    repro_trace *t;
+    int threads, workers;
+    ck_assert_int_eq(repro_trace_load(&t, path), 0);
+    repro_trace_threads_used(t, &threads, &workers);
+    ck_assert_int_eq(threads, 2);
+    ck_assert_int_eq(workers, 3);
+    ck_assert_int_eq(repro_trace_step_count(t), 2);
+    repro_trace_free(t);
+    /* After a step it is too late (the header is written), and a count
+     * below 1 thread is refused: either fails the recorder. */
+    ck_assert_int_eq(repro_recorder_open(&r, plain, &info), 0);
+    ck_assert_int_eq(repro_recorder_tensor(r, "w", REPRO_F32, 1, shape, w), 0);
+    ck_assert_int_eq(repro_recorder_step(r, 1, 0.0), 0);
+    ck_assert_int_eq(repro_recorder_set_threads(r, 2, 0), REPRO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(repro_error_last(), "before the first step"));
+    repro_recorder_abort(r);
+    ck_assert_int_eq(repro_recorder_open(&r, plain, &info), 0);
+    ck_assert_int_eq(repro_recorder_set_threads(r, 0, 0), REPRO_EINVAL);
+    repro_recorder_abort(r);
+    /* Said nothing: absent. */
+    ck_assert_int_eq(repro_recorder_open(&r, plain, &info), 0);
+    ck_assert_int_eq(repro_recorder_tensor(r, "w", REPRO_F32, 1, shape, w), 0);
+    ck_assert_int_eq(repro_recorder_step(r, 1, 0.0), 0);
+    ck_assert_int_eq(repro_recorder_close(r, NULL), 0);
+    ck_assert_int_eq(repro_trace_load(&t, plain), 0);
+    repro_trace_threads_used(t, &threads, &workers);
+    ck_assert_int_eq(threads, -1);
+    ck_assert_int_eq(workers, -1);
+    repro_trace_free(t);
+    /* Digests only (no trace): accepted, nothing to write. */
+    ck_assert_int_eq(repro_recorder_open(&r, "", &info), 0);
+    ck_assert_int_eq(repro_recorder_set_threads(r, 2, 0), 0);
+    repro_recorder_abort(r);
+}
+END_TEST
+
 START_TEST(test_three_steps_compare_identical_then_changed)
 {
     char a[256], b[256], c[256], ha[65], hb[65], hc[65];
@@ -370,6 +425,7 @@ Suite *api_suite(void)
     tcase_add_test(tc, test_trace_path_from_environment_and_levels);
     tcase_add_test(tc, test_seeds_and_generator);
     tcase_add_test(tc, test_runner_protocol);
+    tcase_add_test(tc, test_threads_used_in_the_header);
     suite_add_tcase(s, tc);
     return s;
 }

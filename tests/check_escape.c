@@ -45,12 +45,33 @@ START_TEST(test_escape_cuts_inside_the_buffer)
 }
 END_TEST
 
+/* The lines form: a traceback stays lines (newline and tab, backslashes
+ * and UTF-8 kept); the controls that move the cursor or rewrite a line
+ * (ESC, CR, DEL, C1) and malformed UTF-8 are still \xNN. */
+START_TEST(test_escape_lines_keeps_lines)
+{
+    char b[128];
+    ck_assert_str_eq(repro_escape_lines(b, sizeof b, "Traceback:\n  File \"x.py\"\n\tValueError"),
+                     "Traceback:\n  File \"x.py\"\n\tValueError");
+    ck_assert_str_eq(repro_escape_lines(b, sizeof b, "C:\\dir caf\xc3\xa9"), "C:\\dir caf\xc3\xa9");
+    ck_assert_str_eq(repro_escape_lines(b, sizeof b, "\x1b[2Jok\rfake\x7f"),
+                     "\\x1b[2Jok\\x0dfake\\x7f");
+    ck_assert_str_eq(repro_escape_lines(b, sizeof b, "a\xc2\x9b" "b \xff \xc3"),
+                     "a\\xc2\\x9bb \\xff \\xc3");
+    ck_assert_str_eq(repro_escape_lines(b, sizeof b, NULL), "(null)");
+    char small[8];
+    ck_assert_str_eq(repro_escape_lines(small, sizeof small, "abc\ndefgh"), "abc\n...");
+    ck_assert_str_eq(repro_esc_lines("x\n\x1b"), "x\n\\x1b");
+}
+END_TEST
+
 Suite *escape_suite(void)
 {
     Suite *s = suite_create("escape");
     TCase *tc = tcase_create("escape");
     tcase_add_test(tc, test_escape_forms);
     tcase_add_test(tc, test_escape_cuts_inside_the_buffer);
+    tcase_add_test(tc, test_escape_lines_keeps_lines);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -148,6 +148,12 @@ START_TEST(test_broken_programs_cannot_be_tested)
         {"echo 'not json' > \"$REPRO_TRACE\"", "not a valid repro trace"},
         {"head -n 3 \"$GOOD\" > \"$REPRO_TRACE\"", "cut short"},
         {"sleep 30", "timed out"},
+        {"kill -SEGV $$", "it was killed by signal 11"},
+        /* A traceback stays lines, each indented under repro's own line. */
+        {"printf 'Traceback (most recent call last):\\n  File \"t.py\", line 1\\n"
+         "ValueError: caf\\303\\251 \\033[2J\\n' >&2; exit 1",
+         "its stderr ends:\n    Traceback (most recent call last):\n      File \"t.py\", "
+         "line 1\n    ValueError: caf\xc3\xa9 \\x1b[2J\n    (the program's output: "},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char args[2048], out[16384], err[16384];

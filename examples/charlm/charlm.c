@@ -337,6 +337,10 @@ int main(int argc, char **argv)
     repro_recorder *r;
     if (repro_recorder_open_ex(&r, trace, &info, &o))
         die("opening the trace");
+    /* What this run really uses, so `repro check --threads 1,2` can tell
+     * that the scope was exercised. */
+    if (repro_recorder_set_threads(r, (int)threads, (int)workers))
+        die("recording the thread count");
 
     batch_job job = {windows, &p, shard_grads, losses};
     for (long step = 1; step <= steps; step++) {

@@ -88,12 +88,13 @@ static int only_backend_differs(const repro_trace *a, const repro_trace *b)
     return backend_differs;
 }
 
-/* ||P|| over the param.* tensors of a step: the curve's measure. */
-static double param_norm(const repro_trace_step *s)
+/* ||P|| over the param.* tensors of a step (all its tensors when `all`):
+ * the curve's measure. */
+static double curve_norm(const repro_trace_step *s, int all)
 {
     double sq = 0;
     for (int i = 0; i < s->ntensors; i++)
-        if (!strncmp(s->tensors[i].name, "param.", 6))
+        if (all || !strncmp(s->tensors[i].name, "param.", 6))
             sq += s->tensors[i].l2 * s->tensors[i].l2;
     return sqrt(sq);
 }
@@ -248,10 +249,19 @@ int repro_compare_walk_step(repro_compare_walk *w, const repro_trace_step *sa,
     }
     if (!sa->has_detail || !sb->has_detail)
         return 0;
-    double pa = param_norm(sa), pb = param_norm(sb);
+    /* Both measures, until the walk knows whether either side records a
+     * param.* tensor: a program's own names (w, fc.weight) would otherwise
+     * give a curve of zeros that looks like agreement. */
+    for (int i = 0; i < sa->ntensors && !w->seen_params; i++)
+        w->seen_params = !strncmp(sa->tensors[i].name, "param.", 6);
+    for (int i = 0; i < sb->ntensors && !w->seen_params; i++)
+        w->seen_params = !strncmp(sb->tensors[i].name, "param.", 6);
+    double pa = curve_norm(sa, 0), pb = curve_norm(sb, 0);
+    double ta = curve_norm(sa, 1), tb = curve_norm(sb, 1);
     repro_curve_point c = {.step = sa->step, .loss_a = sa->loss_value, .loss_b = sb->loss_value};
     /* Relative to A; with no parameters to speak of, absolute. */
     c.rel_l2 = pa > 0 ? fabs(pa - pb) / pa : fabs(pa - pb);
+    c.rel_l2_all = ta > 0 ? fabs(ta - tb) / ta : fabs(ta - tb);
     return curve_add(w, &c);
 }
 
@@ -272,6 +282,10 @@ void repro_compare_walk_end(repro_compare_walk *w, const repro_trace *a, const r
                      a->has_trailer && b->has_trailer &&
                      repro_digest_eq(&out->final_chain_a, &out->final_chain_b);
     curve_finish(w);
+    out->curve_all_tensors = !w->seen_params;
+    if (out->curve_all_tensors)
+        for (long i = 0; i < out->ncurve; i++)
+            out->curve[i].rel_l2 = out->curve[i].rel_l2_all;
 }
 
 /* Both traces' step numbers within the reader's bound, whoever built them,

@@ -20,7 +20,10 @@ typedef struct {
 
 typedef struct {
     long step;
-    double rel_l2;            /* | ||P_a|| - ||P_b|| | / ||P_a|| over all param.* tensors */
+    double rel_l2;            /* | ||P_a|| - ||P_b|| | / ||P_a|| over all param.* tensors
+                                 (every recorded tensor when neither side has one) */
+    double rel_l2_all;        /* the same over every recorded tensor (the walk keeps both
+                                 until it knows which one the curve uses) */
     double loss_a, loss_b;
 } repro_curve_point;
 
@@ -55,6 +58,7 @@ typedef struct {
                                  sample (every 2^k-th) plus first_step's and the last */
     long curve_steps;         /* common steps with detail on both sides: the whole curve */
     repro_curve_point *curve;
+    int curve_all_tensors;    /* no param.* on either side: the curve is over all tensors */
     repro_digest final_chain_a, final_chain_b;
     repro_element_diff element;
     char scope[64];           /* "fresh-process run to run", "thread count", ... ("" = unknown) */
@@ -78,6 +82,7 @@ typedef struct {
     repro_divergence *out;
     long stride;
     repro_curve_point first_point, last_point;
+    int seen_params; /* a param.* tensor on either side so far */
 } repro_compare_walk;
 /* Same experiment (and, with same_config, same numerics)? Else -1, exit 2,
  * naming both files. */
@@ -105,6 +110,8 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
                        const repro_divergence *d);
 int repro_report_json(FILE *out, const repro_trace *a, const repro_trace *b,
                       const repro_divergence *d);
+/* What the curve measures, for labels: "||params||" or "||all recorded tensors||". */
+const char *repro_curve_measure(const repro_divergence *d);
 /* SVG line chart of the divergence curve, log scale (plot.c). */
 int repro_plot_svg(const char *path, const repro_divergence *d, const char *title);
 

@@ -17,7 +17,7 @@
 #include "util/error.h"
 #include "util/fsutil.h"
 
-enum { MAX_ENV = REPRO_MULTIRUN_MAX_PASS + 16 };
+enum { MAX_ENV = 4 * REPRO_MULTIRUN_MAX_PASS + 16 }; /* REPRO_THREADS sets 4 */
 
 /* The environment block of one run: "K=V" strings owned here. */
 typedef struct {
@@ -25,7 +25,7 @@ typedef struct {
     int n;
 } env_block;
 
-static int env_add(env_block *e, const char *key, const char *value)
+static int env_add_one(env_block *e, const char *key, const char *value)
 {
     if (e->n == MAX_ENV)
         return repro_error_set(REPRO_EINVAL, "too many settings for one run");
@@ -34,6 +34,24 @@ static int env_add(env_block *e, const char *key, const char *value)
         return repro_error_set(REPRO_ENOMEM, "out of memory");
     snprintf(e->set[e->n++], len, "%s=%s", key, value);
     e->set[e->n] = NULL;
+    return 0;
+}
+
+/* A protocol variable. REPRO_THREADS also sets the thread counts the
+ * common math runtimes read at start (OpenMP, MKL, OpenBLAS): PyTorch and
+ * NumPy follow them, so a program that never reads REPRO_THREADS still
+ * runs at the count the scope asks for. */
+static int env_add(env_block *e, const char *key, const char *value)
+{
+    static const char *const runtimes[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                           "OPENBLAS_NUM_THREADS"};
+    if (env_add_one(e, key, value))
+        return -1;
+    if (strcmp(key, "REPRO_THREADS"))
+        return 0;
+    for (size_t i = 0; i < sizeof runtimes / sizeof *runtimes; i++)
+        if (env_add_one(e, runtimes[i], value))
+            return -1;
     return 0;
 }
 
@@ -136,7 +154,12 @@ static int build_env(const repro_multirun *m, int idx, const char *trace, env_bl
     return 0;
 }
 
-/* The last lines of the program's stderr, indented, for the message. */
+/* The last lines of the program's stderr for the message, each indented
+ * two spaces (so none passes for repro's own) and cut to TAIL_LINE bytes,
+ * as many of the last TAIL_LINES as fit TAIL_BYTES: the error slot holds
+ * the message around them too. */
+enum { TAIL_LINES = 8, TAIL_LINE = 160, TAIL_BYTES = 640 };
+
 static void stderr_tail(const char *path, char *buf, size_t len)
 {
     buf[0] = '\0';
@@ -149,14 +172,32 @@ static void stderr_tail(const char *path, char *buf, size_t len)
     fseek(f, size > (long)sizeof all - 1 ? size - (long)sizeof all + 1 : 0, SEEK_SET);
     size_t n = fread(all, 1, sizeof all - 1, f);
     fclose(f);
+    while (n > 0 && (all[n - 1] == '\n' || all[n - 1] == '\r'))
+        n--;
     all[n] = '\0';
-    /* the last 8 lines */
-    int lines = 0;
-    char *start = all + n;
-    while (start > all && lines <= 8)
-        if (*--start == '\n' && start[1])
-            lines++;
-    snprintf(buf, len, "%s", start == all ? all : start + 1);
+    /* The starts of the last lines, newest first, while they fit. */
+    const char *line[TAIL_LINES];
+    int nl = 0;
+    size_t used = 0;
+    for (char *p = all + n; nl < TAIL_LINES && p > all;) {
+        char *end = p;
+        while (p > all && p[-1] != '\n')
+            p--;
+        size_t l = (size_t)(end - p) < TAIL_LINE ? (size_t)(end - p) : TAIL_LINE + 3;
+        if (used + l + 3 > TAIL_BYTES)
+            break;
+        used += l + 3;
+        line[nl++] = p;
+        if (p > all)
+            *--p = '\0'; /* ends the line before */
+    }
+    size_t o = 0;
+    for (int i = nl - 1; i >= 0 && o < len; i--) {
+        size_t l = strlen(line[i]);
+        o += (size_t)snprintf(buf + o, len - o, "%s  %.*s%s", o ? "\n" : "",
+                              (int)(l > TAIL_LINE ? TAIL_LINE : l), line[i],
+                              l > TAIL_LINE ? "..." : "");
+    }
 }
 
 static int could_not_test(const repro_multirun *m, int idx, const char *why, const char *err_path)
@@ -215,7 +256,8 @@ int repro_multirun_run_external(repro_multirun *m, int idx, const char *dir)
     if (st.how != REPRO_CHILD_EXITED || st.code != 0) {
         char what[128], why[192];
         repro_child_status_text(&st, &c, what, sizeof what);
-        snprintf(why, sizeof why, "it %s", what);
+        /* "it exited 4", "it timed out after 2 s", "it was killed by signal 11" */
+        snprintf(why, sizeof why, "it %s%s", st.how == REPRO_CHILD_SIGNALED ? "was " : "", what);
         return could_not_test(m, idx, why, err);
     }
     return check_trace(m, idx, trace, err);

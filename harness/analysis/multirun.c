@@ -28,7 +28,7 @@ static const struct {
     int check;
 } pass_options[] = {
     {"--steps", "train.steps", PASS_COUNT1},     {"--seed", "train.seed", PASS_SEED},
-    {"--threads", "train.threads", PASS_COUNT0}, {"--workers", "data.num_workers", PASS_COUNT0},
+    {"--threads", "train.threads", PASS_COUNT1}, {"--workers", "data.num_workers", PASS_COUNT0},
     {"--ranks", "train.ranks", PASS_COUNT1},     {"--set", NULL, PASS_FREE},
 };
 #define NPASS_OPTIONS (sizeof pass_options / sizeof pass_options[0])
@@ -132,7 +132,10 @@ int repro_multirun_add_list(repro_multirun *m, const char *flag, const char *lis
 {
     long v[REPRO_MULTIRUN_MAX];
     int n;
-    if (repro_parse_count_list(flag, list, 0, 256, v, REPRO_MULTIRUN_MAX, &n))
+    /* Checked before any run starts: a thread count or world size of 0
+     * used to be refused by the run that got it, after the others. */
+    long least = strcmp(flag, "--workers") ? 1 : 0;
+    if (repro_parse_count_list(flag, list, least, 256, v, REPRO_MULTIRUN_MAX, &n))
         return -1;
     for (int i = 0; i < n; i++) {
         char label[64], value[24];

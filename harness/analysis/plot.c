@@ -97,8 +97,8 @@ static void plot(FILE *f, const repro_divergence *d, const char *title)
     xml_text(f, title ? title : "divergence curve");
     fprintf(f,
             "</text>\n<text x=\"%d\" y=\"42\" text-anchor=\"middle\" fill=\"#555\">"
-            "relative difference of ||params|| between A and B, per step (log scale)</text>\n",
-            W / 2);
+            "relative difference of %s between A and B, per step (log scale)</text>\n",
+            W / 2, repro_curve_measure(d));
     if (d->ncurve == 0) {
         fprintf(f,
                 "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no data: no common step has "
@@ -142,8 +142,8 @@ static void plot(FILE *f, const repro_divergence *d, const char *title)
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", ML + PW / 2, H - 16);
     fprintf(f,
             "<text transform=\"translate(22 %d) rotate(-90)\" text-anchor=\"middle\">"
-            "rel. difference of ||params||</text>\n",
-            MT + PH / 2);
+            "rel. difference of %s</text>\n",
+            MT + PH / 2, repro_curve_measure(d));
 
     /* First divergent step. */
     if (d->first_step > 0) {
@@ -182,6 +182,11 @@ static void plot(FILE *f, const repro_divergence *d, const char *title)
                 fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"#1f5fbf\"/>\n",
                         sx(&s, (double)d->curve[i].step), sy(&s, d->curve[i].rel_l2));
     fprintf(f, "</svg>\n");
+}
+
+const char *repro_curve_measure(const repro_divergence *d)
+{
+    return d->curve_all_tensors ? "||all recorded tensors||" : "||params||";
 }
 
 int repro_plot_svg(const char *path, const repro_divergence *d, const char *title)

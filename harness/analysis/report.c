@@ -219,8 +219,9 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
     }
     long idx[CURVE_ROWS + 2];
     int n = curve_rows(d, idx);
-    fprintf(out, "divergence curve (relative difference of ||params||; %ld of %ld steps shown):\n",
-            (long)n, d->curve_steps > d->ncurve ? d->curve_steps : d->ncurve);
+    fprintf(out, "divergence curve (relative difference of %s; %ld of %ld steps shown):\n",
+            repro_curve_measure(d), (long)n,
+            d->curve_steps > d->ncurve ? d->curve_steps : d->ncurve);
     fprintf(out, "  %8s  %-10s  %-15s  %-15s\n", "step", "rel_l2", "loss A", "loss B");
     for (int i = 0; i < n; i++) {
         const repro_curve_point *c = &d->curve[idx[i]];
@@ -347,6 +348,8 @@ int repro_report_json(FILE *out, const repro_trace *a, const repro_trace *b,
         json_array_append_new(curve, o);
     }
     json_object_set_new(r, "curve", curve);
+    json_object_set_new(r, "curve_measure",
+                        json_string(d->curve_all_tensors ? "tensors" : "params"));
     json_object_set_new(r, "a", side_json(a, d->steps_a, &d->final_chain_a, d->truncated_a));
     json_object_set_new(r, "b", side_json(b, d->steps_b, &d->final_chain_b, d->truncated_b));
     int rc = json_dumpf(r, out, JSON_INDENT(2));

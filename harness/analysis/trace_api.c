@@ -41,6 +41,14 @@ const char *repro_trace_experiment(const repro_trace *t)
     return t->experiment;
 }
 
+void repro_trace_threads_used(const repro_trace *t, int *threads, int *workers)
+{
+    if (threads)
+        *threads = t->threads_used;
+    if (workers)
+        *workers = t->workers_used;
+}
+
 int64_t repro_trace_step_count(const repro_trace *t)
 {
     return t->nsteps;

@@ -65,7 +65,7 @@ static const char epilogue[] =
     "Exit: 0 reproducible, 1 not, 2 bad experiment or option, 3 environment.\n";
 
 enum { O_RESUME_AT = 1, O_JUNIT, O_REQUIRE, O_NO_GOLDEN, O_KEEP, O_BATCHINV, O_BATCH_SIZES,
-       O_GIT_BISECT, O_JOBS };
+       O_GIT_BISECT, O_JOBS, O_STRICT_SCOPES };
 
 static const repro_cli_opt own_opts[] = {
     {"resume-at", 0, "K",
@@ -97,6 +97,11 @@ static const repro_cli_opt own_opts[] = {
      "(environment, a run that failed),\n130 on a usage or input error (git aborts the "
      "bisection)",
      O_GIT_BISECT},
+    {"strict-scopes", 0, NULL,
+     "a --threads or --workers scope whose runs all recorded\nthe same count, or none (the "
+     "program ignored\nREPRO_THREADS, or does not say), fails with exit 3\ninstead of a "
+     "warning",
+     O_STRICT_SCOPES},
     {"jobs", 0, "N",
      "runs at once (default: as many as the CPUs hold:\nCPUs / (threads x ranks) of the widest "
      "run; 1 for a\nprogram after '--', which may share files between runs);\nthe bits never "
@@ -127,6 +132,7 @@ typedef struct {
     repro_batchinv_opts bi;         /* its batch sizes */
     int bi_sizes_given, runs_given;
     int jobs;                       /* --jobs; 0: fit the machine */
+    int strict_scopes;              /* --strict-scopes: an unexercised scope is exit 3 */
 } check_opts;
 
 /* --batch-invariance is a scope of its own: the options of the other
@@ -166,6 +172,7 @@ static int check_option(void *ctx, int id, const char *v)
     case O_REQUIRE: o->require_golden = 1; return 0;
     case O_GIT_BISECT: return 0; /* read before parsing (repro_cmd_check) */
     case O_KEEP: o->keep = 1; return 0;
+    case O_STRICT_SCOPES: o->strict_scopes = 1; return 0;
     case O_NO_GOLDEN: o->no_golden = 1; return 0;
     case O_JOBS:
         if (repro_parse_count("check: --jobs", v, 1, REPRO_MULTIRUN_MAX, &t))
@@ -256,12 +263,52 @@ static int plan_program_runs(repro_multirun *m, const check_opts *o)
     return 0;
 }
 
+/* Each run's own option (--threads 3) against the experiment, before any
+ * run starts: a value the config refuses (workers=65) used to fail only
+ * that run, after the others had trained. */
+static int validate_planned(const repro_multirun *m, const repro_config *cfg)
+{
+    for (int i = 0; i < m->nplan; i++) {
+        if (!m->plan[i].extra[0][0])
+            continue;
+        repro_config *run = malloc(sizeof *run);
+        if (!run)
+            return repro_error_set(REPRO_ENOMEM, "out of memory");
+        *run = *cfg;
+        char *pass[2] = {(char *)m->plan[i].extra[0], (char *)m->plan[i].extra[1]};
+        int rc = repro_config_apply_run_options(run, pass, 2) || repro_config_validate(run);
+        free(run);
+        if (rc)
+            return repro_error_wrap(REPRO_EINVAL, "check: %s %s", m->plan[i].extra[0],
+                                    m->plan[i].extra[1]);
+    }
+    return 0;
+}
+
+/* A program given where an experiment goes (`repro check ./prog`): say
+ * how to run it rather than that it is not text. */
+static int program_without_dashes(const char *path)
+{
+    char magic[4] = {0};
+    FILE *f = access(path, X_OK) == 0 ? fopen(path, "rb") : NULL;
+    if (!f)
+        return 0;
+    size_t n = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    if ((n == 4 && !memcmp(magic, "\x7f" "ELF", 4)) || (n >= 2 && !memcmp(magic, "#!", 2)))
+        return repro_error_set(REPRO_EINVAL,
+                               "check: %s is a program, not an experiment file: put '--' before "
+                               "it (repro check [options] -- %s ARGS...)",
+                               path, path);
+    return 0;
+}
+
 static int plan_runs(repro_multirun *m, check_opts *o)
 {
     if (o->program)
         return plan_program_runs(m, o);
     repro_config cfg;
-    if (repro_config_load(&cfg, o->exp) ||
+    if (program_without_dashes(o->exp) || repro_config_load(&cfg, o->exp) ||
         repro_config_apply_run_options(&cfg, o->co.pass.argv, o->co.pass.n) ||
         repro_config_validate(&cfg))
         return -1;
@@ -285,6 +332,8 @@ static int plan_runs(repro_multirun *m, check_opts *o)
             return -1;
         m->plan[m->nplan - 1].resume_at = resume_at;
     }
+    if (validate_planned(m, &cfg))
+        return -1;
     m->jobs = o->jobs ? o->jobs : repro_multirun_auto_jobs(m, cfg.train_threads, cfg.train_ranks);
     if (m->nplan < 2 && o->no_golden)
         return repro_error_set(REPRO_EINVAL,
@@ -377,6 +426,27 @@ static void tidy_runs(const repro_multirun *m, const check_opts *o, int exit_cod
     }
 }
 
+/* --threads and --workers scopes whose runs did not differ in the count
+ * they used: a warning, or with --strict-scopes exit 3 (a pass would claim
+ * what was never tried). A failed check keeps its exit 1. */
+static int scope_verdict(const repro_multirun *m, const check_opts *o, json_t *doc,
+                         int exit_code)
+{
+    char msg[1024];
+    int n = repro_multirun_unexercised(m, msg, sizeof msg);
+    if (doc)
+        json_object_set_new(doc, "scopes_not_exercised", json_string(n ? msg : ""));
+    if (!n)
+        return exit_code;
+    int fail = o->strict_scopes && exit_code == 0;
+    for (const char *p = msg; *p;) {
+        size_t len = strcspn(p, "\n");
+        fprintf(stderr, "repro: %s%.*s\n", fail ? "" : "warning: ", (int)len, p);
+        p += len + (p[len] == '\n');
+    }
+    return fail ? REPRO_EXIT_ENV : exit_code;
+}
+
 /* The verdict of the runs and the golden, as text or JSON; the exit code. */
 static int report(repro_multirun *m, const check_opts *o)
 {
@@ -414,6 +484,8 @@ static int report(repro_multirun *m, const check_opts *o)
         json_object_set_new(doc, "runs_identical", json_boolean(m->failed == 0));
         json_object_set_new(doc, "chain", json_string(chain));
         json_object_set_new(doc, "directory", json_string(m->root));
+        exit_code = scope_verdict(m, o, doc, exit_code);
+        json_object_set_new(doc, "reproducible", json_boolean(exit_code == 0));
         json_object_set_new(doc, "golden", o->no_golden ? json_null() : gjson);
         if (o->no_golden)
             json_decref(gjson);
@@ -433,6 +505,7 @@ static int report(repro_multirun *m, const check_opts *o)
         else
             printf("NOT reproducible: %d of %d runs differ from %s (traces in %s)\n", m->failed,
                    m->nplan - 1, m->plan[0].label, m->root);
+        exit_code = scope_verdict(m, o, NULL, exit_code);
     }
     if (o->junit && write_junit(m, o, grc, gtext))
         exit_code = repro_report_error();

@@ -167,6 +167,7 @@ static const char *algo_summary(json_t *algos, char *buf, size_t len)
 typedef struct {
     double W, H, L, R, T, B, lo, hi;
     long maxstep;
+    const char *measure; /* what the curves measure: parameters, or all tensors */
 } plot_frame;
 
 static double plot_y(const plot_frame *p, double rel)
@@ -201,8 +202,8 @@ static void plot_axes(FILE *f, const plot_frame *p, const char *title, const cha
     fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step (1..%ld)</text>\n",
             (p->L + p->W - p->R) / 2, p->H - 15, p->maxstep);
     fprintf(f, "<text x=\"15\" y=\"%g\" transform=\"rotate(-90 15 %g)\" text-anchor=\"middle\">"
-               "norm gap of parameters vs %s (log)</text>\n",
-            (p->T + p->H - p->B) / 2, (p->T + p->H - p->B) / 2, first);
+               "norm gap of %s vs %s (log)</text>\n",
+            (p->T + p->H - p->B) / 2, (p->T + p->H - p->B) / 2, p->measure, first);
 }
 
 /* One SVG line chart: rel_l2 vs value 0 over the steps, one series each. */
@@ -216,7 +217,10 @@ static int plot_multi(const char *path, const char *title, const value_result *v
     FILE *f = out.f;
     /* The legend sits in a margin of its own, right of the plot, so it
      * never covers a curve. */
-    plot_frame p = {920, 420, 70, 200, 40, 50, log10(1e-12), 0, 1};
+    plot_frame p = {920, 420, 70, 200, 40, 50, log10(1e-12), 0, 1, "parameters"};
+    for (int i = 1; i < n; i++)
+        if (v[i].have_div && v[i].div.curve_all_tensors)
+            p.measure = "all recorded tensors"; /* the program records no param.* */
     double top = 1e-6;
     for (int i = 0; i < n; i++)
         for (long k = 0; v[i].have_div && k < v[i].div.ncurve; k++) {
@@ -432,8 +436,10 @@ static int measure_value(compare_ctx *x, int i)
         /* A program need not say how long it trained: its wall time then. */
         double sec = secs ? json_real_value(secs) : m->plan[r].seconds;
         ms[r] = 1000.0 * sec / (m->traces[r].nsteps ? m->traces[r].nsteps : 1);
-        if (r == 0)
-            v->accuracy = json_real_value(json_object_get(tr, "eval_accuracy"));
+        if (r == 0) { /* a program that records none has none: NaN, shown as "-" */
+            json_t *acc = json_object_get(tr, "eval_accuracy");
+            v->accuracy = json_is_number(acc) ? json_number_value(acc) : NAN;
+        }
         json_decref(tr);
     }
     v->algos = algos_of(m, 0);
@@ -463,11 +469,13 @@ static void report_json(const compare_ctx *x)
     json_object_set_new(doc, "runs_per_value", json_integer(x->runs));
     for (int i = 0; i < x->nv; i++) {
         const value_result *v = &x->v[i];
-        json_t *o = json_pack("{s:s, s:b, s:f, s:f, s:f, s:b, s:f}", "value", v->value,
+        json_t *o = json_pack("{s:s, s:b, s:f, s:f, s:b, s:f}", "value", v->value,
                               "identical", v->identical, "median_step_ms", v->step_ms,
-                              "final_loss", v->final_loss, "accuracy", v->accuracy,
+                              "final_loss", v->final_loss,
                               "algorithms_changed_between_runs", v->algos_changed,
                               "final_rel_l2_vs_first", v->end_rel_l2);
+        json_object_set_new(o, "accuracy",
+                            isfinite(v->accuracy) ? json_real(v->accuracy) : json_null());
         json_object_set_new(o, "max_ulp_vs_first",
                             v->max_ulp == REPRO_ULP_NAN ? json_null() /* not comparable: NaN */
                                                         : json_integer((json_int_t)v->max_ulp));
@@ -518,8 +526,11 @@ static void report_row(const value_result *v, int first, int w)
         snprintf(ulps, sizeof ulps, "NaN");
     }
     (void)ulp;
-    printf("%-*s %-10s %9.2f %11.6f %8.2f%% %12s %11s %18s %6ld %9.3g  %s%s\n", w, v->value,
-           v->identical ? "yes" : "NO", v->step_ms, v->final_loss, 100 * v->accuracy, vs, dist,
+    char acc[16] = "-"; /* only what the run recorded */
+    if (isfinite(v->accuracy))
+        snprintf(acc, sizeof acc, "%.2f%%", 100 * v->accuracy);
+    printf("%-*s %-10s %9.2f %11.6f %9s %12s %11s %18s %6ld %9.3g  %s%s\n", w, v->value,
+           v->identical ? "yes" : "NO", v->step_ms, v->final_loss, acc, vs, dist,
            ulps, v->dist.sign_crossings, v->end_rel_l2,
            algo_summary(v->algos, algos, sizeof algos),
            v->algos_changed ? " (changed between runs)" : "");

@@ -66,8 +66,20 @@ void repro_print_usage(FILE *out)
 int repro_report_error(void)
 {
     /* Messages quote files and programs that are not ours (a bundle's
-     * config, a trace's names, a golden's header): never raw to a terminal. */
-    fprintf(stderr, "repro: %s\n", repro_esc(repro_error_message()));
+     * config, a trace's names, a golden's header, a program's stderr):
+     * never raw to a terminal. Their lines stay lines (a traceback must be
+     * readable), each further one indented, so no quoted line can pass for
+     * one of repro's own. */
+    const char *msg = repro_esc_lines(repro_error_message());
+    fputs("repro: ", stderr);
+    for (const char *p = msg; *p;) {
+        size_t n = strcspn(p, "\n");
+        fwrite(p, 1, n, stderr);
+        p += n;
+        if (*p == '\n' && *++p)
+            fputs("\n  ", stderr);
+    }
+    fputc('\n', stderr);
     return repro_exit_code_for(repro_error_code());
 }
 

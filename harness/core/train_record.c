@@ -842,6 +842,10 @@ static char *header_json(const repro_train_recorder *r, const repro_digest *star
     json_object_set_new(h, "config_digest", json_string(ahex));
     json_object_set_new(h, "numerics_digest", json_string(nhex));
     json_object_set_new(h, "model", model_json(&r->t->model));
+    /* The kernel pool and the loader are built from these counts: what the
+     * run asked for is what it used (a --threads scope is exercised). */
+    json_object_set_new(h, "threads_used", json_integer(cfg->train_threads));
+    json_object_set_new(h, "workers_used", json_integer(cfg->data_num_workers));
     if (r->o.fault_spec)
         json_object_set_new(h, "fault", json_string(r->o.fault_spec));
     if (r->o.start_step > 0 && r->o.resumed_from) {

@@ -30,6 +30,8 @@ struct repro_recorder {
     repro_digest chain;
     int64_t step;              /* the last ended step */
     int failed;                /* a REPRO_E* code once something failed */
+    json_t *header;            /* the header written, until the first step ends */
+    int64_t first_step;        /* the step before the first this recorder ends */
 };
 
 void repro_recorder_options_init(repro_recorder_options *o)
@@ -185,14 +187,16 @@ int repro_recorder_open_ex(repro_recorder **out, const char *trace_path,
     if (o.start_chain)
         r->chain = *o.start_chain;
     r->o.start_chain = NULL;
+    r->first_step = o.start_step;
     if (trace_path && trace_path[0]) {
         json_t *h = build_header(info, &o);
         int rc = h ? repro_trace_writer_open(&r->w, trace_path, h) : -1;
-        json_decref(h);
         if (rc) {
+            json_decref(h);
             free(r);
             return repro_error_code();
         }
+        r->header = h; /* kept: repro_recorder_set_threads may add to it */
     }
     *out = r;
     return 0;
@@ -201,6 +205,28 @@ int repro_recorder_open_ex(repro_recorder **out, const char *trace_path,
 int repro_recorder_open(repro_recorder **out, const char *trace_path, const repro_run_info *info)
 {
     return repro_recorder_open_ex(out, trace_path, info, NULL);
+}
+
+int repro_recorder_set_threads(repro_recorder *r, int threads, int workers)
+{
+    int rc = check_alive(r);
+    if (rc)
+        return rc;
+    if (threads == 0 || threads < -1 || workers < -1)
+        return fail(r, REPRO_EINVAL, "recorder: set_threads: %s",
+                    "threads must be at least 1, workers at least 0 (-1: not known)");
+    if (r->step != r->first_step)
+        return fail(r, REPRO_EINVAL, "recorder: set_threads: %s",
+                    "call it before the first step ends (it is part of the header)");
+    if (!r->header)
+        return 0; /* digests only: no header to say it in */
+    if (threads > 0)
+        json_object_set_new(r->header, "threads_used", json_integer(threads));
+    if (workers >= 0)
+        json_object_set_new(r->header, "workers_used", json_integer(workers));
+    if (repro_trace_writer_rewrite_header(r->w, r->header))
+        return mark(r);
+    return 0;
 }
 
 /* ---- tensors ------------------------------------------------------------- */
@@ -354,6 +380,8 @@ int repro_recorder_step_ex(repro_recorder *r, const repro_step_info *info)
     if (hrc || repro_sha256_digests(pair, 2, &r->chain))
         return mark(r);
     r->step = info->step;
+    json_decref(r->header); /* fixed once a step follows it */
+    r->header = NULL;
     ts.chain = r->chain;
     ts.epoch = info->epoch < 0 ? 0 : info->epoch;
     float loss = info->loss_f32 ? *info->loss_f32 : (float)info->loss;
@@ -392,6 +420,7 @@ int64_t repro_recorder_chain(const repro_recorder *r, repro_digest *chain)
 
 static void free_recorder(repro_recorder *r)
 {
+    json_decref(r->header);
     free(r->tensors.v);
     free(r->ops.v);
     free(r);

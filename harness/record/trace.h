@@ -17,7 +17,10 @@
  *    "tensor_hash": "repro-tensor/v1", "repro_version": "0.1.0",
  *    "compiler": "...", "cflags": "...",
  *    "level": "tensor", "every": 1,
- *    "threads": 1, "num_workers": 2,
+ *    "threads": 1, "num_workers": 2,  the counts the run was asked for
+ *    "threads_used": 2, "workers_used": 0,  the counts it says it really used
+ *                                   (optional: absent when the program did not
+ *                                   record them, repro_recorder_set_threads)
  *    "env": {...},                  the environment fingerprint (env.h, `repro env --json`)
  *    "env_class": "cpu-x86_64-..."} its class id; goldens are keyed by it (absent in older traces)
  *
@@ -128,6 +131,7 @@ struct repro_trace {
     char compiler[256], cflags[1024];
     char env_class[64];      /* "" when the trace predates it */
     int level, every, threads, num_workers;
+    int threads_used, workers_used; /* -1: not recorded */
     void *header_json;       /* json_t *, owned: the whole header object */
     /* steps and trailer */
     long nsteps;             /* step lines read (streaming: so far) */
@@ -158,6 +162,9 @@ void *repro_trace_header_new(const char *experiment, const char *experiment_path
 /* Creates the file (and its parent directories) and writes `header` (a
  * json_t object, borrowed) as line 1. */
 int repro_trace_writer_open(repro_trace_writer **out, const char *path, void *header);
+/* Writes header (json_t *) again in place of the first: only while it is the
+ * only line (a program may say how many threads it used before step 1). */
+int repro_trace_writer_rewrite_header(repro_trace_writer *w, void *header);
 /* Writes one step line and flushes it. `detail`: include loss and tensors. */
 int repro_trace_writer_step(repro_trace_writer *w, const repro_trace_step *s, int detail);
 /* Writes the trailer, flushes, fsyncs and closes. w is freed either way.

@@ -42,6 +42,7 @@ struct repro_trace_writer {
     tensor_list_cache tensors, ops;
     char *line;          /* the encoded line, grown as needed */
     size_t line_cap;
+    long lines;          /* written so far (the header is line 1) */
 };
 
 static json_t *hex_json(const repro_digest *d)
@@ -71,6 +72,7 @@ static int write_line(repro_trace_writer *w, json_t *obj)
     int ok = fwrite(w->line, 1, n, w->f) == n && fflush(w->f) == 0;
     if (!ok)
         return repro_error_set_errno(REPRO_EIO, "%s: write failed", w->path);
+    w->lines++;
     return 0;
 }
 
@@ -158,6 +160,17 @@ int repro_trace_writer_open(repro_trace_writer **out, const char *path, void *he
     }
     *out = w;
     return 0;
+}
+
+int repro_trace_writer_rewrite_header(repro_trace_writer *w, void *header)
+{
+    if (w->lines != 1)
+        return repro_error_set(REPRO_EINVAL, "%s: the header can change only before the first "
+                                             "step", w->path);
+    if (fflush(w->f) != 0 || ftruncate(fileno(w->f), 0) != 0 || fseek(w->f, 0, SEEK_SET) != 0)
+        return repro_error_set_errno(REPRO_EIO, "%s: cannot rewrite the header", w->path);
+    w->lines = 0;
+    return write_line(w, json_incref(header));
 }
 
 static void set_digest(json_t *str, const repro_digest *d)

@@ -30,4 +30,13 @@ const char *repro_esc(const char *s);
 /* 1 when s needs no escaping (repro_esc would return it unchanged). */
 int repro_escape_is_plain(const char *s);
 
+/* The same for text that is made of lines (a program's stderr, a message
+ * that quotes one): newline and tab are kept, and so are the backslash and
+ * well-formed UTF-8 characters; every other control character (ESC, CR,
+ * DEL, the C1 controls) and every byte of malformed UTF-8 is \xNN. What
+ * prints can then start new lines, but never move the cursor or rewrite
+ * one: callers indent quoted lines so they cannot pass for repro's own. */
+char *repro_escape_lines(char *buf, size_t len, const char *s);
+const char *repro_esc_lines(const char *s);
+
 #endif

@@ -122,6 +122,15 @@ int repro_recorder_open(repro_recorder **out, const char *trace_path, const repr
 int repro_recorder_open_ex(repro_recorder **out, const char *trace_path, const repro_run_info *info,
                            const repro_recorder_options *opts);
 
+/* Says how many compute threads and data-loader workers the run really
+ * uses ("threads_used", "workers_used" in the trace header), which may
+ * differ from what REPRO_THREADS and REPRO_WORKERS asked for (a library
+ * that picks its own count, a loader that ignores it). `repro check
+ * --threads 1,2` warns that the scope was not exercised when the runs do
+ * not say different counts. -1 leaves a count unsaid. Call it after open
+ * and before the first step ends; again to change it. */
+int repro_recorder_set_threads(repro_recorder *r, int threads, int workers);
+
 /* Records one tensor of the current step: its digest (tree hash of its bytes,
  * docs/FORMATS.md) goes into the step digest in recording order. host_data is
  * read during the call only. shape may be NULL when ndim is 0 (a scalar);

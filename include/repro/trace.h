@@ -19,6 +19,9 @@ int repro_trace_load(repro_trace **out, const char *path);
 void repro_trace_free(repro_trace *t);
 
 const char *repro_trace_experiment(const repro_trace *t);
+/* The thread and loader-worker counts the run says it used
+ * (repro_recorder_set_threads); -1 for one it did not say. */
+void repro_trace_threads_used(const repro_trace *t, int *threads, int *workers);
 /* The number of step lines, and the last step number. */
 int64_t repro_trace_step_count(const repro_trace *t);
 int64_t repro_trace_last_step(const repro_trace *t);

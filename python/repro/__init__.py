@@ -24,6 +24,7 @@ import json
 import operator
 import os
 import random
+import sys
 
 __all__ = ["Recorder", "RunEnv", "ReproError", "tensor_digest", "record_model",
            "seed_everything", "worker_init_fn", "data_generator", "LEVEL_STEP",
@@ -110,6 +111,8 @@ _step = _sig("repro_recorder_step", ctypes.c_int, ctypes.c_void_p, ctypes.c_int6
 _close_ex = _sig("repro_recorder_close_ex", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
                  ctypes.c_char_p)
 _abort = _sig("repro_recorder_abort", None, ctypes.c_void_p)
+_set_threads = _sig("repro_recorder_set_threads", ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                    ctypes.c_int)
 _env_read = _sig("repro_run_env_read", ctypes.c_int, ctypes.POINTER(_RunEnv), ctypes.c_uint64)
 _digest_bytes = _sig("repro_tensor_digest_bytes", ctypes.c_int, ctypes.POINTER(_Digest),
                      ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, _i64p, ctypes.c_void_p,
@@ -237,6 +240,17 @@ class RunEnv:
         return os.environ.get(var, default)
 
 
+def _threads_used():
+    """What the run really uses, as far as the client can tell: PyTorch's
+    intra-op thread count when the program imported torch (it follows
+    OMP_NUM_THREADS, which repro sets, not REPRO_THREADS). The client builds
+    no DataLoader, so the worker count stays unsaid (Recorder.set_threads)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "get_num_threads"):
+        return {}
+    return {"threads_used": int(torch.get_num_threads())}
+
+
 class Recorder:
     """One trace. trace_path None: $REPRO_TRACE (nothing written if unset)."""
 
@@ -255,8 +269,19 @@ class Recorder:
         o.threads = _int(env.threads if threads is None else threads, "threads", _I32)
         o.workers = _int(env.workers if workers is None else workers, "workers", _I32)
         cfg = json.dumps(config, sort_keys=True).encode() if config is not None else None
+        used = _threads_used()
+        hdr = json.dumps(used).encode() if used else None
+        o.header_json = hdr
         self._info = _RunInfo(exp, seed, cfg)
         _check(_open_ex(ctypes.byref(self._r), path, ctypes.byref(self._info), ctypes.byref(o)))
+
+    def set_threads(self, threads=-1, workers=-1):
+        """Says the thread and loader-worker counts the run really uses
+        (trace header "threads_used", "workers_used"; -1 leaves one unsaid),
+        before the first step. The recorder fills threads from PyTorch by
+        itself when torch is imported."""
+        _check(_set_threads(self._r, _int(threads, "threads", _I32),
+                            _int(workers, "workers", _I32)))
 
     def tensor(self, name, x):
         cname = _cstr(name, "name")
