@@ -180,6 +180,28 @@ START_TEST(test_bisect_names_the_planted_module)
 }
 END_TEST
 
+/* examples/torch/mnist.py (the classic MNIST script plus the lines that
+ * make it a repro program, docs/programs.md) reproduces under `repro
+ * check` across thread and worker counts; a short run (2 steps). */
+START_TEST(test_mnist_example_reproduces)
+{
+    const char *why = no_python("torch");
+    if (*why) {
+        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        return;
+    }
+    char py[PATH_MAX], out[16384], err[16384];
+    client_dir(py, sizeof py);
+    ck_assert_int_eq(setenv("PYTHONPATH", py, 1), 0);
+    int rc = tu_run_repro("check --no-golden --threads 1,2 --workers 0,2 -- /usr/bin/python3 "
+                          "examples/torch/mnist.py --epochs 1 --train-size 128 --test-size 64",
+                          out, sizeof out, err, sizeof err);
+    unsetenv("PYTHONPATH");
+    ck_assert_msg(rc == 0, "exit %d\n%s%s", rc, out, err);
+    ck_assert_msg(strstr(out, "reproducible: 6 runs identical over 2 steps"), "%s", out);
+}
+END_TEST
+
 Suite *pyclient_suite(void)
 {
     Suite *s = suite_create("pyclient");
@@ -188,6 +210,7 @@ Suite *pyclient_suite(void)
     tcase_add_test(tc, test_installed_client_imports_and_records);
     tcase_add_test(tc, test_module_hooks_name_ops_in_order);
     tcase_add_test(tc, test_bisect_names_the_planted_module);
+    tcase_add_test(tc, test_mnist_example_reproduces);
     suite_add_tcase(s, tc);
     return s;
 }
