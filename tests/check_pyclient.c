@@ -115,7 +115,9 @@ END_TEST
 /* record_modules: every submodule's output as fwd.<path> and its input
  * gradient as bwd.<path>.dx, in execution order (children before their
  * container; backward in autograd's order; a first layer's input has no
- * gradient); a second call in a step gets #2; nothing at level tensor;
+ * gradient); the model's state when hooked as the tensors input.state.*,
+ * in the first step only; a second call in a step gets #2; no op at level
+ * tensor;
  * names= selects; an unknown name is a KeyError naming it; evaluation
  * under no_grad only when asked; a long path keeps its end within 63
  * bytes; remove() stops it. */
@@ -135,7 +137,9 @@ START_TEST(test_module_hooks_name_ops_in_order)
         "step1 ops: fwd.features.0 fwd.features.1 fwd.features fwd.head fwd.features.1#2 "
         "bwd.features.1.dx bwd.head.dx bwd.features.1.dx#2\n",
         "step2 same: True\n",
-        "step1 tensors: batch.0 grad.features.0.weight",
+        "step1 tensors: input.state.features.0.weight input.state.features.0.bias "
+        "input.state.head.weight input.state.head.bias batch.0 grad.features.0.weight",
+        "step2 tensors: batch.0 grad.features.0.weight",
         "tensor level ops: [[], []]\n",
         "names=[head]: fwd.head bwd.head.dx\n",
         "no_grad=True: fwd.head bwd.head.dx fwd.head#2\n",
@@ -153,7 +157,8 @@ END_TEST
 /* `repro bisect -- python3 planted_model.py`: features.2 sums feature
  * groups with index_add_ in an order drawn from os.urandom; bisect names
  * it as the first divergent op, with identical inputs. Seeded (shuffle=0),
- * the same model gives nothing to bisect. */
+ * the same model gives nothing to bisect; initialized from os.urandom, its
+ * first module is named with different inputs, not as nondeterministic. */
 START_TEST(test_bisect_names_the_planted_module)
 {
     const char *why = no_python("torch");
@@ -174,9 +179,19 @@ START_TEST(test_bisect_names_the_planted_module)
     snprintf(args, sizeof args,
              "bisect --set shuffle=0 -- /usr/bin/python3 tests/python/planted_model.py");
     rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
-    unsetenv("PYTHONPATH");
     ck_assert_msg(rc == 0 && strstr(out, "all 3 runs identical at level op over 3 steps"),
                   "exit %d\n%s%s", rc, out, err);
+    /* An unseeded initialization is a difference of inputs (the state
+     * record_modules recorded), not a nondeterministic module. */
+    rc = tu_run_repro("bisect --set shuffle=0 --set init=unseeded -- /usr/bin/python3 "
+                      "tests/python/planted_model.py",
+                      out, sizeof out, err, sizeof err);
+    unsetenv("PYTHONPATH");
+    ck_assert_msg(rc == 1, "exit %d\n%s%s", rc, out, err);
+    ck_assert_msg(strstr(out, "first divergent op: fwd.features.0 (op 1 of "), "%s", out);
+    ck_assert_msg(strstr(out, "its inputs differ: input.state.features.0.weight already differs"),
+                  "%s", out);
+    ck_assert_msg(!strstr(out, "nondeterministic"), "%s", out);
 }
 END_TEST
 

@@ -130,6 +130,14 @@ class ModuleHooks:
         return False
 
 
+def _record_state(model, recorder):
+    """The model's parameters and buffers, as they are now, as tensors of
+    the current step (input.state.<name>; bisect reads input* as inputs)."""
+    for name, t in model.state_dict().items():
+        if t.dtype in _trace_dtypes():
+            recorder.tensor(_fit("input.state." + name), t)
+
+
 def record_modules(model, recorder, names=None, no_grad=False):
     """Registers forward and full-backward hooks on every submodule of
     `model` (the model itself excluded), or on the modules whose paths are
@@ -138,6 +146,12 @@ def record_modules(model, recorder, names=None, no_grad=False):
     level op (repro bisect's level): at any other level nothing is recorded
     and nothing slows training down. Passes under torch.no_grad() (an
     evaluation between steps) are not recorded unless no_grad=True.
+
+    At every level, the model's state when this is called (its parameters
+    and buffers, state_dict order) is recorded once, as the tensors
+    input.state.<name> of the coming step: the first op that computes on
+    an unseeded initialization is then reported as having different inputs
+    ("already differs at step 1"), not as a nondeterministic module.
 
     A module that modifies its input in place (ReLU(inplace=True)) cannot
     carry a full backward hook (PyTorch refuses it during backward): pass
@@ -152,6 +166,7 @@ def record_modules(model, recorder, names=None, no_grad=False):
         wanted = [(n, modules[n]) for n in names]
     else:
         wanted = [(n, m) for n, m in modules.items() if n]
+    _record_state(model, recorder)
     if getattr(recorder, "level", repro.LEVEL_OP) != repro.LEVEL_OP:
         return hooks
     for path, module in wanted:

@@ -1,6 +1,8 @@
 """A small model with one layer made nondeterministic on purpose:
 features.2 sums groups of features with index_add_ in an order drawn from
-os.urandom (shuffle=0 draws it from the seed: the negative control)."""
+os.urandom (--set shuffle=0 draws it from the seed: the negative control).
+--set init=unseeded initializes the model from os.urandom instead of the
+seed (and shuffle=0 then leaves that as the only difference)."""
 import os
 import torch
 import repro
@@ -27,13 +29,15 @@ class ShuffledGroupSum(torch.nn.Module):
 env = repro.RunEnv.read(default_seed=7)
 repro.seed_everything(env.seed)
 seeded = repro.RunEnv.setting("shuffle", "1") == "0"
+x, y = torch.randn(32, 16), torch.randint(0, 4, (32,))
+if repro.RunEnv.setting("init", "seeded") == "unseeded":
+    torch.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
 model = torch.nn.Sequential()
 model.add_module("features", torch.nn.Sequential(
     torch.nn.Linear(16, 256), torch.nn.Tanh(), ShuffledGroupSum(256, 32, seeded)))
 model.add_module("classifier", torch.nn.Sequential(
     torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 4)))
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x, y = torch.randn(32, 16), torch.randint(0, 4, (32,))
 with repro.Recorder("planted", env.seed) as rec:
     repro.torch.record_modules(model, rec)
     for step in range(3):
