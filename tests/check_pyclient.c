@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "util/version.h"
 
 /* Runs cmd through /bin/sh, stdout and stderr together into out; returns
  * the exit status (128 + signal). */
@@ -109,6 +110,22 @@ START_TEST(test_installed_client_imports_and_records)
     rc = sh(cmd, out, sizeof out);
     snprintf(want, sizeof want, "library %s\n", lib);
     ck_assert_msg(rc == 0 && strstr(out, want), "exit %d, want %s:\n%s", rc, want, out);
+}
+END_TEST
+
+/* python/pyproject.toml names the version repro is (a wheel built from it
+ * must not claim another). */
+START_TEST(test_pyproject_version_is_repros)
+{
+    FILE *f = fopen("python/pyproject.toml", "r");
+    ck_assert_msg(f != NULL, "python/pyproject.toml: not found (run from the checkout)");
+    char line[256], want[64];
+    snprintf(want, sizeof want, "version = \"%s\"\n", REPRO_VERSION);
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        found |= !strcmp(line, want);
+    fclose(f);
+    ck_assert_msg(found, "python/pyproject.toml has no line %s", want);
 }
 END_TEST
 
@@ -223,6 +240,7 @@ Suite *pyclient_suite(void)
     TCase *tc = tcase_create("pyclient");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_installed_client_imports_and_records);
+    tcase_add_test(tc, test_pyproject_version_is_repros);
     tcase_add_test(tc, test_module_hooks_name_ops_in_order);
     tcase_add_test(tc, test_bisect_names_the_planted_module);
     tcase_add_test(tc, test_mnist_example_reproduces);
