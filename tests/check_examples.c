@@ -355,7 +355,7 @@ START_TEST(test_python_client_refuses_conversions)
                   "%s", out);
     ck_assert_msg(strstr(out, "refused ValueError name 'a\\x00b' contains a NUL byte") != NULL,
                   "%s", out);
-    ck_assert_msg(strstr(out, "refused TypeError x must be a NumPy array or a CPU torch tensor, "
+    ck_assert_msg(strstr(out, "refused TypeError x must be a NumPy array or a torch tensor, "
                               "not list") != NULL, "%s", out);
 }
 END_TEST
