@@ -133,9 +133,14 @@ check-run: $(BUILD)/check_all $(BUILD)/repro examples
 # `make install PREFIX=/opt/repro DESTDIR=...`: the CLI, the public headers,
 # librepro.a, librepro.so and repro.pc, so that
 #     cc prog.c $$(pkg-config --cflags --libs repro)
-# builds a program against it.
+# builds a program against it; and the Python client (python/repro/) in
+# $(PREFIX)/lib/python3/dist-packages, the directory Debian's python3 searches
+# for /usr/local (PEP 668 keeps pip out of the system's site-packages), where
+# it finds ../../../librepro.so by itself (docs/python.md).
 PREFIX  ?= /usr/local
 DESTDIR ?=
+PY_SITE  = $(PREFIX)/lib/python3/dist-packages
+PY_SRC   = $(wildcard python/repro/*.py)
 REPRO_PKG_VERSION := $(shell sed -n 's/^\#define REPRO_VERSION "\(.*\)"/\1/p' harness/util/version.h)
 
 $(BUILD)/repro.pc: FORCE
@@ -159,6 +164,8 @@ install: $(BUILD)/repro $(BUILD)/librepro.a $(BUILD)/librepro.so $(BUILD)/repro.
 	install -m 755 $(BUILD)/librepro.so $(DESTDIR)$(PREFIX)/lib/librepro.so.$(REPRO_SOVERSION)
 	ln -sf librepro.so.$(REPRO_SOVERSION) $(DESTDIR)$(PREFIX)/lib/librepro.so
 	install -m 644 $(BUILD)/repro.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/repro.pc
+	install -d $(DESTDIR)$(PY_SITE)/repro
+	install -m 644 $(PY_SRC) $(DESTDIR)$(PY_SITE)/repro/
 
 # The examples are built as a user builds them: against a staged install,
 # through pkg-config, seeing only <repro/...>.
@@ -166,7 +173,7 @@ EXAMPLES = $(sort $(patsubst examples/%/,%,$(dir $(wildcard examples/*/*.c))))
 STAGE    = $(abspath $(BUILD))/stage
 examples: $(EXAMPLES:%=$(BUILD)/examples/%)
 
-$(BUILD)/stage.stamp: $(BUILD)/repro $(BUILD)/librepro.a $(BUILD)/librepro.so
+$(BUILD)/stage.stamp: $(BUILD)/repro $(BUILD)/librepro.a $(BUILD)/librepro.so $(PY_SRC)
 	@$(MAKE) --no-print-directory install PREFIX=$(STAGE) DESTDIR= >/dev/null
 	@touch $@
 

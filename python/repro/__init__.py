@@ -15,7 +15,9 @@ programs use, so a trace written here compares bit for bit with any other.
             rec.step(step, float(loss))
 
 The library is found through $REPRO_LIB, then next to this package
-(../../build/librepro.so in a source tree), then the system's loader path.
+(../../build/librepro.so in a source tree; ../../../librepro.so where
+`make install` put both, PREFIX/lib/python3/dist-packages/repro/ and
+PREFIX/lib/), then the system's loader path. repro.LIBRARY says which.
 """
 
 import ctypes
@@ -48,6 +50,7 @@ def _find_library():
         cands.append(os.environ["REPRO_LIB"])
     here = os.path.dirname(os.path.abspath(__file__))
     cands.append(os.path.join(here, "..", "..", "build", "librepro.so"))
+    cands.append(os.path.join(here, "..", "..", "..", "librepro.so"))  # installed
     found = ctypes.util.find_library("repro")
     if found:
         cands.append(found)
@@ -55,14 +58,14 @@ def _find_library():
     for c in cands:
         if os.path.exists(c) or os.path.sep not in c:
             try:
-                return ctypes.CDLL(c)
+                return ctypes.CDLL(c), os.path.abspath(c) if os.path.sep in c else c
             except OSError as e:
                 errors.append(str(e))
     raise ReproError(-6, "librepro.so not found or not loadable (%s): set REPRO_LIB, or build "
                      "repro (make)" % "; ".join(errors or ["no candidate"]))
 
 
-_lib = _find_library()
+_lib, LIBRARY = _find_library()  # LIBRARY: the path of the librepro.so loaded
 _i64p = ctypes.POINTER(ctypes.c_int64)
 
 
@@ -264,6 +267,8 @@ class Recorder:
         o = _Options()
         _opts_init(ctypes.byref(o))
         o.level = _int(env.level if level is None else level, "level", _I32)
+        self.level = o.level  # repro.torch hooks modules only at LEVEL_OP
+        self.last_step = 0    # the last step ended (op names are unique per step)
         o.every = _int(every, "every", _I32)
         o.total_steps = _int(total_steps, "total_steps", _I64)
         o.threads = _int(env.threads if threads is None else threads, "threads", _I32)
@@ -298,7 +303,9 @@ class Recorder:
         del owner
 
     def step(self, step, loss=0.0):
-        _check(_step(self._r, _int(step, "step", _I64), float(loss)))
+        step = _int(step, "step", _I64)
+        _check(_step(self._r, step, float(loss)))
+        self.last_step = step
 
     def close(self, trailer=None):
         """Writes the trailer; returns the final chain digest (hex)."""

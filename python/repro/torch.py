@@ -1,0 +1,185 @@
+"""PyTorch module hooks: each module's output and input gradient as op outputs.
+
+    import repro, repro.torch
+    with repro.Recorder("mnist", env.seed) as rec:
+        hooks = repro.torch.record_modules(model, rec)   # at REPRO_TRACE_LEVEL=op
+        ... train: forward, backward, rec.step(...) ...
+
+At trace level `op` (what `repro bisect` asks for) every submodule's forward
+output is recorded as the op `fwd.<module path>` ("fwd.features.0") when the
+module returns, and the gradient with respect to its input as
+`bwd.<module path>.dx` when autograd has computed it -- in execution order,
+the way repro's own kernels name their ops. `repro bisect -- python3 train.py`
+then names the first module whose output differs between two runs, and
+whether everything before it (its inputs) was identical. At any other level
+no hook is registered: training runs at full speed and records nothing more.
+
+Names are unique within a step, as the comparison matches ops by name: a
+module called twice in a step (a shared activation, an evaluation pass)
+records its second output as `fwd.<path>#2`. A name longer than the trace's
+63 bytes keeps its phase and its end (`fwd.~...layer4.1.conv2`). Tensors of a
+dtype a trace cannot hold (bool, complex) are skipped, never converted.
+"""
+
+import contextlib
+
+import repro
+
+__all__ = ["record_modules", "record_step", "ModuleHooks"]
+
+_NAME_MAX = 63  # bytes, the trace's limit (repro_recorder_op)
+
+
+def _trace_dtypes():
+    import torch
+    return (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32,
+            torch.int64, torch.uint8)
+
+
+def _tensors(value):
+    """The tensors in a module's output, with the suffix each is named by:
+    a tensor (""), or a tuple/list/dict of them (".0", ".1", ".key")."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return [("", value)]
+    if isinstance(value, (tuple, list)):
+        return [("." + str(i), v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
+    if isinstance(value, dict):
+        return [("." + str(k), v) for k, v in value.items() if isinstance(v, torch.Tensor)]
+    return []
+
+
+def _fit(name):
+    """name within the trace's 63 bytes: the phase kept, then the name's end."""
+    raw = name.encode()
+    if len(raw) <= _NAME_MAX:
+        return name
+    phase = name.split(".", 1)[0] + ".~"
+    keep = raw[len(raw) - (_NAME_MAX - len(phase)):].decode("utf-8", "ignore")
+    return phase + keep
+
+
+class ModuleHooks:
+    """The hooks record_modules registered: .remove() takes them off (also
+    on leaving a `with` block); `with hooks.paused():` records nothing for a
+    while (an evaluation pass that should not count)."""
+
+    def __init__(self, recorder, no_grad=False):
+        self._rec = recorder
+        self._no_grad = no_grad  # also record passes under torch.no_grad()
+        self._handles = []
+        self._step = None   # the recorder's last ended step when _seen was filled
+        self._seen = {}     # name -> times recorded in the current step
+        self._paused = 0
+        self.modules = []   # the module paths hooked, in registration order
+
+    def _unique(self, name):
+        step = getattr(self._rec, "last_step", None)
+        if step != self._step:
+            self._step, self._seen = step, {}
+        n = self._seen.get(name, 0) + 1
+        self._seen[name] = n
+        return _fit(name if n == 1 else "%s#%d" % (name, n))
+
+    def _record(self, base, tensors):
+        if self._paused:
+            return
+        for suffix, t in tensors:
+            if t.dtype not in _trace_dtypes():
+                continue  # a dtype the trace cannot hold: skipped, not converted
+            self._rec.op(self._unique(base + suffix), t)
+
+    def _forward(self, path):
+        def hook(module, inputs, output):
+            import torch
+            # (backward runs with grad mode off too: only forward asks)
+            if self._no_grad or torch.is_grad_enabled():
+                self._record("fwd." + path, _tensors(output))
+        return hook
+
+    def _backward(self, path):
+        def hook(module, grad_input, grad_output):
+            named = [(".dx" if i == 0 else ".dx%d" % i, g)
+                     for i, g in enumerate(grad_input) if g is not None]
+            self._record("bwd." + path, named)
+        return hook
+
+    def add(self, path, module):
+        self._handles.append(module.register_forward_hook(self._forward(path)))
+        self._handles.append(module.register_full_backward_hook(self._backward(path)))
+        self.modules.append(path)
+
+    def remove(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    @contextlib.contextmanager
+    def paused(self):
+        self._paused += 1
+        try:
+            yield self
+        finally:
+            self._paused -= 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.remove()
+        return False
+
+
+def _record_state(model, recorder):
+    """The model's parameters and buffers, as they are now, as tensors of
+    the current step (input.state.<name>; bisect reads input* as inputs)."""
+    for name, t in model.state_dict().items():
+        if t.dtype in _trace_dtypes():
+            recorder.tensor(_fit("input.state." + name), t)
+
+
+def record_modules(model, recorder, names=None, no_grad=False):
+    """Registers forward and full-backward hooks on every submodule of
+    `model` (the model itself excluded), or on the modules whose paths are
+    in `names` (a KeyError names one that does not exist). Returns the
+    ModuleHooks. Hooks are registered only when the recorder is at trace
+    level op (repro bisect's level): at any other level nothing is recorded
+    and nothing slows training down. Passes under torch.no_grad() (an
+    evaluation between steps) are not recorded unless no_grad=True.
+
+    At every level, the model's state when this is called (its parameters
+    and buffers, state_dict order) is recorded once, as the tensors
+    input.state.<name> of the coming step: the first op that computes on
+    an unseeded initialization is then reported as having different inputs
+    ("already differs at step 1"), not as a nondeterministic module.
+
+    A module that modifies its input in place (ReLU(inplace=True)) cannot
+    carry a full backward hook (PyTorch refuses it during backward): pass
+    `names` without it, or use the out-of-place form."""
+    hooks = ModuleHooks(recorder, no_grad)
+    modules = dict(model.named_modules())
+    if names is not None:
+        missing = [n for n in names if n not in modules]
+        if missing:
+            raise KeyError("no submodule named %s (the model has: %s)" % (
+                ", ".join(missing), ", ".join(n for n in modules if n) or "none"))
+        wanted = [(n, modules[n]) for n in names]
+    else:
+        wanted = [(n, m) for n, m in modules.items() if n]
+    _record_state(model, recorder)
+    if getattr(recorder, "level", repro.LEVEL_OP) != repro.LEVEL_OP:
+        return hooks
+    for path, module in wanted:
+        hooks.add(path, module)
+    return hooks
+
+
+def record_step(recorder, model, loss, *batch):
+    """Ends one training step in one line: the batch tensors given (batch.0,
+    batch.1, ...: what bisect checks to say a module's inputs were
+    identical), then the model's gradients, parameters and loss
+    (repro.record_model), then the step, numbered one past the last."""
+    for i, t in enumerate(batch):
+        recorder.tensor("batch.%d" % i, t)
+    repro.record_model(recorder, model, loss)
+    recorder.step(recorder.last_step + 1, float(loss))

@@ -1,0 +1,249 @@
+/* The Python client as users get it (issue 34): installed by `make install`
+ * and imported from the install prefix alone; repro.torch's module hooks
+ * (op names by module path, in execution order); `repro bisect -- python3`
+ * naming the module made nondeterministic on purpose, and nothing when it
+ * is seeded (the negative control); and examples/torch/mnist.py passing
+ * `repro check`. The scripts are in tests/python/. Skipped, saying so,
+ * without /usr/bin/python3 (or PyTorch, for the torch tests) and in
+ * sanitizer builds, whose librepro python3 cannot load (REPRO_LIB empty). */
+#include <check.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "util/version.h"
+
+/* Runs cmd through /bin/sh, stdout and stderr together into out; returns
+ * the exit status (128 + signal). */
+static int sh(const char *cmd, char *out, size_t len)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "( %s ) 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    while (fgetc(p) != EOF) /* the rest, unread: the program must not block */
+        ;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Why python3 cannot run the client here ("" when it can); `module` is
+ * also required to import ("numpy", "torch"). */
+static const char *no_python(const char *module)
+{
+    static char why[200];
+    const char *lib = getenv("REPRO_LIB");
+    if (lib && !*lib)
+        return "a sanitizer build (python3 cannot load its librepro)";
+    if (access("/usr/bin/python3", X_OK) != 0)
+        return "no /usr/bin/python3";
+    char cmd[200], out[1024];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c 'import %s'", module);
+    if (sh(cmd, out, sizeof out) != 0) {
+        snprintf(why, sizeof why, "no %s for /usr/bin/python3", module);
+        return why;
+    }
+    return "";
+}
+
+/* The checkout's python/ (absolute: programs may run elsewhere). */
+static void client_dir(char *buf, size_t len)
+{
+    ck_assert_ptr_nonnull(getcwd(buf, len - sizeof "/python"));
+    strcat(buf, "/python");
+}
+
+/* `make install PREFIX=$REPRO_STAGE` (the Makefile stages exactly that,
+ * DESTDIR-free) put the package in lib/python3/dist-packages; with only
+ * that on PYTHONPATH, no REPRO_LIB and another working directory, python3
+ * imports it, loads the installed librepro.so (not the build's) and
+ * records a trace that repro reads. REPRO_LIB still overrides. */
+START_TEST(test_installed_client_imports_and_records)
+{
+    const char *why = no_python("numpy");
+    if (*why) {
+        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        return;
+    }
+    const char *stage = getenv("REPRO_STAGE");
+    ck_assert_msg(stage && *stage, "REPRO_STAGE is not set: run the suite through `make check`");
+    char dir[TU_TMP_LEN], cmd[4096], out[8192], trace[200];
+    tu_tmp_template(dir, sizeof dir, "pyinst");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(trace, sizeof trace, "%s/t.jsonl", dir);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && env -u REPRO_LIB -u LD_LIBRARY_PATH "
+             "PYTHONPATH='%s/lib/python3/dist-packages' /usr/bin/python3 -c '"
+             "import numpy as np, repro\n"
+             "print(\"module\", repro.__file__)\n"
+             "print(\"library\", repro.LIBRARY)\n"
+             "with repro.Recorder(\"installed\", 5, trace_path=\"%s\") as rec:\n"
+             "    rec.tensor(\"w\", np.arange(4, dtype=np.float32))\n"
+             "    rec.step(1, 0.5)\n'",
+             dir, stage, trace);
+    int rc = sh(cmd, out, sizeof out);
+    ck_assert_msg(rc == 0, "exit %d:\n%s", rc, out);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof want, "module %s/lib/python3/dist-packages/repro/__init__.py", stage);
+    ck_assert_msg(strstr(out, want), "not the installed package:\n%s", out);
+    snprintf(want, sizeof want, "library %s/lib/librepro.so\n", stage);
+    ck_assert_msg(strstr(out, want), "not the installed library:\n%s", out);
+    char args[600], err[4096];
+    snprintf(args, sizeof args, "diff '%s' '%s'", trace, trace);
+    rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0 && strstr(out, "identical"), "exit %d\n%s%s", rc, out, err);
+
+    /* REPRO_LIB wins over the installed library. */
+    const char *lib = getenv("REPRO_LIB");
+    if (!lib)
+        return;
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && REPRO_LIB='%s' PYTHONPATH='%s/lib/python3/dist-packages' "
+             "/usr/bin/python3 -c 'import repro; print(\"library\", repro.LIBRARY)'",
+             dir, lib, stage);
+    rc = sh(cmd, out, sizeof out);
+    snprintf(want, sizeof want, "library %s\n", lib);
+    ck_assert_msg(rc == 0 && strstr(out, want), "exit %d, want %s:\n%s", rc, want, out);
+}
+END_TEST
+
+/* python/pyproject.toml names the version repro is (a wheel built from it
+ * must not claim another). */
+START_TEST(test_pyproject_version_is_repros)
+{
+    FILE *f = fopen("python/pyproject.toml", "r");
+    ck_assert_msg(f != NULL, "python/pyproject.toml: not found (run from the checkout)");
+    char line[256], want[64];
+    snprintf(want, sizeof want, "version = \"%s\"\n", REPRO_VERSION);
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        found |= !strcmp(line, want);
+    fclose(f);
+    ck_assert_msg(found, "python/pyproject.toml has no line %s", want);
+}
+END_TEST
+
+/* record_modules: every submodule's output as fwd.<path> and its input
+ * gradient as bwd.<path>.dx, in execution order (children before their
+ * container; backward in autograd's order; a first layer's input has no
+ * gradient); the model's state when hooked as the tensors input.state.*,
+ * in the first step only; a second call in a step gets #2; no op at level
+ * tensor;
+ * names= selects; an unknown name is a KeyError naming it; evaluation
+ * under no_grad only when asked; a long path keeps its end within 63
+ * bytes; remove() stops it. */
+START_TEST(test_module_hooks_name_ops_in_order)
+{
+    const char *why = no_python("torch");
+    if (*why) {
+        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        return;
+    }
+    char py[PATH_MAX], cmd[PATH_MAX + 200], out[16384];
+    client_dir(py, sizeof py);
+    snprintf(cmd, sizeof cmd, "PYTHONPATH='%s' /usr/bin/python3 tests/python/module_names.py", py);
+    int rc = sh(cmd, out, sizeof out);
+    ck_assert_msg(rc == 0, "exit %d:\n%s", rc, out);
+    static const char *const want[] = {
+        "step1 ops: fwd.features.0 fwd.features.1 fwd.features fwd.head fwd.features.1#2 "
+        "bwd.features.1.dx bwd.head.dx bwd.features.1.dx#2\n",
+        "step2 same: True\n",
+        "step1 tensors: input.state.features.0.weight input.state.features.0.bias "
+        "input.state.head.weight input.state.head.bias batch.0 grad.features.0.weight",
+        "step2 tensors: batch.0 grad.features.0.weight",
+        "tensor level ops: [[], []]\n",
+        "names=[head]: fwd.head bwd.head.dx\n",
+        "no_grad=True: fwd.head bwd.head.dx fwd.head#2\n",
+        "unknown: no submodule named nope (the model has: features, features.0, features.1, "
+        "head)\n",
+        "long: fwd.lin fwd.~me_a_rather_long_module_name_a_rather_long_module_name_end "
+        "bwd.~a_rather_long_module_name_a_rather_long_module_name_end.dx\n",
+        "removed: []\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        ck_assert_msg(strstr(out, want[i]), "missing \"%s\" in:\n%s", want[i], out);
+}
+END_TEST
+
+/* `repro bisect -- python3 planted_model.py`: features.2 sums feature
+ * groups with index_add_ in an order drawn from os.urandom; bisect names
+ * it as the first divergent op, with identical inputs. Seeded (shuffle=0),
+ * the same model gives nothing to bisect; initialized from os.urandom, its
+ * first module is named with different inputs, not as nondeterministic. */
+START_TEST(test_bisect_names_the_planted_module)
+{
+    const char *why = no_python("torch");
+    if (*why) {
+        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        return;
+    }
+    char py[PATH_MAX], args[PATH_MAX + 200], out[16384], err[16384];
+    client_dir(py, sizeof py);
+    ck_assert_int_eq(setenv("PYTHONPATH", py, 1), 0);
+    int rc = tu_run_repro("bisect -- /usr/bin/python3 tests/python/planted_model.py", out,
+                          sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "exit %d\n%s%s", rc, out, err);
+    ck_assert_msg(strstr(out, "first divergent op: fwd.features.2 (op 3 of "), "%s", out);
+    ck_assert_msg(strstr(out, "its inputs were identical in both runs"), "%s", out);
+    ck_assert_msg(strstr(out, "fwd.features.2 produced different outputs from identical inputs"),
+                  "%s", out);
+    snprintf(args, sizeof args,
+             "bisect --set shuffle=0 -- /usr/bin/python3 tests/python/planted_model.py");
+    rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0 && strstr(out, "all 3 runs identical at level op over 3 steps"),
+                  "exit %d\n%s%s", rc, out, err);
+    /* An unseeded initialization is a difference of inputs (the state
+     * record_modules recorded), not a nondeterministic module. */
+    rc = tu_run_repro("bisect --set shuffle=0 --set init=unseeded -- /usr/bin/python3 "
+                      "tests/python/planted_model.py",
+                      out, sizeof out, err, sizeof err);
+    unsetenv("PYTHONPATH");
+    ck_assert_msg(rc == 1, "exit %d\n%s%s", rc, out, err);
+    ck_assert_msg(strstr(out, "first divergent op: fwd.features.0 (op 1 of "), "%s", out);
+    ck_assert_msg(strstr(out, "its inputs differ: input.state.features.0.weight already differs"),
+                  "%s", out);
+    ck_assert_msg(!strstr(out, "nondeterministic"), "%s", out);
+}
+END_TEST
+
+/* examples/torch/mnist.py (the classic MNIST script plus the lines that
+ * make it a repro program, docs/programs.md) reproduces under `repro
+ * check` across thread and worker counts; a short run (2 steps). */
+START_TEST(test_mnist_example_reproduces)
+{
+    const char *why = no_python("torch");
+    if (*why) {
+        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        return;
+    }
+    char py[PATH_MAX], out[16384], err[16384];
+    client_dir(py, sizeof py);
+    ck_assert_int_eq(setenv("PYTHONPATH", py, 1), 0);
+    int rc = tu_run_repro("check --no-golden --threads 1,2 --workers 0,2 -- /usr/bin/python3 "
+                          "examples/torch/mnist.py --epochs 1 --train-size 128 --test-size 64",
+                          out, sizeof out, err, sizeof err);
+    unsetenv("PYTHONPATH");
+    ck_assert_msg(rc == 0, "exit %d\n%s%s", rc, out, err);
+    ck_assert_msg(strstr(out, "reproducible: 6 runs identical over 2 steps"), "%s", out);
+}
+END_TEST
+
+Suite *pyclient_suite(void)
+{
+    Suite *s = suite_create("pyclient");
+    TCase *tc = tcase_create("pyclient");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_installed_client_imports_and_records);
+    tcase_add_test(tc, test_pyproject_version_is_repros);
+    tcase_add_test(tc, test_module_hooks_name_ops_in_order);
+    tcase_add_test(tc, test_bisect_names_the_planted_module);
+    tcase_add_test(tc, test_mnist_example_reproduces);
+    suite_add_tcase(s, tc);
+    return s;
+}
