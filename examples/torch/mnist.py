@@ -8,6 +8,11 @@ seconds. docs/programs.md shows the lines added to make it a repro program
 and the verdicts they get.
 """
 import argparse
+import os
+# OpenBLAS's sgemm gives other bits at another thread count (torch 1.13:
+# grad.conv1.weight differs between 1 and 2 threads); keep BLAS on one
+# thread so that --threads varies only PyTorch's own intra-op threads.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 import torch
 import torch.nn as nn
@@ -99,7 +104,6 @@ def main():
     parser.add_argument("--test-size", type=int, default=200)
     args = parser.parse_args()
     env = repro.RunEnv.read(default_seed=args.seed)
-    torch.set_num_threads(env.threads)
     repro.seed_everything(env.seed)
 
     loader_kwargs = {"num_workers": env.workers, "shuffle": True, "worker_init_fn": repro.worker_init_fn,
@@ -113,6 +117,7 @@ def main():
     optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
     rec = repro.Recorder("mnist", env.seed, config=vars(args))
+    rec.set_threads(torch.get_num_threads(), env.workers)
     repro.torch.record_modules(model, rec)
     for epoch in range(1, args.epochs + 1):
         train(args, model, train_loader, optimizer, epoch, rec)
