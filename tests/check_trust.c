@@ -187,12 +187,16 @@ END_TEST
 
 /* Rewrites DIR/BUNDLE/manifest.json's signature: member `key` set to the
  * string `value`. */
+/* value NULL: the member is removed. */
 static void set_signature_member(const char *bundle, const char *key, const char *value)
 {
     char p[600];
     snprintf(p, sizeof p, "%s/%s/manifest.json", dir, bundle);
     json_t *m = load_json(p);
-    json_object_set_new(json_object_get(m, "signature"), key, json_string(value));
+    if (value)
+        json_object_set_new(json_object_get(m, "signature"), key, json_string(value));
+    else
+        json_object_del(json_object_get(m, "signature"), key);
     ck_assert_int_eq(json_dump_file(m, p, JSON_INDENT(2) | JSON_SORT_KEYS), 0);
     json_decref(m);
 }
@@ -223,6 +227,11 @@ START_TEST(test_signature_failures_have_distinct_messages)
     ck_assert_msg(strstr(err, "malformed signature: \"signature\".\"value\" must be base64 of a "
                               "64-byte Ed25519 signature (88 characters; it is a string of 4)"),
                   "%s", err);
+    /* Missing (found by the manifest fuzzer: it read a null member). */
+    set_signature_member("alice", "value", NULL);
+    ck_assert_int_eq(repro("verify %s/alice", dir), 2);
+    ck_assert_msg(strstr(err, "malformed signature: \"signature\".\"value\" is missing"), "%s",
+                  err);
     char bad[100];
     snprintf(bad, sizeof bad, "%s", sig);
     bad[10] = '*';

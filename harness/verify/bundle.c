@@ -76,6 +76,8 @@ void repro_bundle_release(repro_bundle *b)
 
 static const char *kind(const json_t *v)
 {
+    if (!v) /* a key that is not there */
+        return "missing";
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";
@@ -190,6 +192,11 @@ static int check_string_object(const char *what, const char *key, const json_t *
  * verify. Decodes it into raw (REPRO_SIG_LEN + 4 bytes). */
 static int signature_value(const char *what, const json_t *sig, uint8_t *raw)
 {
+    if (!json_object_get(sig, "value"))
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: malformed signature: \"signature\".\"value\" is missing (it "
+                               "must be base64 of a %d-byte Ed25519 signature)",
+                               what, REPRO_SIG_LEN);
     const char *val = json_string_value(json_object_get(sig, "value"));
     size_t len = val ? strlen(val) : 0;
     if (!val || len != REPRO_SIG_B64_LEN ||
