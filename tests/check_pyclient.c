@@ -234,6 +234,62 @@ START_TEST(test_mnist_example_reproduces)
 }
 END_TEST
 
+/* repro.torch.seed, repro.loader_kwargs and repro.torch.start (the lines
+ * examples/torch/mnist.py adds): the trace says the threads and loader
+ * workers used by itself ("threads_used" from torch, "workers_used" from
+ * the loaders the client configured), and it is finished at exit — with
+ * its trailer after a normal end, without one after an uncaught exception
+ * (so it reads as a run that did not finish). Negative control: no loader
+ * through the client, no "workers_used". */
+static void started_script(const char *mode, const char *trace, char *out, size_t len, int *rc)
+{
+    char py[PATH_MAX], cmd[2 * PATH_MAX + 400];
+    client_dir(py, sizeof py);
+    snprintf(cmd, sizeof cmd,
+             "PYTHONPATH='%s' REPRO_TRACE='%s' REPRO_SEED=11 REPRO_WORKERS=2 "
+             "REPRO_THREADS=2 OMP_NUM_THREADS=2 /usr/bin/python3 tests/python/started.py %s "
+             "&& /usr/bin/python3 -c \"import json,sys; ls=open('%s').read().splitlines(); "
+             "h=json.loads(ls[0]); print('header', h.get('threads_used'), h.get('workers_used')); "
+             "print('last', json.loads(ls[-1]).get('type'))\"",
+             py, trace, mode, trace);
+    *rc = sh(cmd, out, len);
+}
+
+START_TEST(test_started_recorder_says_threads_and_workers)
+{
+    const char *why = no_python("torch");
+    if (*why) {
+        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        return;
+    }
+    char dir[256], trace[300], out[8192];
+    tu_tmp_template(dir, sizeof dir, "pystart");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(trace, sizeof trace, "%s/t.jsonl", dir);
+    int rc;
+    started_script("ok", trace, out, sizeof out, &rc);
+    ck_assert_msg(rc == 0, "exit %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "seed 11\n") && strstr(out, "loader 2 Generator\n"), "%s", out);
+    ck_assert_msg(strstr(out, "second start: repro.torch.start: a recorder is already open"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "header 2 2\n") && strstr(out, "last trailer\n"), "%s", out);
+    started_script("noloader", trace, out, sizeof out, &rc);
+    ck_assert_msg(rc == 0 && strstr(out, "header 2 None\n") && strstr(out, "last trailer\n"),
+                  "exit %d:\n%s", rc, out);
+    /* An uncaught exception: the script fails (so the checker line never
+     * runs); the trace it left has a step and no trailer. */
+    started_script("raise", trace, out, sizeof out, &rc);
+    ck_assert_msg(rc == 1 && strstr(out, "planted failure after step 1"), "exit %d:\n%s", rc,
+                  out);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "tail -n 1 '%s'", trace);
+    sh(cmd, out, sizeof out);
+    ck_assert_msg(strstr(out, "\"step\":1") && !strstr(out, "trailer"), "%s", out);
+    unlink(trace);
+    rmdir(dir);
+}
+END_TEST
+
 Suite *pyclient_suite(void)
 {
     Suite *s = suite_create("pyclient");
@@ -244,6 +300,7 @@ Suite *pyclient_suite(void)
     tcase_add_test(tc, test_module_hooks_name_ops_in_order);
     tcase_add_test(tc, test_bisect_names_the_planted_module);
     tcase_add_test(tc, test_mnist_example_reproduces);
+    tcase_add_test(tc, test_started_recorder_says_threads_and_workers);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 from torch.optim.lr_scheduler import StepLR
-import repro, repro.torch
+import repro.torch
 
 
 class SyntheticDigits(torch.utils.data.Dataset):
@@ -64,7 +64,7 @@ class Net(nn.Module):
         return F.log_softmax(self.fc2(x), dim=1)
 
 
-def train(args, model, train_loader, optimizer, epoch, rec):
+def train(args, model, train_loader, optimizer, epoch):
     model.train()
     for batch_idx, (data, target) in enumerate(train_loader):
         optimizer.zero_grad()
@@ -72,7 +72,7 @@ def train(args, model, train_loader, optimizer, epoch, rec):
         loss = F.nll_loss(output, target)
         loss.backward()
         optimizer.step()
-        repro.torch.record_step(rec, model, loss, data, target)
+        repro.torch.record_step(model, loss, data, target)
         if batch_idx % args.log_interval == 0:
             print("Train Epoch: {} [{}/{}]\tLoss: {:.6f}".format(
                 epoch, batch_idx * len(data), len(train_loader.dataset), loss.item()))
@@ -103,11 +103,9 @@ def main():
     parser.add_argument("--train-size", type=int, default=640)
     parser.add_argument("--test-size", type=int, default=200)
     args = parser.parse_args()
-    env = repro.RunEnv.read(default_seed=args.seed)
-    repro.seed_everything(env.seed)
+    repro.torch.seed(args.seed)
 
-    loader_kwargs = {"num_workers": env.workers, "shuffle": True, "worker_init_fn": repro.worker_init_fn,
-                     "generator": repro.data_generator(env.seed)}
+    loader_kwargs = {"shuffle": True, **repro.loader_kwargs()}
     train_loader = torch.utils.data.DataLoader(
         SyntheticDigits(args.train_size, seed=1), batch_size=args.batch_size, **loader_kwargs)
     test_loader = torch.utils.data.DataLoader(
@@ -116,14 +114,11 @@ def main():
     model = Net()
     optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
-    rec = repro.Recorder("mnist", env.seed, config=vars(args))
-    rec.set_threads(torch.get_num_threads(), env.workers)
-    repro.torch.record_modules(model, rec)
+    repro.torch.start("mnist", model, config=vars(args))
     for epoch in range(1, args.epochs + 1):
-        train(args, model, train_loader, optimizer, epoch, rec)
+        train(args, model, train_loader, optimizer, epoch)
         test(model, test_loader)
         scheduler.step()
-    rec.close()
 
 
 if __name__ == "__main__":

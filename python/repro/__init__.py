@@ -28,7 +28,7 @@ import os
 import random
 import sys
 
-__all__ = ["Recorder", "RunEnv", "ReproError", "tensor_digest", "record_model",
+__all__ = ["Recorder", "RunEnv", "ReproError", "tensor_digest", "record_model", "loader_kwargs",
            "seed_everything", "worker_init_fn", "data_generator", "LEVEL_STEP",
            "LEVEL_TENSOR", "LEVEL_OP"]
 
@@ -243,15 +243,25 @@ class RunEnv:
         return os.environ.get(var, default)
 
 
+# What the program set up through the client before its recorder opened:
+# the seed seed_everything was given, and the worker count of every
+# DataLoader built with loader_kwargs().
+_in_effect = {"seed": None, "workers": []}
+
+
 def _threads_used():
     """What the run really uses, as far as the client can tell: PyTorch's
     intra-op thread count when the program imported torch (it follows
-    OMP_NUM_THREADS, which repro sets, not REPRO_THREADS). The client builds
-    no DataLoader, so the worker count stays unsaid (Recorder.set_threads)."""
+    OMP_NUM_THREADS, which repro sets, not REPRO_THREADS), and the loader
+    workers of the DataLoaders built with loader_kwargs() (the most of them,
+    when they differ). Recorder.set_threads says it for anything else."""
+    used = {}
     torch = sys.modules.get("torch")
-    if torch is None or not hasattr(torch, "get_num_threads"):
-        return {}
-    return {"threads_used": int(torch.get_num_threads())}
+    if torch is not None and hasattr(torch, "get_num_threads"):
+        used["threads_used"] = int(torch.get_num_threads())
+    if _in_effect["workers"]:
+        used["workers_used"] = max(_in_effect["workers"])
+    return used
 
 
 class Recorder:
@@ -353,6 +363,8 @@ def seed_everything(seed, deterministic=True):
     seed, and asks torch for deterministic algorithms, as PyTorch's
     reproducibility notes recommend. PYTHONHASHSEED must be set before the
     interpreter starts (repro sets it for programs it runs)."""
+    seed = _int(seed, "seed", _U64)
+    _in_effect["seed"] = seed
     random.seed(seed)
     try:
         import numpy as np
@@ -390,6 +402,26 @@ def data_generator(seed):
     g = torch.Generator()
     g.manual_seed(seed)
     return g
+
+
+def loader_kwargs(seed=None):
+    """Keyword arguments for a torch DataLoader that loads the same batches
+    in every run: num_workers as repro gives it (--workers, REPRO_WORKERS),
+    the shuffle's generator seeded from `seed` (default: the seed given to
+    seed_everything, else the run's), and worker_init_fn. The worker count
+    is remembered: a Recorder opened afterwards writes it to the trace as
+    "workers_used", so `repro check --workers` can tell the scope was
+    exercised.
+
+        loader = DataLoader(data, batch_size=64, shuffle=True, **repro.loader_kwargs())
+    """
+    env = RunEnv.read()
+    if seed is None:
+        seed = _in_effect["seed"] if _in_effect["seed"] is not None else env.seed
+    seed = _int(seed, "seed", _U64)
+    _in_effect["workers"].append(env.workers)
+    return {"num_workers": env.workers, "generator": data_generator(seed),
+            "worker_init_fn": worker_init_fn}
 
 
 def worker_seed(base_seed, worker_id):

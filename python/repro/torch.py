@@ -21,11 +21,13 @@ records its second output as `fwd.<path>#2`. A name longer than the trace's
 dtype a trace cannot hold (bool, complex) are skipped, never converted.
 """
 
+import atexit
 import contextlib
+import sys
 
 import repro
 
-__all__ = ["record_modules", "record_step", "ModuleHooks"]
+__all__ = ["record_modules", "record_step", "ModuleHooks", "seed", "start"]
 
 _NAME_MAX = 63  # bytes, the trace's limit (repro_recorder_op)
 
@@ -174,12 +176,80 @@ def record_modules(model, recorder, names=None, no_grad=False):
     return hooks
 
 
-def record_step(recorder, model, loss, *batch):
-    """Ends one training step in one line: the batch tensors given (batch.0,
-    batch.1, ...: what bisect checks to say a module's inputs were
-    identical), then the model's gradients, parameters and loss
-    (repro.record_model), then the step, numbered one past the last."""
+def record_step(*args):
+    """record_step([recorder,] model, loss, *batch) ends one training step
+    in one line: the batch tensors given (batch.0, batch.1, ...: what bisect
+    checks to say a module's inputs were identical), then the model's
+    gradients, parameters and loss (repro.record_model), then the step,
+    numbered one past the last. Without a recorder: the one start() opened."""
+    if args and isinstance(args[0], repro.Recorder):
+        recorder, args = args[0], args[1:]
+    elif _started["recorder"] is not None:
+        recorder = _started["recorder"]
+    else:
+        raise ValueError("record_step: no recorder given, and repro.torch.start() opened none")
+    if len(args) < 2:
+        raise TypeError("record_step: expected ([recorder,] model, loss, *batch)")
+    model, loss, batch = args[0], args[1], args[2:]
     for i, t in enumerate(batch):
         recorder.tensor("batch.%d" % i, t)
     repro.record_model(recorder, model, loss)
     recorder.step(recorder.last_step + 1, float(loss))
+
+
+def seed(default_seed=0, deterministic=True):
+    """The run's seed -- repro's (--seed, REPRO_SEED) when repro runs the
+    program, else default_seed -- with Python, NumPy and torch seeded from
+    it and deterministic algorithms on (repro.seed_everything). Returns it:
+    use it in place of torch.manual_seed(args.seed)."""
+    run_seed = repro.RunEnv.read(default_seed).seed
+    repro.seed_everything(run_seed, deterministic)
+    return run_seed
+
+
+# The recorder start() opened: record_step's default, finished at exit.
+_started = {"recorder": None, "failed": False}
+
+
+def _note_failure(hook):
+    def excepthook(kind, value, tb):
+        _started["failed"] = True
+        hook(kind, value, tb)
+    return excepthook
+
+
+def _finish():
+    """At interpreter exit: the trailer when the program ended normally; an
+    unfinished trace (no trailer, which every reader reports as a run that
+    did not finish) when an uncaught exception ended it."""
+    rec, _started["recorder"] = _started["recorder"], None
+    if rec is None:
+        return
+    if _started["failed"]:
+        rec.abort()
+    else:
+        rec.close()
+
+
+def start(experiment, model=None, config=None, **recorder_kwargs):
+    """Opens the run's trace in one line, after the model is built: a
+    repro.Recorder for `experiment` with the seed given to seed() (or
+    seed_everything), module hooks on `model` (record_modules), and the
+    recorder made record_step's default. The trace is closed when the
+    program exits: with its trailer when it ends normally (sys.exit(0)
+    included), unfinished when an uncaught exception ends it. Returns the
+    recorder (close it yourself to end the trace earlier)."""
+    if _started["recorder"] is not None:
+        raise ValueError("repro.torch.start: a recorder is already open (one per program)")
+    run_seed = repro._in_effect["seed"]
+    if run_seed is None:
+        run_seed = repro.RunEnv.read().seed
+    rec = repro.Recorder(experiment, run_seed, config=config, **recorder_kwargs)
+    if model is not None:
+        record_modules(model, rec)
+    _started["recorder"] = rec
+    if not getattr(start, "_registered", False):
+        sys.excepthook = _note_failure(sys.excepthook)
+        atexit.register(_finish)
+        start._registered = True
+    return rec
