@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -317,8 +318,8 @@ static long repro_peak_kib(const char *const *args, int *status)
 }
 
 /* verify reads the claimed trace as a stream: bundles of one experiment
- * with claimed traces of 3,000 and 30,000 steps (trace.level = step, so
- * that submitting them takes seconds) peak within 10% of each other. The
+ * with claimed traces of ~4 MB and ~64 MB (900 and 14,500 steps of a tiny
+ * MLP, every step in detail) peak within 10% of each other. The
  * re-run child of this tiny model is smaller than the verifier, so the
  * peak measured (the largest of the two) is the verifier's own. The
  * negative control: the whole-trace reader on the same claimed traces. */
@@ -330,8 +331,8 @@ START_TEST(test_verify_memory_independent_of_claimed_steps)
     char dir[256];
     tu_tmp_template(dir, sizeof dir, "stream-verify");
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    const long lengths[2] = {3000, 30000};
-    long verify_kib[2], whole_kib[2];
+    const long lengths[2] = {900, 14500};
+    long verify_kib[2], whole_kib[2], claimed_bytes[2];
     for (int i = 0; i < 2; i++) {
         char ini[300], bundle[300], trace[400], out[256], err[2048];
         snprintf(ini, sizeof ini, "%s/long.ini", dir);
@@ -339,7 +340,7 @@ START_TEST(test_verify_memory_independent_of_claimed_steps)
         ck_assert_ptr_nonnull(f);
         fprintf(f, "[model]\ntype = mlp\nhidden = 4\n\n[data]\ndataset = synthetic\n"
                    "train_size = 64\ntest_size = 64\n\n[train]\nsteps = %ld\nbatch_size = 8\n\n"
-                   "[trace]\nlevel = step\n",
+                   "[trace]\nlevel = tensor\nevery = 1\n",
                 lengths[i]);
         fclose(f);
         snprintf(bundle, sizeof bundle, "%s/b%d", dir, i);
@@ -352,6 +353,9 @@ START_TEST(test_verify_memory_independent_of_claimed_steps)
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "verify: status %d",
                       status);
         snprintf(trace, sizeof trace, "%s/trace.jsonl", bundle);
+        struct stat sb;
+        ck_assert_int_eq(stat(trace, &sb), 0);
+        claimed_bytes[i] = (long)sb.st_size;
         whole_kib[i] = child_peak_kib(trace, NULL, 1, &status);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
@@ -360,11 +364,14 @@ START_TEST(test_verify_memory_independent_of_claimed_steps)
                   "process's %ld KiB: the measure cannot see it", verify_kib[0], floor_kib);
     ck_assert_msg(verify_kib[1] <= verify_kib[0] * 11 / 10 &&
                       verify_kib[0] <= verify_kib[1] * 11 / 10,
-                  "verify peaks at %ld KiB for a 3,000-step claim, %ld KiB for 30,000",
-                  verify_kib[0], verify_kib[1]);
+                  "verify peaks at %ld KiB for a %ld-byte claimed trace, %ld KiB for %ld bytes",
+                  verify_kib[0], claimed_bytes[0], verify_kib[1], claimed_bytes[1]);
+    ck_assert_msg(claimed_bytes[0] > (2L << 20) && claimed_bytes[1] > (40L << 20),
+                  "claimed traces of %ld and %ld bytes: not the sizes this test is about",
+                  claimed_bytes[0], claimed_bytes[1]);
     ck_assert_msg(whole_kib[1] > whole_kib[0] * 11 / 10,
-                  "whole-trace reading peaks at %ld KiB for 3,000 steps, %ld KiB for 30,000",
-                  whole_kib[0], whole_kib[1]);
+                  "whole-trace reading peaks at %ld KiB for %ld bytes, %ld KiB for %ld",
+                  whole_kib[0], claimed_bytes[0], whole_kib[1], claimed_bytes[1]);
 }
 END_TEST
 

@@ -531,6 +531,47 @@ START_TEST(test_over_memory_limit_is_refused_before_training)
 }
 END_TEST
 
+/* --max-memory counts what the verifier itself holds (its peak resident
+ * memory, the claimed trace streamed through) with the workload's
+ * estimate: a limit the estimate alone fits under but the two together do
+ * not is refused naming both; a limit over the two passes (the control). */
+START_TEST(test_max_memory_counts_the_verifier)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return; /* ASan's shadow memory makes resident memory no measure of this */
+#endif
+    setup();
+    char b[600], r[600];
+    snprintf(b, sizeof b, "%s/vb", dir);
+    snprintf(r, sizeof r, "%s/vr.json", dir);
+    ck_assert_int_eq(repro("submit %s/tiny.ini -o %s", dir, b), 0);
+    ck_assert_msg(repro("verify %s --key %s/host.pem -o %s", b, dir, r) == 0, "%s%s", out, err);
+    ck_assert_msg(strstr(out, " MiB the verifier holds; limit 4096.0 MiB"), "%s", out);
+    json_t *j = load_json(r);
+    json_t *mem = json_object_get(j, "memory_estimate");
+    json_int_t total = json_integer_value(json_object_get(mem, "total"));
+    json_int_t held = json_integer_value(json_object_get(mem, "verifier"));
+    json_decref(j);
+    ck_assert_msg(held > (4 << 20), "the verifier holds %lld bytes", (long long)held);
+    long mib_between = (long)((total + held / 2) >> 20);
+    ck_assert_int_gt((json_int_t)mib_between << 20, total); /* the estimate alone fits */
+    ck_assert_int_eq(repro("verify %s --max-memory %ldM --key %s/host.pem -o %s", b,
+                           mib_between, dir, r), 1);
+    ck_assert_msg(strstr(out, ": exceeded limits") &&
+                      strstr(out, "MiB and the verifier itself holds ") &&
+                      strstr(out, "refused before training"),
+                  "%s", out);
+    j = load_json(r);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "exceeded limits");
+    ck_assert(json_is_false(json_object_get(j, "ran")));
+    json_decref(j);
+    long mib_over = (long)((total + held) >> 20) + 16;
+    ck_assert_msg(repro("verify %s --max-memory %ldM --key %s/host.pem -o %s", b, mib_over, dir,
+                        r) == 0,
+                  "%s%s", out, err);
+}
+END_TEST
+
 /* The estimate is not trusted alone: the re-run's address space is limited
  * too, so a workload that takes more than estimated (here: a limit the
  * caller set far below what the loader allocates) runs out of memory in
@@ -795,6 +836,7 @@ Suite *verify_suite(void)
     tcase_add_test(tc, test_edited_or_forged_receipt_fails);
     tcase_add_test(tc, test_over_step_limit_is_refused_before_training);
     tcase_add_test(tc, test_over_memory_limit_is_refused_before_training);
+    tcase_add_test(tc, test_max_memory_counts_the_verifier);
     tcase_add_test(tc, test_address_space_limit_backs_the_estimate);
     tcase_add_test(tc, test_bundle_strings_are_escaped);
     tcase_add_test(tc, test_other_environment_class_is_informational);

@@ -65,9 +65,9 @@ static const repro_cli_opt verify_opts[] = {
     {"max-seconds", 0, "S", "kill the re-run after S seconds (default 3600; 0 = none)",
      O_MAX_SECONDS},
     {"max-memory", 0, "SIZE",
-     "refuse a submission whose memory, estimated from its\nconfig before anything runs, is over "
-     "SIZE (bytes, or\nwith K, M, G, T: 512M, 2G; default 4G), and limit the\nre-run's address "
-     "space to SIZE plus headroom",
+     "refuse a submission whose memory, estimated from its\nconfig before anything runs, plus "
+     "what the verifier\nholds, is over SIZE (bytes, or with K, M, G, T: 512M,\n2G; default 4G), "
+     "and limit the re-run's address space\nto SIZE plus headroom",
      O_MAX_MEMORY},
     {"trusted-keys", 0, "FILE",
      "accept only bundles signed by a key in FILE: one\n\"ed25519 BASE64 NAME\" per line (the "
@@ -230,8 +230,10 @@ static void print_summary(const verify_cli *o, const repro_verify_result *r, int
     json_t *v;
     json_array_foreach(r->reasons, i, v) printf("  reason: %s\n", repro_esc(json_string_value(v)));
     if (r->memory_estimated)
-        printf("  memory: about %.1f MiB estimated, limit %.1f MiB (--max-memory)\n",
+        printf("  memory: about %.1f MiB estimated, and %.1f MiB the verifier holds; limit "
+               "%.1f MiB (--max-memory)\n",
                (double)r->memory.total / (1024.0 * 1024.0),
+               (double)r->verifier_bytes / (1024.0 * 1024.0),
                (double)o->v.max_memory / (1024.0 * 1024.0));
     print_signer(o, r);
     print_rerun_metrics(r);

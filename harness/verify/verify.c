@@ -245,24 +245,50 @@ static double mib(uint64_t bytes)
     return (double)bytes / (1024.0 * 1024.0);
 }
 
-/* 4b. The memory the workload will take, from the config alone: over the
- * host's limit, refused before anything is allocated for it. */
+/* This process's peak resident memory in bytes (VmHWM), 0 when unknown. */
+static uint64_t own_peak_resident(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+/* 4b. The memory the workload will take, from the config alone, plus what
+ * the verifier itself holds (its peak so far, the claimed trace streamed
+ * through: one line and its parse at a time, so it does not grow with the
+ * trace): over the host's limit, refused before anything is allocated for
+ * the workload. */
 static int check_memory(verify_run *v)
 {
     repro_verify_result *r = v->r;
     const repro_memory_estimate *e = &r->memory;
     repro_memory_estimate_config(&v->cfg, &r->memory);
     r->memory_estimated = 1;
-    if (!v->o->max_memory || e->total <= v->o->max_memory)
+    r->verifier_bytes = own_peak_resident();
+    uint64_t limit = v->o->max_memory;
+    if (!limit || (e->total <= limit && r->verifier_bytes <= limit - e->total))
         return 0;
+    if (e->total > limit)
+        return decide(r, REPRO_VERDICT_EXCEEDED, 0,
+                      "the workload needs about %.1f MiB (model %.1f, activations and workspaces "
+                      "%.1f, loader %.1f, dataset %.1f, other %.1f); this host's limit is %.1f MiB "
+                      "(--max-memory): refused before training",
+                      mib(e->total),
+                      mib(e->params + e->grads + e->optimizer + e->working_weights),
+                      mib(e->activations + e->workspace), mib(e->loader), mib(e->dataset),
+                      mib(e->other), mib(limit));
     return decide(r, REPRO_VERDICT_EXCEEDED, 0,
-                  "the workload needs about %.1f MiB (model %.1f, activations and workspaces "
-                  "%.1f, loader %.1f, dataset %.1f, other %.1f); this host's limit is %.1f MiB "
-                  "(--max-memory): refused before training",
-                  mib(e->total),
-                  mib(e->params + e->grads + e->optimizer + e->working_weights),
-                  mib(e->activations + e->workspace), mib(e->loader), mib(e->dataset),
-                  mib(e->other), mib(v->o->max_memory));
+                  "the workload needs about %.1f MiB and the verifier itself holds %.1f MiB "
+                  "(its peak so far, the claimed trace read): %.1f MiB together, over this "
+                  "host's limit of %.1f MiB (--max-memory): refused before training",
+                  mib(e->total), mib(r->verifier_bytes), mib(e->total + r->verifier_bytes),
+                  mib(limit));
 }
 
 /* AddressSanitizer maps terabytes of shadow memory at start: under an
@@ -807,12 +833,13 @@ static json_t *memory_json(const repro_verify_result *r)
     const repro_memory_estimate *e = &r->memory;
     if (!r->memory_estimated)
         return json_null();
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "total",
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "total",
                      clamp_i64(e->total), "params", clamp_i64(e->params), "grads",
                      clamp_i64(e->grads), "optimizer", clamp_i64(e->optimizer), "working_weights",
                      clamp_i64(e->working_weights), "activations", clamp_i64(e->activations),
                      "workspace", clamp_i64(e->workspace), "loader", clamp_i64(e->loader),
-                     "dataset", clamp_i64(e->dataset), "other", clamp_i64(e->other));
+                     "dataset", clamp_i64(e->dataset), "other", clamp_i64(e->other), "verifier",
+                     clamp_i64(r->verifier_bytes));
 }
 
 json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_result *r)

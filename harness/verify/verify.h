@@ -57,7 +57,7 @@
  *   limits also {max_memory_bytes, address_space_bytes (the re-run's
  *   RLIMIT_AS, 0 when none)}; memory_estimate {total, params, grads,
  *   optimizer, working_weights, activations, workspace, loader, dataset,
- *   other} in bytes (null when the config was not read that far);
+ *   other, verifier} in bytes (null when the config was not read that far);
  *   submitter {env, env_class, chain, commit, repro_version} (null when the
  *   manifest could not be read); host {env, env_class, chain (null when
  *   nothing ran), rerun_ms}; rerun_metrics (null when nothing was re-run,
@@ -142,6 +142,9 @@ typedef struct {
     int have_host_chain;
     repro_digest host_chain;
     int memory_estimated;  /* memory holds the config's estimate */
+    uint64_t verifier_bytes; /* the verifier's own peak resident memory (VmHWM)
+                                when the workload was weighed: counted with the
+                                estimate against max_memory (0: unknown) */
     repro_memory_estimate memory;
     uint64_t as_bytes;     /* the re-run's RLIMIT_AS (0: none) */
     int bundle_ok;         /* the manifest was read; bundle is filled */
