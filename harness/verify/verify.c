@@ -245,14 +245,17 @@ static double mib(uint64_t bytes)
     return (double)bytes / (1024.0 * 1024.0);
 }
 
-/* This process's peak resident memory in bytes (VmHWM), 0 when unknown. */
-static uint64_t own_peak_resident(void)
+/* A figure of this process's /proc/self/status in bytes ("VmHWM", the
+ * peak resident memory; "VmSize", the address space), 0 when unknown. */
+static uint64_t own_status_bytes(const char *key)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     unsigned long long kb = 0;
+    size_t klen = strlen(key);
     while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+        if (!strncmp(line, key, klen) && line[klen] == ':' &&
+            sscanf(line + klen + 1, " %llu kB", &kb) == 1)
             break;
     if (f)
         fclose(f);
@@ -270,7 +273,7 @@ static int check_memory(verify_run *v)
     const repro_memory_estimate *e = &r->memory;
     repro_memory_estimate_config(&v->cfg, &r->memory);
     r->memory_estimated = 1;
-    r->verifier_bytes = own_peak_resident();
+    r->verifier_bytes = own_status_bytes("VmHWM");
     uint64_t limit = v->o->max_memory;
     if (!limit || (e->total <= limit && r->verifier_bytes <= limit - e->total))
         return 0;
@@ -303,21 +306,6 @@ static int check_memory(verify_run *v)
 #ifndef REPRO_SANITIZED_ADDRESSES
 #define REPRO_SANITIZED_ADDRESSES 0
 #endif
-
-/* This process's address space in bytes (VmSize), or 0 when unknown: the
- * re-run is this executable, so its libraries map about as much. */
-static uint64_t own_address_space(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    unsigned long long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return (uint64_t)kb * 1024;
-}
 
 /* The re-run's RLIMIT_AS: as the caller set it, else max_memory plus
  * headroom for what the estimate does not count — this executable's own
@@ -679,7 +667,7 @@ static int verify_bundle(const repro_verify_opts *o, repro_verify_result *r)
     v->o = o;
     v->b = &r->bundle;
     v->r = r;
-    v->own_vm = own_address_space();
+    v->own_vm = own_status_bytes("VmSize");
     const char *td = getenv("TMPDIR");
     snprintf(v->tmp, sizeof v->tmp, "%s/repro-verify-XXXXXX", td && *td ? td : "/tmp");
     if (!mkdtemp(v->tmp)) {
