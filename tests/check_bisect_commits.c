@@ -89,38 +89,22 @@ static void plant_history(void)
 
 static void suite_setup(void)
 {
-    tu_tmp_template(base, sizeof base, "bisect-test");
-    ck_assert_ptr_nonnull(mkdtemp(base));
-    tu_git_home(base);
+    tu_git_scratch(base, sizeof base, "bisect-test", bin);
     snprintf(clone_dir, sizeof clone_dir, "%s/clone", base);
     snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", base);
     ck_assert_int_eq(mkdir(tmp_dir, 0777), 0);
-    const char *b = getenv("REPRO_BIN");
-    ck_assert_msg(realpath(b ? b : "./build/repro", bin) != NULL, "no repro binary to test");
     plant_history();
 }
 
 static void suite_teardown(void)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    if (base[0] && system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", base);
+    tu_git_scratch_remove(base);
 }
 
 typedef struct {
     int rc;
     char out[65536], err[65536];
 } result;
-
-static void slurp(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
-}
 
 /* Runs `repro bisect ARGS` in dir with TMPDIR=base/tmp. */
 static void bisect(result *r, const char *dir, const char *args)
@@ -134,8 +118,8 @@ static void bisect(result *r, const char *dir, const char *args)
     int st = system(cmd);
     ck_assert_int_ne(st, -1);
     r->rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(op, r->out, sizeof r->out);
-    slurp(ep, r->err, sizeof r->err);
+    tu_slurp(op, r->out, sizeof r->out);
+    tu_slurp(ep, r->err, sizeof r->err);
 }
 
 #define BUILD "--build 'make -j2 NVCC= repro >/dev/null'"

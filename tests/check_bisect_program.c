@@ -74,32 +74,11 @@ static const char prog_c[] =
     "    if (repro_recorder_close(r, NULL))\n        return fail(\"close\");\n"
     "    return 0;\n}\n";
 
-/* The program's Makefile, against the staged install (a sanitizer build of
- * librepro needs its runtime in the program too). */
-static void write_makefile(void)
-{
-    const char *stage = getenv("REPRO_STAGE");
-    ck_assert_msg(stage && *stage, "REPRO_STAGE is not set: run the suite through `make check`");
-#if defined(__SANITIZE_ADDRESS__)
-    const char *san = " -fsanitize=address,undefined";
-#else
-    const char *san = "";
-#endif
-    char text[2048];
-    snprintf(text, sizeof text,
-             "STAGE = %s\n"
-             "prog: prog.c\n"
-             "\t$(CC) -std=c11 -O2%s -o $@ prog.c -I$(STAGE)/include -L$(STAGE)/lib "
-             "-Wl,-rpath,$(STAGE)/lib -lrepro\n",
-             stage, san);
-    tu_git_write(repo, "Makefile", "w", text);
-}
-
 static void plant_history(void)
 {
     tu_git_init(repo);
     tu_git_write(repo, "prog.c", "w", prog_c);
-    write_makefile();
+    tu_git_write_program_makefile(repo);
     tu_git_write(repo, ".gitignore", "w", "prog\nruns/\n");
     tu_git_write(repo, "README", "w", "tinyprog\n");
     tu_git_commit_all(repo, "tinyprog", id_I);
@@ -125,38 +104,22 @@ static void plant_history(void)
 
 static void suite_setup(void)
 {
-    tu_tmp_template(base, sizeof base, "bisect-prog");
-    ck_assert_ptr_nonnull(mkdtemp(base));
-    tu_git_home(base);
+    tu_git_scratch(base, sizeof base, "bisect-prog", bin);
     snprintf(repo, sizeof repo, "%s/repo", base);
     snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", base);
     ck_assert_int_eq(mkdir(tmp_dir, 0777), 0);
-    const char *b = getenv("REPRO_BIN");
-    ck_assert_msg(realpath(b ? b : "./build/repro", bin) != NULL, "no repro binary to test");
     plant_history();
 }
 
 static void suite_teardown(void)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    if (base[0] && system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", base);
+    tu_git_scratch_remove(base);
 }
 
 typedef struct {
     int rc;
     char out[65536], err[65536];
 } result;
-
-static void slurp(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
-}
 
 /* Runs `repro bisect ARGS` in the repository with TMPDIR=base/tmp. */
 static void bisect(result *r, const char *args)
@@ -170,8 +133,8 @@ static void bisect(result *r, const char *args)
     int st = system(cmd);
     ck_assert_int_ne(st, -1);
     r->rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(op, r->out, sizeof r->out);
-    slurp(ep, r->err, sizeof r->err);
+    tu_slurp(op, r->out, sizeof r->out);
+    tu_slurp(ep, r->err, sizeof r->err);
 }
 
 /* No worktree, branch or temporary directory is left behind, and the
@@ -311,14 +274,14 @@ START_TEST(test_interrupted)
     long sleeper = 0;
     for (int i = 0; i < 600 && sleeper <= 0; i++) { /* up to 60 s under load */
         usleep(100000);
-        slurp(pidp, buf, sizeof buf);
+        tu_slurp(pidp, buf, sizeof buf);
         sleeper = atol(buf);
     }
     ck_assert_msg(sleeper > 0, "the program never started");
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    slurp(errp, buf, sizeof buf);
+    tu_slurp(errp, buf, sizeof buf);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM, "status %d:\n%s", st, buf);
     ck_assert_msg(strstr(buf, "bisect: interrupted (signal 15)"), "%s", buf);
     ck_assert_msg(kill((pid_t)sleeper, 0) == -1, "the program was left running");

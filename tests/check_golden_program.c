@@ -67,34 +67,6 @@ static const char prog_c[] =
     "            return 3;\n    }\n"
     "    return repro_recorder_close(r, NULL) ? 3 : 0;\n}\n";
 
-static void write_makefile(void)
-{
-    const char *stage = getenv("REPRO_STAGE");
-    ck_assert_msg(stage && *stage, "REPRO_STAGE is not set: run the suite through `make check`");
-#if defined(__SANITIZE_ADDRESS__)
-    const char *san = " -fsanitize=address,undefined";
-#else
-    const char *san = "";
-#endif
-    char text[2048];
-    snprintf(text, sizeof text,
-             "STAGE = %s\n"
-             "prog: prog.c\n"
-             "\t$(CC) -std=c11 -O2%s -o $@ prog.c -I$(STAGE)/include -L$(STAGE)/lib "
-             "-Wl,-rpath,$(STAGE)/lib -lrepro\n",
-             stage, san);
-    tu_git_write(repo, "Makefile", "w", text);
-}
-
-static void slurp(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
-}
-
 /* Runs a shell command line in dir, with the build's repro first on PATH
  * (the printed commands say `repro`) and a TMPDIR of the test's own. */
 static void sh_in(const char *dir, const char *line)
@@ -110,8 +82,8 @@ static void sh_in(const char *dir, const char *line)
     int st = system(cmd);
     ck_assert_int_ne(st, -1);
     r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(op, r.out, sizeof r.out);
-    slurp(ep, r.err, sizeof r.err);
+    tu_slurp(op, r.out, sizeof r.out);
+    tu_slurp(ep, r.err, sizeof r.err);
 }
 
 static void repro_in(const char *dir, const char *args)
@@ -127,7 +99,7 @@ static void plant_history(void)
 {
     tu_git_init(repo);
     tu_git_write(repo, "prog.c", "w", prog_c);
-    write_makefile();
+    tu_git_write_program_makefile(repo);
     tu_git_write(repo, ".gitignore", "w", "prog\nruns/\n");
     tu_git_write(repo, "README", "w", "tinysum\n");
     tu_git_commit_all(repo, "tinysum", id_I);
@@ -149,23 +121,16 @@ static void plant_history(void)
 
 static void suite_setup(void)
 {
-    tu_tmp_template(base, sizeof base, "golden-prog");
-    ck_assert_ptr_nonnull(mkdtemp(base));
-    tu_git_home(base);
+    tu_git_scratch(base, sizeof base, "golden-prog", bin);
     snprintf(repo, sizeof repo, "%s/repo", base);
     snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", base);
     ck_assert_int_eq(mkdir(elsewhere, 0777), 0);
-    const char *b = getenv("REPRO_BIN");
-    ck_assert_msg(realpath(b ? b : "./build/repro", bin) != NULL, "no repro binary to test");
     plant_history();
 }
 
 static void suite_teardown(void)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    if (base[0] && system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", base);
+    tu_git_scratch_remove(base);
 }
 
 /* The line of r.out after `tag`, without its newline, into buf. */

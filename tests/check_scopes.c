@@ -41,18 +41,9 @@ static const char prog_c[] =
 /* Builds prog.c with cflags into dir/name. */
 static void build(const char *name, const char *cflags)
 {
-    const char *stage = getenv("REPRO_STAGE");
-    ck_assert_msg(stage && *stage, "REPRO_STAGE is not set: run the suite through `make check`");
-#if defined(__SANITIZE_ADDRESS__)
-    const char *san = " -fsanitize=address,undefined";
-#else
-    const char *san = "";
-#endif
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "cc -std=c11 -O1%s %s -o '%s/%s' '%s/prog.c' -I'%s/include' -L'%s/lib' "
-             "-Wl,-rpath,'%s/lib' -lrepro",
-             san, cflags, dir, name, dir, stage, stage, stage);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cc -std=c11 -O1 %s -o '%s/%s' '%s/prog.c' %s", cflags, dir, name,
+             dir, tu_stage_flags());
     int st = system(cmd);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed", cmd);
 }

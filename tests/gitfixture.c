@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
 
 static char home[PATH_MAX];
 static int commit_seq; /* commit n is dated TU_GIT_T0 + 60 n */
@@ -91,4 +94,29 @@ void tu_git_commit_all(const char *dir, const char *msg, char id[41])
         ck_assert_uint_eq(strlen(buf), 40);
         memcpy(id, buf, 41);
     }
+}
+
+void tu_git_scratch(char *base, size_t base_len, const char *tag, char *bin)
+{
+    tu_tmp_template(base, base_len, tag);
+    ck_assert_ptr_nonnull(mkdtemp(base));
+    tu_git_home(base);
+    const char *b = getenv("REPRO_BIN");
+    ck_assert_msg(realpath(b ? b : "./build/repro", bin) != NULL, "no repro binary to test");
+}
+
+void tu_git_scratch_remove(const char *base)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (base[0] && system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", base);
+}
+
+void tu_git_write_program_makefile(const char *dir)
+{
+    char text[4200];
+    snprintf(text, sizeof text, "prog: prog.c\n\t$(CC) -std=c11 -O2 -o $@ prog.c %s\n",
+             tu_stage_flags());
+    tu_git_write(dir, "Makefile", "w", text);
 }

@@ -42,4 +42,15 @@ void tu_git_write(const char *dir, const char *rel, const char *mode, const char
  * NULL) gets the new commit's 40 hex digits. */
 void tu_git_commit_all(const char *dir, const char *msg, char id[41]);
 
+/* A suite's scratch directory (made from tu_tmp_template(tag)), which is
+ * also the HOME of tu_git_home, and the repro binary under test (REPRO_BIN,
+ * else ./build/repro) as an absolute path in bin (PATH_MAX bytes). */
+void tu_git_scratch(char *base, size_t base_len, const char *tag, char *bin);
+/* Removes a scratch directory and everything in it (a suite's teardown). */
+void tu_git_scratch_remove(const char *base);
+/* DIR/Makefile building DIR/prog from prog.c against the staged install
+ * (REPRO_STAGE: headers and librepro), as a user's program links repro
+ * (a sanitizer build of librepro needs its runtime in the program too). */
+void tu_git_write_program_makefile(const char *dir);
+
 #endif

@@ -49,7 +49,7 @@ void tu_write_temp(char *path_out, size_t len, const char *name, const char *tex
     ck_assert_int_eq(fclose(f), 0);
 }
 
-static void slurp(const char *path, char *buf, size_t len)
+void tu_slurp(const char *path, char *buf, size_t len)
 {
     FILE *f = fopen(path, "r");
     size_t n = f ? fread(buf, 1, len - 1, f) : 0;
@@ -72,8 +72,8 @@ int tu_run_repro(const char *args, char *out, size_t outlen, char *err, size_t e
     snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", bin, args, op, ep);
     int st = system(cmd);
     ck_assert_int_ne(st, -1);
-    slurp(op, out, outlen);
-    slurp(ep, err, errlen);
+    tu_slurp(op, out, outlen);
+    tu_slurp(ep, err, errlen);
     remove(op);
     remove(ep);
     remove(dir);
@@ -125,4 +125,19 @@ int tu_isa_paths(repro_isa *out)
         if (repro_isa_supported((repro_isa)i))
             out[n++] = (repro_isa)i;
     return n;
+}
+
+const char *tu_stage_flags(void)
+{
+    static char flags[4096];
+    const char *stage = getenv("REPRO_STAGE");
+    ck_assert_msg(stage && *stage, "REPRO_STAGE is not set: run the suite through `make check`");
+#if defined(__SANITIZE_ADDRESS__)
+    const char *san = "-fsanitize=address,undefined ";
+#else
+    const char *san = "";
+#endif
+    snprintf(flags, sizeof flags, "%s-I'%s/include' -L'%s/lib' -Wl,-rpath,'%s/lib' -lrepro", san,
+             stage, stage, stage);
+    return flags;
 }

@@ -43,4 +43,14 @@ int tu_run_repro_fsize(const char *cwd, unsigned long fsize_bytes, const char *a
  * returns how many. Tests that run each restore repro_isa_best() after. */
 int tu_isa_paths(repro_isa *out);
 
+/* The file at path into buf (at most len - 1 bytes, NUL-terminated; "" when
+ * it cannot be read). */
+void tu_slurp(const char *path, char *buf, size_t len);
+
+/* The compiler flags that build and link a program against the staged
+ * install (REPRO_STAGE: headers, librepro, its run path), with the
+ * sanitizer runtime a sanitizer build of librepro needs in the program too.
+ * Fails the test when REPRO_STAGE is not set. */
+const char *tu_stage_flags(void);
+
 #endif

@@ -8,9 +8,41 @@ static int plain(unsigned char c)
     return c >= 0x20 && c <= 0x7e && c != '\\';
 }
 
-char *repro_escape(char *buf, size_t len, const char *s)
+static const char hex[] = "0123456789abcdef";
+
+/* How one piece of the text is written: the bytes to write into piece (at
+ * most 4), their count returned, and how many bytes of the text they
+ * stand for in *take. */
+typedef size_t (*piece_fn)(const unsigned char *p, char piece[4], size_t *take);
+
+static size_t hex_piece(unsigned char c, char piece[4])
 {
-    static const char hex[] = "0123456789abcdef";
+    piece[0] = '\\';
+    piece[1] = 'x';
+    piece[2] = hex[c >> 4];
+    piece[3] = hex[c & 15];
+    return 4;
+}
+
+/* One line: printable ASCII as is, a backslash doubled, anything else \xHH. */
+static size_t one_line_piece(const unsigned char *p, char piece[4], size_t *take)
+{
+    *take = 1;
+    if (plain(*p)) {
+        piece[0] = (char)*p;
+        return 1;
+    }
+    if (*p == '\\') {
+        piece[0] = piece[1] = '\\';
+        return 2;
+    }
+    return hex_piece(*p, piece);
+}
+
+/* The text escaped piece by piece into buf; cut with "..." at a piece
+ * boundary when it does not fit. */
+static char *escape_with(char *buf, size_t len, const char *s, piece_fn next_piece)
+{
     if (!len)
         return buf;
     if (!s)
@@ -18,20 +50,10 @@ char *repro_escape(char *buf, size_t len, const char *s)
     /* o: bytes written; cut: the last whole-piece boundary that leaves room
      * for "..." and the NUL, where the text is cut if the rest does not fit. */
     size_t o = 0, cut = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
         char piece[4];
-        size_t n = 0;
-        if (plain(*p)) {
-            piece[n++] = (char)*p;
-        } else if (*p == '\\') {
-            piece[n++] = '\\';
-            piece[n++] = '\\';
-        } else {
-            piece[n++] = '\\';
-            piece[n++] = 'x';
-            piece[n++] = hex[*p >> 4];
-            piece[n++] = hex[*p & 15];
-        }
+        size_t take;
+        size_t n = next_piece(p, piece, &take);
         if (o + n >= len) { /* does not fit: cut at the last boundary */
             o = cut;
             if (len >= 4) {
@@ -42,11 +64,17 @@ char *repro_escape(char *buf, size_t len, const char *s)
         }
         memcpy(buf + o, piece, n);
         o += n;
+        p += take;
         if (o + 3 < len)
             cut = o;
     }
     buf[o] = '\0';
     return buf;
+}
+
+char *repro_escape(char *buf, size_t len, const char *s)
+{
+    return escape_with(buf, len, s, one_line_piece);
 }
 
 const char *repro_esc(const char *s)
@@ -80,45 +108,27 @@ static size_t utf8_text(const unsigned char *p)
     return n;
 }
 
+/* Lines: printable ASCII, newline and tab as is, well-formed UTF-8 text
+ * as is, anything else \xHH. */
+static size_t lines_piece(const unsigned char *p, char piece[4], size_t *take)
+{
+    *take = 1;
+    if ((*p >= 0x20 && *p <= 0x7e) || *p == '\n' || *p == '\t') {
+        piece[0] = (char)*p;
+        return 1;
+    }
+    size_t n = *p >= 0x80 ? utf8_text(p) : 0;
+    if (n) {
+        memcpy(piece, p, n);
+        *take = n;
+        return n;
+    }
+    return hex_piece(*p, piece);
+}
+
 char *repro_escape_lines(char *buf, size_t len, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    if (!len)
-        return buf;
-    if (!s)
-        s = "(null)";
-    size_t o = 0, cut = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        char piece[4];
-        size_t n = 0, take = 1;
-        if ((*p >= 0x20 && *p <= 0x7e) || *p == '\n' || *p == '\t') {
-            piece[n++] = (char)*p;
-        } else if (*p >= 0x80 && (take = utf8_text(p)) > 0) {
-            memcpy(piece, p, take);
-            n = take;
-        } else {
-            take = 1;
-            piece[n++] = '\\';
-            piece[n++] = 'x';
-            piece[n++] = hex[*p >> 4];
-            piece[n++] = hex[*p & 15];
-        }
-        if (o + n >= len) {
-            o = cut;
-            if (len >= 4) {
-                memcpy(buf + o, "...", 3);
-                o += 3;
-            }
-            break;
-        }
-        memcpy(buf + o, piece, n);
-        o += n;
-        p += take;
-        if (o + 3 < len)
-            cut = o;
-    }
-    buf[o] = '\0';
-    return buf;
+    return escape_with(buf, len, s, lines_piece);
 }
 
 const char *repro_esc_lines(const char *s)
