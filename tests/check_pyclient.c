@@ -273,6 +273,7 @@ START_TEST(test_started_recorder_says_threads_and_workers)
     ck_assert_msg(strstr(out, "second start: repro.torch.start: a recorder is already open"),
                   "%s", out);
     ck_assert_msg(strstr(out, "header 2 2\n") && strstr(out, "last trailer\n"), "%s", out);
+    ck_assert_msg(strstr(out, "in place True True\n"), "%s", out);
     started_script("noloader", trace, out, sizeof out, &rc);
     ck_assert_msg(rc == 0 && strstr(out, "header 2 None\n") && strstr(out, "last trailer\n"),
                   "exit %d:\n%s", rc, out);

@@ -24,5 +24,10 @@ try:
     repro.torch.start("again")
 except ValueError as e:
     print("second start:", e)
+# The client hashes a contiguous CPU tensor where it lies (no copy), and
+# copies only what is not contiguous.
+w = model.weight
+print("in place", repro._as_buffer(w)[3] == w.data_ptr(),
+      repro._as_buffer(w.t())[3] != w.data_ptr())
 if mode == "raise":
     raise RuntimeError("planted failure after step 1")
