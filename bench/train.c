@@ -365,7 +365,7 @@ static void hashing_levels(void)
         printf("%-4s %-7s %10s %9.3fx %9.3fx %9.3fx\n", "", "vs off", "", m[1] / m[0],
                m[2] / m[0], m[3] / m[0]);
         double bytes = step_bytes(&cfg), gbps = hash_gbps();
-        printf("%-4s hashes ~%.0f KiB a step; SHA-256 tree hash %.2f GB/s on one thread here:\n"
+        printf("%-4s hashes ~%.0f KiB a step; the tensor digest %.2f GB/s on one thread here:\n"
                "%-4s the hasher thread alone allows at most ~%.0f steps/s\n", "",
                bytes / 1024, gbps, "", gbps * 1e9 / bytes);
     }
