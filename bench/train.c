@@ -157,12 +157,14 @@ static int supported_isas(repro_isa *out)
 }
 
 /* The path the goals are measured on: the widest this CPU has (avx512,
- * else avx2), as the issue's table was; an index into isas. */
+ * else avx2), even where another is the default (Zen 4); an index into
+ * isas. */
 static int goal_path(const repro_isa *isas, int nisa)
 {
     int g = 0;
     for (int i = 0; i < nisa; i++)
-        if (isas[i] == REPRO_ISA_AVX512 || (isas[i] == REPRO_ISA_AVX2 && isas[g] != REPRO_ISA_AVX512))
+        if (isas[i] == REPRO_ISA_AVX512 ||
+            (isas[i] == REPRO_ISA_AVX2 && isas[g] != REPRO_ISA_AVX512))
             g = i;
     return g;
 }
@@ -209,7 +211,7 @@ static void measure(int e, torch_peers *tp, const repro_isa *isas, int nisa, exp
     repro_isa_select(repro_isa_best());
 }
 
-/* The issue's rows on the goal path g: unhashed, hashed, their ratio, PyTorch
+/* The goal rows, on the goal path g: unhashed, hashed, their ratio, PyTorch
  * best and default, hashed over PyTorch best, each ratio with its goal.
  * Every ratio is the median of the ratios within a repeat (runs seconds
  * apart), every figure the median over the repeats. */
