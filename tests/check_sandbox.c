@@ -387,7 +387,8 @@ START_TEST(test_writes_outside_scratch_fail)
     snprintf(probe_work, sizeof probe_work, "/work/repro-sandbox-probe-%ld", (long)getpid());
     snprintf(probe_etc, sizeof probe_etc, "/etc/repro-sandbox-probe-%ld", (long)getpid());
     snprintf(probe_root, sizeof probe_root, "/repro-sandbox-probe-%ld", (long)getpid());
-    snprintf(targets, sizeof targets, "%s/claims.txt %s/new %s/new %s %s %s %s /usr/bin/probe",
+    snprintf(targets, sizeof targets,
+             "%s/claims.txt %s/new %s/new %s %s %s %s /usr/bin/probe /dev/probe",
              bundle, bundle, outside, probe_home, probe_work, probe_etc, probe_root);
     write_everywhere(script, sizeof script, targets);
     repro_sandbox_opts o;
@@ -400,7 +401,8 @@ START_TEST(test_writes_outside_scratch_fail)
     ck_assert_str_eq(slurp(inside), "ok\n"); /* the scratch dir is writable */
     snprintf(claims, sizeof claims, "%s/claims.txt", bundle);
     ck_assert_str_eq(slurp(claims), "original\n");
-    const char *never[] = {probe_home, probe_work, probe_etc, probe_root, "/usr/bin/probe", NULL};
+    const char *never[] = {probe_home,       probe_work,   probe_etc, probe_root,
+                           "/usr/bin/probe", "/dev/probe", NULL};
     for (int i = 0; never[i]; i++) {
         ck_assert_msg(!exists(never[i]), "%s was written on the host", never[i]);
     }
@@ -416,6 +418,30 @@ START_TEST(test_writes_outside_scratch_fail)
     run_sh(&o, script, &res);
     ck_assert_msg(strstr(slurp(out_path), "wrote"), "%s", slurp(out_path));
     ck_assert(exists(outside_new));
+}
+END_TEST
+
+START_TEST(test_scratch_inside_a_read_only_path_stays_writable)
+{
+    NEED_SANDBOX();
+    setup_dirs();
+    /* The whole test directory read-only, scratch inside it writable. */
+    repro_sandbox_opts o;
+    repro_sandbox_result res;
+    const char *ro[] = {root, NULL};
+    opts_for(&o, 0);
+    o.ro_paths = ro;
+    char script[512];
+    snprintf(script, sizeof script,
+             "echo ok > inside && if (echo x > %s/new) 2>/dev/null; then echo wrote; fi", outside);
+    run_sh(&o, script, &res);
+    ck_assert_msg(res.exited && res.code == 0, "%s: %s", res.what, slurp(err_path));
+    ck_assert_str_eq(slurp(out_path), "");
+    char path[TU_TMP_LEN + 32];
+    snprintf(path, sizeof path, "%s/inside", scratch);
+    ck_assert_str_eq(slurp(path), "ok\n");
+    snprintf(path, sizeof path, "%s/new", outside);
+    ck_assert(!exists(path));
 }
 END_TEST
 
@@ -534,7 +560,7 @@ START_TEST(test_describe_states_the_limits)
     repro_sandbox_describe(&o, d, sizeof d);
     ck_assert_msg(strstr(d, "sandbox bwrap: no network") && strstr(d, "address space 4.0 GiB") &&
                       strstr(d, "cpu 3600 s per process") && strstr(d, "file size 1.0 GiB") &&
-                      strstr(d, "wall 3600 s") && strstr(d, "private /tmp 1.0 GiB") &&
+                      strstr(d, "wall 3600 s") && strstr(d, "private /tmp and /dev/shm 1.0 GiB each") &&
                       strstr(d, "scratch /s writable"),
                   "%s", d);
     ck_assert_msg(strstr(d, "processes+threads 512") || strstr(d, "processes NOT limited"),
@@ -563,6 +589,7 @@ Suite *sandbox_suite(void)
     tcase_add_test(tc, test_wall_time_limit_is_named);
     tcase_add_test(tc, test_cpu_time_limit_is_named);
     tcase_add_test(tc, test_writes_outside_scratch_fail);
+    tcase_add_test(tc, test_scratch_inside_a_read_only_path_stays_writable);
     tcase_add_test(tc, test_make_and_cc_build_inside);
     tcase_add_test(tc, test_process_count_limit);
     tcase_add_test(tc, test_environment_is_only_what_was_set);

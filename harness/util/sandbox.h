@@ -12,8 +12,10 @@
  * - the file system: /usr (and /bin, /lib* as their links or binds), the
  *   few files of /etc a toolchain and an interpreter read, ro_paths, all
  *   read-only at their host paths; scratch_dir read-write at its host path
- *   (its working directory); a private /tmp (tmpfs of tmp_bytes); a
- *   minimal /proc and /dev. Nothing else of the host exists there: not
+ *   (its working directory), also when it lies inside a read-only path; a
+ *   private /tmp and /dev/shm (each a tmpfs of tmp_bytes); /proc of its
+ *   pid namespace; a read-only /dev of bwrap's few nodes (null, zero,
+ *   random, urandom, tty...). Nothing else of the host exists there: not
  *   $HOME, not /work, not /root. The root itself is read-only.
  * - no capabilities (root inside is an ordinary user of its own files),
  *   its own IPC and UTS namespaces, a new session (no terminal to type
@@ -56,7 +58,7 @@ typedef struct {
     uint64_t max_procs;            /* process/thread count limit (0: default) */
     double wall_seconds;           /* killed past it (0: default) */
     int no_sandbox;                /* run unsandboxed (the caller records it in the receipt) */
-    uint64_t tmp_bytes;            /* size of the private /tmp (0: default) */
+    uint64_t tmp_bytes;            /* size of the private /tmp, and of /dev/shm (0: default) */
 } repro_sandbox_opts;
 
 /* The documented defaults (every limit 0: its default; no_sandbox 0). */

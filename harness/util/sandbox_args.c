@@ -97,6 +97,17 @@ static int add_env(repro_argv *a, const char *scratch, const char *const *env_se
     return 0;
 }
 
+/* Is path dir itself or below it? (Both absolute, without "..".) */
+static int is_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (n == 1 && dir[0] == '/')
+        return 1;
+    return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
+}
+
 int repro_sandbox_args(repro_argv *a, const char *bwrap, const char *scratch,
                        const char *const *ro_paths, uint64_t tmp_bytes,
                        const char *const *env_set)
@@ -114,16 +125,27 @@ int repro_sandbox_args(repro_argv *a, const char *bwrap, const char *scratch,
         repro_argv_add(a, fixed[i]);
     add_system(a);
     add3(a, "--proc", "/proc", NULL);
-    add3(a, "--dev", "/dev", NULL);
+    /* /dev: bwrap's few device nodes on a tmpfs made read-only, with a
+     * bounded /dev/shm (POSIX shared memory, Python's multiprocessing). */
     snprintf(size, sizeof size, "%llu", (unsigned long long)tmp_bytes);
+    add3(a, "--dev", "/dev", NULL);
+    add3(a, "--size", size, NULL);
+    add3(a, "--tmpfs", "/dev/shm", NULL);
+    add3(a, "--remount-ro", "/dev", NULL);
     add3(a, "--size", size, NULL);
     add3(a, "--tmpfs", "/tmp", NULL);
-    /* After /tmp, so that a scratch dir under /tmp is the host's; the
-     * read-only paths last, so that one inside scratch stays read-only. */
+    /* After /tmp, so that a scratch dir under /tmp is the host's. A
+     * later mount covers an earlier one below it: read-only paths that
+     * hold scratch go before it (scratch stays writable), the others after
+     * (one inside scratch stays read-only). */
+    for (int i = 0; scratch && ro_paths && ro_paths[i]; i++)
+        if (is_within(scratch, ro_paths[i]))
+            add3(a, "--ro-bind", ro_paths[i], ro_paths[i]);
     if (scratch)
         add3(a, "--bind", scratch, scratch);
     for (int i = 0; ro_paths && ro_paths[i]; i++)
-        add3(a, "--ro-bind", ro_paths[i], ro_paths[i]);
+        if (!scratch || !is_within(scratch, ro_paths[i]))
+            add3(a, "--ro-bind", ro_paths[i], ro_paths[i]);
     add3(a, "--remount-ro", "/", NULL);
     if (scratch)
         add3(a, "--chdir", scratch, NULL);

@@ -134,22 +134,27 @@ static int says_out_of_memory(const char *path)
     static const char *const words[] = {"cannot allocate memory", "out of memory",
                                         "memoryerror", "bad_alloc", "memory exhausted",
                                         "failed to allocate", NULL};
+    enum { TAIL = 65536 };
     FILE *f = path ? fopen(path, "r") : NULL;
-    if (!f)
+    char *tail = f ? malloc(TAIL + 1) : NULL;
+    if (!tail) {
+        if (f)
+            fclose(f);
         return 0;
-    static char tail[65537];
-    if (fseek(f, -65536, SEEK_END) != 0)
+    }
+    if (fseek(f, -TAIL, SEEK_END) != 0)
         rewind(f);
-    size_t n = fread(tail, 1, sizeof tail - 1, f);
+    size_t n = fread(tail, 1, TAIL, f);
     fclose(f);
     for (size_t i = 0; i < n; i++) /* make it one string */
         if (!tail[i])
             tail[i] = ' ';
     tail[n] = '\0';
-    for (int i = 0; words[i]; i++)
-        if (strcasestr(tail, words[i]))
-            return 1;
-    return 0;
+    int found = 0;
+    for (int i = 0; words[i] && !found; i++)
+        found = strcasestr(tail, words[i]) != NULL;
+    free(tail);
+    return found;
 }
 
 static void name_limit(repro_sandbox_result *res, const char *name, const char *detail)
@@ -248,7 +253,7 @@ int repro_sandbox_run(const repro_sandbox_opts *o, char *const argv[], const cha
     double cpu_used_s = children_cpu_s() - cpu0;
     read_status(&r, &st, res);
     char line[200];
-    if (!r.o.no_sandbox && res->exited && res->code == 1 && !c.err_to_out) {
+    if (!r.o.no_sandbox && res->exited && res->code == 1) {
         repro_sandbox_first_line(err_path, line, sizeof line);
         if (!strncmp(line, "bwrap: ", 7)) { /* bwrap's own failure: nothing ran */
             run_free(&r);
