@@ -189,6 +189,41 @@ START_TEST(test_missing_bwrap_says_what_to_install)
 }
 END_TEST
 
+START_TEST(test_bwrap_that_cannot_sandbox_is_reported)
+{
+    setup_dirs();
+    /* A bwrap that fails as it does where namespaces are not allowed. */
+    write_file(outside, "bwrap",
+               "#!/bin/sh\necho 'bwrap: Creating new namespace failed: Operation not permitted' >&2\n"
+               "exit 1\n");
+    char fake[TU_TMP_LEN + 32];
+    snprintf(fake, sizeof fake, "%s/bwrap", outside);
+    ck_assert_int_eq(chmod(fake, 0755), 0);
+    char *path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    char newpath[4096];
+    snprintf(newpath, sizeof newpath, "%s:%s", outside, path);
+    setenv("PATH", newpath, 1);
+    char why[512];
+    int ok = repro_sandbox_available(why, sizeof why);
+    repro_sandbox_opts o;
+    repro_sandbox_result res;
+    opts_for(&o, 0);
+    char *argv[] = {"true", NULL};
+    int rc = repro_sandbox_run(&o, argv, NULL, out_path, err_path, &res);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", repro_error_message());
+    setenv("PATH", path, 1);
+    free(path);
+    ck_assert_int_eq(ok, 0);
+    ck_assert_msg(strstr(why, "cannot make a sandbox here") &&
+                      strstr(why, "Creating new namespace failed: Operation not permitted"),
+                  "%s", why);
+    ck_assert_int_eq(rc, -1); /* nothing ran: an error, not the program's exit 1 */
+    ck_assert_msg(strstr(msg, "cannot run true in the sandbox: bwrap: Creating new namespace"),
+                  "%s", msg);
+}
+END_TEST
+
 START_TEST(test_network_is_unreachable)
 {
     NEED_SANDBOX();
@@ -582,6 +617,7 @@ Suite *sandbox_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_available_here);
     tcase_add_test(tc, test_missing_bwrap_says_what_to_install);
+    tcase_add_test(tc, test_bwrap_that_cannot_sandbox_is_reported);
     tcase_add_test(tc, test_network_is_unreachable);
     tcase_add_test(tc, test_no_process_outlives_the_sandbox);
     tcase_add_test(tc, test_file_size_limit_is_named);

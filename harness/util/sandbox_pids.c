@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +87,7 @@ static uint64_t read_key(const repro_pids_cgroup *g, const char *file, const cha
 
 int repro_pids_cgroup_make(repro_pids_cgroup *g, uint64_t max, char *why, size_t len)
 {
-    static unsigned seq;
+    static atomic_uint seq;
     char base[480], path[700], num[32];
     memset(g, 0, sizeof *g);
     int version = own_cgroup(base, sizeof base);
@@ -94,7 +95,7 @@ int repro_pids_cgroup_make(repro_pids_cgroup *g, uint64_t max, char *why, size_t
         snprintf(why, len, "no pids cgroup controller is mounted under " CGROUP_ROOT);
         return -1;
     }
-    snprintf(g->dir, sizeof g->dir, "%s/repro-sandbox-%ld-%u", base, (long)getpid(), seq++);
+    snprintf(g->dir, sizeof g->dir, "%s/repro-sandbox-%ld-%u", base, (long)getpid(), atomic_fetch_add(&seq, 1));
     if (mkdir(g->dir, 0755) != 0) {
         snprintf(why, len, "cannot make a cgroup in %s: %s", base, strerror(errno));
         g->dir[0] = '\0';
