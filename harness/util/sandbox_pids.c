@@ -38,8 +38,8 @@ static int own_cgroup(char *base, size_t len)
         char *save = NULL;
         for (char *tok = strtok_r(ctl, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
             if (!strcmp(tok, "pids")) {
-                snprintf(base, len, CGROUP_ROOT "/pids%s", strcmp(path, "/") ? path : "");
-                found = 1;
+                int n = snprintf(base, len, CGROUP_ROOT "/pids%s", strcmp(path, "/") ? path : "");
+                found = n > 0 && (size_t)n < len;
             }
     }
     fclose(f);
@@ -47,8 +47,8 @@ static int own_cgroup(char *base, size_t len)
         return 1;
     struct stat st;
     if (v2[0] && stat(CGROUP_ROOT "/cgroup.controllers", &st) == 0) {
-        snprintf(base, len, CGROUP_ROOT "%s", strcmp(v2, "/") ? v2 : "");
-        return 2;
+        int n = snprintf(base, len, CGROUP_ROOT "%s", strcmp(v2, "/") ? v2 : "");
+        return n > 0 && (size_t)n < len ? 2 : 0;
     }
     return 0;
 }
