@@ -362,6 +362,12 @@ START_TEST(test_memory_limit_is_named)
 }
 END_TEST
 
+/* Watches the host for `sleep MARK` (arg) for up to 10 s: non-NULL when seen. */
+static void *watch_one(void *mark)
+{
+    return tu_process_appears_within("sleep", mark, 10) ? mark : NULL;
+}
+
 START_TEST(test_wall_time_limit_is_named)
 {
     NEED_SANDBOX();
@@ -369,12 +375,25 @@ START_TEST(test_wall_time_limit_is_named)
     repro_sandbox_opts o;
     repro_sandbox_result res;
     opts_for(&o, 0);
-    o.wall_seconds = 0.5;
-    char *argv[] = {"sleep", "30", NULL};
-    ck_assert_int_eq(repro_sandbox_run(&o, argv, NULL, out_path, err_path, &res), 0);
+    o.wall_seconds = 2;
+    /* A grandchild in a session of its own: killed with the sandbox at
+     * the time limit too (not only when the program exits); the test
+     * watches for it while the program runs (the control: it is seen). */
+    char mark[32], script[128];
+    snprintf(mark, sizeof mark, "303.%ld", (long)getpid());
+    snprintf(script, sizeof script, "setsid sleep %s & sleep 30", mark);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, watch_one, mark), 0);
+    run_sh(&o, script, &res);
+    void *seen;
+    pthread_join(t, &seen);
+    int gone = tu_process_gone_within("sleep", mark, 3);
+    tu_kill_processes("sleep", mark);
+    ck_assert_msg(seen != NULL, "sleep %s was never seen running", mark);
+    ck_assert_msg(gone, "sleep %s outlived the sandbox's time limit", mark);
     ck_assert_int_eq(res.timed_out, 1);
     ck_assert_str_eq(res.limit_name, "wall time");
-    ck_assert_msg(strstr(res.what, "wall time limit (0.5 s)"), "%s", res.what);
+    ck_assert_msg(strstr(res.what, "wall time limit (2 s)"), "%s", res.what);
     ck_assert_double_lt(res.wall_used_s, 15);
 }
 END_TEST
