@@ -460,6 +460,14 @@ START_TEST(test_writes_outside_scratch_fail)
     for (int i = 0; never[i]; i++) {
         ck_assert_msg(!exists(never[i]), "%s was written on the host", never[i]);
     }
+    /* The host's kernel settings: root inside writes back the value that
+     * is there (harmless should it get through) and must be refused. */
+    run_sh(&o,
+           "v=$(cat /proc/sys/kernel/core_pattern) && "
+           "if (printf '%s\\n' \"$v\" > /proc/sys/kernel/core_pattern) 2>/dev/null; "
+           "then echo wrote; fi; echo done",
+           &res);
+    ck_assert_str_eq(slurp(out_path), "done\n");
     char outside_new[TU_TMP_LEN + 32], bundle_new[TU_TMP_LEN + 32];
     snprintf(outside_new, sizeof outside_new, "%s/new", outside);
     snprintf(bundle_new, sizeof bundle_new, "%s/new", bundle);

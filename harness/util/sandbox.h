@@ -13,8 +13,9 @@
  *   few files of /etc a toolchain and an interpreter read, ro_paths, all
  *   read-only at their host paths; scratch_dir read-write at its host path
  *   (its working directory), also when it lies inside a read-only path; a
- *   private /tmp and /dev/shm (each a tmpfs of tmp_bytes); /proc of its
- *   pid namespace; a read-only /dev of bwrap's few nodes (null, zero,
+ *   private /tmp and /dev/shm (each a tmpfs of tmp_bytes); a read-only
+ *   /proc of its pid namespace (so /proc/sys, which uid 0 could write
+ *   without any capability, cannot be changed); a read-only /dev of bwrap's few nodes (null, zero,
  *   random, urandom, tty...). Nothing else of the host exists there: not
  *   $HOME, not /work, not /root. The root itself is read-only.
  * - no capabilities (root inside is an ordinary user of its own files),

@@ -124,7 +124,14 @@ int repro_sandbox_args(repro_argv *a, const char *bwrap, const char *scratch,
     for (int i = 0; fixed[i]; i++)
         repro_argv_add(a, fixed[i]);
     add_system(a);
+    /* /proc of its pid namespace, read-only: root inside has no
+     * capabilities, but the kernel lets uid 0 write most of /proc/sys by
+     * the file modes alone, and kernel.core_pattern there is the host's
+     * (a "|program" in it runs on the host as root at the next crash);
+     * bwrap covers /proc/sys only where it looks writable to it, which a
+     * root caller's check does not see. */
     add3(a, "--proc", "/proc", NULL);
+    add3(a, "--remount-ro", "/proc", NULL);
     /* /dev: bwrap's few device nodes on a tmpfs made read-only, with a
      * bounded /dev/shm (POSIX shared memory, Python's multiprocessing). */
     snprintf(size, sizeof size, "%llu", (unsigned long long)tmp_bytes);
