@@ -468,6 +468,13 @@ START_TEST(test_writes_outside_scratch_fail)
            "then echo wrote; fi; echo done",
            &res);
     ck_assert_str_eq(slurp(out_path), "done\n");
+    /* No capabilities, none to get back: the bounding set is empty and a
+     * user namespace of its own (where it would hold them) is refused. */
+    run_sh(&o,
+           "grep '^CapBnd:' /proc/self/status; "
+           "if unshare -U true 2>/dev/null; then echo nested; fi",
+           &res);
+    ck_assert_str_eq(slurp(out_path), "CapBnd:\t0000000000000000\n");
     char outside_new[TU_TMP_LEN + 32], bundle_new[TU_TMP_LEN + 32];
     snprintf(outside_new, sizeof outside_new, "%s/new", outside);
     snprintf(bundle_new, sizeof bundle_new, "%s/new", bundle);

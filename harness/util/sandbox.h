@@ -18,9 +18,11 @@
  *   without any capability, cannot be changed); a read-only /dev of bwrap's few nodes (null, zero,
  *   random, urandom, tty...). Nothing else of the host exists there: not
  *   $HOME, not /work, not /root. The root itself is read-only.
- * - no capabilities (root inside is an ordinary user of its own files),
- *   its own IPC and UTS namespaces, a new session (no terminal to type
- *   into);
+ * - no capabilities, none to regain (root inside is an ordinary user of
+ *   its own files): its own user namespace (our uid mapped to itself) with
+ *   an empty bounding set and its own keyrings, no user namespaces of its
+ *   own; its own IPC and UTS namespaces, a new session (no terminal to
+ *   type into);
  * - the environment: only PATH=/usr/local/bin:/usr/bin:/bin,
  *   HOME=scratch_dir, TMPDIR=/tmp, and env_set (which may replace them);
  * - limits: RLIMIT_AS, RLIMIT_CPU (per process: SIGXCPU at it, fatal

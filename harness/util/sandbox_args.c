@@ -116,11 +116,15 @@ int repro_sandbox_args(repro_argv *a, const char *bwrap, const char *scratch,
     repro_argv_add(a, bwrap);
     /* Dies with us; a new session (no terminal to push input into); no
      * network, its own pids, IPC and host name; no capabilities, so that
-     * root inside cannot remount, mknod or ptrace its way out. */
-    static const char *const fixed[] = {"--die-with-parent", "--new-session", "--unshare-net",
-                                        "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                                        "--unshare-cgroup-try", "--hostname", "repro-sandbox",
-                                        "--cap-drop", "ALL", NULL};
+     * root inside cannot remount, mknod or ptrace its way out. Its own
+     * user namespace (our uid mapped to itself) empties the capability
+     * bounding set and gives it its own user keyrings (uid 0's would be
+     * the host root's); and it may not make user namespaces of its own,
+     * in which it would hold capabilities again. */
+    static const char *const fixed[] = {"--die-with-parent", "--new-session", "--unshare-user",
+                                        "--disable-userns", "--unshare-net", "--unshare-pid",
+                                        "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                                        "--hostname", "repro-sandbox", "--cap-drop", "ALL", NULL};
     for (int i = 0; fixed[i]; i++)
         repro_argv_add(a, fixed[i]);
     add_system(a);
