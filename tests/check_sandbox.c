@@ -338,6 +338,9 @@ START_TEST(test_file_size_limit_is_named)
     ck_assert_int_eq(stat(big, &st), 0);
     ck_assert_int_le(st.st_size, 1 << 20);
     ck_assert_int_gt(st.st_size, 0);
+    /* Nor can a core dump fill the disk: none may be written at all. */
+    run_sh(&o, "if ulimit -c unlimited 2>/dev/null; then echo raised; fi; ulimit -Hc", &res);
+    ck_assert_str_eq(slurp(out_path), "0\n");
 }
 END_TEST
 

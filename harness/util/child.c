@@ -252,6 +252,10 @@ _Noreturn static void child_exec(const repro_child *c, const char *prog, char **
     set_limit(RLIMIT_AS, c->limits.as_bytes, 0, &ok);
     set_limit(RLIMIT_CPU, c->limits.cpu_seconds, c->limits.cpu_kill_seconds, &ok);
     set_limit(RLIMIT_FSIZE, c->limits.fsize_bytes, 0, &ok);
+    if (ok && c->limits.no_core_dumps) {
+        struct rlimit none = {0, 0};
+        ok = setrlimit(RLIMIT_CORE, &none) == 0;
+    }
     if (!ok)
         fail_child(pipe_fd, STAGE_LIMITS);
     if (c->cgroup_procs && join_cgroup(c->cgroup_procs))

@@ -43,6 +43,8 @@ typedef struct {
                                   that SIGXCPU (fatal unless handled) comes at
                                   cpu_seconds and SIGKILL only here */
     uint64_t fsize_bytes;  /* RLIMIT_FSIZE: a larger write gets SIGXFSZ */
+    int no_core_dumps;     /* RLIMIT_CORE 0, soft and hard (a core dump
+                              ignores RLIMIT_FSIZE) */
 } repro_child_limits;
 
 typedef struct {

@@ -26,9 +26,9 @@
  * - the environment: only PATH=/usr/local/bin:/usr/bin:/bin,
  *   HOME=scratch_dir, TMPDIR=/tmp, and env_set (which may replace them);
  * - limits: RLIMIT_AS, RLIMIT_CPU (per process: SIGXCPU at it, fatal
- *   unless handled, SIGKILL 5 s of CPU later) and
- *   RLIMIT_FSIZE (SIGXFSZ past it) set before bwrap runs (they survive its
- *   exec), the wall clock (the whole sandbox killed), and the number of
+ *   unless handled, SIGKILL 5 s of CPU later), RLIMIT_FSIZE (SIGXFSZ past
+ *   it) and RLIMIT_CORE 0 (no core dump: it would not heed the file size)
+ *   set before bwrap runs (they survive its exec), the wall clock (the whole sandbox killed), and the number of
  *   processes and threads (a pids cgroup, sandbox_pids.h; where none can
  *   be made, that limit is not enforced and describe() says so). Its
  *   output to the host files passes through repro, which keeps the first
