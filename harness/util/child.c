@@ -180,22 +180,24 @@ static void close_files(int fds[3])
 
 /* ---- in the child, between fork and exec -------------------------------- */
 
-enum { STAGE_PARENT_GONE = 1, STAGE_FILES, STAGE_CWD, STAGE_LIMITS, STAGE_EXEC };
+enum { STAGE_PARENT_GONE = 1, STAGE_FILES, STAGE_CWD, STAGE_LIMITS, STAGE_CGROUP, STAGE_EXEC };
 
 typedef struct {
     int stage;
     int err;
 } exec_failure;
 
-static void set_limit(int resource, uint64_t v, int *ok)
+static void set_limit(int resource, uint64_t v, uint64_t hard, int *ok)
 {
     if (!v || !*ok)
         return;
-    struct rlimit rl = {(rlim_t)v, (rlim_t)v};
+    struct rlimit rl = {(rlim_t)v, (rlim_t)(hard > v ? hard : v)};
     struct rlimit cur;
     /* Never try to raise a hard limit (that fails unprivileged): clamp. */
     if (getrlimit(resource, &cur) == 0 && cur.rlim_max != RLIM_INFINITY && rl.rlim_max > cur.rlim_max)
-        rl.rlim_cur = rl.rlim_max = cur.rlim_max;
+        rl.rlim_max = cur.rlim_max;
+    if (rl.rlim_cur > rl.rlim_max)
+        rl.rlim_cur = rl.rlim_max;
     *ok = setrlimit(resource, &rl) == 0;
 }
 
@@ -217,6 +219,20 @@ _Noreturn static void fail_child(int pipe_fd, int stage)
     _exit(127);
 }
 
+/* Moves the calling process into the cgroup whose cgroup.procs is path
+ * ("0" names the writer, in cgroup v1 and v2 alike). 0 or -1 (errno). */
+static int join_cgroup(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t w = write(fd, "0", 1);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return w == 1 ? 0 : -1;
+}
+
 _Noreturn static void child_exec(const repro_child *c, const char *prog, char **env, const int fds[3],
                        pid_t parent, int pipe_fd)
 {
@@ -233,11 +249,17 @@ _Noreturn static void child_exec(const repro_child *c, const char *prog, char **
     if (c->cwd && chdir(c->cwd) != 0)
         fail_child(pipe_fd, STAGE_CWD);
     int ok = 1;
-    set_limit(RLIMIT_AS, c->limits.as_bytes, &ok);
-    set_limit(RLIMIT_CPU, c->limits.cpu_seconds, &ok);
-    set_limit(RLIMIT_FSIZE, c->limits.fsize_bytes, &ok);
+    set_limit(RLIMIT_AS, c->limits.as_bytes, 0, &ok);
+    set_limit(RLIMIT_CPU, c->limits.cpu_seconds, c->limits.cpu_kill_seconds, &ok);
+    set_limit(RLIMIT_FSIZE, c->limits.fsize_bytes, 0, &ok);
+    if (ok && c->limits.no_core_dumps) {
+        struct rlimit none = {0, 0};
+        ok = setrlimit(RLIMIT_CORE, &none) == 0;
+    }
     if (!ok)
         fail_child(pipe_fd, STAGE_LIMITS);
+    if (c->cgroup_procs && join_cgroup(c->cgroup_procs))
+        fail_child(pipe_fd, STAGE_CGROUP);
     execve(prog, c->argv, env);
     fail_child(pipe_fd, STAGE_EXEC);
 }
@@ -307,7 +329,7 @@ static int exec_outcome(repro_child *c, const char *prog, int rd)
     atomic_fetch_sub(&children_running, 1);
     static const char *const what[] = {"", "its parent is gone", "cannot redirect its output",
                                        "cannot enter the directory", "cannot set its limits",
-                                       ""};
+                                       "cannot join its cgroup", ""};
     errno = f.err;
     if (f.stage == STAGE_CWD)
         return repro_error_set_errno(REPRO_EIO, "cannot start %s in %s", prog, c->cwd);

@@ -39,7 +39,12 @@
 typedef struct {
     uint64_t as_bytes;     /* RLIMIT_AS: address space */
     uint64_t cpu_seconds;  /* RLIMIT_CPU: the kernel sends SIGKILL past it */
+    uint64_t cpu_kill_seconds; /* > cpu_seconds: RLIMIT_CPU's hard limit instead, so
+                                  that SIGXCPU (fatal unless handled) comes at
+                                  cpu_seconds and SIGKILL only here */
     uint64_t fsize_bytes;  /* RLIMIT_FSIZE: a larger write gets SIGXFSZ */
+    int no_core_dumps;     /* RLIMIT_CORE 0, soft and hard (a core dump
+                              ignores RLIMIT_FSIZE) */
 } repro_child_limits;
 
 typedef struct {
@@ -64,6 +69,10 @@ typedef struct {
      * configured value. Ignored with inherit_output or without a file. */
     uint64_t capture_limit;
     repro_child_limits limits;
+    /* Optional: a cgroup's cgroup.procs file the child moves itself into
+     * before exec (so that everything it starts is counted there from
+     * its first fork: a pids.max). NULL: stay. Failing is an error of start. */
+    const char *cgroup_procs;
     double timeout_s;         /* > 0: wait kills the group after this long */
     /* When not NULL and it becomes non-zero (a SIGINT/SIGTERM handler sets
      * it), wait sends that signal to the child's group, once, and goes on
