@@ -179,8 +179,23 @@ static int rerun_both(repro_multirun *m, int idx, const char *dir_a, const char 
     return a.rc || b.rc;
 }
 
+/* The element diff of tensor t at `step` between the two re-runs' dumps:
+ * 0, or -1 (error slot). */
+static int element_diff_at(const char *dir_a, const char *dir_b, long step,
+                           const repro_tensor_diff *t, repro_element_diff *out)
+{
+    char fa[1500], fb[1500];
+    snprintf(fa, sizeof fa, "%s/dump/step-%06ld/%s.npy", dir_a, step, t->name);
+    snprintf(fb, sizeof fb, "%s/dump/step-%06ld/%s.npy", dir_b, step, t->name);
+    return repro_element_diff_files(fa, fb, !strcmp(t->a.dtype, "f32"), t->name, out);
+}
+
 /* Re-runs run 1 and run idx to the divergent step with dumps, and compares
- * the first differing tensor element by element. */
+ * the first differing tensor element by element. When the traces have no
+ * detail at that step (`[trace] every`), the tensors that differ at the
+ * nearest detail step after it are tried in step-digest order, and the
+ * first whose dumps differ at the divergent step is the one reported: the
+ * origin, which the later step cannot tell. */
 static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
 {
     if (d->ntensors == 0 || d->first_step <= 0 || m->cmd)
@@ -188,7 +203,7 @@ static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
     const repro_tensor_diff *t = &d->tensors[0];
     if (!t->in_a || !t->in_b || m->plan[idx].resume_at >= d->first_step)
         return;
-    char dir_a[1200], dir_b[1200], fa[1500], fb[1500];
+    char dir_a[1200], dir_b[1200];
     snprintf(dir_a, sizeof dir_a, "%s/rerun-%d-base", m->root, idx + 1);
     snprintf(dir_b, sizeof dir_b, "%s/rerun-%d", m->root, idx + 1);
     if (!m->quiet)
@@ -196,10 +211,18 @@ static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
                 d->first_step);
     if (rerun_both(m, idx, dir_a, dir_b, d->first_step))
         return;
-    snprintf(fa, sizeof fa, "%s/dump/step-%06ld/%s.npy", dir_a, d->first_step, t->name);
-    snprintf(fb, sizeof fb, "%s/dump/step-%06ld/%s.npy", dir_b, d->first_step, t->name);
-    if (repro_element_diff_files(fa, fb, !strcmp(t->a.dtype, "f32"), t->name, &d->element))
+    if (element_diff_at(dir_a, dir_b, d->first_step, t, &d->element)) {
         fprintf(stderr, "repro: no element detail: %s\n", repro_error_message());
+        return;
+    }
+    if (d->detail_step == d->first_step)
+        return;
+    for (int i = 1; i < d->ntensors && d->element.count == 0; i++) {
+        repro_element_diff e;
+        if (d->tensors[i].in_a && d->tensors[i].in_b &&
+            !element_diff_at(dir_a, dir_b, d->first_step, &d->tensors[i], &e) && e.count > 0)
+            d->element = e;
+    }
 }
 
 /* Reading the traces (JSON parsing: most of what a check does besides its
