@@ -26,7 +26,9 @@ static char dir[256]; /* this test's temp dir: tiny.ini, keys, bundles */
 
 static const char tiny_ini[] = "[model]\ntype = mlp\nhidden = 16\n\n"
                                "[data]\ndataset = synthetic\ntrain_size = 256\ntest_size = 64\n\n"
-                               "[train]\nsteps = 6\n";
+                               "[train]\nsteps = 6\n\n"
+                               /* detail on every step: the tests alter given steps' tensors */
+                               "[trace]\nevery = 1\n";
 
 static int repro(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int repro(const char *fmt, ...)

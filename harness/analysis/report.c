@@ -135,6 +135,18 @@ static void text_no_detail(FILE *out, const repro_trace *a, const repro_trace *b
         fprintf(out, "re-run with --set trace.every=1 to see which tensor differs\n");
 }
 
+/* The likely origin: the first differing tensor at the divergent step
+ * when it has detail; else the one the re-runs' dumps at that step found
+ * (`repro check`'s element detail); else none (NULL). */
+static const char *origin_name(const repro_divergence *d)
+{
+    if (d->ntensors && d->detail_step == d->first_step)
+        return d->tensors[0].name;
+    if (d->element.valid && d->element.count > 0)
+        return d->element.tensor;
+    return NULL;
+}
+
 /* The tensors and op outputs that differ at d->detail_step: the divergent
  * step itself (the first listed is the likely origin), or the nearest
  * detail step after it (by then the difference has spread: the order says
@@ -144,6 +156,7 @@ static void text_tensor_lists(FILE *out, const repro_divergence *d)
     if (!d->detail_step)
         return;
     int at_first = d->detail_step == d->first_step;
+    const char *origin = origin_name(d);
     if (at_first)
         fprintf(out,
                 "  %d tensor%s differ%s at step %ld, in step-digest order "
@@ -154,12 +167,14 @@ static void text_tensor_lists(FILE *out, const repro_divergence *d)
         fprintf(out,
                 "  %d tensor%s differ%s at step %ld, the nearest step with detail, %ld step%s "
                 "after the divergence, in step-digest order (the difference has had time to "
-                "spread: the first is not necessarily the origin):\n",
+                "spread: the first is not necessarily the origin%s):\n",
                 d->ntensors, d->ntensors == 1 ? "" : "s", d->ntensors == 1 ? "s" : "",
                 d->detail_step, d->detail_step - d->first_step,
-                d->detail_step - d->first_step == 1 ? "" : "s");
+                d->detail_step - d->first_step == 1 ? "" : "s",
+                origin ? "; the re-runs' dumps at the divergent step mark it" : "");
     for (int i = 0; i < d->ntensors && i < MAX_TEXT_TENSORS; i++)
-        text_tensor(out, &d->tensors[i], at_first && i == 0);
+        text_tensor(out, &d->tensors[i],
+                    at_first ? i == 0 : origin && !strcmp(origin, d->tensors[i].name));
     if (d->ntensors > MAX_TEXT_TENSORS)
         fprintf(out, "    ... and %d more (--json lists them all)\n",
                 d->ntensors - MAX_TEXT_TENSORS);
@@ -340,9 +355,8 @@ int repro_report_json(FILE *out, const repro_trace *a, const repro_trace *b,
     json_object_set_new(r, "first_step_has_detail", json_boolean(d->first_has_detail));
     json_object_set_new(r, "detail_step", d->detail_step ? json_integer(d->detail_step)
                                                           : json_null());
-    json_object_set_new(r, "likely_origin", d->ntensors && d->detail_step == d->first_step
-                                                ? json_string(d->tensors[0].name)
-                                                : json_null());
+    const char *origin = origin_name(d);
+    json_object_set_new(r, "likely_origin", origin ? json_string(origin) : json_null());
     json_object_set_new(r, "tensors", diffs_json(d->tensors, d->ntensors));
     json_object_set_new(r, "ops", diffs_json(d->ops, d->nops));
     if (d->element.valid) {
