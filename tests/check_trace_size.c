@@ -9,13 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "analysis/compare.h"
 #include "golden/golden.h"
 #include "record/trace.h"
 #include "testutil.h"
+#include "tu_procs.h"
 #include "util/error.h"
 
 #define STEPS 3000
@@ -163,6 +167,69 @@ START_TEST(test_golden_bytes_per_step_bounded)
 }
 END_TEST
 
+/* Peak RSS (KiB) of a child and its waited-for descendants: `repro ARGS`
+ * (args a NULL-terminated list), or, with args NULL, this process reading
+ * `path` whole. */
+static long peak_kib(const char *const *args, const char *path, int *status)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        if (!args) {
+            repro_trace t;
+            _exit(repro_trace_read(&t, path) ? 3 : 0);
+        }
+        execv(tu_repro_bin(), (char *const *)args);
+        _exit(127);
+    }
+    struct rusage ru;
+    ck_assert_int_eq(wait4(pid, status, 0, &ru), pid);
+    return ru.ru_maxrss;
+}
+
+/* `repro check` compares its runs as streams (and with the golden): its
+ * peak memory is the same for 3,000 and 30,000 steps, where reading one of
+ * the 30,000-step traces whole (as check did) costs more than that. */
+START_TEST(test_check_memory_independent_of_steps)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return; /* ASan's shadow memory and quarantine make RSS no measure of this */
+#endif
+    setup();
+    const long lengths[2] = {3000, 30000};
+    long check_kib[2];
+    for (int i = 0; i < 2; i++) {
+        char steps[32];
+        snprintf(steps, sizeof steps, "%ld", lengths[i]);
+        const char *args[] = {"repro", "check", ini, "--steps", steps, "--jobs", "1", "-q",
+                              NULL};
+        int status;
+        check_kib[i] = peak_kib(args, NULL, &status);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "repro check: status %d",
+                      status);
+    }
+    ck_assert_msg(check_kib[1] <= check_kib[0] * 11 / 10 && check_kib[0] <= check_kib[1] * 11 / 10,
+                  "repro check peaks at %ld KiB for 3,000 steps, %ld KiB for 30,000",
+                  check_kib[0], check_kib[1]);
+    /* The negative control: one whole 30,000-step trace is past the bound. */
+    char path[TU_TMP_LEN + 64];
+    run_size("w.jsonl", lengths[1], "", path, sizeof path);
+    int status;
+    long whole = peak_kib(NULL, path, &status);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_msg(whole > check_kib[0] * 12 / 10,
+                  "reading a 30,000-step trace whole peaks at %ld KiB, check at %ld: the "
+                  "measure cannot tell them apart",
+                  whole, check_kib[0]);
+    unlink(path);
+    unlink(ini);
+    rmdir(dir);
+}
+END_TEST
+
 Suite *trace_size_suite(void);
 Suite *trace_size_suite(void)
 {
@@ -171,6 +238,7 @@ Suite *trace_size_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_trace_bytes_per_step_bounded);
     tcase_add_test(tc, test_golden_bytes_per_step_bounded);
+    tcase_add_test(tc, test_check_memory_independent_of_steps);
     suite_add_tcase(s, tc);
     return s;
 }

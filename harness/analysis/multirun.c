@@ -231,6 +231,7 @@ static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
 typedef struct repro_trace_read_job {
     repro_trace *trace;
     char path[1200];
+    int stream;         /* header and trailer only (m->stream) */
     pthread_t thread;
     int started, rc, code;
     char msg[1024];
@@ -239,7 +240,7 @@ typedef struct repro_trace_read_job {
 static void *read_one(void *arg)
 {
     trace_read_job *j = arg;
-    j->rc = repro_trace_read(j->trace, j->path);
+    j->rc = j->stream ? repro_trace_scan(j->trace, j->path) : repro_trace_read(j->trace, j->path);
     if (j->rc) {
         j->code = repro_error_code();
         snprintf(j->msg, sizeof j->msg, "%s", repro_error_message());
@@ -255,6 +256,7 @@ static int read_traces(repro_multirun *m)
     for (int i = 0; i < m->nplan; i++) {
         trace_read_job *j = &m->reads[i];
         j->trace = &m->traces[i];
+        j->stream = m->stream;
         snprintf(j->path, sizeof j->path, "%s/trace.jsonl", m->plan[i].dir);
         j->started = i > 0 && pthread_create(&j->thread, NULL, read_one, j) == 0;
     }
@@ -274,6 +276,20 @@ static void release_reads_after(repro_multirun *m, int i)
     for (int k = i + 1; k < m->nplan; k++)
         if (!m->reads[k].rc)
             repro_trace_release(&m->traces[k]);
+}
+
+/* Run 1 against run i into m->divs[i]: the traces in memory, or the files
+ * streamed again (m->stream; the scan checked them already). */
+static int compare_runs(repro_multirun *m, int i)
+{
+    if (!m->stream)
+        return repro_compare_traces(&m->traces[0], &m->traces[i], &m->divs[i]);
+    repro_trace ha, hb;
+    int rc = repro_compare_files(m->traces[0].path, m->traces[i].path, &ha, &hb, 1, 0,
+                                 &m->divs[i]);
+    repro_trace_release(&ha);
+    repro_trace_release(&hb);
+    return rc;
 }
 
 int repro_multirun_execute(repro_multirun *m)
@@ -305,7 +321,7 @@ int repro_multirun_execute(repro_multirun *m)
         }
     }
     for (int i = 1; i < m->nplan; i++) {
-        if (repro_compare_traces(&m->traces[0], &m->traces[i], &m->divs[i]))
+        if (compare_runs(m, i))
             return -1;
         snprintf(m->divs[i].scope, sizeof m->divs[i].scope, "%s", m->plan[i].scope);
         if (!m->divs[i].identical) {

@@ -211,6 +211,12 @@ int repro_trace_stream_open(repro_trace_stream **out, repro_trace *t, const char
 int repro_trace_stream_next(repro_trace_stream *st, const repro_trace_step **step);
 void repro_trace_stream_close(repro_trace_stream *st);
 
+/* Reads and checks a whole trace as the stream does, keeping only the
+ * header and the trailer (steps NULL, nsteps the step count): what a
+ * reader that compares streams later (repro_compare_files) needs to know
+ * first. Errors as repro_trace_read. */
+int repro_trace_scan(repro_trace *out, const char *path);
+
 /* The step record with number `step`, or NULL. */
 const repro_trace_step *repro_trace_find_step(const repro_trace *t, long step);
 

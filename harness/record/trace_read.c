@@ -633,6 +633,23 @@ void repro_trace_stream_close(repro_trace_stream *st)
     free(st);
 }
 
+int repro_trace_scan(repro_trace *out, const char *path)
+{
+    repro_trace_stream *st;
+    if (repro_trace_stream_open(&st, out, path))
+        return -1;
+    const repro_trace_step *s;
+    int got;
+    while ((got = repro_trace_stream_next(st, &s)) == 1)
+        ;
+    repro_trace_stream_close(st);
+    if (got < 0) {
+        repro_trace_release(out);
+        return -1;
+    }
+    return 0;
+}
+
 /* The whole trace: the stream's steps, each kept (its lists moved over). */
 int repro_trace_read(repro_trace *out, const char *path)
 {
