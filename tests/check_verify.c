@@ -687,6 +687,13 @@ START_TEST(test_loss_between_detail_steps_is_compared)
     ck_assert_int_eq(repro("verify %s --policy ulp:0", b), 1);
     ck_assert_msg(strstr(out, "step 2: loss 0x") != NULL && strstr(out, "1000 ulps apart"), "%s",
                   out);
+
+    /* At trace level step the loss is all there is: enough for ulp:N. */
+    snprintf(b, sizeof b, "%s/b4", dir);
+    ck_assert_msg(repro("submit %s/tiny.ini -o %s --set trace.level=step", dir, b) == 0, "%s",
+                  err);
+    ck_assert_int_eq(repro("verify %s --policy ulp:0", b), 0);
+    ck_assert_msg(strstr(out, "all 6 steps with stats agree within ulp:0") != NULL, "%s", out);
 }
 END_TEST
 
