@@ -25,6 +25,8 @@
 #define TRF_OPS 4u
 #define TRF_OTHER_CONFIG 8u
 #define TRF_EXTRA 16u
+#define TRF_V2 32u
+#define TRF_NO_CHAIN 64u
 char *tr_fixture(const char *exp, long nsteps, long diverge_at, unsigned flags, int every);
 
 static repro_trace ta, tb;
@@ -161,12 +163,51 @@ START_TEST(test_differing_tensors_in_order)
 }
 END_TEST
 
+/* Version 2 has the loss on every step, so the divergent step's loss is
+ * there without detail; a golden's thinned form compares like the full
+ * one; a divergent detail step is its own detail step. */
+START_TEST(test_version2_between_detail_steps)
+{
+    load(&ta, "mlp", 8, 0, TRF_V2, 4);
+    load(&tb, "mlp", 8, 3, TRF_NO_CHAIN, 4);
+    ck_assert_msg(repro_compare_traces(&ta, &tb, &dv) == 0, "%s", repro_error_message());
+    ck_assert_int_eq(dv.first_step, 3);
+    ck_assert_int_eq(dv.first_has_detail, 0);
+    ck_assert_int_eq(dv.first_has_loss, 1);
+    ck_assert_uint_eq(dv.first_loss_bits_a, dv.first_loss_bits_b);
+    ck_assert_int_eq(dv.detail_step, 4);
+    ck_assert_int_eq(dv.ntensors, 9);
+    release_all();
+
+    load(&ta, "mlp", 8, 0, TRF_V2, 4);
+    load(&tb, "mlp", 8, 4, TRF_NO_CHAIN, 4);
+    ck_assert_msg(repro_compare_traces(&ta, &tb, &dv) == 0, "%s", repro_error_message());
+    ck_assert_int_eq(dv.first_step, 4);
+    ck_assert_int_eq(dv.first_has_detail, 1);
+    ck_assert_int_eq(dv.detail_step, 4);
+    ck_assert_str_eq(dv.tensors[0].name, "grad.fc2.weight");
+    release_all();
+
+    /* identical: the thinned form's computed chains are the full one's */
+    load(&ta, "mlp", 8, 0, TRF_V2, 4);
+    load(&tb, "mlp", 8, 0, TRF_NO_CHAIN, 4);
+    ck_assert_msg(repro_compare_traces(&ta, &tb, &dv) == 0, "%s", repro_error_message());
+    ck_assert_int_eq(dv.identical, 1);
+    release_all();
+}
+END_TEST
+
 START_TEST(test_no_detail_at_first_step)
 {
     compare_pair(8, 3, 0, 4);
     ck_assert_int_eq(dv.first_step, 3);
     ck_assert_int_eq(dv.first_has_detail, 0);
-    ck_assert_int_eq(dv.ntensors, 0);
+    ck_assert_int_eq(dv.first_has_loss, 0); /* version 1: the loss only with detail */
+    /* The tensors come from the nearest detail step after it, where
+     * everything computed has parted. */
+    ck_assert_int_eq(dv.detail_step, 4);
+    ck_assert_int_eq(dv.ntensors, 9);
+    ck_assert_str_eq(dv.tensors[0].name, "logits");
     ck_assert_int_eq(dv.ncurve, 2); /* steps 4 and 8 */
     ck_assert_int_eq(dv.curve[0].step, 4);
     ck_assert_int_eq(dv.curve[1].step, 8);
@@ -550,9 +591,27 @@ START_TEST(test_end_to_end_runs)
     setenv("REPRO_FAULT", "flip:step=3:tensor=param.fc1.weight:element=7:bit=22", 1);
     snprintf(args, sizeof args, "run experiments/mlp.ini --steps 5 -q -o %s", f);
     ck_assert_msg(tu_run_repro(args, out, sizeof out, err, sizeof err) == 0, "%s", err);
-    unsetenv("REPRO_FAULT");
 
-    snprintf(args, sizeof args, "%s %s", a, b);
+    /* At the default trace.every (10) step 3 has no detail: the report
+     * names the step, and the tensors at the nearest detail step (the
+     * last, 5) without calling the first of them the origin. */
+    snprintf(args, sizeof args, "%s %s", a, f);
+    ck_assert_msg(diff(args) == 1, "%s%s", out, err);
+    has(out, "DIVERGED at step 3");
+    has(out, "no tensor detail at step 3");
+    has(out, "differ at step 5, the nearest step with detail, 2 steps after the divergence");
+    ck_assert_ptr_null(strstr(out, "likely origin"));
+
+    /* With detail on every step, the flipped tensor is named first. */
+    snprintf(args, sizeof args, "run experiments/mlp.ini --steps 5 -q --set trace.every=1 -o %s",
+             f);
+    ck_assert_msg(tu_run_repro(args, out, sizeof out, err, sizeof err) == 0, "%s", err);
+    unsetenv("REPRO_FAULT");
+    snprintf(args, sizeof args, "run experiments/mlp.ini --steps 5 -q --set trace.every=1 -o %s",
+             a);
+    ck_assert_msg(tu_run_repro(args, out, sizeof out, err, sizeof err) == 0, "%s", err);
+
+    snprintf(args, sizeof args, "%s %s", a, b); /* every 1 vs 10: the same bits */
     ck_assert_msg(diff(args) == 0, "%s%s", out, err);
     has(out, "identical: 5 steps, chain ");
 
@@ -614,6 +673,7 @@ Suite *compare_suite(void)
     tcase_add_test(tc, test_negative_control_single_tensor);
     tcase_add_test(tc, test_differing_tensors_in_order);
     tcase_add_test(tc, test_no_detail_at_first_step);
+    tcase_add_test(tc, test_version2_between_detail_steps);
     tcase_add_test(tc, test_curve_values);
     tcase_add_test(tc, test_prefix_and_truncated);
     tcase_add_test(tc, test_different_experiments_refused);

@@ -318,8 +318,13 @@ START_TEST(test_bad_goldens_exit_2)
               repo, cls, cls);
     ck_assert_int_eq(repro_in(repo, "check experiments/other.ini"), 2);
     ck_assert_ptr_nonnull(strstr(err, "is of experiment 'tiny', not 'other'"));
-    /* A corrupted golden. */
-    tu_git_sh("cd %s && sed -i '3s/\"chain\":\"./\"chain\":\"0/' golden/tiny/%s", repo, cls);
+    /* A corrupted golden: step 2's digest shifted by one hex digit (its
+     * line has no chain, as a golden keeps it: the next chain written
+     * catches it). */
+    tu_git_sh("cd %s && sed -i '3s/\"step_digest\":\"\\([0-9a-f]\\)/\"step_digest\":\"\\1\\1/; "
+              "3s/\\(\"step_digest\":\"[0-9a-f]\\{64\\}\\)[0-9a-f]/\\1/' golden/tiny/%s",
+              repo, cls);
+    tu_git_sh("cd %s && sed -n 3p golden/tiny/%s | grep -qv '\"chain\"'", repo, cls);
     ck_assert_int_eq(repro_in(repo, "check experiments/tiny.ini"), 2);
     ck_assert_ptr_nonnull(strstr(err, "unreadable"));
     tu_git_sh("cd %s && head -n 3 golden/other/%s > golden/tiny/%s", repo, cls, cls);

@@ -423,7 +423,8 @@ START_TEST(test_overflow_visible_in_trace)
     char path[128], args[512], out[8192], err[8192];
     snprintf(path, sizeof path, "%s/t.jsonl", dir);
     snprintf(args, sizeof args,
-             "run experiments/mlp.ini --steps 7 --set precision=fp16 --set init_scale=4096 -o %s",
+             "run experiments/mlp.ini --steps 7 --set precision=fp16 --set init_scale=4096 "
+             "--set trace.every=1 -o %s",
              path);
     setenv("REPRO_FAULT", "overflow:step=5", 1);
     int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);

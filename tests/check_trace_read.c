@@ -20,6 +20,8 @@
 #define TRF_OPS 4u          /* level op: op outputs too */
 #define TRF_OTHER_CONFIG 8u /* another numerics digest (train.lr 0.1) */
 #define TRF_EXTRA 16u       /* at the divergent step, one more tensor at the end */
+#define TRF_V2 32u          /* version 2: the loss on every step line */
+#define TRF_NO_CHAIN 64u    /* version 2 as a golden keeps it: no chain between detail steps */
 
 static void digest_of(const char *text, repro_digest *d)
 {
@@ -81,14 +83,15 @@ char *tr_fixture(const char *exp, long nsteps, long diverge_at, unsigned flags, 
     hex_of(&num, hex2);
     fprintf(
         f,
-        "{\"repro_trace\": 1, \"type\": \"header\", \"experiment\": \"%s\", "
+        "{\"repro_trace\": %d, \"type\": \"header\", \"experiment\": \"%s\", "
         "\"experiment_path\": \"experiments/%s.ini\", \"config\": {\"model\": {\"type\": "
         "\"mlp\"}, \"train\": {\"lr\": \"%s\", \"threads\": \"1\"}}, \"config_digest\": \"%s\", "
         "\"numerics_digest\": \"%s\", \"seed\": \"1234\", \"seed_scheme\": \"repro-seed/v1\", "
         "\"rng\": \"philox4x32-10/v1\", \"tensor_hash\": \"repro-tensor/v1\", "
         "\"repro_version\": \"0.1.0\", \"compiler\": \"cc\", \"cflags\": \"-O2\", "
         "\"level\": \"%s\", \"every\": %d, \"threads\": 1, \"num_workers\": 2}\n",
-        exp, exp, flags & TRF_OTHER_CONFIG ? "0.1" : "0.05", hex, hex2,
+        flags & (TRF_V2 | TRF_NO_CHAIN) ? 2 : 1, exp, exp,
+        flags & TRF_OTHER_CONFIG ? "0.1" : "0.05", hex, hex2,
         flags & TRF_OPS ? "op" : "tensor", every);
     repro_digest chain = {{0}};
     for (long s = 1; s <= nsteps; s++) {
@@ -127,13 +130,17 @@ char *tr_fixture(const char *exp, long nsteps, long diverge_at, unsigned flags, 
         ck_assert_int_eq(repro_sha256_digests(pair, 2, &chain), 0);
         hex_of(&sd, hex);
         hex_of(&chain, hex2);
-        fprintf(f, "{\"type\": \"step\", \"step\": %ld, \"step_digest\": \"%s\", \"chain\": \"%s\"",
-                s, hex, hex2);
-        if (s % every == 0 || s == nsteps) {
-            float loss =
-                (float)(2.3 - 0.01 * (double)s + (after ? 1e-4 * (double)(s - diverge_at) : 0));
-            uint32_t bits;
-            memcpy(&bits, &loss, sizeof bits);
+        int detail = s % every == 0 || s == nsteps;
+        fprintf(f, "{\"type\": \"step\", \"step\": %ld, \"step_digest\": \"%s\"", s, hex);
+        if (detail || !(flags & TRF_NO_CHAIN))
+            fprintf(f, ", \"chain\": \"%s\"", hex2);
+        float loss =
+            (float)(2.3 - 0.01 * (double)s + (after ? 1e-4 * (double)(s - diverge_at) : 0));
+        uint32_t bits;
+        memcpy(&bits, &loss, sizeof bits);
+        if (!detail && (flags & (TRF_V2 | TRF_NO_CHAIN)))
+            fprintf(f, ", \"loss\": \"0x%08x\"", bits);
+        if (detail) {
             fprintf(f,
                     ", \"epoch\": 0, \"loss\": \"0x%08x\", \"loss_value\": %.17g, \"tensors\": [",
                     bits, (double)loss);
@@ -428,8 +435,10 @@ END_TEST
 START_TEST(test_unknown_version)
 {
     char *text = tr_fixture("mlp", 3, 0, 0, 1);
-    expect_error_free(replace(text, "\"repro_trace\": 1", "\"repro_trace\": 2"), 1,
-                      "unknown trace version 2 (this repro reads 1)");
+    expect_error_free(replace(text, "\"repro_trace\": 1", "\"repro_trace\": 3"), 1,
+                      "unknown trace version 3 (this repro reads 1..2)");
+    expect_error_free(replace(text, "\"repro_trace\": 1", "\"repro_trace\": 0"), 1,
+                      "unknown trace version 0 (this repro reads 1..2)");
     expect_error_free(replace(text, "\"repro_trace\": 1", "\"repro_trace\": \"1\""), 1,
                       "\"repro_trace\" must be an integer");
     free(text);
@@ -652,6 +661,80 @@ START_TEST(test_bad_hex_digest)
     expect_error_free(replace(text, "\"config_digest\": \"", "\"config_digest\": \"0"), 1,
                       "\"config_digest\" is not a SHA-256 digest");
     free(text);
+}
+END_TEST
+
+/* Version 2: the loss on every step line, detail every K-th step; the
+ * chain may be left out between detail steps (a golden does) and is then
+ * computed, equal to the chain the full trace carries. */
+START_TEST(test_version2_lines)
+{
+    char path[256];
+    repro_trace full, thin;
+    char *text = tr_fixture("mlp", 7, 0, TRF_V2, 3);
+    tu_write_temp(path, sizeof path, "v2.jsonl", text);
+    free(text);
+    ck_assert_msg(repro_trace_read(&full, path) == 0, "%s", repro_error_message());
+    ck_assert_int_eq(full.version, 2);
+    text = tr_fixture("mlp", 7, 0, TRF_NO_CHAIN, 3);
+    char *line1 = strstr(text, "\"step\": 1,"), *line2 = strstr(text, "\"step\": 2,");
+    char *chain1 = strstr(line1, "\"chain\"");
+    ck_assert(chain1 == NULL || chain1 > line2); /* step 1's line has no chain */
+    tu_write_temp(path, sizeof path, "v2thin.jsonl", text);
+    free(text);
+    ck_assert_msg(repro_trace_read(&thin, path) == 0, "%s", repro_error_message());
+    ck_assert_int_eq(thin.nsteps, 7);
+    for (long i = 0; i < 7; i++) {
+        const repro_trace_step *a = &full.steps[i], *b = &thin.steps[i];
+        ck_assert_int_eq(a->has_loss, 1);
+        ck_assert_int_eq(b->has_loss, 1);
+        ck_assert_int_eq(a->has_detail, (i + 1) % 3 == 0 || i == 6);
+        ck_assert_uint_eq(a->loss_bits, b->loss_bits);
+        float f;
+        memcpy(&f, &a->loss_bits, sizeof f);
+        ck_assert_double_eq(a->loss_value, (double)f);
+        ck_assert(repro_digest_eq(&a->chain, &b->chain));
+    }
+    repro_trace_release(&full);
+    repro_trace_release(&thin);
+}
+END_TEST
+
+/* What each version allows between detail steps, and what it requires. */
+START_TEST(test_version2_rules)
+{
+    /* Version 1: no loss without tensors, and the chain on every line. */
+    char *v1 = tr_fixture("mlp", 3, 0, 0, 2);
+    expect_error_free(replace(v1, "\"step\": 1, ", "\"step\": 1, \"loss\": \"0x40133333\", "), 2,
+                      "\"loss\" without \"tensors\"");
+    free(v1);
+    /* Version 2: the loss is required on every line, loss_value allowed;
+     * ops still only with tensors; a bad loss is named. */
+    char *v2 = tr_fixture("mlp", 3, 0, TRF_V2, 2);
+    char *no_loss = strdup(v2);
+    char *l = strstr(strstr(no_loss, "\"step\": 1,"), ", \"loss\"");
+    memmove(l, l + 22, strlen(l + 22) + 1); /* , "loss": "0x........" */
+    expect_error_free(no_loss, 2, "missing \"loss\"");
+    expect_error_free(replace(v2, "\"step\": 1, ", "\"step\": 1, \"ops\": [], "), 2,
+                      "\"ops\" without \"tensors\"");
+    char path[256], *lv = replace(v2, "\"step\": 1, ", "\"step\": 1, \"loss_value\": 2.25, ");
+    tu_write_temp(path, sizeof path, "lv.jsonl", lv);
+    free(lv);
+    ck_assert_msg(repro_trace_read(&tr, path) == 0, "%s", repro_error_message());
+    ck_assert_double_eq(tr.steps[0].loss_value, 2.25);
+    repro_trace_release(&tr);
+    free(v2);
+    /* Without a chain, a changed step digest is still caught: at the next
+     * chain that is written (here the detail line of step 2). */
+    char *thin = tr_fixture("mlp", 3, 0, TRF_NO_CHAIN, 2);
+    char *sd = strstr(strstr(thin, "\"step\": 1,"), "\"step_digest\": \"") + 16;
+    *sd = *sd == '0' ? '1' : '0';
+    expect_error_free(thin, 3, "\"chain\" is not SHA-256(previous chain || step_digest)");
+    /* A detail line must carry its chain. */
+    char *t2 = tr_fixture("mlp", 3, 0, TRF_NO_CHAIN, 2);
+    char *c = strstr(strstr(t2, "\"step\": 2,"), ", \"chain\"");
+    memmove(c, c + 77, strlen(c + 77) + 1);
+    expect_error_free(t2, 3, "missing \"chain\" (a detail line carries it)");
 }
 END_TEST
 
@@ -963,6 +1046,8 @@ Suite *trace_read_suite(void)
     tcase_add_test(tc, test_empty_file);
     tcase_add_test(tc, test_first_line_not_header);
     tcase_add_test(tc, test_unknown_version);
+    tcase_add_test(tc, test_version2_lines);
+    tcase_add_test(tc, test_version2_rules);
     tcase_add_test(tc, test_garbled_line);
     tcase_add_test(tc, test_incomplete_last_line);
     tcase_add_test(tc, test_wrong_type);

@@ -22,7 +22,9 @@ static char dir[256]; /* this test's temp dir */
 
 static const char eval_ini[] = "[model]\ntype = mlp\nhidden = 16\n\n"
                                "[data]\ndataset = synthetic\ntrain_size = 256\ntest_size = 64\n\n"
-                               "[train]\nsteps = 6\neval_every = 2\n";
+                               "[train]\nsteps = 6\neval_every = 2\n\n"
+                               /* loss_value on every step: the tests edit given steps' */
+                               "[trace]\nevery = 1\n";
 
 static int repro(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int repro(const char *fmt, ...)

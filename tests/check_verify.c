@@ -26,7 +26,9 @@ static char dir[256]; /* this test's temp dir: tiny.ini, keys, bundles */
 
 static const char tiny_ini[] = "[model]\ntype = mlp\nhidden = 16\n\n"
                                "[data]\ndataset = synthetic\ntrain_size = 256\ntest_size = 64\n\n"
-                               "[train]\nsteps = 6\n";
+                               "[train]\nsteps = 6\n\n"
+                               /* detail on every step: the tests alter given steps' tensors */
+                               "[trace]\nevery = 1\n";
 
 static int repro(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int repro(const char *fmt, ...)
@@ -689,6 +691,53 @@ START_TEST(test_other_environment_class_is_informational)
 }
 END_TEST
 
+/* Between detail steps a version 2 trace keeps the loss, and a tolerance
+ * policy compares it there too: a claimed loss 1,000 ULPs off at a step
+ * without tensor detail diverges under ulp:0, at that step. */
+START_TEST(test_loss_between_detail_steps_is_compared)
+{
+    setup();
+    char b[600], p[700];
+    snprintf(b, sizeof b, "%s/b3", dir);
+    ck_assert_msg(repro("submit %s/tiny.ini -o %s --set trace.every=3", dir, b) == 0, "%s", err);
+    ck_assert_int_eq(repro("verify %s --policy ulp:0", b), 0); /* the control */
+    snprintf(p, sizeof p, "%s/trace.jsonl", b);
+    char *text = slurp(p);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *o = json_loads(line, 0, NULL);
+        ck_assert_ptr_nonnull(o);
+        if (json_integer_value(json_object_get(o, "step")) == 2) {
+            ck_assert_ptr_null(json_object_get(o, "tensors")); /* not a detail step */
+            unsigned bits;
+            ck_assert_int_eq(sscanf(json_string_value(json_object_get(o, "loss")), "0x%x", &bits),
+                             1);
+            char hex[16];
+            snprintf(hex, sizeof hex, "0x%08x", bits + 1000);
+            json_object_set_new(o, "loss", json_string(hex));
+        }
+        char *line_out = json_dumps(o, JSON_COMPACT);
+        fprintf(f, "%s\n", line_out);
+        free(line_out);
+        json_decref(o);
+    }
+    ck_assert_int_eq(fclose(f), 0);
+    free(text);
+    rewrite_manifest(b, NULL, NULL);
+    ck_assert_int_eq(repro("verify %s --policy ulp:0", b), 1);
+    ck_assert_msg(strstr(out, "step 2: loss 0x") != NULL && strstr(out, "1000 ulps apart"), "%s",
+                  out);
+
+    /* At trace level step the loss is all there is: enough for ulp:N. */
+    snprintf(b, sizeof b, "%s/b4", dir);
+    ck_assert_msg(repro("submit %s/tiny.ini -o %s --set trace.level=step", dir, b) == 0, "%s",
+                  err);
+    ck_assert_int_eq(repro("verify %s --policy ulp:0", b), 0);
+    ck_assert_msg(strstr(out, "all 6 steps with stats agree within ulp:0") != NULL, "%s", out);
+}
+END_TEST
+
 /* The class-downgrade attack (issue 33, item 1): an unsigned bundle that
  * claims another environment class, with every tensor digest replaced by a
  * random one and the step digests and chain recomputed — a trace whose
@@ -844,6 +893,7 @@ Suite *verify_suite(void)
     tcase_add_test(tc, test_library_returns_verdicts);
     tcase_add_test(tc, test_submit_child_failures_and_seeds);
     tcase_add_test(tc, test_policy_and_counts_are_strict);
+    tcase_add_test(tc, test_loss_between_detail_steps_is_compared);
     suite_add_tcase(s, tc);
     return s;
 }

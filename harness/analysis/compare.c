@@ -236,19 +236,26 @@ int repro_compare_walk_step(repro_compare_walk *w, const repro_trace_step *sa,
     if (!out->first_step && !repro_digest_eq(&sa->chain, &sb->chain)) {
         out->first_step = sa->step;
         out->first_has_detail = sa->has_detail && sb->has_detail;
-        if (out->first_has_detail) {
+        out->first_has_loss = sa->has_loss && sb->has_loss;
+        if (out->first_has_loss) {
             out->first_loss_bits_a = sa->loss_bits;
             out->first_loss_bits_b = sb->loss_bits;
             out->first_loss_a = sa->loss_value;
             out->first_loss_b = sb->loss_value;
-            if (diff_lists(sa->tensors, sa->ntensors, sb->tensors, sb->ntensors, &out->tensors,
-                           &out->ntensors) ||
-                diff_lists(sa->ops, sa->nops, sb->ops, sb->nops, &out->ops, &out->nops))
-                return -1;
         }
     }
     if (!sa->has_detail || !sb->has_detail)
         return 0;
+    /* The tensors that differ at the first step with detail on both sides
+     * from the divergence on: the divergent step itself, or the nearest
+     * detail step after it (`[trace] every`). */
+    if (out->first_step && !out->detail_step) {
+        out->detail_step = sa->step;
+        if (diff_lists(sa->tensors, sa->ntensors, sb->tensors, sb->ntensors, &out->tensors,
+                       &out->ntensors) ||
+            diff_lists(sa->ops, sa->nops, sb->ops, sb->nops, &out->ops, &out->nops))
+            return -1;
+    }
     /* Both measures, until the walk knows whether either side records a
      * param.* tensor: a program's own names (w, fc.weight) would otherwise
      * give a curve of zeros that looks like agreement. */

@@ -48,11 +48,16 @@ typedef struct {
     int truncated_a, truncated_b; /* no trailer */
     long first_step;          /* first divergent step, 0 if none */
     int first_has_detail;     /* tensor lists available at first_step */
-    int ntensors;             /* differing tensors at first_step, in order */
+    int first_has_loss;       /* loss on both sides at first_step (every step of a
+                                 version 2 trace, detail steps of version 1) */
+    long detail_step;         /* the step the tensor lists below are from: first_step
+                                 when it has detail, else the first later step with
+                                 detail on both sides (0: none) */
+    int ntensors;             /* differing tensors at detail_step, in order */
     repro_tensor_diff *tensors;
-    int nops;                 /* differing op outputs at first_step (level op) */
+    int nops;                 /* differing op outputs at detail_step (level op) */
     repro_tensor_diff *ops;
-    uint32_t first_loss_bits_a, first_loss_bits_b; /* at first_step (with detail) */
+    uint32_t first_loss_bits_a, first_loss_bits_b; /* at first_step (first_has_loss) */
     double first_loss_a, first_loss_b;
     long ncurve;              /* points kept: every one up to REPRO_CURVE_MAX, then a
                                  sample (every 2^k-th) plus first_step's and the last */

@@ -179,8 +179,23 @@ static int rerun_both(repro_multirun *m, int idx, const char *dir_a, const char 
     return a.rc || b.rc;
 }
 
+/* The element diff of tensor t at `step` between the two re-runs' dumps:
+ * 0, or -1 (error slot). */
+static int element_diff_at(const char *dir_a, const char *dir_b, long step,
+                           const repro_tensor_diff *t, repro_element_diff *out)
+{
+    char fa[1500], fb[1500];
+    snprintf(fa, sizeof fa, "%s/dump/step-%06ld/%s.npy", dir_a, step, t->name);
+    snprintf(fb, sizeof fb, "%s/dump/step-%06ld/%s.npy", dir_b, step, t->name);
+    return repro_element_diff_files(fa, fb, !strcmp(t->a.dtype, "f32"), t->name, out);
+}
+
 /* Re-runs run 1 and run idx to the divergent step with dumps, and compares
- * the first differing tensor element by element. */
+ * the first differing tensor element by element. When the traces have no
+ * detail at that step (`[trace] every`), the tensors that differ at the
+ * nearest detail step after it are tried in step-digest order, and the
+ * first whose dumps differ at the divergent step is the one reported: the
+ * origin, which the later step cannot tell. */
 static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
 {
     if (d->ntensors == 0 || d->first_step <= 0 || m->cmd)
@@ -188,7 +203,7 @@ static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
     const repro_tensor_diff *t = &d->tensors[0];
     if (!t->in_a || !t->in_b || m->plan[idx].resume_at >= d->first_step)
         return;
-    char dir_a[1200], dir_b[1200], fa[1500], fb[1500];
+    char dir_a[1200], dir_b[1200];
     snprintf(dir_a, sizeof dir_a, "%s/rerun-%d-base", m->root, idx + 1);
     snprintf(dir_b, sizeof dir_b, "%s/rerun-%d", m->root, idx + 1);
     if (!m->quiet)
@@ -196,10 +211,18 @@ static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
                 d->first_step);
     if (rerun_both(m, idx, dir_a, dir_b, d->first_step))
         return;
-    snprintf(fa, sizeof fa, "%s/dump/step-%06ld/%s.npy", dir_a, d->first_step, t->name);
-    snprintf(fb, sizeof fb, "%s/dump/step-%06ld/%s.npy", dir_b, d->first_step, t->name);
-    if (repro_element_diff_files(fa, fb, !strcmp(t->a.dtype, "f32"), t->name, &d->element))
+    if (element_diff_at(dir_a, dir_b, d->first_step, t, &d->element)) {
         fprintf(stderr, "repro: no element detail: %s\n", repro_error_message());
+        return;
+    }
+    if (d->detail_step == d->first_step)
+        return;
+    for (int i = 1; i < d->ntensors && d->element.count == 0; i++) {
+        repro_element_diff e;
+        if (d->tensors[i].in_a && d->tensors[i].in_b &&
+            !element_diff_at(dir_a, dir_b, d->first_step, &d->tensors[i], &e) && e.count > 0)
+            d->element = e;
+    }
 }
 
 /* Reading the traces (JSON parsing: most of what a check does besides its
@@ -208,6 +231,7 @@ static void element_detail(repro_multirun *m, int idx, repro_divergence *d)
 typedef struct repro_trace_read_job {
     repro_trace *trace;
     char path[1200];
+    int stream;         /* header and trailer only (m->stream) */
     pthread_t thread;
     int started, rc, code;
     char msg[1024];
@@ -216,7 +240,7 @@ typedef struct repro_trace_read_job {
 static void *read_one(void *arg)
 {
     trace_read_job *j = arg;
-    j->rc = repro_trace_read(j->trace, j->path);
+    j->rc = j->stream ? repro_trace_scan(j->trace, j->path) : repro_trace_read(j->trace, j->path);
     if (j->rc) {
         j->code = repro_error_code();
         snprintf(j->msg, sizeof j->msg, "%s", repro_error_message());
@@ -232,6 +256,7 @@ static int read_traces(repro_multirun *m)
     for (int i = 0; i < m->nplan; i++) {
         trace_read_job *j = &m->reads[i];
         j->trace = &m->traces[i];
+        j->stream = m->stream;
         snprintf(j->path, sizeof j->path, "%s/trace.jsonl", m->plan[i].dir);
         j->started = i > 0 && pthread_create(&j->thread, NULL, read_one, j) == 0;
     }
@@ -251,6 +276,20 @@ static void release_reads_after(repro_multirun *m, int i)
     for (int k = i + 1; k < m->nplan; k++)
         if (!m->reads[k].rc)
             repro_trace_release(&m->traces[k]);
+}
+
+/* Run 1 against run i into m->divs[i]: the traces in memory, or the files
+ * streamed again (m->stream; the scan checked them already). */
+static int compare_runs(repro_multirun *m, int i)
+{
+    if (!m->stream)
+        return repro_compare_traces(&m->traces[0], &m->traces[i], &m->divs[i]);
+    repro_trace ha, hb;
+    int rc = repro_compare_files(m->traces[0].path, m->traces[i].path, &ha, &hb, 1, 0,
+                                 &m->divs[i]);
+    repro_trace_release(&ha);
+    repro_trace_release(&hb);
+    return rc;
 }
 
 int repro_multirun_execute(repro_multirun *m)
@@ -282,7 +321,7 @@ int repro_multirun_execute(repro_multirun *m)
         }
     }
     for (int i = 1; i < m->nplan; i++) {
-        if (repro_compare_traces(&m->traces[0], &m->traces[i], &m->divs[i]))
+        if (compare_runs(m, i))
             return -1;
         snprintf(m->divs[i].scope, sizeof m->divs[i].scope, "%s", m->plan[i].scope);
         if (!m->divs[i].identical) {

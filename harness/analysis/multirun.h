@@ -53,6 +53,11 @@ typedef struct {
     int quiet;          /* no progress on stderr */
     long total_steps;   /* steps per run, for the progress line (0: unknown) */
     int no_element_detail; /* skip the re-runs for element-level detail */
+    /* Keep only each trace's header and trailer (repro_trace_scan) and
+     * compare the files as streams (repro_compare_files): memory that
+     * does not grow with the number of steps. traces[i].steps is NULL
+     * then: for commands that need nothing else of a step (check). */
+    int stream;
     /* Runs at once (0 or 1: one after another). Each run is its own
      * process with its own directory, so this moves wall time, never
      * bits; see repro_multirun_auto_jobs for what fits the machine. */

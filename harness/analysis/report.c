@@ -113,6 +113,84 @@ static int curve_rows(const repro_divergence *d, long *idx)
     return n;
 }
 
+/* The first divergent step has no tensor detail: say so, and what would
+ * help (a golden keeps detail only every K steps; trace.every of a fresh
+ * run would change nothing there). */
+static void text_no_detail(FILE *out, const repro_trace *a, const repro_trace *b,
+                           const repro_divergence *d)
+{
+    const char *golden = strstr(a->path, "golden/")   ? "A"
+                         : strstr(b->path, "golden/") ? "B"
+                                                      : NULL;
+    fprintf(out, "  no tensor detail at step %ld (trace level %s, every %d / %d): ", d->first_step,
+            a->level == REPRO_TRACE_STEP ? "step" : a->level == REPRO_TRACE_OP ? "op" : "tensor",
+            a->every, b->every);
+    if (golden)
+        fprintf(out,
+                "the golden (%s) keeps tensor detail every %d steps; to see which "
+                "tensor differs, re-bless with `repro bless --every 1`, or compare two "
+                "fresh runs (`repro check --runs 2 --set trace.every=1`)\n",
+                golden, golden[0] == 'A' ? a->every : b->every);
+    else
+        fprintf(out, "re-run with --set trace.every=1 to see which tensor differs\n");
+}
+
+/* The likely origin: the first differing tensor at the divergent step
+ * when it has detail; else the one the re-runs' dumps at that step found
+ * (`repro check`'s element detail); else none (NULL). */
+static const char *origin_name(const repro_divergence *d)
+{
+    if (d->ntensors && d->detail_step == d->first_step)
+        return d->tensors[0].name;
+    if (d->element.valid && d->element.count > 0)
+        return d->element.tensor;
+    return NULL;
+}
+
+/* The tensors and op outputs that differ at d->detail_step: the divergent
+ * step itself (the first listed is the likely origin), or the nearest
+ * detail step after it (by then the difference has spread: the order says
+ * less). */
+static void text_tensor_lists(FILE *out, const repro_divergence *d)
+{
+    if (!d->detail_step)
+        return;
+    int at_first = d->detail_step == d->first_step;
+    const char *origin = origin_name(d);
+    if (at_first)
+        fprintf(out,
+                "  %d tensor%s differ%s at step %ld, in step-digest order "
+                "(the first is the likely origin):\n",
+                d->ntensors, d->ntensors == 1 ? "" : "s", d->ntensors == 1 ? "s" : "",
+                d->first_step);
+    else
+        fprintf(out,
+                "  %d tensor%s differ%s at step %ld, the nearest step with detail, %ld step%s "
+                "after the divergence, in step-digest order (the difference has had time to "
+                "spread: the first is not necessarily the origin%s):\n",
+                d->ntensors, d->ntensors == 1 ? "" : "s", d->ntensors == 1 ? "s" : "",
+                d->detail_step, d->detail_step - d->first_step,
+                d->detail_step - d->first_step == 1 ? "" : "s",
+                origin ? "; the re-runs' dumps at the divergent step mark it" : "");
+    for (int i = 0; i < d->ntensors && i < MAX_TEXT_TENSORS; i++)
+        text_tensor(out, &d->tensors[i],
+                    at_first ? i == 0 : origin && !strcmp(origin, d->tensors[i].name));
+    if (d->ntensors > MAX_TEXT_TENSORS)
+        fprintf(out, "    ... and %d more (--json lists them all)\n",
+                d->ntensors - MAX_TEXT_TENSORS);
+    if (d->ntensors == 0)
+        fprintf(out, "    (none: the step digests differ but no tensor digest does)\n");
+    if (d->nops) {
+        fprintf(out, "  %d op output%s differ%s at step %ld, in execution order:\n", d->nops,
+                d->nops == 1 ? "" : "s", d->nops == 1 ? "s" : "", d->detail_step);
+        for (int i = 0; i < d->nops && i < MAX_TEXT_OPS; i++)
+            text_tensor(out, &d->ops[i], at_first && i == 0);
+        if (d->nops > MAX_TEXT_OPS)
+            fprintf(out, "    ... and %d more (--json lists them all)\n",
+                    d->nops - MAX_TEXT_OPS);
+    }
+}
+
 void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
                        const repro_divergence *d)
 {
@@ -144,52 +222,13 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
                 d->steps_b);
         if (d->scope[0])
             fprintf(out, "  scope: %s\n", repro_esc(d->scope));
-        if (!d->first_has_detail) {
-            /* Say what would help: a golden keeps detail only every K
-             * steps (trace.every of a fresh run would change nothing). */
-            const char *golden = strstr(a->path, "golden/") ? "A" : strstr(b->path, "golden/")
-                                                                      ? "B"
-                                                                      : NULL;
-            fprintf(out, "  no tensor detail at step %ld (trace level %s, every %d / %d): ",
-                    d->first_step,
-                    a->level == REPRO_TRACE_STEP ? "step"
-                    : a->level == REPRO_TRACE_OP ? "op"
-                                                 : "tensor",
-                    a->every, b->every);
-            if (golden)
-                fprintf(out,
-                        "the golden (%s) keeps tensor detail every %d steps; to see which "
-                        "tensor differs, re-bless with `repro bless --every 1`, or compare two "
-                        "fresh runs (`repro check --runs 2 --set trace.every=1`)\n",
-                        golden, golden[0] == 'A' ? a->every : b->every);
-            else
-                fprintf(out, "re-run with --set trace.every=1 to see which tensor differs\n");
-        } else {
-            if (d->first_loss_bits_a != d->first_loss_bits_b)
-                fprintf(out, "  loss: A %.9g (0x%08" PRIx32 "), B %.9g (0x%08" PRIx32 ")\n",
-                        d->first_loss_a, d->first_loss_bits_a, d->first_loss_b,
-                        d->first_loss_bits_b);
-            fprintf(out,
-                    "  %d tensor%s differ%s at step %ld, in step-digest order "
-                    "(the first is the likely origin):\n",
-                    d->ntensors, d->ntensors == 1 ? "" : "s", d->ntensors == 1 ? "s" : "", d->first_step);
-            for (int i = 0; i < d->ntensors && i < MAX_TEXT_TENSORS; i++)
-                text_tensor(out, &d->tensors[i], i == 0);
-            if (d->ntensors > MAX_TEXT_TENSORS)
-                fprintf(out, "    ... and %d more (--json lists them all)\n",
-                        d->ntensors - MAX_TEXT_TENSORS);
-            if (d->ntensors == 0)
-                fprintf(out, "    (none: the step digests differ but no tensor digest does)\n");
-            if (d->nops) {
-                fprintf(out, "  %d op output%s differ%s at step %ld, in execution order:\n", d->nops,
-                        d->nops == 1 ? "" : "s", d->nops == 1 ? "s" : "", d->first_step);
-                for (int i = 0; i < d->nops && i < MAX_TEXT_OPS; i++)
-                    text_tensor(out, &d->ops[i], i == 0);
-                if (d->nops > MAX_TEXT_OPS)
-                    fprintf(out, "    ... and %d more (--json lists them all)\n",
-                            d->nops - MAX_TEXT_OPS);
-            }
-        }
+        if (d->first_has_loss && d->first_loss_bits_a != d->first_loss_bits_b)
+            fprintf(out, "  loss: A %.9g (0x%08" PRIx32 "), B %.9g (0x%08" PRIx32 ")\n",
+                    d->first_loss_a, d->first_loss_bits_a, d->first_loss_b,
+                    d->first_loss_bits_b);
+        if (!d->first_has_detail)
+            text_no_detail(out, a, b, d);
+        text_tensor_lists(out, d);
         const repro_element_diff *e = &d->element;
         if (e->valid && e->count == 0)
             fprintf(out,
@@ -314,8 +353,10 @@ int repro_report_json(FILE *out, const repro_trace *a, const repro_trace *b,
                         d->first_step ? json_integer(d->first_step) : json_null());
     json_object_set_new(r, "common_steps", json_integer(d->common_steps));
     json_object_set_new(r, "first_step_has_detail", json_boolean(d->first_has_detail));
-    json_object_set_new(r, "likely_origin",
-                        d->ntensors ? json_string(d->tensors[0].name) : json_null());
+    json_object_set_new(r, "detail_step", d->detail_step ? json_integer(d->detail_step)
+                                                          : json_null());
+    const char *origin = origin_name(d);
+    json_object_set_new(r, "likely_origin", origin ? json_string(origin) : json_null());
     json_object_set_new(r, "tensors", diffs_json(d->tensors, d->ntensors));
     json_object_set_new(r, "ops", diffs_json(d->ops, d->nops));
     if (d->element.valid) {

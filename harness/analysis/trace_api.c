@@ -90,7 +90,7 @@ int repro_trace_compare(const repro_trace *a, const repro_trace *b, repro_trace_
     out->common_steps = d.common_steps;
     out->a_complete = !d.truncated_a;
     out->b_complete = !d.truncated_b;
-    if (d.ntensors > 0)
+    if (d.ntensors > 0 && d.detail_step == d.first_step) /* at the divergent step */
         snprintf(out->tensor, sizeof out->tensor, "%s", d.tensors[0].name);
     repro_divergence_release(&d);
     return 0;

@@ -97,8 +97,9 @@ static void plan_locate(const repro_bisect_ops_opts *o, const repro_bisect_ops_r
 {
     /* Data parallel runs record no op outputs (no rank holds the whole
      * batch's): the first divergent tensor, then the culprit variants. */
-    char *extra[] = {"--set", r->cfg.train_ranks > 1 ? "trace.level=tensor" : "trace.level=op"};
-    setup(o, r, m, "bisect", extra, 2);
+    char *extra[] = {"--set", r->cfg.train_ranks > 1 ? "trace.level=tensor" : "trace.level=op",
+                     "--set", "trace.every=1"}; /* detail at whichever step parts */
+    setup(o, r, m, "bisect", extra, 4);
     m->quiet = o->quiet;
     repro_multirun_add(m, "reference", "fresh-process run to run", NULL, NULL);
     repro_multirun_add(m, "run 2", "fresh-process run to run", NULL, NULL);

@@ -394,6 +394,8 @@ static int cmd_bisect_program(const repro_bisect_args *a, char **program)
         return REPRO_EXIT_ENV;
     m->pass[m->npass++] = "--set";
     m->pass[m->npass++] = "trace.level=op";
+    m->pass[m->npass++] = "--set"; /* op detail at whichever step parts */
+    m->pass[m->npass++] = "trace.every=1";
     int rc = repro_multirun_add_runs(m, repeat);
     if (rc || repro_multirun_execute(m)) {
         rc = repro_report_error();

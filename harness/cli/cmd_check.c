@@ -252,6 +252,7 @@ static int plan_common_runs(repro_multirun *m, const check_opts *o)
 static int plan_program_runs(repro_multirun *m, const check_opts *o)
 {
     repro_multirun_init(m, o->name, o->name, "check");
+    m->stream = 1; /* memory independent of the number of steps */
     m->cmd = o->program;
     m->timeout_s = o->co.timeout_s;
     if (plan_common_runs(m, o))
@@ -316,6 +317,7 @@ static int plan_runs(repro_multirun *m, check_opts *o)
     o->augment_by_worker = cfg.data_augment_seed == REPRO_AUGMENT_SEED_WORKER;
     o->allreduce_ring = cfg.variant_allreduce == 1; /* ring (core/dist.h) */
     repro_multirun_init(m, o->exp, cfg.name, "check");
+    m->stream = 1; /* memory independent of the number of steps */
     m->total_steps = cfg.train_steps;
     if (plan_common_runs(m, o))
         return -1;

@@ -65,7 +65,7 @@ X(train, shard_size,    INT,  "0",      0, 65536, "",      "samples per gradient
 X(train, eval_every,    INT,  "0",      0, 100000000, "",  "evaluate the held-out split in eval mode after every N-th step, into the trace (0 = off; never changes training bits)")
 /* [trace] */
 X(trace, level,         ENUM, "tensor", 0, 0,    "step|tensor|op", "trace detail: step (digests only), tensor (every tensor's digest and stats), op (also every kernel output)")
-X(trace, every,         INT,  "1",      1, 100000000, "",  "record tensors every K-th step (and the last); the chain still covers every step")
+X(trace, every,         INT,  "10",     1, 100000000, "",  "record tensors every K-th step (and the last); every step keeps its digests and loss")
 /* [variant] */
 XV(linear_fwd,        "linear.fwd",        "ordered|splitk", "linear forward: ordered sums, or split-K with the split chosen from the batch size (deterministic, NOT batch-invariant: the negative control of check --batch-invariance)")
 XV(linear_bwd_weight, "linear.bwd_weight", "ordered|atomic", "linear backward weight: ordered sums, or atomic adds of per-chunk partial sums (nondeterministic)")

@@ -209,6 +209,15 @@ static void print_bless_hint(FILE *out, const repro_trace *run, const char *expe
     fprintf(out, "-- %s%s`\n", repro_esc(program[0]), program[1] ? " ..." : "");
 }
 
+/* The golden at `path` against the run's trace, both streamed from their
+ * files (memory independent of the number of steps); their headers land in
+ * *g and *r (the caller releases both, also on error). */
+static int compare_with_golden(const char *path, const repro_trace *run, repro_trace *g,
+                               repro_trace *r, repro_divergence *d)
+{
+    return repro_compare_files(path, run->path, g, r, 1, 0, d);
+}
+
 static int compare_other_classes(const repro_trace *run, const char *root, const char *experiment,
                                  char *const *program, const char *cls, int require, FILE *out,
                                  json_t *json)
@@ -236,13 +245,9 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
     for (int i = 0; i < n; i++) {
         char path[1400];
         repro_golden_path(root, experiment, classes[i], path, sizeof path);
-        repro_trace g;
+        repro_trace g, r;
         repro_divergence d;
-        if (repro_trace_read(&g, path)) {
-            repro_error_clear();
-            continue;
-        }
-        if (repro_compare_traces(&g, run, &d) == 0) {
+        if (compare_with_golden(path, run, &g, &r, &d) == 0) {
             double dist = matches(&d) ? 0 : max_rel_l2(&d);
             if (dist < best_d) {
                 best_d = dist;
@@ -253,6 +258,7 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
             repro_error_clear();
         }
         repro_trace_release(&g);
+        repro_trace_release(&r);
     }
     if (best >= 0 && out)
         fprintf(out,
@@ -312,8 +318,8 @@ int repro_check_golden(const repro_trace *run, const char *experiment, const cha
         repro_git_free(git);
         return rc;
     }
-    repro_trace g;
-    if (repro_trace_read(&g, path)) {
+    repro_trace g; /* header and trailer: the comparison streams the steps */
+    if (repro_trace_scan(&g, path)) {
         repro_git_free(git);
         return repro_error_wrap(REPRO_EINVAL, "golden %s is unreadable", path);
     }
@@ -350,7 +356,11 @@ int repro_check_golden(const repro_trace *run, const char *experiment, const cha
         rc = REPRO_GOLDEN_DIFFERS;
         goto done;
     }
-    if (repro_compare_traces(&g, run, &d)) {
+    repro_trace gs, rs; /* the headers again: the steps are streamed */
+    int crc = compare_with_golden(path, run, &gs, &rs, &d);
+    repro_trace_release(&gs);
+    repro_trace_release(&rs);
+    if (crc) {
         rc = repro_error_wrap(REPRO_EINVAL, "golden %s", path);
         goto done;
     }

@@ -35,6 +35,34 @@ static int injected(const char *name)
     return f && !strcmp(f, name);
 }
 
+/* A golden keeps per step only what a comparison with it needs: the step
+ * digest and the loss. The chain of a step line without detail follows
+ * from the previous chain and the step digest (the reader computes and
+ * checks it, trace.h), so it is left out there: ~75 of a line's ~210
+ * bytes. Detail lines and the trailer keep it. Rewrites line[0..n) in
+ * place (the result is never longer) and returns its new length; a line
+ * that is not such a step line (the trailer) is left as it is. */
+static size_t thin_step_line(char *line, size_t n)
+{
+    json_t *o = json_loadb(line, n, JSON_REJECT_DUPLICATES, NULL);
+    json_t *type = json_object_get(o, "type");
+    if (!json_is_string(type) || strcmp(json_string_value(type), "step") != 0 ||
+        json_object_get(o, "tensors") || json_object_del(o, "chain") != 0) {
+        json_decref(o);
+        return n;
+    }
+    char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(o);
+    size_t m = s ? strlen(s) : 0;
+    if (m > 0 && m < n) { /* one key fewer: always shorter */
+        memcpy(line, s, m);
+        line[m++] = '\n';
+        n = m;
+    }
+    free(s);
+    return n;
+}
+
 /* Copies the trace at `src` to `out` (the temporary of golden `dest`) with
  * the golden's provenance in its header. A failure names the file at
  * fault: the source when it cannot be read, the golden when it cannot be
@@ -60,19 +88,24 @@ static int copy_with_header(FILE *in, FILE *out, const char *src, const char *de
     }
     json_object_set(h, "golden", golden);
     char *s = json_dumps(h, JSON_COMPACT | JSON_ENSURE_ASCII);
-    json_decref(h);
     int ok = s && fputs(s, out) >= 0 && fputc('\n', out) != EOF;
     int write_errno = ok ? 0 : errno;
     free(s);
     if (ok && injected("bless-stall")) {
+        json_decref(h);
         fflush(out);
         for (;;)
             pause();
     }
-    while (ok && (n = getline(&line, &cap, in)) > 0)
+    int thin = json_integer_value(json_object_get(h, "repro_trace")) >= 2;
+    while (ok && (n = getline(&line, &cap, in)) > 0) {
+        if (thin)
+            n = (ssize_t)thin_step_line(line, (size_t)n);
         if (!(ok = fwrite(line, 1, (size_t)n, out) == (size_t)n))
             write_errno = errno;
+    }
     free(line);
+    json_decref(h);
     if (ferror(in))
         return repro_error_set_errno(REPRO_EIO, "cannot read %s", src);
     if (!ok) {

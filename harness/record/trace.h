@@ -2,7 +2,7 @@
  * line), written and read with jansson, never by hand.
  *
  * Line 1, the header:
- *   {"repro_trace": 1, "type": "header",
+ *   {"repro_trace": 2, "type": "header",
  *    "experiment": "mlp", "experiment_path": "experiments/mlp.ini",
  *    "config": {"model": {"type": "mlp", ...}, "data": {...}, "train": {...}, "trace": {...}},
  *                                   every key of the effective config, values as strings
@@ -25,15 +25,26 @@
  *    "env_class": "cpu-x86_64-..."} its class id; goldens are keyed by it (absent in older traces)
  *
  * Then one line per recorded step n = 1, 2, ... (after n optimizer steps):
- *   {"type": "step", "step": n, "step_digest": hex, "chain": hex}
- * plus, at level tensor or op on recorded steps (every K-th, and the last):
- *    "epoch": e, "loss": "0x3e148e44" (float32 bits), "loss_value": 0.145...,
+ *   {"type": "step", "step": n, "step_digest": hex, "chain": hex,
+ *    "loss": "0x3e148e44"}          (float32 bits: the loss tensor the step digest covers)
+ * plus, at level tensor or op on detail steps (every K-th, `[trace] every`,
+ * default 10, and the last):
+ *    "epoch": e, "loss_value": 0.145...,
  *    "tensors": [{"name": "param.fc1.weight", "dtype": "f32", "shape": [256, 784],
  *                 "digest": hex, "l2": 12.3, "sum": -0.4, "max_abs": 0.9,
  *                 "nonfinite": 0}, ...]       in the step-digest order below
  * and at level op also
  *    "ops": [ same objects, for every kernel output in forward then
  *             backward order, named "fwd.<layer>" and "bwd.<layer>.dx" ]
+ * So a step between detail steps costs ~210 bytes whatever the model: the
+ * size of a trace grows with the number of steps, and the per-tensor detail
+ * (~6 KB for the MLP) with the number of detail steps.
+ * "chain" may be left out of a step line without "tensors" (a golden does,
+ * golden.h): the reader computes it from the previous chain and the step
+ * digest, as it checks it when present; detail lines and the trailer
+ * always carry it.
+ * Version 1 (still read): "loss" only on detail steps, "chain" on every
+ * step line, default every = 1.
  *
  * A resumed run (`repro run --resume CKPT`) adds to the header
  *    "resumed_from": {"path": CKPT, "step": k, "chain": hex (chain[k])}
@@ -81,7 +92,9 @@
 #include "record/hash.h"
 #include "repro/trace.h"
 
-#define REPRO_TRACE_VERSION 1
+/* The version this repro writes; it reads REPRO_TRACE_VERSION_MIN and up. */
+#define REPRO_TRACE_VERSION 2
+#define REPRO_TRACE_VERSION_MIN 1
 /* The largest step number a trace may name (2^53: exact in a double, far
  * from overflow when counts are added to it). */
 #define REPRO_TRACE_MAX_STEP ((int64_t)1 << 53)
@@ -110,7 +123,9 @@ typedef struct {
 typedef struct {
     long step;
     int epoch;
-    int has_detail;          /* loss and tensors present */
+    int has_detail;          /* tensors present (and the loss) */
+    int has_loss;            /* loss_bits and loss_value present: every step of a
+                                version 2 trace, only detail steps of version 1 */
     uint32_t loss_bits;
     double loss_value;
     repro_digest step_digest, chain;
@@ -123,6 +138,7 @@ typedef struct {
 
 struct repro_trace {
     char path[1024];
+    int version;             /* "repro_trace": 1 or 2 (the line shapes differ) */
     /* header */
     char experiment[128];
     char experiment_path[1024];
@@ -194,6 +210,12 @@ typedef struct repro_trace_stream repro_trace_stream;
 int repro_trace_stream_open(repro_trace_stream **out, repro_trace *t, const char *path);
 int repro_trace_stream_next(repro_trace_stream *st, const repro_trace_step **step);
 void repro_trace_stream_close(repro_trace_stream *st);
+
+/* Reads and checks a whole trace as the stream does, keeping only the
+ * header and the trailer (steps NULL, nsteps the step count): what a
+ * reader that compares streams later (repro_compare_files) needs to know
+ * first. Errors as repro_trace_read. */
+int repro_trace_scan(repro_trace *out, const char *path);
 
 /* The step record with number `step`, or NULL. */
 const repro_trace_step *repro_trace_find_step(const repro_trace *t, long step);

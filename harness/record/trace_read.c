@@ -150,9 +150,11 @@ static int parse_header(repro_trace *t, json_t *o, const pos *p)
         return fail(p, "not a repro trace: the first line has no \"repro_trace\" version");
     if (!json_is_integer(ver))
         return fail(p, "\"repro_trace\" must be an integer, not %s", json_kind(ver));
-    if (json_integer_value(ver) != REPRO_TRACE_VERSION)
-        return fail(p, "unknown trace version %" JSON_INTEGER_FORMAT " (this repro reads %d)",
-                    json_integer_value(ver), REPRO_TRACE_VERSION);
+    if (json_integer_value(ver) < REPRO_TRACE_VERSION_MIN ||
+        json_integer_value(ver) > REPRO_TRACE_VERSION)
+        return fail(p, "unknown trace version %" JSON_INTEGER_FORMAT " (this repro reads %d..%d)",
+                    json_integer_value(ver), REPRO_TRACE_VERSION_MIN, REPRO_TRACE_VERSION);
+    t->version = (int)json_integer_value(ver);
     if (!type)
         return fail(p, "first line is not a trace header (no \"type\")");
     if (!json_is_string(type))
@@ -333,32 +335,100 @@ static int parse_loss_bits(const char *s, uint32_t *out)
     return 0;
 }
 
+/* "loss" (float32 bits) into s, and "loss_value" when present (else the
+ * bits' value: jansson cannot write a NaN or infinite loss_value, so the
+ * writer leaves it out then, and version 2 writes it on detail steps only). */
+static int parse_loss(repro_trace_step *s, json_t *o, const pos *p)
+{
+    char bits[32];
+    if (get_string(p, "", o, "loss", bits, sizeof bits))
+        return -1;
+    if (parse_loss_bits(bits, &s->loss_bits))
+        return fail(p, "\"loss\" must be float32 bits as \"0x\" and 8 hex digits, not \"%s\"",
+                    bits);
+    if (json_object_get(o, "loss_value"))
+        return get_double(p, "", o, "loss_value", -INFINITY, &s->loss_value);
+    float f;
+    memcpy(&f, &s->loss_bits, sizeof f);
+    s->loss_value = f;
+    return 0;
+}
+
+/* The tensor lists of a detail line, and the step digest recomputed from
+ * them. */
+static int parse_detail(repro_trace_step *s, json_t *o, const pos *p)
+{
+    if (get_long(p, "", o, "epoch", 0, 1L << 30, &(long){0}) ||
+        parse_tensor_list(o, "tensors", p, &s->tensors, &s->ntensors))
+        return -1;
+    if (json_object_get(o, "ops") && parse_tensor_list(o, "ops", p, &s->ops, &s->nops))
+        return -1;
+    repro_digest *ds = malloc(sizeof *ds * (size_t)(s->ntensors ? s->ntensors : 1)), sd;
+    if (!ds)
+        return repro_error_set(REPRO_ENOMEM, "%s:%ld: out of memory", p->path, p->line);
+    for (int i = 0; i < s->ntensors; i++)
+        ds[i] = s->tensors[i].digest;
+    int rc = repro_sha256_digests(ds, (size_t)s->ntensors, &sd);
+    free(ds);
+    if (rc)
+        return -1;
+    if (!repro_digest_eq(&sd, &s->step_digest))
+        return fail(p,
+                    "step %ld: \"step_digest\" is not the SHA-256 of its tensor digests: "
+                    "the trace is corrupt or was edited",
+                    s->step);
+    return 0;
+}
+
+/* Which keys a line may hold without "tensors": version 1 keeps the loss
+ * for detail lines, version 2 has it on every line (and may leave the
+ * chain out there: it follows from the previous one). */
+static int check_detail_keys(const repro_trace_step *s, json_t *o, const pos *p, int version)
+{
+    static const char *const v1[] = {"loss", "loss_value", "ops"};
+    static const char *const v2[] = {"ops"};
+    const char *const *keys = version >= 2 ? v2 : v1;
+    int n = version >= 2 ? 1 : 3;
+    if (s->has_detail) {
+        if (!json_object_get(o, "chain"))
+            return fail(p, "missing \"chain\" (a detail line carries it)");
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (json_object_get(o, keys[i]))
+            return fail(p, "\"%s\" without \"tensors\" (detail comes whole)", keys[i]);
+    if (version < 2 && !json_object_get(o, "chain"))
+        return fail(p, "missing \"chain\"");
+    return 0;
+}
+
+static int check_step_number(const repro_trace_step *s, const pos *p, long expect, long first)
+{
+    if (s->step == expect)
+        return 0;
+    if (expect == first && first > 1)
+        return fail(p, "the first step is step %ld: this trace resumed after step %ld, so "
+                       "it starts at %ld",
+                    s->step, first - 1, first);
+    if (expect == 1)
+        return fail(p, "the first step is step %ld: steps count from 1", s->step);
+    if (s->step < expect)
+        return fail(p, "step %ld after step %ld: steps must be strictly increasing", s->step,
+                    expect - 1);
+    return fail(p, "step %ld after step %ld: steps %ld..%ld are missing (every step has a line)",
+                s->step, expect - 1, expect, s->step - 1);
+}
+
 /* Parses a step line into s (owned by the caller, who frees its lists even
  * on failure) and checks its digests against the spec's definitions. */
 static int parse_step(repro_trace_step *s, json_t *o, const pos *p, long expect,
-                      const repro_digest *prev_chain, long first)
+                      const repro_digest *prev_chain, long first, int version)
 {
     s->line = (int)p->line;
-    if (get_long(p, "", o, "step", 0, REPRO_TRACE_STEP_MAX, &s->step))
+    if (get_long(p, "", o, "step", 0, REPRO_TRACE_STEP_MAX, &s->step) ||
+        check_step_number(s, p, expect, first) ||
+        get_digest(p, "", o, "step_digest", &s->step_digest))
         return -1;
-    if (s->step != expect) {
-        if (expect == first && first > 1)
-            return fail(p, "the first step is step %ld: this trace resumed after step %ld, so "
-                           "it starts at %ld",
-                        s->step, first - 1, first);
-        if (expect == 1)
-            return fail(p, "the first step is step %ld: steps count from 1", s->step);
-        if (s->step < expect)
-            return fail(p, "step %ld after step %ld: steps must be strictly increasing", s->step,
-                        expect - 1);
-        return fail(p,
-                    "step %ld after step %ld: steps %ld..%ld are missing (every step has a line)",
-                    s->step, expect - 1, expect, s->step - 1);
-    }
-    if (get_digest(p, "", o, "step_digest", &s->step_digest) ||
-        get_digest(p, "", o, "chain", &s->chain))
-        return -1;
-
     if (json_object_get(o, "epoch")) {
         long e;
         if (get_long(p, "", o, "epoch", 0, 1L << 30, &e))
@@ -366,53 +436,21 @@ static int parse_step(repro_trace_step *s, json_t *o, const pos *p, long expect,
         s->epoch = (int)e;
     }
     s->has_detail = json_object_get(o, "tensors") != NULL;
-    if (!s->has_detail) {
-        static const char *const detail[] = {"loss", "loss_value", "ops"};
-        for (int i = 0; i < 3; i++)
-            if (json_object_get(o, detail[i]))
-                return fail(p, "\"%s\" without \"tensors\" (detail comes whole)", detail[i]);
-    } else {
-        char bits[32];
-        if (get_long(p, "", o, "epoch", 0, 1L << 30, &(long){0}) ||
-            get_string(p, "", o, "loss", bits, sizeof bits))
-            return -1;
-        if (parse_loss_bits(bits, &s->loss_bits))
-            return fail(p, "\"loss\" must be float32 bits as \"0x\" and 8 hex digits, not \"%s\"",
-                        bits);
-        /* jansson cannot write a NaN or infinite loss_value, so the writer
-         * leaves it out then; the bits say it exactly anyway. */
-        if (json_object_get(o, "loss_value")) {
-            if (get_double(p, "", o, "loss_value", -INFINITY, &s->loss_value))
-                return -1;
-        } else {
-            float f;
-            memcpy(&f, &s->loss_bits, sizeof f);
-            s->loss_value = f;
-        }
-        if (parse_tensor_list(o, "tensors", p, &s->tensors, &s->ntensors))
-            return -1;
-        if (json_object_get(o, "ops") && parse_tensor_list(o, "ops", p, &s->ops, &s->nops))
-            return -1;
-        /* With the full tensor list the step digest can be recomputed. */
-        repro_digest *ds = malloc(sizeof *ds * (size_t)(s->ntensors ? s->ntensors : 1)), sd;
-        if (!ds)
-            return repro_error_set(REPRO_ENOMEM, "%s:%ld: out of memory", p->path, p->line);
-        for (int i = 0; i < s->ntensors; i++)
-            ds[i] = s->tensors[i].digest;
-        int rc = repro_sha256_digests(ds, (size_t)s->ntensors, &sd);
-        free(ds);
-        if (rc)
-            return -1;
-        if (!repro_digest_eq(&sd, &s->step_digest))
-            return fail(p,
-                        "step %ld: \"step_digest\" is not the SHA-256 of its tensor digests: "
-                        "the trace is corrupt or was edited",
-                        s->step);
-    }
+    if (check_detail_keys(s, o, p, version))
+        return -1;
+    s->has_loss = s->has_detail || version >= 2;
+    if ((s->has_loss && parse_loss(s, o, p)) || (s->has_detail && parse_detail(s, o, p)))
+        return -1;
     /* chain[n] = SHA-256(chain[n-1] || step[n]): a broken link means the
      * file was damaged or edited, and binary search over it would lie. */
     repro_digest pair[2] = {*prev_chain, s->step_digest}, c;
     if (repro_sha256_digests(pair, 2, &c))
+        return -1;
+    if (!json_object_get(o, "chain")) {
+        s->chain = c;
+        return 0;
+    }
+    if (get_digest(p, "", o, "chain", &s->chain))
         return -1;
     if (!repro_digest_eq(&c, &s->chain))
         return fail(p,
@@ -485,7 +523,7 @@ static int parse_line(repro_trace_stream *st, json_t *o)
         return fail(p, "step %ld is past the largest step number a trace may hold (%lld)",
                     t->first_step + t->nsteps, (long long)REPRO_TRACE_STEP_MAX);
     }
-    if (parse_step(s, o, p, t->first_step + t->nsteps, &st->prev, t->first_step))
+    if (parse_step(s, o, p, t->first_step + t->nsteps, &st->prev, t->first_step, t->version))
         return -1;
     st->prev = s->chain;
     t->last_line = s->line;
@@ -593,6 +631,23 @@ void repro_trace_stream_close(repro_trace_stream *st)
     if (st->lines_open)
         repro_lines_close(&st->lr);
     free(st);
+}
+
+int repro_trace_scan(repro_trace *out, const char *path)
+{
+    repro_trace_stream *st;
+    if (repro_trace_stream_open(&st, out, path))
+        return -1;
+    const repro_trace_step *s;
+    int got;
+    while ((got = repro_trace_stream_next(st, &s)) == 1)
+        ;
+    repro_trace_stream_close(st);
+    if (got < 0) {
+        repro_trace_release(out);
+        return -1;
+    }
+    return 0;
 }
 
 /* The whole trace: the stream's steps, each kept (its lists moved over). */

@@ -251,13 +251,15 @@ int repro_trace_writer_step(repro_trace_writer *w, const repro_trace_step *s, in
     json_object_set_new(o, "step", json_integer(s->step));
     json_object_set_new(o, "step_digest", hex_json(&s->step_digest));
     json_object_set_new(o, "chain", hex_json(&s->chain));
+    /* The loss on every step (version 2): the one number verify's policy
+     * and diff's report can use between detail steps, 20 bytes. */
+    char bits[16];
+    snprintf(bits, sizeof bits, "0x%08x", s->loss_bits);
+    json_object_set_new(o, "loss", json_string(bits));
     if (s->extra)
         json_object_update_missing(o, (json_t *)s->extra);
     if (detail) {
-        char bits[16];
-        snprintf(bits, sizeof bits, "0x%08x", s->loss_bits);
         json_object_set_new(o, "epoch", json_integer(s->epoch));
-        json_object_set_new(o, "loss", json_string(bits));
         json_object_set_new(o, "loss_value", json_real(s->loss_value));
         json_t *arr = tensor_list(&w->tensors, s->tensors, s->ntensors);
         json_t *ops = s->nops > 0 ? tensor_list(&w->ops, s->ops, s->nops) : NULL;
