@@ -15,7 +15,6 @@
 #include "history/git.h"
 #include "util/error.h"
 #include "util/fsutil.h"
-#include "verify/bundle.h"
 
 int repro_pack_rel_ok(const char *rel)
 {
@@ -34,6 +33,32 @@ int repro_pack_rel_ok(const char *rel)
             return 0; /* a trailing '/' */
     }
     return 1;
+}
+
+/* A whole regular file, not through a link, of at most max bytes
+ * (malloc'd; bundle.c's reader is not used: bundle.c checks trees here). */
+static int read_all(const char *path, uint64_t max, char **data, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+        if (fd >= 0)
+            close(fd);
+        return repro_error_set(REPRO_EINVAL, "%s: not a regular file of at most %llu bytes",
+                               path, (unsigned long long)max);
+    }
+    *len = (size_t)st.st_size;
+    *data = malloc(*len + 1);
+    size_t off = 0;
+    ssize_t r = 1;
+    while (*data && off < *len && (r = read(fd, *data + off, *len - off)) > 0)
+        off += (size_t)r;
+    close(fd);
+    if (!*data || off != *len) {
+        free(*data);
+        return repro_error_set(REPRO_EIO, "%s: cannot read", path);
+    }
+    return 0;
 }
 
 /* ---- packing ---------------------------------------------------------------- */
@@ -94,7 +119,7 @@ static int pack_work_file(repro_pack_info *info, const char *dest, const char *r
         return -1;
     char *data;
     size_t len;
-    if (repro_read_file_limited(path, (long)REPRO_PACK_BYTES_MAX, &data, &len))
+    if (read_all(path, REPRO_PACK_BYTES_MAX, &data, &len))
         return -1;
     int rc = write_file(dest, rel, data, len, (st.st_mode & 0100) != 0);
     free(data);
@@ -255,7 +280,7 @@ static int copy_one(const char *path, const struct stat *st, int type, struct FT
         return mkdir(to, 0755) != 0 && errno != EEXIST;
     char *data;
     size_t len;
-    if (type != FTW_F || repro_read_file_limited(path, (long)REPRO_PACK_BYTES_MAX, &data, &len))
+    if (type != FTW_F || read_all(path, REPRO_PACK_BYTES_MAX, &data, &len))
         return 1;
     int fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, (st->st_mode & 0100) ? 0755 : 0644);
     int bad = fd < 0 || write(fd, data, len) != (ssize_t)len;
