@@ -458,6 +458,36 @@ START_TEST(test_hostile_manifests_are_invalid)
 }
 END_TEST
 
+/* An experiment's host score is repro's own eval of the re-run. */
+START_TEST(test_experiment_score_is_the_rerun_eval)
+{
+    char ini[600], b[600];
+    snprintf(ini, sizeof ini, "%s/tiny.ini", base);
+    tu_git_write(base, "tiny.ini", "w",
+                 "[model]\ntype = mlp\nhidden = 16\n\n[data]\ndataset = synthetic\n"
+                 "train_size = 256\ntest_size = 64\n\n[train]\nsteps = 6\neval_every = 3\n");
+    snprintf(b, sizeof b, "%s/exp-high", base);
+    repro_in(base, "submit '%s' -o '%s' --claim-score 0.99 -q", ini, b);
+    ck_assert_msg(r.rc == 0, "submit: %s", r.err);
+    json_t *rc = verify(b, "");
+    ck_assert_msg(r.rc == 1, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_str_eq(str_at(rc, "verdict", NULL), "score mismatch");
+    char host[32];
+    snprintf(host, sizeof host, "%s", str_at(rc, "score", "host"));
+    ck_assert_str_eq(host, str_at(json_object_get(rc, "rerun_metrics"), "eval_accuracy", NULL));
+    ck_assert_str_eq(str_at(rc, "score", "by"), "repro's eval_accuracy of the re-run");
+    json_decref(rc);
+    snprintf(b, sizeof b, "%s/exp-true", base);
+    repro_in(base, "submit '%s' -o '%s' --claim-score %s -q", ini, b, host);
+    ck_assert_msg(r.rc == 0, "submit: %s", r.err);
+    rc = verify(b, "");
+    ck_assert_msg(r.rc == 0, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_str_eq(str_at(rc, "score", "claimed"), host);
+    ck_assert(json_is_null(json_object_get(rc, "program")));
+    json_decref(rc);
+}
+END_TEST
+
 Suite *submit_program_suite(void)
 {
     Suite *s = suite_create("submit_program");
@@ -474,6 +504,7 @@ Suite *submit_program_suite(void)
     tcase_add_test(tc, test_without_bubblewrap_exit_3);
     tcase_add_test(tc, test_dirty_tree_needs_allow_dirty);
     tcase_add_test(tc, test_hostile_manifests_are_invalid);
+    tcase_add_test(tc, test_experiment_score_is_the_rerun_eval);
     suite_add_tcase(s, tc);
     return s;
 }
