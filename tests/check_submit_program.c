@@ -291,7 +291,7 @@ END_TEST
 
 START_TEST(test_higher_claim_is_rejected_and_printed_metric_ignored)
 {
-    char b[600], extra[700];
+    char b[600], extra[1200];
     /* 0.99 is what the program prints as its own "accuracy". */
     variant("high", set_score, "0.99", b, sizeof b);
     snprintf(extra, sizeof extra, "--score '%s'", evalsh);
@@ -304,6 +304,16 @@ START_TEST(test_higher_claim_is_rejected_and_printed_metric_ignored)
     snprintf(want, sizeof want, "the claimed score 0.99 is not the host's score %s", host_score);
     ck_assert_msg(strstr(r.out, want), "no '%s' in:\n%s", want, r.out);
     json_decref(rc);
+    /* A signed receipt of the new verdict checks. */
+    repro_in(base, "keygen -o '%s/host.pem'", base);
+    ck_assert_int_eq(r.rc, 0);
+    snprintf(extra, sizeof extra, "--score '%s' --key '%s/host.pem'", evalsh, base);
+    json_decref(verify(b, extra));
+    ck_assert_int_eq(r.rc, 1);
+    repro_in(base, "verify-receipt '%s/receipt.json' --pub '%s/host.pem.pub'", base, base);
+    ck_assert_msg(r.rc == 0, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "verdict: score mismatch"));
+    snprintf(extra, sizeof extra, "--score '%s'", evalsh);
     /* A claim made by submit itself goes the same way. */
     snprintf(b, sizeof b, "%s/claimed", base);
     repro_in(repo, "submit -o '%s' --build make --program-output model.txt --claim-score 1.5 -- "
