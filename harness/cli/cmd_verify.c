@@ -236,9 +236,12 @@ static void print_program(const repro_verify_result *r)
     if (!r->bundle_ok || !r->bundle.is_program || !r->program_ran)
         return;
     printf("  sandbox: %s\n", repro_esc(r->sandbox));
-    printf("  build: %s (%s); run: %s\n",
-           r->bundle.program.build ? repro_esc(r->bundle.program.build) : "(none)",
-           repro_esc(r->build_status), repro_esc(r->run_status));
+    if (r->bundle.program.build)
+        printf("  build command '%s': %s; ", repro_esc(r->bundle.program.build),
+               repro_esc(r->build_status));
+    else
+        printf("  no build command; ");
+    printf("program: %s\n", repro_esc(r->run_status));
     size_t i;
     json_t *e;
     json_array_foreach(r->outputs, i, e) {

@@ -252,7 +252,10 @@ static void print_summary(const program_ctx *s)
     printf("  tree: %ld files, %llu bytes at commit %.12s%s\n", s->pack.files,
            (unsigned long long)s->pack.bytes, s->pack.commit,
            s->pack.dirty ? " (DIRTY: packed as it is, --allow-dirty)" : "");
-    printf("  build: %s\n", s->o->build ? repro_esc(s->o->build) : "(none)");
+    if (s->o->build)
+        printf("  build command '%s'\n", repro_esc(s->o->build));
+    else
+        printf("  no build command\n");
     for (size_t i = 0; i < json_array_size(s->outputs); i++) {
         json_t *e = json_array_get(s->outputs, i);
         printf("  output %s sha256 %s\n", repro_esc(json_string_value(json_object_get(e, "path"))),
