@@ -14,6 +14,9 @@
  *   the negative control, connects and reproduces with --no-sandbox,
  *   which the receipt records);
  * - a grandchild that would outlive the program is killed with it;
+ * - a program past --max-seconds is "exceeded limits"; one writing a host
+ *   file outside its scratch directory fails in the sandbox (and, the
+ *   control, writes it with --no-sandbox);
  * - without bubblewrap on PATH, verify exits 3 saying what to install;
  * - a dirty tree is refused without --allow-dirty and recorded with it;
  * - a manifest smuggling an environment variable, an absolute program or
@@ -64,6 +67,12 @@ static const char prog_c[] =
     "int main(int argc, char **argv)\n{\n"
     "    const char *mode = argc > 1 ? argv[1] : \"ok\";\n"
     "    if (!strcmp(mode, \"socket\") && net(argv[2]))\n        return 4;\n"
+    "    if (!strcmp(mode, \"sleep\"))\n        sleep((unsigned)atoi(argv[2]));\n"
+    "    if (!strcmp(mode, \"write\")) {\n"
+    "        FILE *o = fopen(argv[2], \"w\");\n"
+    "        if (!o || fputs(\"owned\\n\", o) < 0 || fclose(o)) {\n"
+    "            fprintf(stderr, \"cannot write %s: %s\\n\", argv[2], strerror(errno));\n"
+    "            return 5;\n        }\n    }\n"
     "    repro_run_env env;\n    if (repro_run_env_read(&env, 7))\n        return 3;\n"
     "    repro_generator g;\n    repro_generator_init(&g, env.seed);\n"
     "    float w[N], target[N], x[N];\n"
@@ -207,11 +216,16 @@ static void suite_setup(void)
     snprintf(repo, sizeof repo, "%s/repo", base);
     tu_git_init(repo);
     tu_git_write(repo, "prog.c", "w", prog_c);
+#if defined(__SANITIZE_ADDRESS__)
+    const char *san = " -fsanitize=address,undefined";
+#else
+    const char *san = "";
+#endif
     char mk[1024];
     snprintf(mk, sizeof mk,
-             "STAGE = %s\nprog: prog.c\n\t$(CC) -std=c11 -D_GNU_SOURCE -O2 -o $@ prog.c "
+             "STAGE = %s\nprog: prog.c\n\t$(CC) -std=c11 -D_GNU_SOURCE -O2%s -o $@ prog.c "
              "-I$(STAGE)/include -L$(STAGE)/lib -Wl,-rpath,$(STAGE)/lib -lrepro\n",
-             stage);
+             stage, san);
     tu_git_write(repo, "Makefile", "w", mk);
     tu_git_write(repo, ".gitignore", "w", "prog\nmodel.txt\n");
     tu_git_commit_all(repo, "tinyfit", NULL);
@@ -408,6 +422,34 @@ START_TEST(test_grandchild_dies_with_the_program)
 }
 END_TEST
 
+START_TEST(test_time_limit_and_writes_outside_scratch)
+{
+    char b[600], target[600], arg[700];
+    variant("slow", set_argv, "sleep 30", b, sizeof b);
+    json_t *rc = verify(b, "--max-seconds 3");
+    ck_assert_msg(r.rc == 1, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_str_eq(str_at(rc, "verdict", NULL), "exceeded limits");
+    ck_assert_ptr_nonnull(strstr(r.out, "limit"));
+    json_decref(rc);
+    /* A host file outside the scratch directory: the write fails in the
+     * sandbox, or lands in its private /tmp (this test's directory is
+     * under TMPDIR), never on the host; the control writes it
+     * unsandboxed. */
+    snprintf(target, sizeof target, "%s/host-file", base);
+    unlink(target);
+    snprintf(arg, sizeof arg, "write %s", target);
+    variant("writer", set_argv, arg, b, sizeof b);
+    rc = verify(b, "");
+    ck_assert_msg(r.rc == 0 || r.rc == 1, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_msg(access(target, F_OK) != 0, "the sandboxed program wrote %s", target);
+    json_decref(rc);
+    rc = verify(b, "--no-sandbox");
+    ck_assert_msg(r.rc == 0, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_int_eq(access(target, F_OK), 0);
+    json_decref(rc);
+}
+END_TEST
+
 START_TEST(test_without_bubblewrap_exit_3)
 {
     char rp[600];
@@ -511,6 +553,7 @@ Suite *submit_program_suite(void)
     tcase_add_test(tc, test_failing_build_is_not_reproduced);
     tcase_add_test(tc, test_network_is_cut_in_the_sandbox);
     tcase_add_test(tc, test_grandchild_dies_with_the_program);
+    tcase_add_test(tc, test_time_limit_and_writes_outside_scratch);
     tcase_add_test(tc, test_without_bubblewrap_exit_3);
     tcase_add_test(tc, test_dirty_tree_needs_allow_dirty);
     tcase_add_test(tc, test_hostile_manifests_are_invalid);

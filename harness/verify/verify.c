@@ -655,7 +655,10 @@ static int rerun_program(verify_run *v, repro_program_run *pr)
     repro_sandbox_opts so;
     repro_sandbox_opts_init(&so);
     so.no_sandbox = o->no_sandbox;
-    so.as_bytes = o->max_memory;
+    /* No --max-memory, or a sanitizer build (whose shadow memory needs
+     * terabytes of address space, and the program links this librepro):
+     * no address-space limit, said as the largest one. */
+    so.as_bytes = o->max_memory && !REPRO_SANITIZED_ADDRESSES ? o->max_memory : UINT64_MAX;
     so.wall_seconds = o->max_seconds;
     so.cpu_seconds = o->max_seconds > 0 ? (uint64_t)ceil(o->max_seconds) : 0;
     r->ran = r->program_ran = 1;
