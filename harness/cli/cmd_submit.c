@@ -2,7 +2,9 @@
  * and packs the run into a submission bundle (bundle.h) for a host to
  * check with `repro verify`: parse the options, (1) the effective config
  * from `repro run --print-config`, (2) the run itself, (3) the manifest,
- * checked as verify would check it, then written (signed with --key). */
+ * checked as verify would check it, then written (signed with --key).
+ * `repro submit -o DIR ... -- PROGRAM ARGS` makes a program bundle
+ * instead (submit_program.c). */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>

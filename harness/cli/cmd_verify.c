@@ -6,7 +6,10 @@
  *
  * Verdicts and exit codes: reproduced 0; diverged (at step N, also for a
  * claimed loss_value/eval_* value that is not the re-run's) 1; exceeded
- * limits 1 (not reproduced: the host did not accept the work); invalid
+ * limits 1 (not reproduced: the host did not accept the work); build
+ * failed, run failed (a program bundle's) and score mismatch (a claimed
+ * score that is not the host's, --score) 1; a program bundle on a host
+ * without its sandbox tool 3, no receipt (unless --no-sandbox); invalid
  * submission 2 (also a bad signature, or a key --trusted-keys does not pin); a host-side environment failure 3, with no receipt (it is
  * not a verdict on the submission). Usage errors exit 2 with no receipt. */
 #include <jansson.h>
