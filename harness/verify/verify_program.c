@@ -59,11 +59,8 @@ static int repro_dirs(char bindir[PATH_MAX], char prefix[PATH_MAX])
     *strrchr(bindir, '/') = '\0';
     prefix[0] = '\0';
     size_t n = strlen(bindir);
-    if (n > 4 && !strcmp(bindir + n - 4, "/bin")) {
+    if (n > 4 && !strcmp(bindir + n - 4, "/bin"))
         snprintf(prefix, PATH_MAX, "%.*s", (int)(n - 4), bindir);
-        if (!prefix[0])
-            prefix[0] = '\0';
-    }
     return 0;
 }
 
@@ -91,10 +88,16 @@ static int program_env(const repro_bundle *b, const repro_program_run *pr, const
         store[n++] = strdup(buf);
     }
     store[n] = NULL;
+    int bad = 0;
     for (int k = 0; k < n; k++)
-        if (!store[k])
-            return repro_error_set(REPRO_ENOMEM, "out of memory");
-    return 0;
+        bad |= !store[k];
+    if (!bad)
+        return 0;
+    for (int k = 0; k < n; k++) { /* the caller frees up to the first NULL */
+        free(store[k]);
+        store[k] = NULL;
+    }
+    return repro_error_set(REPRO_ENOMEM, "out of memory");
 }
 
 /* Why a sandboxed command did not succeed, or "" when it did. */
