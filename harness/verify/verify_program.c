@@ -100,6 +100,19 @@ static int program_env(const repro_bundle *b, const repro_program_run *pr, const
     return repro_error_set(REPRO_ENOMEM, "out of memory");
 }
 
+/* How a sandboxed command ended, in the receipt's words (from the result's
+ * fields, not its free text: "exited 0", "killed by signal 9", "timed
+ * out"). */
+static void status_text(const repro_sandbox_result *res, char *buf, size_t len)
+{
+    if (res->timed_out)
+        snprintf(buf, len, "timed out");
+    else if (res->exited)
+        snprintf(buf, len, "exited %d", res->code);
+    else
+        snprintf(buf, len, "killed by signal %d", res->signal);
+}
+
 /* Why a sandboxed command did not succeed, or "" when it did. */
 static void judge_run(const repro_sandbox_result *res, repro_program_run *pr, const char *what,
                       const char *err_path, repro_program_outcome fail)
@@ -113,7 +126,9 @@ static void judge_run(const repro_sandbox_result *res, repro_program_run *pr, co
                  t[0] ? "; its stderr ends: " : "", t);
     } else if (!res->exited || res->code != 0) {
         pr->outcome = fail;
-        snprintf(pr->text, sizeof pr->text, "%s %s in the sandbox%s%s", what, res->what,
+        char how[64];
+        status_text(res, how, sizeof how);
+        snprintf(pr->text, sizeof pr->text, "%s %s in the sandbox%s%s", what, how,
                  t[0] ? "; its stderr ends: " : "", t);
     }
 }
@@ -153,7 +168,7 @@ static int run_build(const repro_bundle *b, const repro_sandbox_opts *o,
     if (repro_sandbox_run(o, argv, env, out, err, &res))
         return -1;
     pr->build_ms = (long)((repro_now() - t0) * 1000);
-    snprintf(pr->build_status, sizeof pr->build_status, "%s", res.what);
+    status_text(&res, pr->build_status, sizeof pr->build_status);
     char what[REPRO_BUNDLE_CMD_MAX + 64];
     snprintf(what, sizeof what, "the build command `%.300s`", b->program.build);
     judge_run(&res, pr, what, err, REPRO_PROGRAM_BUILD_FAILED);
@@ -210,7 +225,7 @@ static int run_program(const repro_bundle *b, const repro_sandbox_opts *o,
     if (rc)
         return -1;
     pr->run_ms = (long)((repro_now() - t0) * 1000);
-    snprintf(pr->run_status, sizeof pr->run_status, "%s", res.what);
+    status_text(&res, pr->run_status, sizeof pr->run_status);
     judge_run(&res, pr, "the program", err, REPRO_PROGRAM_RUN_FAILED);
     if (pr->outcome == REPRO_PROGRAM_OK)
         check_trace(pr);
