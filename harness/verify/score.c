@@ -75,7 +75,7 @@ int repro_score_run(const char *cmd, const json_t *paths, double timeout_s, cons
                                "verify: the host's evaluator `%s` printed '%.80s', not one "
                                "finite number",
                                cmd, said);
-    snprintf(text, 32, "%s", said);
+    snprintf(text, 32, "%.31s", said); /* at most 31 bytes: checked above */
     *value = v;
     return 0;
 }
