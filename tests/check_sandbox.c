@@ -641,7 +641,7 @@ START_TEST(test_describe_states_the_limits)
     o.as_bytes = 256ULL << 20;
     o.no_sandbox = 1;
     repro_sandbox_describe(&o, d, sizeof d);
-    ck_assert_msg(strstr(d, "no sandbox (--no-sandbox)") && strstr(d, "address space 256.0 MiB") &&
+    ck_assert_msg(strstr(d, "NO SANDBOX (--no-sandbox)") && strstr(d, "address space 256.0 MiB") &&
                       strstr(d, "cpu 3600 s"),
                   "%s", d);
 }

@@ -154,6 +154,23 @@ static int build_env(const repro_multirun *m, int idx, const char *trace, env_bl
     return 0;
 }
 
+char **repro_multirun_external_env(const repro_multirun *m, int idx, const char *trace)
+{
+    env_block e = {{0}, 0};
+    if (build_env(m, idx, trace, &e)) {
+        env_free(&e);
+        return NULL;
+    }
+    char **out = calloc((size_t)e.n + 1, sizeof *out);
+    if (!out) {
+        env_free(&e);
+        repro_error_set(REPRO_ENOMEM, "out of memory");
+        return NULL;
+    }
+    memcpy(out, e.set, (size_t)e.n * sizeof *out);
+    return out;
+}
+
 /* The last lines of the program's stderr for the message, each indented
  * two spaces (so none passes for repro's own) and cut to TAIL_LINE bytes,
  * as many of the last TAIL_LINES as fit TAIL_BYTES: the error slot holds

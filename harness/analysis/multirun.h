@@ -134,6 +134,11 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
  * exit 3) when the program fails, times out or writes no trace, quoting
  * the end of its stderr. */
 int repro_multirun_run_external(repro_multirun *m, int idx, const char *dir);
+/* The environment run idx of m->cmd gets ("K=V" strings, NULL-terminated,
+ * each and the array malloc'd; NULL with the error slot set), as
+ * repro_multirun_run_external sets it: `repro submit -- PROGRAM` records
+ * it so that `repro verify` can run the program the same way. */
+char **repro_multirun_external_env(const repro_multirun *m, int idx, const char *trace);
 /* The trace run idx left: complete, and of the seed it was given. */
 int repro_multirun_check_external_trace(const repro_multirun *m, int idx, const repro_trace *t);
 /* A name for the program's goldens and runs: the basename of argv[0], or

@@ -2,7 +2,9 @@
  * and packs the run into a submission bundle (bundle.h) for a host to
  * check with `repro verify`: parse the options, (1) the effective config
  * from `repro run --print-config`, (2) the run itself, (3) the manifest,
- * checked as verify would check it, then written (signed with --key). */
+ * checked as verify would check it, then written (signed with --key).
+ * `repro submit -o DIR ... -- PROGRAM ARGS` makes a program bundle
+ * instead (submit_program.c). */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 
 #include "verify/bundle.h"
 #include "cli/cli.h"
+#include "cli/submit_program.h"
 #include "core/config.h"
 #include "util/error.h"
 #include "util/fault.h"
@@ -27,6 +30,8 @@
 
 static const char synopsis[] =
     "usage: repro submit EXP -o DIR [--key submitter.pem] [run options]\n"
+    "       repro submit -o DIR [--build CMD] [--allow-dirty] [--program-output PATH]...\n"
+    "                    [--claim-score X] [--key submitter.pem] -- PROGRAM ARGS...\n"
     "\n"
     "Runs the experiment EXP once (a fresh `repro run` process) and writes a\n"
     "submission bundle to DIR: DIR/trace.jsonl (the claimed trace) and\n"
@@ -35,11 +40,20 @@ static const char synopsis[] =
     "optionally signed with the submitter's Ed25519 key. A host checks it with\n"
     "`repro verify DIR`. Only synthetic-data experiments can be submitted: a\n"
     "host cannot re-run on files it does not have. The run options (--steps,\n"
-    "--seed, --set, ...) are passed to `repro run`; -q prints no summary.\n";
+    "--seed, --set, ...) are passed to `repro run`; -q prints no summary.\n"
+    "\n"
+    "With -- PROGRAM: a program bundle. The git tree of the program's\n"
+    "repository at HEAD is packed into DIR/tree (a dirty tree is refused\n"
+    "unless --allow-dirty, which packs the work tree as it is and says so),\n"
+    "the build command is run in the repository's root, the program is run\n"
+    "once as `repro run -- PROGRAM` runs it, and its declared outputs\n"
+    "(--program-output, relative to the current directory) are hashed and\n"
+    "copied to DIR/outputs/. A host re-builds and re-runs it in a sandbox\n"
+    "with `repro verify DIR`, and scores the outputs with its own evaluator.\n";
 
 static const char epilogue[] = "\nExit: 0 ok, 2 bad experiment or option, 3 environment.\n";
 
-enum { O_OUTPUT = 1, O_KEY };
+enum { O_OUTPUT = 1, O_KEY, O_BUILD, O_ALLOW_DIRTY, O_PROGRAM_OUTPUT, O_CLAIM_SCORE };
 
 static const repro_cli_opt own_opts[] = {
     {"output", 'o', "DIR", "the bundle directory (created; must not hold a bundle)", O_OUTPUT},
@@ -47,6 +61,18 @@ static const repro_cli_opt own_opts[] = {
      "sign the manifest with this Ed25519 private key (PEM;\n`repro keygen` or `openssl genpkey "
      "-algorithm ed25519`)",
      O_KEY},
+    {"build", 0, "CMD", "-- PROGRAM only: the build command (`sh -c CMD` in the\nrepository's root; "
+     "verify runs it in its sandbox)", O_BUILD},
+    {"allow-dirty", 0, NULL,
+     "-- PROGRAM only: pack a work tree with uncommitted\nchanges as it is (the bundle says dirty)",
+     O_ALLOW_DIRTY},
+    {"program-output", 0, "PATH",
+     "-- PROGRAM only: a file the program writes that a host\nscores (relative to the current "
+     "directory; repeatable)",
+     O_PROGRAM_OUTPUT},
+    {"claim-score", 0, "X",
+     "the score claimed (a decimal number): verify rejects it\nunless it is the host's score",
+     O_CLAIM_SCORE},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -56,6 +82,7 @@ const repro_cli_spec repro_submit_spec = {"submit", REPRO_CLI_SUBMIT, synopsis, 
 typedef struct {
     const char *exp, *dir, *keypath;
     repro_common co; /* -q, --json and the run options (common_opts.h) */
+    repro_submit_program_opts prog; /* -- PROGRAM and its options */
 } submit_opts;
 
 /* One submission's files and what it holds; owned by repro_cmd_submit. */
@@ -107,8 +134,26 @@ static int submit_option(void *ctx, int id, const char *v)
     submit_opts *o = ctx;
     if (id == O_OUTPUT)
         o->dir = v;
-    else
+    else if (id == O_KEY)
         o->keypath = v;
+    else if (id == O_BUILD)
+        o->prog.build = v;
+    else if (id == O_ALLOW_DIRTY)
+        o->prog.allow_dirty = 1;
+    else if (id == O_CLAIM_SCORE) {
+        char buf[32];
+        double d;
+        json_t *j = json_string(v);
+        int bad = !j || repro_bundle_parse_score(j, "submit: --claim-score", buf, sizeof buf, &d);
+        json_decref(j);
+        if (bad)
+            return -1;
+        o->prog.score = v;
+    } else if (o->prog.noutputs == REPRO_SUBMIT_OUTPUTS_MAX)
+        return repro_error_set(REPRO_EINVAL, "submit: more than %d --program-output",
+                               REPRO_SUBMIT_OUTPUTS_MAX);
+    else
+        o->prog.outputs[o->prog.noutputs++] = v;
     return 0;
 }
 
@@ -123,6 +168,20 @@ static int parse_args(int argc, char **argv, submit_opts *o)
         return repro_error_set(REPRO_EINVAL, "submit: more than one experiment ('%s', '%s')",
                                p.args[0], p.args[1]);
     o->exp = p.nargs ? p.args[0] : NULL;
+    if (o->prog.program) {
+        if (o->exp)
+            return repro_error_set(REPRO_EINVAL,
+                                   "submit: an experiment ('%s') and a program after --: one "
+                                   "or the other",
+                                   o->exp);
+        if (!o->dir)
+            return repro_error_set(REPRO_EINVAL, "submit: need -o DIR (see `repro help submit`)");
+        return 0;
+    }
+    if (o->prog.build || o->prog.allow_dirty || o->prog.noutputs)
+        return repro_error_set(REPRO_EINVAL,
+                               "submit: --build, --allow-dirty and --program-output are for "
+                               "-- PROGRAM");
     if (!o->exp || !o->dir)
         return repro_error_set(REPRO_EINVAL,
                                "submit: need EXP and -o DIR (see `repro help submit`)");
@@ -224,6 +283,8 @@ static int write_manifest(submit_ctx *s)
         return repro_error_set(REPRO_EIO, "submit: cannot build the manifest");
     if (dirty >= 0)
         json_object_set_new(s->doc, "dirty", json_boolean(dirty));
+    if (s->o->prog.score)
+        json_object_set_new(s->doc, "score", json_string(s->o->prog.score));
     char *text = json_dumps(s->doc, JSON_COMPACT);
     repro_bundle check;
     memset(&check, 0, sizeof check);
@@ -265,7 +326,9 @@ int repro_cmd_submit(int argc, char **argv)
 {
     submit_opts o;
     memset(&o, 0, sizeof o);
-    int rc = parse_args(argc, argv, &o);
+    int rc = repro_cli_split_program(&argc, argv, &o.prog.program);
+    if (!rc)
+        rc = parse_args(argc, argv, &o);
     if (!rc && repro_fault_training_spec())
         rc = repro_error_set(REPRO_EINVAL,
                              "submit: REPRO_FAULT=%s is set: a submission must not come from a "
@@ -273,6 +336,12 @@ int repro_cmd_submit(int argc, char **argv)
                              repro_fault_training_spec());
     if (rc)
         return rc == 1 ? repro_finish_stdout(0) : repro_report_error();
+    if (o.prog.program) {
+        o.prog.dir = o.dir;
+        o.prog.keypath = o.keypath;
+        o.prog.co = &o.co;
+        return repro_submit_program(&o.prog);
+    }
     submit_ctx *s = calloc(1, sizeof *s);
     if (!s) {
         repro_error_set(REPRO_ENOMEM, "out of memory");

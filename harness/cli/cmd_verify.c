@@ -6,7 +6,10 @@
  *
  * Verdicts and exit codes: reproduced 0; diverged (at step N, also for a
  * claimed loss_value/eval_* value that is not the re-run's) 1; exceeded
- * limits 1 (not reproduced: the host did not accept the work); invalid
+ * limits 1 (not reproduced: the host did not accept the work); build
+ * failed, run failed (a program bundle's) and score mismatch (a claimed
+ * score that is not the host's, --score) 1; a program bundle on a host
+ * without its sandbox tool 3, no receipt (unless --no-sandbox); invalid
  * submission 2 (also a bad signature, or a key --trusted-keys does not pin); a host-side environment failure 3, with no receipt (it is
  * not a verdict on the submission). Usage errors exit 2 with no receipt. */
 #include <jansson.h>
@@ -33,12 +36,20 @@ static const char verify_synopsis[] =
     "experiment in a fresh process and compares the re-run with the claimed\n"
     "trace under this host's policy — never one the bundle chooses: the\n"
     "submitter's environment class is reported, not trusted — and writes a\n"
-    "receipt signed with the host's key.\n";
+    "receipt signed with the host's key.\n"
+    "\n"
+    "A program bundle (`repro submit -- PROGRAM`) is unpacked into a private\n"
+    "scratch directory, built and run inside a sandbox (bubblewrap: no\n"
+    "network, the bundle and repro read-only, limits from --max-memory and\n"
+    "--max-seconds); without bubblewrap it is refused (exit 3) unless\n"
+    "--no-sandbox. Its declared outputs' SHA-256 and the host's score go\n"
+    "into the receipt.\n";
 
 static const char verify_epilogue[] =
     "\n"
     "Exit: 0 reproduced, 1 diverged (also: a claimed loss_value or eval_* value\n"
-    "that is not the re-run's) or exceeded limits, 2 invalid submission (also:\n"
+    "that is not the re-run's), exceeded limits, build failed, run failed or\n"
+    "score mismatch, 2 invalid submission (also:\n"
     "a malformed or forged signature, or a key --trusted-keys does not pin) or\n"
     "usage, 3 environment problem on the host.\n";
 
@@ -51,7 +62,9 @@ enum {
     O_OUTPUT,
     O_JSON,
     O_PUB,
-    O_TRUSTED_KEYS
+    O_TRUSTED_KEYS,
+    O_SCORE,
+    O_NO_SANDBOX
 };
 
 static const repro_cli_opt verify_opts[] = {
@@ -74,6 +87,14 @@ static const repro_cli_opt verify_opts[] = {
      "line `repro\nkeygen` prints; # comments); the receipt names the\nsigner, else says "
      "\"signer not pinned\"",
      O_TRUSTED_KEYS},
+    {"score", 0, "CMD",
+     "the host's evaluator for a program bundle: run as\n`CMD OUTPUT...` on the re-run's declared "
+     "outputs\n(outside the sandbox), it prints one number, the host\nscore; a claimed score "
+     "that differs is rejected.\nAn experiment's host score is its re-run's eval_accuracy",
+     O_SCORE},
+    {"no-sandbox", 0, NULL,
+     "run a program bundle without the sandbox (bubblewrap);\nthe receipt records it",
+     O_NO_SANDBOX},
     {"key", 0, "FILE", "the host's Ed25519 private key (PEM): signs the receipt", O_KEY},
     {"output", 'o', "FILE", "write the receipt there (unsigned without --key)", O_OUTPUT},
     {"json", 0, NULL, "print the receipt on stdout instead of the summary", O_JSON},
@@ -152,6 +173,8 @@ static int verify_option(void *ctx, int id, const char *v)
     case O_TRUSTED_KEYS: o->trusted_path = v; return 0;
     case O_OUTPUT: o->out_path = v; return 0;
     case O_JSON: o->json = 1; return 0;
+    case O_SCORE: o->v.score_cmd = v; return 0;
+    case O_NO_SANDBOX: o->v.no_sandbox = 1; return 0;
     }
     return 0;
 }
@@ -210,6 +233,40 @@ static void print_rerun_metrics(const repro_verify_result *r)
     printf("\n");
 }
 
+/* A program bundle: its sandbox, build, run and outputs. */
+static void print_program(const repro_verify_result *r)
+{
+    if (!r->bundle_ok || !r->bundle.is_program || !r->program_ran)
+        return;
+    printf("  sandbox: %s\n", repro_esc(r->sandbox));
+    if (r->bundle.program.build)
+        printf("  build command '%s': %s; ", repro_esc(r->bundle.program.build),
+               repro_esc(r->build_status));
+    else
+        printf("  no build command; ");
+    printf("program: %s\n", repro_esc(r->run_status));
+    size_t i;
+    json_t *e;
+    json_array_foreach(r->outputs, i, e) {
+        const char *h = json_string_value(json_object_get(e, "sha256"));
+        printf("  output %s sha256 %s%s\n",
+               repro_esc(json_string_value(json_object_get(e, "path"))), h ? h : "(missing)",
+               json_is_true(json_object_get(e, "identical")) ? " (the submitter's)"
+                                                             : " (not the submitter's)");
+    }
+}
+
+/* The host's score and the claimed one. */
+static void print_score(const repro_verify_result *r)
+{
+    const repro_bundle *b = &r->bundle;
+    if (!r->has_host_score && !(r->bundle_ok && b->has_score))
+        return;
+    printf("  score: host %s%s%s%s, claimed %s\n", r->has_host_score ? r->host_score : "(none)",
+           r->has_host_score ? " (" : "", r->has_host_score ? repro_esc(r->score_by) : "",
+           r->has_host_score ? ")" : "", r->bundle_ok && b->has_score ? repro_esc(b->score) : "(none)");
+}
+
 /* The human summary on stdout. Every string in it that came from the
  * bundle (names, classes, the reasons, which quote the claimed trace and
  * the config) is escaped: a stranger's ESC sequences could otherwise
@@ -237,6 +294,8 @@ static void print_summary(const verify_cli *o, const repro_verify_result *r, int
                (double)o->v.max_memory / (1024.0 * 1024.0));
     print_signer(o, r);
     print_rerun_metrics(r);
+    print_program(r);
+    print_score(r);
     if (r->bundle_ok)
         printf("  claimed chain %s\n", repro_esc(b->chain_hex));
     if (r->have_host_chain) {

@@ -211,6 +211,21 @@ int repro_git_diff_paths(repro_git *g, const char *from, const char *to,
                          size_t *npaths);
 void repro_git_paths_free(char **paths, size_t n);
 
+/* ---- a commit's files (git_tree.c) ----------------------------------- */
+
+/* One file of a commit's tree. */
+typedef struct {
+    char *path;       /* repo-relative, '/'-separated */
+    int executable;   /* mode 100755 */
+    char blob[41];    /* the blob's id */
+} repro_git_tree_file;
+
+/* Every file of the tree of commit `rev` (NULL: HEAD), in tree order. A
+ * symbolic link or a submodule in it is an error (exit 2) naming it.
+ * Read each with repro_git_read_blob(g, rev, path, ...). */
+int repro_git_tree_files(repro_git *g, const char *rev, repro_git_tree_file **files, size_t *n);
+void repro_git_tree_files_free(repro_git_tree_file *files, size_t n);
+
 /* Sets the error slot to "WHAT: <libgit2's last message>" (libgit2 1.5.1
  * may leave none: git_error_last() can return NULL) and returns -1: for
  * the history layer's files. */

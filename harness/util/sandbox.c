@@ -135,7 +135,7 @@ void repro_sandbox_describe(const repro_sandbox_opts *o, char *buf, size_t len)
         snprintf(procs, sizeof procs, "processes NOT limited (%s)", why);
     }
     if (e.no_sandbox)
-        snprintf(buf, len, "no sandbox (--no-sandbox): the host's network, files and processes; "
+        snprintf(buf, len, "NO SANDBOX (--no-sandbox): the host's network, files and processes; "
                  "address space %s, cpu %llu s per process, file size %s, %s, wall %g s",
                  as, (unsigned long long)e.cpu_seconds, fs, procs, e.wall_seconds);
     else

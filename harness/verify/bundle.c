@@ -14,6 +14,7 @@
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/outpath.h"
+#include "verify/pack.h"
 #include "verify/sign.h"
 
 #define ENV_MEMBERS_MAX 64
@@ -271,7 +272,8 @@ int repro_bundle_parse(repro_bundle *b, const char *bytes, size_t len, const cha
     static const char *const known[] = {"repro_bundle", "experiment", "config",  "seed",
                                         "steps",        "trace",      "chain",   "env",
                                         "env_class",    "commit",     "repro_version",
-                                        "created",      "signature",  "dirty"};
+                                        "created",      "signature",  "dirty",
+                                        "program",      "score"};
     const size_t nknown = sizeof known / sizeof *known;
     const char *k;
     json_t *v;
@@ -298,16 +300,31 @@ int repro_bundle_parse(repro_bundle *b, const char *bytes, size_t len, const cha
         return repro_error_set(REPRO_EINVAL,
                                "%s: \"experiment\" must start with a letter or digit", what);
 
-    json_t *cfg = json_object_get(doc, "config");
-    if (!cfg)
+    json_t *cfg = json_object_get(doc, "config"), *prog = json_object_get(doc, "program");
+    if (cfg && prog)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: \"config\" and \"program\" both given: a bundle holds an "
+                               "experiment or a program",
+                               what);
+    if (prog) {
+        if (repro_bundle_parse_program(&b->program, prog, what))
+            return -1;
+        b->is_program = 1;
+    } else if (!cfg)
         return repro_error_set(REPRO_EINVAL, "%s: missing key \"config\"", what);
-    if (!json_is_string(cfg))
+    else if (!json_is_string(cfg))
         return repro_error_set(REPRO_EINVAL, "%s: \"config\" must be a string, not %s", what,
                                kind(cfg));
-    if (json_string_length(cfg) == 0 || json_string_length(cfg) > (size_t)REPRO_BUNDLE_CONFIG_MAX)
+    else if (json_string_length(cfg) == 0 ||
+             json_string_length(cfg) > (size_t)REPRO_BUNDLE_CONFIG_MAX)
         return repro_error_set(REPRO_EINVAL, "%s: \"config\" must be 1 to %ld bytes long",
                                what, REPRO_BUNDLE_CONFIG_MAX);
-    b->config = json_string_value(cfg);
+    b->config = cfg ? json_string_value(cfg) : NULL;
+    json_t *score = json_object_get(doc, "score");
+    if (score && repro_bundle_parse_score(score, what, b->score, sizeof b->score,
+                                          &b->score_value))
+        return -1;
+    b->has_score = score != NULL;
 
     if (get_str(what, doc, "seed", 1, 20, "", b->seed, sizeof b->seed))
         return -1;
@@ -404,6 +421,24 @@ static int resolve_inside(const char *dir, const char *rel, char *out, size_t ou
     return 0;
 }
 
+/* A program bundle's tree: a real directory inside the bundle (not a
+ * link), holding what a packed tree may hold (pack.h). */
+static int load_tree(repro_bundle *b)
+{
+    repro_bundle_program *p = &b->program;
+    char path[2048], rdir[PATH_MAX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", b->dir, p->tree);
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || !realpath(b->dir, rdir))
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: the program's tree '%s' is missing or not a directory",
+                               b->manifest_path, p->tree);
+    snprintf(p->tree_path, sizeof p->tree_path, "%s/%s", rdir, p->tree);
+    if (repro_pack_check(p->tree_path, &p->tree_files, &p->tree_bytes))
+        return repro_error_wrap(REPRO_EINVAL, "%s", b->manifest_path);
+    return 0;
+}
+
 static int check_signature(repro_bundle *b)
 {
     json_t *sig = json_object_get(b->manifest, "signature");
@@ -476,6 +511,8 @@ int repro_bundle_load(repro_bundle *b, const char *dir)
     if (rc)
         return -1;
     if (resolve_inside(dir, b->trace, b->trace_path, sizeof b->trace_path, b->manifest_path))
+        return -1;
+    if (b->is_program && load_tree(b))
         return -1;
     return check_signature(b);
 }

@@ -31,11 +31,39 @@
  *                   uncommitted changes (so "commit" is not all it ran)
  *   "repro_version": the submitter's repro version, at most 31 bytes
  *   "created":      optional, ISO 8601 UTC time the bundle was made
+ *   "score":        optional, the score the submitter claims, a decimal
+ *                   number as a string (at most 31 bytes, finite): checked
+ *                   against the host's score (verify --score; for an
+ *                   experiment, repro's own eval accuracy of the re-run)
+ *   "program":      a program bundle (`repro submit -- PROGRAM`) in place
+ *                   of "config" (exactly one of the two): the object below
  *   "signature":    optional, {"alg": "ed25519", "public_key": PEM,
  *                   "key_id": SHA-256 of the raw public key, "value":
  *                   base64 Ed25519 signature over the canonical bytes of
  *                   the manifest without "signature" (sign.h)}
- * The manifest file is at most 1 MiB; the trace at most 256 MiB. */
+ * The manifest file is at most 1 MiB; the trace at most 256 MiB.
+ *
+ * "program" (bundle_program.c), every key required unless marked optional:
+ *   "tree":    the packed source tree inside the bundle ("tree"): the git
+ *              tree of the program's repository at "commit" (verify/pack.h
+ *              for its limits: directories and regular files only)
+ *   "commit":  the program repository's HEAD, 40 lowercase hex
+ *   "dirty":   boolean: the work tree was packed as it was (--allow-dirty)
+ *   "cwd":     the directory the program ran in, relative to the tree
+ *              ("" for its root)
+ *   "argv":    the program's argument vector, 1 to 256 strings of at most
+ *              4096 bytes; argv[0] is not an absolute path (a relative one
+ *              is resolved from "cwd", a bare name on PATH)
+ *   "build":   optional, the build command, run with `sh -c` in the tree's
+ *              root before the program (at most 4096 bytes)
+ *   "env":     the runner-protocol variables the program ran with, "K=V"
+ *              strings (at most 64): REPRO_* (not REPRO_TRACE, REPRO_LIB,
+ *              REPRO_FAULT), OMP_NUM_THREADS, MKL_NUM_THREADS,
+ *              OPENBLAS_NUM_THREADS, PYTHONHASHSEED
+ *   "outputs": the files the program declares as its outputs (at most 64),
+ *              each {"path": relative to "cwd", "sha256": 64 hex of the
+ *              submitter's file, "bytes": its size}; a copy of each is in
+ *              the bundle at outputs/<path> */
 #ifndef REPRO_BUNDLE_H
 #define REPRO_BUNDLE_H
 
@@ -53,6 +81,34 @@
 #define REPRO_BUNDLE_CONFIG_MAX (64L << 10)
 #define REPRO_BUNDLE_TRACE_MAX (256L << 20)
 #define REPRO_BUNDLE_STEPS_MAX 1000000000L
+
+#define REPRO_BUNDLE_ARGV_MAX 256
+#define REPRO_BUNDLE_ENV_MAX 64
+#define REPRO_BUNDLE_OUTPUTS_MAX 64
+#define REPRO_BUNDLE_CMD_MAX 4096
+
+typedef struct {
+    char tree[256];
+    char commit[41];
+    int dirty;
+    char cwd[256];
+    const json_t *argv;       /* borrowed from the manifest: strings */
+    const char *build;        /* borrowed; NULL: no build step */
+    const json_t *env;        /* borrowed: "K=V" strings */
+    const json_t *outputs;    /* borrowed: {"path", "sha256", "bytes"} */
+    char tree_path[4400];     /* resolved BUNDLE/tree (load) */
+    long tree_files;
+    uint64_t tree_bytes;
+} repro_bundle_program;
+
+/* Validates the "program" object into p (bundle_program.c); errors as
+ * repro_bundle_parse's. */
+int repro_bundle_parse_program(repro_bundle_program *p, const json_t *v, const char *what);
+/* Validates a "score" string: a finite decimal number of at most 31 bytes. */
+int repro_bundle_parse_score(const json_t *v, const char *what, char *buf, size_t len,
+                             double *value);
+/* May a manifest's "env" set this variable (name=value)? */
+int repro_bundle_env_allowed(const char *kv);
 
 typedef struct {
     char dir[1024];
@@ -74,6 +130,11 @@ typedef struct {
     int dirty;                /* 1 dirty, 0 clean, -1 not said */
     char repro_version[32];
     int is_signed;            /* a valid submitter signature (load checks it) */
+    int has_score;            /* "score" was claimed */
+    char score[32];
+    double score_value;
+    int is_program;           /* a program bundle: program holds it */
+    repro_bundle_program program;
     char key_id[65];          /* the submitter key's id when signed */
 } repro_bundle;
 

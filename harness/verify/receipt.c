@@ -8,8 +8,11 @@
 #include "util/error.h"
 #include "verify/sign.h"
 
-static const char *const verdicts[] = {"reproduced", "diverged", "invalid submission",
-                                       "exceeded limits"};
+/* verify.c's verdict names, in its order. */
+static const char *const verdicts[] = {"reproduced",   "diverged",   "invalid submission",
+                                       "exceeded limits", "build failed", "run failed",
+                                       "score mismatch"};
+#define NVERDICTS (sizeof verdicts / sizeof *verdicts)
 
 char *repro_receipt_text(const json_t *doc)
 {
@@ -66,11 +69,12 @@ int repro_receipt_check_bytes(const char *bytes, size_t len, const char *what, E
     }
     const char *verdict = json_string_value(json_object_get(doc, "verdict"));
     size_t i = 0;
-    while (verdict && i < 4 && strcmp(verdict, verdicts[i]))
+    while (verdict && i < NVERDICTS && strcmp(verdict, verdicts[i]))
         i++;
-    if (!verdict || i == 4) {
-        repro_error_set(REPRO_EINVAL, "%s: \"verdict\" must be one of reproduced, diverged, "
-                                          "invalid submission, exceeded limits",
+    if (!verdict || i == NVERDICTS) {
+        repro_error_set(REPRO_EINVAL,
+                        "%s: \"verdict\" must be one of reproduced, diverged, invalid "
+                        "submission, exceeded limits, build failed, run failed, score mismatch",
                         what);
         goto cleanup;
     }

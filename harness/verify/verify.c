@@ -24,13 +24,16 @@
 #include "util/version.h"
 #include "verify/claims.h"
 #include "verify/receipt.h"
+#include "verify/score.h"
+#include "verify/verify_program.h"
 
 /* `repro run` exits 2 for a usage or input error: for the re-run, that is
  * the submission's fault (a config this repro refuses), not the host's. */
 #define RUN_EXIT_INPUT 2
 
-static const char *const verdict_names[] = {"reproduced", "diverged", "invalid submission",
-                                            "exceeded limits"};
+static const char *const verdict_names[] = {"reproduced",   "diverged",   "invalid submission",
+                                            "exceeded limits", "build failed", "run failed",
+                                            "score mismatch"};
 
 const char *repro_verdict_name(repro_verdict v)
 {
@@ -675,6 +678,117 @@ static int judge(verify_run *v)
     return p->kind == REPRO_POLICY_BITWISE ? judge_bitwise(v) : judge_tolerance(v);
 }
 
+/* ---- a program bundle, and the score -------------------------------------- */
+
+/* 5 for a program: build and run in the sandbox (verify_program.h). */
+static int rerun_program(verify_run *v, repro_program_run *pr)
+{
+    repro_verify_result *r = v->r;
+    const repro_verify_opts *o = v->o;
+    repro_sandbox_opts so;
+    repro_sandbox_opts_init(&so);
+    so.no_sandbox = o->no_sandbox;
+    /* No --max-memory, or a sanitizer build (whose shadow memory needs
+     * terabytes of address space, and the program links this librepro):
+     * no address-space limit, said as the largest one. */
+    so.as_bytes = o->max_memory && !REPRO_SANITIZED_ADDRESSES ? o->max_memory : UINT64_MAX;
+    so.wall_seconds = o->max_seconds;
+    so.cpu_seconds = o->max_seconds > 0 ? (uint64_t)ceil(o->max_seconds) : 0;
+    r->ran = r->program_ran = 1;
+    double t0 = repro_now();
+    int rc = repro_program_rerun(v->b, &so, pr);
+    r->rerun_ms = (long)((repro_now() - t0) * 1000);
+    snprintf(r->sandbox, sizeof r->sandbox, "%s", pr->sandbox);
+    snprintf(r->build_status, sizeof r->build_status, "%s", pr->build_status);
+    snprintf(r->run_status, sizeof r->run_status, "%s", pr->run_status);
+    r->build_ms = pr->build_ms;
+    if (rc)
+        return -1;
+    static const repro_verdict verdicts[] = {REPRO_VERDICT_REPRODUCED,
+                                             REPRO_VERDICT_BUILD_FAILED,
+                                             REPRO_VERDICT_RUN_FAILED, REPRO_VERDICT_EXCEEDED};
+    if (pr->outcome != REPRO_PROGRAM_OK)
+        return decide(r, verdicts[pr->outcome], 0, "%s", pr->text);
+    snprintf(v->p_trace, sizeof v->p_trace, "%s", pr->trace);
+    if (read_through(&v->re, v->p_trace))
+        return decide(r, REPRO_VERDICT_RUN_FAILED, 0, "the re-run's trace: %s",
+                      repro_error_message());
+    r->have_host_chain = v->re.has_trailer;
+    r->host_chain = v->re.trailer_chain;
+    r->digests_compared = 1;
+    r->digests_differ = !repro_digest_eq(&v->re.trailer_chain, &v->claim.trailer_chain);
+    return 0;
+}
+
+/* The declared outputs after a reproduced run; their paths for --score. */
+static int program_outputs(verify_run *v, const repro_program_run *pr, json_t *paths)
+{
+    const char *missing;
+    repro_verify_result *r = v->r;
+    r->outputs = repro_program_outputs(v->b, pr, paths, &missing);
+    if (!r->outputs)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    if (missing)
+        return decide(r, REPRO_VERDICT_RUN_FAILED, 0,
+                      "the re-run did not leave its declared output '%s' (a regular file in "
+                      "its directory)",
+                      missing);
+    return 0;
+}
+
+/* 7. The host's score, and the claim against it. */
+static int check_score(verify_run *v, const json_t *paths)
+{
+    repro_verify_result *r = v->r;
+    const repro_bundle *b = v->b;
+    double host = 0;
+    if (b->is_program && v->o->score_cmd) {
+        if (repro_score_run(v->o->score_cmd, paths, v->o->max_seconds, v->tmp, r->host_score,
+                            &host))
+            return -1;
+        snprintf(r->score_by, sizeof r->score_by, "--score %s", v->o->score_cmd);
+        r->has_host_score = 1;
+    } else if (!b->is_program && r->rerun_metrics) {
+        const char *acc = json_string_value(json_object_get(r->rerun_metrics, "eval_accuracy"));
+        if (acc) {
+            snprintf(r->host_score, sizeof r->host_score, "%s", acc);
+            host = strtod(acc, NULL);
+            snprintf(r->score_by, sizeof r->score_by, "repro's eval_accuracy of the re-run");
+            r->has_host_score = 1;
+        }
+    }
+    if (!b->has_score || !r->has_host_score || b->score_value == host)
+        return 0;
+    return decide(r, REPRO_VERDICT_SCORE, 0,
+                  "the claimed score %s is not the host's score %s (%s)", b->score,
+                  r->host_score, r->score_by);
+}
+
+/* Steps 3, 5 (in the sandbox), 6 and 7 for a program bundle. */
+static int verify_program(verify_run *v)
+{
+    repro_program_run pr;
+    json_t *paths = json_array();
+    int rc = check_claim(v);
+    if (rc == 0)
+        rc = rerun_program(v, &pr);
+    if (rc == 0)
+        rc = judge(v);
+    /* Reproduced (decided, 1): the checks that may still reject it, each
+     * 0 to go on. */
+    if (rc == 1 && v->r->verdict == REPRO_VERDICT_REPRODUCED) {
+        rc = check_claimed_metrics(v);
+        if (rc == 0)
+            rc = program_outputs(v, &pr, paths);
+        if (rc == 0)
+            rc = check_score(v, paths);
+    }
+    if (v->r->program_ran)
+        repro_program_cleanup(&pr);
+    json_decref(paths);
+    return rc;
+}
+
 /* ---- the whole verification ---------------------------------------------------- */
 
 /* Steps 3-6 in a private temporary directory, removed afterwards. */
@@ -697,17 +811,25 @@ static int verify_bundle(const repro_verify_opts *o, repro_verify_result *r)
     snprintf(v->p_trace, sizeof v->p_trace, "%s/rerun.jsonl", v->tmp);
     snprintf(v->p_out, sizeof v->p_out, "%s/rerun.out", v->tmp);
     snprintf(v->p_err, sizeof v->p_err, "%s/rerun.err", v->tmp);
-    int rc = check_claim(v);
-    if (rc == 0)
-        rc = check_config(v);
-    if (rc == 0)
-        rc = check_memory(v);
-    if (rc == 0)
-        rc = rerun(v);
-    if (rc == 0)
-        rc = judge(v);
-    if (rc == 1 && r->verdict == REPRO_VERDICT_REPRODUCED)
-        rc = check_claimed_metrics(v);
+    int rc;
+    if (v->b->is_program) {
+        rc = verify_program(v);
+    } else {
+        rc = check_claim(v);
+        if (rc == 0)
+            rc = check_config(v);
+        if (rc == 0)
+            rc = check_memory(v);
+        if (rc == 0)
+            rc = rerun(v);
+        if (rc == 0)
+            rc = judge(v);
+        if (rc == 1 && r->verdict == REPRO_VERDICT_REPRODUCED) {
+            rc = check_claimed_metrics(v);
+            if (rc == 0)
+                rc = check_score(v, NULL);
+        }
+    }
     repro_trace_release(&v->claim);
     repro_trace_release(&v->re);
     unlink(v->p_cfg);
@@ -757,6 +879,15 @@ int repro_verify(const repro_verify_opts *o, repro_verify_result *r)
     }
     if (o->trusted && check_pinned(o, r))
         return 0;
+    char why[300];
+    repro_sandbox_opts so;
+    repro_sandbox_opts_init(&so);
+    so.no_sandbox = o->no_sandbox;
+    if (r->bundle.is_program && !repro_program_sandbox_ready(&so, why, sizeof why))
+        return repro_error_set(REPRO_EUNSUPPORTED,
+                               "verify: %s is a program bundle, and this host cannot sandbox "
+                               "it: %s",
+                               o->bundle_dir, why);
     if (r->bundle.steps > o->max_steps) {
         decide(r, REPRO_VERDICT_EXCEEDED, 0,
                "the submission has %ld steps; this host's limit is %ld (--max-steps): refused "
@@ -773,6 +904,8 @@ void repro_verify_result_release(repro_verify_result *r)
     r->reasons = NULL;
     json_decref(r->rerun_metrics);
     r->rerun_metrics = NULL;
+    json_decref(r->outputs);
+    r->outputs = NULL;
     repro_bundle_release(&r->bundle);
 }
 
@@ -849,6 +982,34 @@ static json_t *memory_json(const repro_verify_result *r)
                      clamp_i64(r->verifier_bytes));
 }
 
+static json_t *program_json(const repro_verify_opts *o, const repro_verify_result *r)
+{
+    const repro_bundle *b = &r->bundle;
+    if (!r->bundle_ok || !b->is_program)
+        return json_null();
+    const repro_bundle_program *p = &b->program;
+    json_t *j = json_pack("{s:O, s:s, s:b, s:s, s:I, s:I, s:b}", "argv", p->argv, "commit",
+                          p->commit, "dirty", p->dirty, "cwd", p->cwd, "tree_files",
+                          (json_int_t)p->tree_files, "tree_bytes", clamp_i64(p->tree_bytes),
+                          "no_sandbox", o->no_sandbox);
+    json_object_set_new(j, "build", p->build ? json_string(p->build) : json_null());
+    json_object_set_new(j, "sandbox", r->program_ran ? json_string(r->sandbox) : json_null());
+    json_object_set_new(j, "build_status", json_string(r->build_status[0] ? r->build_status : "not run"));
+    json_object_set_new(j, "run_status", json_string(r->run_status[0] ? r->run_status : "not run"));
+    json_object_set_new(j, "build_ms", json_integer(r->build_ms));
+    json_object_set_new(j, "outputs", r->outputs ? json_incref(r->outputs) : json_null());
+    return j;
+}
+
+static json_t *score_json(const repro_verify_result *r)
+{
+    const repro_bundle *b = &r->bundle;
+    return json_pack("{s:o, s:o, s:o}", "claimed",
+                     r->bundle_ok && b->has_score ? json_string(b->score) : json_null(), "host",
+                     r->has_host_score ? json_string(r->host_score) : json_null(), "by",
+                     r->has_host_score ? json_string(r->score_by) : json_null());
+}
+
 json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_result *r)
 {
     char text[96], when[32];
@@ -858,7 +1019,7 @@ json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_resu
     gmtime_r(&now, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     const char *cmp = r->comparison[0] ? r->comparison : "none";
-    return json_pack(
+    json_t *doc = json_pack(
         "{s:i, s:s, s:s, s:I, s:O, s:b, s:s, s:{s:s, s:s, s:s}, s:o, s:{s:I, s:I, s:I, s:I}, "
         "s:o, s:o, s:o, s:o, s:O, s:s, s:s}",
         "repro_receipt", REPRO_RECEIPT_VERSION, "verdict", verdict_names[r->verdict],
@@ -873,4 +1034,9 @@ json_t *repro_verify_receipt(const repro_verify_opts *o, const repro_verify_resu
         "bundle", bundle_json(o, r), "submitter", submitter_json(r), "host", host_json(r),
         "rerun_metrics", r->rerun_metrics ? r->rerun_metrics : json_null(), "repro_version",
         REPRO_VERSION, "time", when);
+    if (doc) {
+        json_object_set_new(doc, "program", program_json(o, r));
+        json_object_set_new(doc, "score", score_json(r));
+    }
+    return doc;
 }

@@ -65,6 +65,31 @@
  *   the trace has it: step, loss (float32 bits), loss_value, eval_step,
  *   eval_loss, eval_accuracy); repro_version; time (ISO 8601 UTC).
  *
+ * A program bundle (bundle.h "program") replaces steps 4 and 5: its tree
+ * is unpacked into a private scratch directory, and its build command and
+ * then the program run inside the sandbox (verify_program.h; util/
+ * sandbox.h), under --max-memory (address space) and --max-seconds (CPU
+ * and wall time). Without the sandbox tool repro_verify fails (-1,
+ * REPRO_EUNSUPPORTED: exit 3, no receipt) saying what to install, unless
+ * opts.no_sandbox, which the receipt records. A build that fails is
+ * "build failed"; a program that fails, is killed, or leaves no complete
+ * trace is "run failed"; a sandbox limit is "exceeded limits". After a
+ * "reproduced" comparison its declared outputs are hashed (a missing one
+ * is "run failed").
+ *
+ * 7. The score, after "reproduced": for a program, the host's evaluator
+ *    (opts.score_cmd, score.h) run outside the sandbox on the re-run's
+ *    outputs; for an experiment, the re-run's final eval_accuracy. A
+ *    claimed "score" that is not the host's (compared as numbers) is
+ *    "score mismatch", naming both values.
+ *
+ * Receipt fields for these: program (null for an experiment, else
+ * {argv, build, commit, dirty, cwd, tree_files, tree_bytes, sandbox (the
+ * sandbox and its limits, in words), no_sandbox, build_status,
+ * run_status, build_ms, outputs [{path, sha256 (null: missing), bytes,
+ * claimed_sha256, identical}]}); score {claimed (string or null), host
+ * (string or null), by (how the host's was made, or null)}.
+ *
  * Two checks around steps 1 and 6:
  *   1b. with opts.trusted (--trusted-keys), a bundle must be signed by a
  *      pinned key: unsigned, or signed by another key (named by its
@@ -92,7 +117,10 @@ typedef enum {
     REPRO_VERDICT_REPRODUCED,
     REPRO_VERDICT_DIVERGED,
     REPRO_VERDICT_INVALID,  /* invalid submission */
-    REPRO_VERDICT_EXCEEDED  /* exceeded the host's limits */
+    REPRO_VERDICT_EXCEEDED, /* exceeded the host's limits */
+    REPRO_VERDICT_BUILD_FAILED, /* a program bundle's build command failed */
+    REPRO_VERDICT_RUN_FAILED,   /* its program failed or left no complete trace */
+    REPRO_VERDICT_SCORE         /* the claimed score is not the host's */
 } repro_verdict;
 
 /* How the re-run is compared with the claim: the host's choice. */
@@ -122,6 +150,8 @@ typedef struct {
     const char *repro_bin;    /* the repro that re-runs; NULL: this executable */
     const repro_trusted_keys *trusted; /* pinned keys (--trusted-keys); NULL: any
                                           valid signature, or none, is accepted */
+    const char *score_cmd;    /* the host's evaluator (--score); NULL: none */
+    int no_sandbox;           /* run a program bundle without the sandbox */
 } repro_verify_opts;
 
 /* Defaults: policy bitwise, 100000 steps, 3600 s, 4 GiB of memory
@@ -152,6 +182,17 @@ typedef struct {
     repro_env host;
     const repro_trusted_key *signer; /* the pinned key that signed (opts.trusted) */
     json_t *rerun_metrics; /* the re-run's final loss and eval (claims.h), owned */
+    /* A program bundle (verify_program.h): */
+    int program_ran;       /* the build or the program was started */
+    char sandbox[400];     /* repro_sandbox_describe of its sandbox */
+    char build_status[260], run_status[260];
+    long build_ms;
+    json_t *outputs;       /* the declared outputs as re-run, owned (NULL: none) */
+    /* The score: the host's (--score for a program, the re-run's
+     * eval_accuracy for an experiment) and how it was made. */
+    int has_host_score;
+    char host_score[32];
+    char score_by[300];    /* "--score CMD", "repro eval_accuracy of the re-run" */
 } repro_verify_result;
 
 /* Runs steps 1-6 above. r is filled either way and must be released. */
