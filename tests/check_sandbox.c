@@ -630,7 +630,7 @@ START_TEST(test_describe_states_the_limits)
     ck_assert_uint_eq(o.max_procs, REPRO_SANDBOX_DEFAULT_PROCS);
     o.scratch_dir = "/s";
     repro_sandbox_describe(&o, d, sizeof d);
-    ck_assert_msg(strstr(d, "sandbox bwrap: no network") && strstr(d, "address space 4.0 GiB") &&
+    ck_assert_msg(strstr(d, "bubblewrap: no network") && strstr(d, "address space 4.0 GiB") &&
                       strstr(d, "cpu 3600 s per process") && strstr(d, "file size 1.0 GiB") &&
                       strstr(d, "wall 3600 s") && strstr(d, "private /tmp and /dev/shm 1.0 GiB each") &&
                       strstr(d, "scratch /s writable"),

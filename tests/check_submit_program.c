@@ -47,7 +47,9 @@ typedef struct {
 } result;
 static result r;
 
-/* Modes by argument: "ok" trains and writes model.txt; "socket PORT"
+/* Modes by argument: "ok" trains and writes model.txt; "fill MIB" first
+ * writes MIB MiB into its scratch directory; "alloc MIB" first allocates
+ * and touches MIB MiB; "socket PORT"
  * first connects to 127.0.0.1:PORT (exit 4 when it cannot); "grandchild
  * MARKER" leaves the trace's end to a child that writes MARKER a second
  * after the program exited. Every mode prints a forged metric. */
@@ -68,6 +70,19 @@ static const char prog_c[] =
     "    const char *mode = argc > 1 ? argv[1] : \"ok\";\n"
     "    if (!strcmp(mode, \"socket\") && net(argv[2]))\n        return 4;\n"
     "    if (!strcmp(mode, \"sleep\"))\n        sleep((unsigned)atoi(argv[2]));\n"
+    "    if (!strcmp(mode, \"fill\")) {\n"
+    "        FILE *o = fopen(\"fill.bin\", \"w\");\n"
+    "        static char block[1 << 16];\n"
+    "        for (long i = 0; o && i < atol(argv[2]) * 16; i++)\n"
+    "            if (fwrite(block, 1, sizeof block, o) != sizeof block || fflush(o)) {\n"
+    "                fprintf(stderr, \"cannot write fill.bin: %s\\n\", strerror(errno));\n"
+    "                return 5;\n            }\n    }\n"
+    "    if (!strcmp(mode, \"alloc\")) {\n"
+    "        size_t n = (size_t)atol(argv[2]) << 20;\n"
+    "        char *m = malloc(n);\n"
+    "        if (!m) {\n            fprintf(stderr, \"Cannot allocate memory\\n\");\n"
+    "            return 6;\n        }\n"
+    "        memset(m, 1, n);\n        free(m);\n    }\n"
     "    if (!strcmp(mode, \"write\")) {\n"
     "        FILE *o = fopen(argv[2], \"w\");\n"
     "        if (!o || fputs(\"owned\\n\", o) < 0 || fclose(o)) {\n"
@@ -450,6 +465,35 @@ START_TEST(test_time_limit_and_writes_outside_scratch)
 }
 END_TEST
 
+/* A program that fills the disk is ended by the file-size limit, and one
+ * that allocates past --max-memory fails: neither is "reproduced". The
+ * controls: under limits above what they take, both reproduce. */
+START_TEST(test_disk_and_memory_limits)
+{
+    char b[600];
+    variant("filler", set_argv, "fill 8", b, sizeof b);
+    json_t *rc = verify(b, "--max-file-size 1M");
+    ck_assert_msg(r.rc == 1, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_msg(!strcmp(str_at(rc, "verdict", NULL), "exceeded limits"), "%s", r.out);
+    ck_assert_msg(strstr(r.out, "file size"), "%s", r.out);
+    json_decref(rc);
+    rc = verify(b, "--max-file-size 64M");
+    ck_assert_msg(r.rc == 0, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    json_decref(rc);
+#if !defined(__SANITIZE_ADDRESS__)
+    /* (a sanitizer build runs its re-runs with no address-space limit) */
+    variant("hog", set_argv, "alloc 1024", b, sizeof b);
+    rc = verify(b, "--max-memory 256M");
+    ck_assert_msg(r.rc == 1, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_msg(strcmp(str_at(rc, "verdict", NULL), "reproduced"), "%s", r.out);
+    json_decref(rc);
+    rc = verify(b, "--max-memory 3G");
+    ck_assert_msg(r.rc == 0, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    json_decref(rc);
+#endif
+}
+END_TEST
+
 START_TEST(test_without_bubblewrap_exit_3)
 {
     char rp[600];
@@ -554,6 +598,7 @@ Suite *submit_program_suite(void)
     tcase_add_test(tc, test_network_is_cut_in_the_sandbox);
     tcase_add_test(tc, test_grandchild_dies_with_the_program);
     tcase_add_test(tc, test_time_limit_and_writes_outside_scratch);
+    tcase_add_test(tc, test_disk_and_memory_limits);
     tcase_add_test(tc, test_without_bubblewrap_exit_3);
     tcase_add_test(tc, test_dirty_tree_needs_allow_dirty);
     tcase_add_test(tc, test_hostile_manifests_are_invalid);

@@ -64,7 +64,8 @@ enum {
     O_PUB,
     O_TRUSTED_KEYS,
     O_SCORE,
-    O_NO_SANDBOX
+    O_NO_SANDBOX,
+    O_MAX_FILE_SIZE
 };
 
 static const repro_cli_opt verify_opts[] = {
@@ -92,6 +93,10 @@ static const repro_cli_opt verify_opts[] = {
      "outputs\n(outside the sandbox), it prints one number, the host\nscore; a claimed score "
      "that differs is rejected.\nAn experiment's host score is its re-run's eval_accuracy",
      O_SCORE},
+    {"max-file-size", 0, "SIZE",
+     "a program bundle's largest file in the sandbox (build\nand run; default 1G): a larger "
+     "write ends the run,\n\"exceeded limits\"",
+     O_MAX_FILE_SIZE},
     {"no-sandbox", 0, NULL,
      "run a program bundle without the sandbox (bubblewrap);\nthe receipt records it",
      O_NO_SANDBOX},
@@ -175,6 +180,8 @@ static int verify_option(void *ctx, int id, const char *v)
     case O_JSON: o->json = 1; return 0;
     case O_SCORE: o->v.score_cmd = v; return 0;
     case O_NO_SANDBOX: o->v.no_sandbox = 1; return 0;
+    case O_MAX_FILE_SIZE:
+        return repro_parse_size("verify: --max-file-size", v, 1 << 10, &o->v.max_file_size);
     }
     return 0;
 }

@@ -260,6 +260,10 @@ _Noreturn static void child_exec(const repro_child *c, const char *prog, char **
         fail_child(pipe_fd, STAGE_LIMITS);
     if (c->cgroup_procs && join_cgroup(c->cgroup_procs))
         fail_child(pipe_fd, STAGE_CGROUP);
+    if (c->default_signals) {
+        signal(SIGXFSZ, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+    }
     execve(prog, c->argv, env);
     fail_child(pipe_fd, STAGE_EXEC);
 }

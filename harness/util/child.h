@@ -73,6 +73,11 @@ typedef struct {
      * before exec (so that everything it starts is counted there from
      * its first fork: a pids.max). NULL: stay. Failing is an error of start. */
     const char *cgroup_procs;
+    /* Non-zero: the signals repro itself ignores (SIGXFSZ, SIGPIPE) get
+     * their default action back in the child, as a shell would start it:
+     * a program past the file-size limit is then ended by SIGXFSZ, which
+     * names the limit, instead of seeing EFBIG. */
+    int default_signals;
     double timeout_s;         /* > 0: wait kills the group after this long */
     /* When not NULL and it becomes non-zero (a SIGINT/SIGTERM handler sets
      * it), wait sends that signal to the child's group, once, and goes on

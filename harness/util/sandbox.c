@@ -139,7 +139,7 @@ void repro_sandbox_describe(const repro_sandbox_opts *o, char *buf, size_t len)
                  "address space %s, cpu %llu s per process, file size %s, %s, wall %g s",
                  as, (unsigned long long)e.cpu_seconds, fs, procs, e.wall_seconds);
     else
-        snprintf(buf, len, "sandbox bwrap: no network, own pid namespace, no capabilities, "
+        snprintf(buf, len, "bubblewrap: no network, own pid namespace, no capabilities, "
                  "system and inputs read-only, scratch %s writable, private /tmp and /dev/shm %s each; "
                  "address space %s, cpu %llu s per process, file size %s, %s, wall %g s",
                  e.scratch_dir ? e.scratch_dir : "(none)", tmp, as,

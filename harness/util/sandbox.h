@@ -100,7 +100,7 @@ int repro_sandbox_run(const repro_sandbox_opts *o, char *const argv[], const cha
                       const char *out_path, const char *err_path, repro_sandbox_result *res);
 
 /* The limits actually applied, for the receipt: one line, e.g.
- * "sandbox bwrap: no network, ...; address space 4.0 GiB, cpu 3600 s,
+ * "bubblewrap: no network, ...; address space 4.0 GiB, cpu 3600 s,
  * file size 1.0 GiB, processes 512 (cgroup pids.max), wall 3600 s, /tmp
  * 1.0 GiB" (or "no sandbox (--no-sandbox): ..."). */
 void repro_sandbox_describe(const repro_sandbox_opts *o, char *buf, size_t len);

@@ -242,6 +242,7 @@ int repro_sandbox_run(const repro_sandbox_opts *o, char *const argv[], const cha
     c.limits.cpu_kill_seconds = r.o.cpu_seconds + CPU_GRACE_S;
     c.limits.fsize_bytes = r.o.fsize_bytes;
     c.limits.no_core_dumps = 1;
+    c.default_signals = 1;
     c.cgroup_procs = r.have_pids ? r.pids.procs : NULL;
     c.timeout_s = r.o.wall_seconds;
     repro_child_status st;

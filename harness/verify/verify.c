@@ -693,6 +693,7 @@ static int rerun_program(verify_run *v, repro_program_run *pr)
      * no address-space limit, said as the largest one. */
     so.as_bytes = o->max_memory && !REPRO_SANITIZED_ADDRESSES ? o->max_memory : UINT64_MAX;
     so.wall_seconds = o->max_seconds;
+    so.fsize_bytes = o->max_file_size;
     so.cpu_seconds = o->max_seconds > 0 ? (uint64_t)ceil(o->max_seconds) : 0;
     r->ran = r->program_ran = 1;
     double t0 = repro_now();
@@ -886,7 +887,8 @@ int repro_verify(const repro_verify_opts *o, repro_verify_result *r)
     if (r->bundle.is_program && !repro_program_sandbox_ready(&so, why, sizeof why))
         return repro_error_set(REPRO_EUNSUPPORTED,
                                "verify: %s is a program bundle, and this host cannot sandbox "
-                               "it: %s",
+                               "it: %s; or run it unsandboxed, with the host's privileges, with "
+                               "--no-sandbox",
                                o->bundle_dir, why);
     if (r->bundle.steps > o->max_steps) {
         decide(r, REPRO_VERDICT_EXCEEDED, 0,

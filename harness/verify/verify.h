@@ -152,6 +152,8 @@ typedef struct {
                                           valid signature, or none, is accepted */
     const char *score_cmd;    /* the host's evaluator (--score); NULL: none */
     int no_sandbox;           /* run a program bundle without the sandbox */
+    uint64_t max_file_size;   /* a program bundle's largest file (RLIMIT_FSIZE
+                                 in the sandbox); 0: the sandbox's default */
 } repro_verify_opts;
 
 /* Defaults: policy bitwise, 100000 steps, 3600 s, 4 GiB of memory
