@@ -113,8 +113,9 @@ START_TEST(test_cpu_tensor_leaves)
         }
         int64_t shape[1] = {(int64_t)n};
         repro_digest from_bytes, from_leaves;
-        ck_assert_int_eq(repro_tensor_digest_bytes(&from_bytes, "t", "f32", 1, shape, x, nbytes), 0);
-        ck_assert_int_eq(repro_tensor_digest_from_leaves(&from_leaves, "t", "f32", 1, shape, nbytes,
+        ck_assert_int_eq(repro_tensor_digest_bytes_fn(REPRO_DIGEST_SHA256, &from_bytes, "t", "f32", 1,
+                                                      shape, x, nbytes), 0);
+        ck_assert_int_eq(repro_tensor_digest_from_leaves_fn(REPRO_DIGEST_SHA256, &from_leaves, "t", "f32", 1, shape, nbytes,
                                                          (const repro_digest *)leaves),
                          0);
         ck_assert(repro_digest_eq(&from_bytes, &from_leaves));

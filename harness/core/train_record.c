@@ -464,6 +464,7 @@ static int start_leaf_share(repro_train_recorder *r)
         if (r->entries[i].nbytes >= SPLIT_BYTES && r->entries[i].nbytes > most)
             most = r->entries[i].nbytes;
     repro_leaf_share_init(&r->share, &r->mu, &r->cv);
+    r->share.fn = (repro_digest_fn)r->o.digest;
     if (most == 0)
         return 0;
     r->leaves = malloc(repro_leaf_count(most) * sizeof *r->leaves);
@@ -875,6 +876,7 @@ static int open_public(repro_train_recorder *r)
     repro_recorder_options_init(&ro);
     ro.level = (repro_level)r->o.level;
     ro.every = r->o.every;
+    ro.digest = (repro_digest_fn)r->o.digest;
     ro.total_steps = r->o.total_steps;
     ro.threads = cfg->train_threads;
     ro.workers = cfg->data_num_workers;

@@ -14,7 +14,11 @@
  *                                   key does not orphan old goldens): traces whose
  *                                   numerics digests differ are different experiments
  *    "seed": "1234", "seed_scheme": "repro-seed/v1", "rng": "philox4x32-10/v1",
- *    "tensor_hash": "repro-tensor/v1", "repro_version": "0.1.0",
+ *    "tensor_hash": "repro-tensor/v2-xxh3-128",  the tree hash's leaf digest
+ *                                   (repro/digest.h): XXH3-128, or "repro-tensor/v1"
+ *                                   (SHA-256 leaves: `[trace] digest = sha256`, and
+ *                                   every trace written before XXH3)
+ *    "repro_version": "0.1.0",
  *    "compiler": "...", "cflags": "...",
  *    "level": "tensor", "every": 1,
  *    "threads": 1, "num_workers": 2,  the counts the run was asked for
@@ -130,6 +134,8 @@ struct repro_trace {
     char seed[32], seed_scheme[64], rng[64], repro_version[32];
     char compiler[256], cflags[1024];
     char env_class[64];      /* "" when the trace predates it */
+    char tensor_hash[64];    /* the digest function's name (repro/digest.h) */
+    repro_digest_fn digest_fn; /* ... and which one it is */
     int level, every, threads, num_workers;
     int threads_used, workers_used; /* -1: not recorded */
     void *header_json;       /* json_t *, owned: the whole header object */
