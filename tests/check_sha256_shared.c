@@ -104,7 +104,7 @@ START_TEST(test_cpu_tensor_leaves)
         }
         uint8_t *leaves = malloc(32 * (nleaves ? nleaves : 1));
         repro_buffer_stats st, ref;
-        ck_assert_int_eq(be->tensor_leaves(ctx, x, nbytes, leaves, &st), 0);
+        ck_assert_int_eq(be->tensor_leaves(ctx, 1 /* SHA-256 */, x, nbytes, leaves, &st), 0);
         for (size_t l = 0; l < nleaves; l++) {
             repro_digest d;
             size_t off = l * 4096, len = nbytes - off < 4096 ? nbytes - off : 4096;
