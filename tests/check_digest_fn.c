@@ -77,6 +77,37 @@ START_TEST(test_old_vs_new_is_a_different_digest_function)
 }
 END_TEST
 
+/* The trailer binds the final parameters with SHA-256 whatever the
+ * per-step function: the same bits give the same final_params_sha256
+ * under XXH3 and SHA-256 step digests, other bits (another seed) another. */
+START_TEST(test_trailer_binds_final_params_with_sha256)
+{
+    char dir[TU_TMP_LEN], a[TU_TMP_LEN + 16], b[TU_TMP_LEN + 16], c[TU_TMP_LEN + 16];
+    temp_dir(dir, sizeof dir);
+    snprintf(a, sizeof a, "%s/a.jsonl", dir);
+    snprintf(b, sizeof b, "%s/b.jsonl", dir);
+    snprintf(c, sizeof c, "%s/c.jsonl", dir);
+    run3(a, "");
+    run3(b, "--set trace.digest=sha256");
+    run3(c, "--seed 5");
+    repro_trace ta, tb, tc;
+    ck_assert_int_eq(repro_trace_read(&ta, a), 0);
+    ck_assert_int_eq(repro_trace_read(&tb, b), 0);
+    ck_assert_int_eq(repro_trace_read(&tc, c), 0);
+    ck_assert(ta.has_final_params && tb.has_final_params && tc.has_final_params);
+    ck_assert(repro_digest_eq(&ta.final_params, &tb.final_params));
+    ck_assert(!repro_digest_eq(&ta.final_params, &tc.final_params));
+    ck_assert(!repro_digest_eq(&ta.trailer_chain, &tb.trailer_chain));
+    repro_trace_release(&ta);
+    repro_trace_release(&tb);
+    repro_trace_release(&tc);
+    /* a trace without it (written before) still reads */
+    ck_assert_int_eq(repro_trace_read(&ta, OLD), 0);
+    ck_assert_int_eq(ta.has_final_params, 0);
+    repro_trace_release(&ta);
+}
+END_TEST
+
 static void copy_file(const char *from, const char *to)
 {
     FILE *in = fopen(from, "rb"), *o = fopen(to, "wb");
@@ -132,6 +163,7 @@ Suite *digest_fn_suite(void)
     tcase_add_test(tc, test_old_trace_reads_and_diffs_itself);
     tcase_add_test(tc, test_old_vs_new_is_a_different_digest_function);
     tcase_add_test(tc, test_old_golden_is_reported_for_re_bless);
+    tcase_add_test(tc, test_trailer_binds_final_params_with_sha256);
     suite_add_tcase(s, tc);
     return s;
 }

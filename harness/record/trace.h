@@ -51,6 +51,10 @@
  *    "eval_accuracy": 0.12          (null when not finite)
  *
  * Last line, the trailer: {"type": "trailer", "steps": N, "chain": hex},
+ * with the built-in workload "final_params_sha256": hex, SHA-256 over the
+ * SHA-256 tree digests (repro-tensor/v1) of the param.* tensors after the
+ * last step in forward order: the final state bound cryptographically
+ * whatever the per-step digest function (docs/DESIGN.md, Digests);
  * plus informational keys that are not hashed and may differ between runs:
  * "train_seconds", "eval_loss", "eval_accuracy". Step 1's line also carries
  * "algorithms": the convolution algorithm chosen per call site, with the
@@ -146,6 +150,8 @@ struct repro_trace {
     int has_trailer;
     long trailer_steps;
     repro_digest trailer_chain;
+    int has_final_params;        /* the trailer's "final_params_sha256" (optional) */
+    repro_digest final_params;
     /* A resumed run's trace (header "resumed_from": {"path", "step": k,
      * "chain": hex}) starts at step k + 1 and its chain continues from the
      * checkpoint's chain[k]; otherwise first_step = 1, start_chain = 0. */

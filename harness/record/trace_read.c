@@ -452,6 +452,12 @@ static int parse_trailer(repro_trace_stream *st, json_t *o, const pos *p)
                     t->trailer_steps, last);
     if (!repro_digest_eq(&st->prev, &t->trailer_chain))
         return fail(p, "trailer chain differs from the chain of step %ld", last);
+    /* Optional (the built-in workload's, since XXH3 leaves): SHA-256 of
+     * the final parameters, the cryptographic binding of the final state. */
+    t->has_final_params = json_object_get(o, "final_params_sha256") != NULL;
+    if (t->has_final_params &&
+        get_digest(p, "trailer: ", o, "final_params_sha256", &t->final_params))
+        return -1;
     t->has_trailer = 1;
     return 0;
 }

@@ -141,6 +141,8 @@ typedef struct {
     long rerun_ms;
     int have_host_chain;
     repro_digest host_chain;
+    int have_host_final;      /* the re-run's trailer has final_params_sha256 */
+    repro_digest host_final;
     int memory_estimated;  /* memory holds the config's estimate */
     repro_memory_estimate memory;
     uint64_t as_bytes;     /* the re-run's RLIMIT_AS (0: none) */
