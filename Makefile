@@ -12,7 +12,7 @@ OPT     ?= -O2
 NUMERICS = -ffp-contract=off -fno-fast-math
 WARN     = -Wall -Wextra -Werror
 SAN     ?=
-PKGS     = openssl libgit2 jansson inih
+PKGS     = openssl libgit2 jansson inih libxxhash
 
 # Probes are all $(shell ...): a bare $(which nvcc) is silently empty.
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

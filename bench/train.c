@@ -328,7 +328,7 @@ static double hash_gbps(void)
     for (size_t i = 0; i < n; i++)
         d[i] = (unsigned char)(i * 131);
     long shape[1] = {(long)(n / 4)};
-    repro_tensor_view v = {"x", "f32", 1, shape, d, n};
+    repro_tensor_view v = {"x", "f32", 1, shape, d, n, REPRO_DIGEST_XXH3};
     repro_digest out;
     double t[5];
     for (int r = 0; r < 5; r++) {

@@ -380,18 +380,21 @@ typedef struct repro_backend {
     int (*unscale_check)(void *ctx, float *g, long n, float inv);
 
     /* -- hashing -- */
-    /* SHA-256 (kernels/shared/sha256.h) of each REPRO_LEAF_BYTES = 4096-byte
-     * leaf of backend buffer p (nbytes; the last leaf shorter, none when
-     * nbytes is 0) into host leaves[32 * nleaves], computed where the
-     * buffer lives (cuda: one GPU thread per leaf; only the digests cross
-     * the bus); the tensor digest is then repro_tensor_digest_from_leaves's.
+    /* The leaf digests of backend buffer p (nbytes; each REPRO_LEAF_BYTES =
+     * 4096-byte leaf, the last shorter, none when nbytes is 0) under digest
+     * function fn (repro/digest.h's repro_digest_fn: 0 XXH3-128,
+     * kernels/shared/xxh3.h, 16 bytes a leaf followed by 16 zero bytes; 1
+     * SHA-256, kernels/shared/sha256.h, 32 bytes) into host
+     * leaves[32 * nleaves], computed where the buffer lives (cuda: one GPU
+     * thread per leaf; only the digests cross the bus); the tensor digest
+     * is then repro_tensor_digest_from_leaves_fn's.
      * stats (may be NULL) receives the buffer's statistics as nbytes / 4
      * floats in the recorder's order: element i into lane i % 4, each lane
      * in double in ascending i (a non-finite element adds 0 and counts in
      * nonfinite), lanes combined as (0 + 1) + (2 + 3), l2 the square root of
      * the combined sum of squares. Waits for the work before it. Returns 0
-     * or -1 (last_error). */
-    int (*tensor_leaves)(void *ctx, const void *p, size_t nbytes, uint8_t *leaves,
+     * or -1 (last_error; an unknown fn is an error). */
+    int (*tensor_leaves)(void *ctx, int fn, const void *p, size_t nbytes, uint8_t *leaves,
                          repro_buffer_stats *stats);
 
     /* -- memory accounting -- */

@@ -5,7 +5,7 @@
 set -eu
 
 # pkg-config module -> Debian package
-need="openssl:libssl-dev libgit2:libgit2-dev jansson:libjansson-dev inih:libinih-dev check:check"
+need="openssl:libssl-dev libgit2:libgit2-dev jansson:libjansson-dev inih:libinih-dev libxxhash:libxxhash-dev check:check"
 
 missing=""
 command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"

@@ -643,7 +643,7 @@ START_TEST(test_leaf_share_equals_tree_hash)
                 d[i] = (unsigned char)(i * 7 + k + round);
             repro_digest *a = calloc(nl + 1, sizeof *a), *b = calloc(nl + 1, sizeof *b), ra;
             long shape[1] = {(long)n};
-            repro_tensor_view v = {"t", "u8", 1, shape, d, n};
+            repro_tensor_view v = {"t", "u8", 1, shape, d, n, REPRO_DIGEST_XXH3};
             ck_assert_int_eq(repro_tensor_digest(&v, &ra, a), 0);
             ck_assert_int_eq(
                 repro_leaf_share_run(&g.share, d, n, b, n > (1 << 20) ? slow_start : NULL, &g.share),

@@ -104,7 +104,7 @@ START_TEST(test_cpu_tensor_leaves)
         }
         uint8_t *leaves = malloc(32 * (nleaves ? nleaves : 1));
         repro_buffer_stats st, ref;
-        ck_assert_int_eq(be->tensor_leaves(ctx, x, nbytes, leaves, &st), 0);
+        ck_assert_int_eq(be->tensor_leaves(ctx, 1 /* SHA-256 */, x, nbytes, leaves, &st), 0);
         for (size_t l = 0; l < nleaves; l++) {
             repro_digest d;
             size_t off = l * 4096, len = nbytes - off < 4096 ? nbytes - off : 4096;
@@ -113,8 +113,9 @@ START_TEST(test_cpu_tensor_leaves)
         }
         int64_t shape[1] = {(int64_t)n};
         repro_digest from_bytes, from_leaves;
-        ck_assert_int_eq(repro_tensor_digest_bytes(&from_bytes, "t", "f32", 1, shape, x, nbytes), 0);
-        ck_assert_int_eq(repro_tensor_digest_from_leaves(&from_leaves, "t", "f32", 1, shape, nbytes,
+        ck_assert_int_eq(repro_tensor_digest_bytes_fn(REPRO_DIGEST_SHA256, &from_bytes, "t", "f32", 1,
+                                                      shape, x, nbytes), 0);
+        ck_assert_int_eq(repro_tensor_digest_from_leaves_fn(REPRO_DIGEST_SHA256, &from_leaves, "t", "f32", 1, shape, nbytes,
                                                          (const repro_digest *)leaves),
                          0);
         ck_assert(repro_digest_eq(&from_bytes, &from_leaves));

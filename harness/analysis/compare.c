@@ -153,6 +153,14 @@ int repro_compare_headers(const repro_trace *a, const repro_trace *b, int same_c
     if (strcmp(a->experiment, b->experiment) != 0)
         return repro_error_set(REPRO_EINVAL, "%s and %s are different experiments: %s vs %s",
                                a->path, b->path, a->experiment, b->experiment);
+    /* Digests of another function are not a mismatch: they cannot be
+     * compared at all (every tensor would "differ"). */
+    if (strcmp(a->tensor_hash, b->tensor_hash) != 0)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s and %s have a different digest function (%s vs %s): their "
+                               "digests cannot be compared; record both with the same "
+                               "[trace] digest (or re-bless the golden)",
+                               a->path, b->path, a->tensor_hash, b->tensor_hash);
     if (same_config && !repro_digest_eq(&a->numerics_digest, &b->numerics_digest) &&
         !only_backend_differs(a, b)) {
         char ha[65], hb[65], keys[400];

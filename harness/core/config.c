@@ -70,6 +70,7 @@ int repro_config_key_bits_neutral(int key)
     case REPRO_KEY_train_eval_every: /* reads the parameters only (tests/check_resume.c) */
     case REPRO_KEY_trace_level:
     case REPRO_KEY_trace_every:
+    case REPRO_KEY_trace_digest: /* how the bits are digested, not the bits */
     case REPRO_KEY_train_deterministic: /* permits variants; the variants change bits */
         return 1;
     }

@@ -81,6 +81,7 @@ static int start_recorder(repro_session *s)
         .trace_path = o->no_trace ? NULL : s->trace_path,
         .level = cfg->trace_level,
         .every = cfg->trace_every,
+        .digest = cfg->trace_digest,
         .total_steps = cfg->train_steps,
         .dump_steps = o->dump,
         .ndump = o->ndump,

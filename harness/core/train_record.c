@@ -464,6 +464,7 @@ static int start_leaf_share(repro_train_recorder *r)
         if (r->entries[i].nbytes >= SPLIT_BYTES && r->entries[i].nbytes > most)
             most = r->entries[i].nbytes;
     repro_leaf_share_init(&r->share, &r->mu, &r->cv);
+    r->share.fn = (repro_digest_fn)r->o.digest;
     if (most == 0)
         return 0;
     r->leaves = malloc(repro_leaf_count(most) * sizeof *r->leaves);
@@ -875,6 +876,7 @@ static int open_public(repro_train_recorder *r)
     repro_recorder_options_init(&ro);
     ro.level = (repro_level)r->o.level;
     ro.every = r->o.every;
+    ro.digest = (repro_digest_fn)r->o.digest;
     ro.total_steps = r->o.total_steps;
     ro.threads = cfg->train_threads;
     ro.workers = cfg->data_num_workers;
@@ -1010,12 +1012,50 @@ int repro_train_recorder_sync(repro_train_recorder *r)
     return wait_done(r, PHASE_P, r->t->step);
 }
 
+/* The final parameters, bound cryptographically whatever the per-step
+ * digest function: SHA-256 over the SHA-256 tree digests (repro-tensor/v1)
+ * of every param.* tensor after the last step, in forward order. Once per
+ * run, so its cost does not count; the per-step digests may be XXH3-128,
+ * which catches accidental divergence but not a crafted collision. */
+static int final_params_sha256(const repro_train_recorder *r, long step, repro_digest *out)
+{
+    repro_digest *d = malloc(sizeof *d * (size_t)(r->nentries ? r->nentries : 1));
+    if (!d)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    size_t n = 0;
+    for (int i = 0; i < r->nentries; i++) {
+        const entry *e = &r->entries[i];
+        if (e->phase != PHASE_P || strncmp(e->name, "param.", 6) != 0)
+            continue;
+        if (repro_tensor_digest_bytes_fn(REPRO_DIGEST_SHA256, &d[n++], e->name, e->dtype,
+                                         e->ndim, e->shape64, entry_data(e, step), e->nbytes)) {
+            free(d);
+            return -1;
+        }
+    }
+    int rc = repro_sha256_digests(d, n, out) ? repro_error_set(REPRO_EIO, "SHA-256 failed") : 0;
+    free(d);
+    return rc;
+}
+
 int repro_train_recorder_finish(repro_train_recorder *r, repro_digest *chain, void *trailer_extra)
 {
     if (wait_done(r, PHASE_P, r->t->step))
         return -1;
     repro_recorder_chain(r->pub, chain);
-    char *text = trailer_extra ? json_dumps((json_t *)trailer_extra, JSON_COMPACT) : NULL;
+    json_t *trailer = trailer_extra ? json_incref((json_t *)trailer_extra) : json_object();
+    repro_digest fin;
+    if (r->t->step > r->o.start_step) {
+        if (final_params_sha256(r, r->t->step, &fin)) {
+            json_decref(trailer);
+            return -1;
+        }
+        char hex[65];
+        repro_digest_hex(&fin, hex);
+        json_object_set_new(trailer, "final_params_sha256", json_string(hex));
+    }
+    char *text = json_object_size(trailer) ? json_dumps(trailer, JSON_COMPACT) : NULL;
+    json_decref(trailer);
     repro_recorder *pub = r->pub;
     r->pub = NULL;
     int rc = repro_recorder_close_ex(pub, NULL, text) ? -1 : 0;

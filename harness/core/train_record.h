@@ -27,6 +27,7 @@ typedef struct {
     const char *trace_path; /* NULL: digests only, no file */
     int level;              /* REPRO_TRACE_* */
     int every;              /* detail every K-th step (and the last) */
+    int digest;             /* repro_digest_fn of the tensor leaves */
     long total_steps;
     const long *dump_steps; /* steps whose tensors are written as .npy (0: the
                                initial parameters and optimizer state) */

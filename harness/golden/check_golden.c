@@ -283,6 +283,50 @@ static int compare_other_classes(const repro_trace *run, const char *root, const
     return require ? REPRO_GOLDEN_DIFFERS : 0;
 }
 
+/* A golden filed under this class's repro-env-class/v1 id (blessed before
+ * the digest function left the class): its path into `path` when the file
+ * exists. The class is the run's (its header's "env"), else this
+ * machine's. */
+static int find_v1_golden(const repro_trace *run, const repro_env *here, const char *root,
+                          const char *experiment, char *path, size_t len)
+{
+    repro_env e = *here;
+    json_t *env = json_object_get((json_t *)run->header_json, "env");
+    if (env && repro_env_from_json(env, &e))
+        e = *here;
+    char v1[REPRO_ENV_CLASS_MAX];
+    if (repro_env_class_id_v1(&e, v1, sizeof v1)) {
+        repro_error_clear();
+        return 0;
+    }
+    repro_golden_path(root, experiment, v1, path, len);
+    return access(path, F_OK) == 0;
+}
+
+/* The golden's digests are of another function than the run's: not a
+ * mismatch (nothing can be compared), a golden to re-bless. */
+static int report_other_digest(const repro_trace *g, const repro_trace *run, const char *shown,
+                               const char *blessed, FILE *out, json_t *json)
+{
+    if (out)
+        fprintf(out,
+                "golden: different digest function: %s was blessed (at %s) with %s, this run "
+                "digests with %s; its digests cannot be compared: re-bless it (`repro bless %s`)"
+                "%s\n",
+                repro_esc(shown), blessed ? repro_esc(blessed) : "?", repro_esc(g->tensor_hash),
+                repro_esc(run->tensor_hash),
+                run->experiment_path[0] ? repro_esc(run->experiment_path) : "EXP",
+                run->digest_fn == REPRO_DIGEST_XXH3 && g->digest_fn == REPRO_DIGEST_SHA256
+                    ? ", or run with --set trace.digest=sha256 to compare with it"
+                    : "");
+    if (json) {
+        json_object_set_new(json, "status", json_string("digest-function-changed"));
+        json_object_set_new(json, "golden_tensor_hash", json_string(g->tensor_hash));
+        json_object_set_new(json, "run_tensor_hash", json_string(run->tensor_hash));
+    }
+    return REPRO_GOLDEN_DIFFERS;
+}
+
 int repro_check_golden(const repro_trace *run, const char *experiment, const char *exp_file,
                        char *const *program, int overridden, int require, FILE *out,
                        json_t *json)
@@ -312,6 +356,12 @@ int repro_check_golden(const repro_trace *run, const char *experiment, const cha
         json_object_set_new(json, "path", json_string(path));
     }
     int rc = 0;
+    if (access(path, F_OK) != 0 && find_v1_golden(run, &env, root, experiment, path, sizeof path)) {
+        /* found under its old name: messages and JSON name that file */
+        snprintf(shown, sizeof shown, "%s", path + (root[0] ? strlen(root) + 1 : 0));
+        if (json)
+            json_object_set_new(json, "path", json_string(path));
+    }
     if (access(path, F_OK) != 0) {
         rc = compare_other_classes(run, root, experiment, program, env.class_id, require, out,
                                    json);
@@ -333,6 +383,10 @@ int repro_check_golden(const repro_trace *run, const char *experiment, const cha
     }
     if (!g.has_trailer) {
         rc = repro_error_set(REPRO_EINVAL, "golden %s is truncated (no trailer)", path);
+        goto done;
+    }
+    if (strcmp(g.tensor_hash, run->tensor_hash) != 0) {
+        rc = report_other_digest(&g, run, shown, blessed, out, json);
         goto done;
     }
     if (!repro_digest_eq(&g.numerics_digest, &run->numerics_digest)) {

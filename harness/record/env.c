@@ -18,6 +18,7 @@
 #include "kernels/backend.h"
 #include "kernels/isa.h"
 #include "record/leaf_sha.h"
+#include "record/leaf_xxh3.h"
 #include "kernels/philox.h"
 #include "util/seeds.h"
 #include "record/trace.h"
@@ -27,13 +28,14 @@
 _Static_assert(sizeof(((repro_trace *)0)->env_class) == REPRO_ENV_CLASS_MAX,
                "trace.h env_class must hold a class id");
 
-#define FIELD(key, member, cls) {key, offsetof(repro_env, member), cls}
+#define FIELD(key, member, cls) \
+    {key, offsetof(repro_env, member), sizeof(((repro_env *)0)->member), cls}
 
 /* Display order; the class fields (cls = 1) among them in digest order,
  * which is part of the class id's definition: never reorder them. */
 static const struct {
     const char *key;
-    size_t off;
+    size_t off, size;
     int cls;
 } fields[] = {
     FIELD("backend", backend, 1),
@@ -43,6 +45,7 @@ static const struct {
     FIELD("cpu_flags", cpu_flags, 0),
     FIELD("isa_path", isa_path, 0),
     FIELD("leaf_sha", leaf_sha, 0),
+    FIELD("leaf_xxh3", leaf_xxh3, 0),
     FIELD("compiler", compiler, 0),
     FIELD("compiler_version", compiler_version, 0),
     FIELD("cflags", cflags, 0),
@@ -50,7 +53,7 @@ static const struct {
     FIELD("trace_format", trace_format, 0),
     FIELD("seed_scheme", seed_scheme, 1),
     FIELD("rng", rng, 1),
-    FIELD("tensor_hash", tensor_hash, 1),
+    FIELD("tensor_hash", tensor_hash, 0), /* in the class until repro-env-class/v1 */
     FIELD("gpu_name", gpu_name, 1),
     FIELD("gpu_sm_count", gpu_sm_count, 1),
     FIELD("gpu_cc", gpu_cc, 1),
@@ -230,17 +233,29 @@ static void cpu_flags(char *buf, size_t len)
              lack, lack[0] ? ")" : "");
 }
 
-int repro_env_class_id(const repro_env *e, char *out, size_t len)
+/* The canonical text of e's class: versioned, one "key=value" line per
+ * non-empty class field. `legacy`: the repro-env-class/v1 text, whose
+ * fields also had tensor_hash (after rng), always "repro-tensor/v1" then. */
+static size_t class_text(const repro_env *e, int legacy, char *text, size_t cap)
 {
-    /* Canonical text: versioned, one "key=value" line per non-empty field. */
-    char text[2048];
-    size_t n = (size_t)snprintf(text, sizeof text, "%s\n", REPRO_ENV_CLASS_VERSION);
+    size_t n = (size_t)snprintf(text, cap, "%s\n",
+                                legacy ? REPRO_ENV_CLASS_VERSION_V1 : REPRO_ENV_CLASS_VERSION);
     for (int i = 0; i < NFIELDS; i++) {
         const char *v = (const char *)e + fields[i].off;
-        if (!fields[i].cls || !v[0])
+        int v1_hash = legacy && !strcmp(fields[i].key, "tensor_hash");
+        if (v1_hash)
+            v = REPRO_TENSOR_HASH_SHA256;
+        if ((!fields[i].cls && !v1_hash) || !v[0])
             continue;
-        n += (size_t)snprintf(text + n, sizeof text - n, "%s=%s\n", fields[i].key, v);
+        n += (size_t)snprintf(text + n, cap - n, "%s=%s\n", fields[i].key, v);
     }
+    return n;
+}
+
+static int class_id(const repro_env *e, int legacy, char *out, size_t len)
+{
+    char text[2048];
+    size_t n = class_text(e, legacy, text, sizeof text);
     /* The fields' sizes bound the text well below its buffer. */
     repro_digest d;
     if (repro_sha256(text, n < sizeof text ? n : sizeof text - 1, &d))
@@ -268,6 +283,29 @@ int repro_env_class_id(const repro_env *e, char *out, size_t len)
         return repro_error_set(REPRO_EIO, "environment class id too long");
     memcpy(out, id, strlen(id) + 1);
     return 0;
+}
+
+int repro_env_class_id(const repro_env *e, char *out, size_t len)
+{
+    return class_id(e, 0, out, len);
+}
+
+int repro_env_class_id_v1(const repro_env *e, char *out, size_t len)
+{
+    return class_id(e, 1, out, len);
+}
+
+int repro_env_from_json(const json_t *env, repro_env *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(env))
+        return repro_error_set(REPRO_EINVAL, "environment: not a JSON object");
+    for (int i = 0; i < NFIELDS; i++) {
+        const char *v = json_string_value(json_object_get(env, fields[i].key));
+        if (v)
+            snprintf((char *)out + fields[i].off, fields[i].size, "%s", v);
+    }
+    return repro_env_class_id(out, out->class_id, sizeof out->class_id);
 }
 
 /* The GPU fields of device 0 from the CUDA backend's describe_device
@@ -332,6 +370,7 @@ int repro_env_get_backend(repro_env *e, const char *backend)
     set(e->arch, sizeof e->arch, target_arch(e->machine));
     set(e->seed_scheme, sizeof e->seed_scheme, REPRO_SEED_SCHEME);
     set(e->rng, sizeof e->rng, REPRO_RNG_VERSION);
+    /* Informational: the default; each trace names its own ("tensor_hash"). */
     set(e->tensor_hash, sizeof e->tensor_hash, REPRO_TENSOR_HASH_VERSION);
 
     /* informational */
@@ -341,6 +380,7 @@ int repro_env_get_backend(repro_env *e, const char *backend)
     isa_path(e->isa_path, sizeof e->isa_path);
     /* Same digests on every path; informational, like the vector path. */
     snprintf(e->leaf_sha, sizeof e->leaf_sha, "%s", repro_leaf_sha_path());
+    snprintf(e->leaf_xxh3, sizeof e->leaf_xxh3, "%s", repro_leaf_xxh3_path());
     set(e->compiler, sizeof e->compiler, REPRO_CC);
     set(e->compiler_version, sizeof e->compiler_version, REPRO_CC_VERSION);
     set(e->cflags, sizeof e->cflags, REPRO_CFLAGS);

@@ -10,12 +10,18 @@
  *                aarch64, ...): identity is promised per architecture only
  *   seed_scheme  REPRO_SEED_SCHEME   every derived seed
  *   rng          REPRO_RNG_VERSION   every random number
- *   tensor_hash  REPRO_TENSOR_HASH_VERSION   every digest in a trace
  *   gpu_name, gpu_sm_count, gpu_cc, gpu_driver, cuda_version, cudnn_version
  *                reserved for the CUDA backend (empty on cpu)
  *
+ * The digest function (tensor_hash) is not a class field since
+ * repro-env-class/v2: it changes how the bits are digested, not the bits,
+ * and each trace names its own, so a `[trace] digest = sha256` run and a
+ * default one share a class and a golden (compared, they say "different
+ * digest function"). v1 had it (always "repro-tensor/v1"): a golden filed
+ * under a v1 id is found through repro_env_class_id_v1.
+ *
  * Class id: "<backend>-<arch>-<12 hex>", the hex being the first 48 bits of
- * SHA-256 over "repro-env-class/v1\n" followed by "key=value\n" for each
+ * SHA-256 over "repro-env-class/v2\n" followed by "key=value\n" for each
  * non-empty class field in the order above. backend and arch are repeated in
  * clear so a golden's file name says what it is for; characters outside
  * [A-Za-z0-9._-] become '_', so the id is always a safe file name. */
@@ -26,7 +32,8 @@
 
 #include <jansson.h>
 
-#define REPRO_ENV_CLASS_VERSION "repro-env-class/v1"
+#define REPRO_ENV_CLASS_VERSION "repro-env-class/v2"
+#define REPRO_ENV_CLASS_VERSION_V1 "repro-env-class/v1"
 /* Longest class id plus its NUL; trace.h's env_class has this size. */
 #define REPRO_ENV_CLASS_MAX 64
 
@@ -36,7 +43,6 @@ typedef struct {
     char arch[32];
     char seed_scheme[64];
     char rng[64];
-    char tensor_hash[64];
     /* CUDA backend (kernels/cuda, through backend.h's describe_device):
      * filled for a run on the cuda backend, empty on cpu. */
     char gpu_name[128];
@@ -51,7 +57,9 @@ typedef struct {
     char cpu_model[256];     /* /proc/cpuinfo "model name", or "unknown" */
     char cpu_flags[128];     /* which of the flags we ask about are present */
     char isa_path[256];      /* the code path the kernels were compiled for */
+    char tensor_hash[64];    /* the default digest function (a trace names its own) */
     char leaf_sha[64];       /* how tensor leaves are SHA-256'd (leaf_sha.h) */
+    char leaf_xxh3[64];      /* how they are XXH3-128'd (leaf_xxh3.h) */
     char compiler[32];       /* REPRO_CC */
     char compiler_version[256];
     char cflags[1024];
@@ -88,6 +96,13 @@ void repro_env_probe_gpu(repro_env *e);
  * (REPRO_ENV_CLASS_MAX bytes). Returns 0, or -1 if hashing failed (error
  * slot). Exposed so tests can vary one field. */
 int repro_env_class_id(const repro_env *e, char *out, size_t len);
+/* The id e's class had under repro-env-class/v1 (tensor_hash
+ * "repro-tensor/v1" among the fields): where a golden blessed before v2 is
+ * filed. */
+int repro_env_class_id_v1(const repro_env *e, char *out, size_t len);
+/* *out from a trace header's "env" object (repro_env_to_json's): the
+ * fields it has, the class id recomputed. 0 or -1 (REPRO_EINVAL). */
+int repro_env_from_json(const json_t *env, repro_env *out);
 
 /* Every field, plus "class": id and "class_fields": {the non-empty class
  * fields}. New reference. */

@@ -1,7 +1,8 @@
 /* The tensor tree hash whose definition is in the public repro/digest.h
- * (SHA-256 itself: sha256.h). A differing leaf locates a change to 1,024
- * float32s. Leaves are independent: a GPU hashes them and hands in only the
- * leaf digests (repro_tensor_digest_of_leaves). */
+ * (SHA-256 itself: sha256.h; the leaves: leaf_xxh3.h, leaf_sha.h). A
+ * differing leaf locates a change to 1,024 float32s. Leaves are
+ * independent: a GPU hashes them and hands in only the leaf digests
+ * (repro_tensor_digest_of_leaves). */
 #ifndef REPRO_HASH_H
 #define REPRO_HASH_H
 
@@ -17,7 +18,14 @@ typedef struct {
     const long *shape;
     const void *data;
     size_t nbytes;
+    repro_digest_fn fn; /* the leaf digest (zero: the default, XXH3-128) */
 } repro_tensor_view;
+
+/* leaves[i] for i in [i0, i1): leaf i of data (nbytes long) under fn.
+ * 0, or -1 if OpenSSL failed (the error slot is NOT set: any thread may
+ * call this). */
+int repro_leaf_range(repro_digest_fn fn, const void *data, size_t nbytes, size_t i0, size_t i1,
+                     repro_digest *leaves);
 
 
 /* The tree hash above (repro/digest.h). `leaves` (may be NULL) receives

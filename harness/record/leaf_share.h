@@ -30,6 +30,8 @@ typedef struct {
     const unsigned char *data;
     size_t nbytes, n;
     repro_digest *leaves;
+    repro_digest_fn fn;  /* the leaf digest: set by the owner before a run
+                            (init: the default, XXH3-128) */
     int active;    /* under mu */
     int helpers;   /* under mu: threads inside repro_leaf_share_help's work */
     atomic_size_t next;  /* first leaf not yet taken */

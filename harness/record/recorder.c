@@ -120,6 +120,7 @@ static json_t *build_header(const repro_run_info *info, const repro_recorder_opt
                                        o->workers, o->backend);
     if (!h)
         return NULL;
+    json_object_set_new(h, "tensor_hash", json_string(repro_digest_fn_name(o->digest)));
     if (add_config(h, info)) {
         json_decref(h);
         return NULL;
@@ -158,6 +159,9 @@ static int validate_options(const repro_recorder_options *o)
                                (long long)o->start_step);
     if (o->threads < 0 || o->workers < 0)
         return repro_error_set(REPRO_EINVAL, "recorder: negative threads or workers");
+    if (!repro_digest_fn_name(o->digest))
+        return repro_error_set(REPRO_EINVAL, "recorder: digest %d is not XXH3-128 or SHA-256",
+                               (int)o->digest);
     return 0;
 }
 
@@ -293,7 +297,8 @@ static int hash_into(repro_recorder *r, tensor_list *l, const char *name, repro_
         return r->failed;
     if (nbytes > 0 && !data)
         return fail(r, REPRO_EINVAL, "recorder: %s: NULL data", name);
-    repro_tensor_view v = {t->name, t->dtype, t->ndim, t->shape, data, (size_t)nbytes};
+    repro_tensor_view v = {t->name, t->dtype, t->ndim, t->shape, data, (size_t)nbytes,
+                           r->o.digest};
     if (repro_tensor_digest(&v, &t->digest, NULL))
         return mark(r);
     if (detail_step(r, r->step + 1))
@@ -332,7 +337,8 @@ int repro_recorder_tensor_leaves(repro_recorder *r, const char *name, repro_dtyp
         return fail(r, REPRO_EINVAL, "recorder: %s: nbytes does not match dtype x shape", name);
     if (nbytes > 0 && !leaves)
         return fail(r, REPRO_EINVAL, "recorder: %s: NULL leaves", name);
-    repro_tensor_view v = {t->name, t->dtype, t->ndim, t->shape, NULL, (size_t)nbytes};
+    repro_tensor_view v = {t->name, t->dtype, t->ndim, t->shape, NULL, (size_t)nbytes,
+                           r->o.digest};
     if (repro_tensor_digest_of_leaves(&v, leaves, &t->digest))
         return mark(r);
     if (stats) {

@@ -103,4 +103,12 @@ void repro_recorder_options_from_env(repro_recorder_options *o, const repro_run_
     o->level = env->level;
     o->threads = env->threads;
     o->workers = env->workers;
+    /* `repro check --set trace.digest=sha256` (already validated by repro's
+     * config: an ENUM key) reaches the program as REPRO_SET_TRACE_DIGEST. */
+    repro_digest_fn fn;
+    const char *digest = repro_run_env_setting("trace.digest");
+    if (digest && repro_digest_fn_from_name(digest, &fn) == 0)
+        o->digest = fn;
+    else if (digest)
+        repro_error_clear();
 }

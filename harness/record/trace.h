@@ -14,7 +14,11 @@
  *                                   key does not orphan old goldens): traces whose
  *                                   numerics digests differ are different experiments
  *    "seed": "1234", "seed_scheme": "repro-seed/v1", "rng": "philox4x32-10/v1",
- *    "tensor_hash": "repro-tensor/v1", "repro_version": "0.1.0",
+ *    "tensor_hash": "repro-tensor/v2-xxh3-128",  the tree hash's leaf digest
+ *                                   (repro/digest.h): XXH3-128, or "repro-tensor/v1"
+ *                                   (SHA-256 leaves: `[trace] digest = sha256`, and
+ *                                   every trace written before XXH3)
+ *    "repro_version": "0.1.0",
  *    "compiler": "...", "cflags": "...",
  *    "level": "tensor", "every": 1,
  *    "threads": 1, "num_workers": 2,  the counts the run was asked for
@@ -58,6 +62,10 @@
  *    "eval_accuracy": 0.12          (null when not finite)
  *
  * Last line, the trailer: {"type": "trailer", "steps": N, "chain": hex},
+ * with the built-in workload "final_params_sha256": hex, SHA-256 over the
+ * SHA-256 tree digests (repro-tensor/v1) of the param.* tensors after the
+ * last step in forward order: the final state bound cryptographically
+ * whatever the per-step digest function (docs/DESIGN.md, Digests);
  * plus informational keys that are not hashed and may differ between runs:
  * "train_seconds", "eval_loss", "eval_accuracy". Step 1's line also carries
  * "algorithms": the convolution algorithm chosen per call site, with the
@@ -146,6 +154,8 @@ struct repro_trace {
     char seed[32], seed_scheme[64], rng[64], repro_version[32];
     char compiler[256], cflags[1024];
     char env_class[64];      /* "" when the trace predates it */
+    char tensor_hash[64];    /* the digest function's name (repro/digest.h) */
+    repro_digest_fn digest_fn; /* ... and which one it is */
     int level, every, threads, num_workers;
     int threads_used, workers_used; /* -1: not recorded */
     void *header_json;       /* json_t *, owned: the whole header object */
@@ -156,6 +166,8 @@ struct repro_trace {
     int has_trailer;
     long trailer_steps;
     repro_digest trailer_chain;
+    int has_final_params;        /* the trailer's "final_params_sha256" (optional) */
+    repro_digest final_params;
     /* A resumed run's trace (header "resumed_from": {"path", "step": k,
      * "chain": hex}) starts at step k + 1 and its chain continues from the
      * checkpoint's chain[k]; otherwise first_step = 1, start_chain = 0. */

@@ -161,7 +161,7 @@ static int parse_header(repro_trace *t, json_t *o, const pos *p)
         return fail(p, "\"type\" must be a string, not %s", json_kind(type));
 
     const char *h = "header: ";
-    char level[16], tensor_hash[64];
+    char level[16];
     json_t *config;
     if (get_string(p, h, o, "experiment", t->experiment, sizeof t->experiment) ||
         get_string(p, h, o, "experiment_path", t->experiment_path, sizeof t->experiment_path) ||
@@ -171,7 +171,7 @@ static int parse_header(repro_trace *t, json_t *o, const pos *p)
         get_string(p, h, o, "seed", t->seed, sizeof t->seed) ||
         get_string(p, h, o, "seed_scheme", t->seed_scheme, sizeof t->seed_scheme) ||
         get_string(p, h, o, "rng", t->rng, sizeof t->rng) ||
-        get_string(p, h, o, "tensor_hash", tensor_hash, sizeof tensor_hash) ||
+        get_string(p, h, o, "tensor_hash", t->tensor_hash, sizeof t->tensor_hash) ||
         get_string(p, h, o, "repro_version", t->repro_version, sizeof t->repro_version) ||
         get_string(p, h, o, "compiler", t->compiler, sizeof t->compiler) ||
         get_string(p, h, o, "cflags", t->cflags, sizeof t->cflags) ||
@@ -201,11 +201,17 @@ static int parse_header(repro_trace *t, json_t *o, const pos *p)
         t->level = REPRO_TRACE_OP;
     else
         return fail(p, "header: \"level\" is \"%s\", expected step, tensor or op", level);
-    /* Digests under another tensor-hash scheme mean nothing to us: comparing
-     * them would report every tensor as different. */
-    if (strcmp(tensor_hash, REPRO_TENSOR_HASH_VERSION) != 0)
-        return fail(p, "header: unknown tensor hash \"%s\" (this repro computes %s)", tensor_hash,
-                    REPRO_TENSOR_HASH_VERSION);
+    /* Digests under a tensor-hash scheme we do not know mean nothing to
+     * us: comparing them would report every tensor as different. Both
+     * known ones are read (v1, SHA-256 leaves: every trace before XXH3 and
+     * every `digest = sha256` one); readers compare only traces of the same
+     * one (repro_compare_headers). */
+    if (repro_digest_fn_from_name(t->tensor_hash, &t->digest_fn) != 0 ||
+        strncmp(t->tensor_hash, "repro-tensor/", 13) != 0) {
+        repro_error_clear();
+        return fail(p, "header: unknown tensor hash \"%s\" (this repro reads %s and %s)",
+                    t->tensor_hash, REPRO_TENSOR_HASH_XXH3, REPRO_TENSOR_HASH_SHA256);
+    }
     /* Optional: a resumed run's steps start after the checkpoint's step,
      * its chain from the checkpoint's chain. */
     t->first_step = 1;
@@ -484,6 +490,12 @@ static int parse_trailer(repro_trace_stream *st, json_t *o, const pos *p)
                     t->trailer_steps, last);
     if (!repro_digest_eq(&st->prev, &t->trailer_chain))
         return fail(p, "trailer chain differs from the chain of step %ld", last);
+    /* Optional (the built-in workload's, since XXH3 leaves): SHA-256 of
+     * the final parameters, the cryptographic binding of the final state. */
+    t->has_final_params = json_object_get(o, "final_params_sha256") != NULL;
+    if (t->has_final_params &&
+        get_digest(p, "trailer: ", o, "final_params_sha256", &t->final_params))
+        return -1;
     t->has_trailer = 1;
     return 0;
 }

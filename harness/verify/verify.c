@@ -446,6 +446,8 @@ static int rerun(verify_run *v)
         return -1;
     r->have_host_chain = v->re.has_trailer;
     r->host_chain = v->re.trailer_chain;
+    r->have_host_final = v->re.has_final_params;
+    r->host_final = v->re.final_params;
     r->digests_compared = 1;
     r->digests_differ = !v->re.has_trailer ||
                         !repro_digest_eq(&v->re.trailer_chain, &v->claim.trailer_chain);
@@ -471,9 +473,16 @@ static int judge_bitwise(verify_run *v)
         repro_divergence_release(&d);
         return decide(r, REPRO_VERDICT_INVALID, 0, "the traces changed while being verified");
     }
-    if (d.identical) {
+    /* The chain over XXH3-128 leaves is not collision-resistant: the final
+     * parameters' SHA-256, when the claim has it, must agree too. */
+    if (d.identical && c->has_final_params &&
+        (!re->has_final_params || !repro_digest_eq(&c->final_params, &re->final_params))) {
+        decide(r, REPRO_VERDICT_DIVERGED, c->nsteps,
+               "the final parameters' SHA-256 differ (the step digests agree)");
+    } else if (d.identical) {
         decide(r, REPRO_VERDICT_REPRODUCED, 0,
-               "every step digest and the final chain are identical (%ld steps)", c->nsteps);
+               "every step digest and the final chain are identical (%ld steps)%s", c->nsteps,
+               c->has_final_params ? ", and the final parameters' SHA-256" : "");
     } else {
         long step = d.first_step ? d.first_step : d.common_steps + 1;
         if (d.first_step && d.ntensors && d.detail_step == d.first_step)
@@ -960,6 +969,10 @@ static json_t *host_json(const repro_verify_result *r)
         json_object_set_new(j, "chain", json_string(hx));
     } else {
         json_object_set_new(j, "chain", json_null());
+    }
+    if (r->have_host_final) { /* SHA-256 of the re-run's final parameters */
+        repro_digest_hex(&r->host_final, hx);
+        json_object_set_new(j, "final_params_sha256", json_string(hx));
     }
     return j;
 }

@@ -173,6 +173,8 @@ typedef struct {
     long rerun_ms;
     int have_host_chain;
     repro_digest host_chain;
+    int have_host_final;      /* the re-run's trailer has final_params_sha256 */
+    repro_digest host_final;
     int memory_estimated;  /* memory holds the config's estimate */
     uint64_t verifier_bytes; /* the verifier's own peak resident memory (VmHWM)
                                 when the workload was weighed: counted with the

@@ -110,6 +110,9 @@ typedef struct {
     const repro_digest *start_chain; /* ...continuing this chain (NULL: zeros) */
     const char *backend;         /* what the run computes on: "cpu" (default, NULL) or
                                     "cuda" (the GPU is then part of the environment class) */
+    repro_digest_fn digest;      /* the tensor leaves' digest (repro/digest.h): default
+                                    REPRO_DIGEST_XXH3; REPRO_DIGEST_SHA256 keeps every
+                                    per-step digest cryptographic (REPRO_SET_TRACE_DIGEST) */
 } repro_recorder_options;
 
 /* Fills *o with the defaults above. */

@@ -3,8 +3,9 @@
  * thread pool; memory is host memory, so the copies are memcpy and
  * synchronize has nothing to wait for. Every entry is a thin adapter: the
  * numerics are the kernels' own, unchanged. tensor_leaves hashes with the
- * shared SHA-256 (kernels/shared/sha256.h), the code the CUDA backend runs
- * on the device, so the CPU suite tests it against OpenSSL. */
+ * shared XXH3-128 or SHA-256 (kernels/shared/xxh3.h, sha256.h), the code the
+ * CUDA backend runs on the device, so the CPU suite tests it against
+ * libxxhash and OpenSSL. */
 #include "kernels/backend.h"
 
 #include <math.h>
@@ -20,6 +21,7 @@
 #include "precision.h"
 #include "splitk.h"
 #include "kernels/shared/sha256.h"
+#include "kernels/shared/xxh3.h"
 #include "kernels/shared/stats.h"
 
 typedef struct {
@@ -328,15 +330,25 @@ static int cpu_unscale_check(void *ctx, float *g, long n, float inv)
 
 /* ---- hashing, memory figures, device ------------------------------------------ */
 
-/* The shared SHA-256 over host memory, leaf by leaf, and the stats in the
- * recorder's order: the very code the CUDA backend runs on the device. */
-static int cpu_tensor_leaves(void *ctx, const void *p, size_t nbytes, uint8_t *leaves,
+/* The shared XXH3-128 or SHA-256 over host memory, leaf by leaf, and the
+ * stats in the recorder's order: the very code the CUDA backend runs on
+ * the device. */
+static int cpu_tensor_leaves(void *ctx, int fn, const void *p, size_t nbytes, uint8_t *leaves,
                              repro_buffer_stats *stats)
 {
     (void)ctx;
+    if (fn != 0 && fn != 1)
+        return -1; /* an unknown digest function: nothing to hash with */
     const uint8_t *bytes = p;
-    for (size_t off = 0, i = 0; off < nbytes; off += 4096, i++)
-        repro_hd_sha256(bytes + off, nbytes - off < 4096 ? nbytes - off : 4096, leaves + 32 * i);
+    for (size_t off = 0, i = 0; off < nbytes; off += 4096, i++) {
+        size_t len = nbytes - off < 4096 ? nbytes - off : 4096;
+        if (fn == 1) {
+            repro_hd_sha256(bytes + off, len, leaves + 32 * i);
+            continue;
+        }
+        repro_hd_xxh3_128(bytes + off, len, leaves + 32 * i);
+        memset(leaves + 32 * i + 16, 0, 16);
+    }
     if (stats) {
         repro_hd_lane l[4];
         for (int j = 0; j < 4; j++)

@@ -73,7 +73,7 @@ void repro_cuda_div_scalar(void *ctx, float *x, long n, float d);
 void repro_cuda_mul_scalar(void *ctx, float *x, long n, float s);
 void repro_cuda_add(void *ctx, float *y, const float *x, long n);
 int repro_cuda_unscale_check(void *ctx, float *g, long n, float inv);
-int repro_cuda_tensor_leaves(void *ctx, const void *p, size_t nbytes, uint8_t *leaves,
+int repro_cuda_tensor_leaves(void *ctx, int fn, const void *p, size_t nbytes, uint8_t *leaves,
                              repro_buffer_stats *stats);
 void repro_cuda_memory_stats(void *ctx, repro_memory_stats *out);
 void repro_cuda_empty_cache(void *ctx);

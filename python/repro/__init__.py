@@ -79,7 +79,7 @@ class _Options(ctypes.Structure):
                 ("threads", ctypes.c_int), ("workers", ctypes.c_int),
                 ("experiment_path", ctypes.c_char_p), ("header_json", ctypes.c_char_p),
                 ("start_step", ctypes.c_int64), ("start_chain", ctypes.c_void_p),
-                ("backend", ctypes.c_char_p)]
+                ("backend", ctypes.c_char_p), ("digest", ctypes.c_int)]
 
 
 class _RunEnv(ctypes.Structure):

@@ -18,9 +18,10 @@
  * must lie within 1e-5 * (sum of |terms| + 1e-30) of the CPU value.
  *
  * Built two ways: against librepro (the tensor digest also through the
- * library's OpenSSL path), or with -DREPRO_GPU_STANDALONE against the
- * kernels alone (run.sh's fallback on a machine without our build deps:
- * the host leaf digests through kernels/shared/sha256.h).
+ * library's libxxhash and OpenSSL paths), or with -DREPRO_GPU_STANDALONE
+ * against the kernels alone (run.sh's fallback on a machine without our
+ * build deps: the host leaf digests through kernels/shared/xxh3.h and
+ * sha256.h).
  *
  * Prints one line per check and a summary. Exit 0 all passed, 1 some
  * failed, 2 usage, 3 no CUDA device or driver, 4 cuDNN unusable (its
@@ -33,6 +34,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/shared/sha256.h"
+#include "kernels/shared/xxh3.h"
 #include "repro/digest.h"
 
 static const repro_backend *cpu, *gpu;
@@ -466,47 +468,65 @@ static void check_index_add(void)
     gpu->free(gc, gsrc), gpu->free(gc, gout), gpu->free(gc, gidx);
 }
 
-/* Device leaf digests and stats = the host's digest and the CPU backend's stats. */
+/* The host's leaf digest from the shared code (the device runs the same):
+ * XXH3-128 (16 bytes, 16 zero) for fn 0, SHA-256 for fn 1. */
+static void host_leaf(int fn, const uint8_t *p, size_t len, uint8_t *slot)
+{
+    if (fn == 1) {
+        repro_hd_sha256(p, len, slot);
+        return;
+    }
+    repro_hd_xxh3_128(p, len, slot);
+    memset(slot + 16, 0, 16);
+}
+
+/* Device leaf digests and stats = the host's digest and the CPU backend's
+ * stats, under each digest function (XXH3-128, the default, and SHA-256). */
 static void check_hashing(void)
 {
     static const size_t counts[] = {0, 1, 1023, 1024, 1025, 250000};
-    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
-        size_t n = counts[k], bytes = n * 4, nl = repro_leaf_count(bytes);
-        float *x = hrand(n);
-        if (n > 10)
-            x[3] = NAN, x[9] = -INFINITY;
-        void *gx = up(x, bytes);
-        uint8_t *lg = malloc(32 * nl + 32), *lc = malloc(32 * nl + 32);
-        repro_buffer_stats sg, sc;
-        int rc = gpu->tensor_leaves(gc, gx, bytes, lg, &sg);
-        cpu->tensor_leaves(cc, x, bytes, lc, &sc);
-        /* the host's leaf digests, from the shared SHA-256 */
-        uint8_t *lh = malloc(32 * nl + 32);
-        for (size_t i = 0; i < nl; i++) {
-            size_t off = i * REPRO_LEAF_BYTES;
-            size_t len = bytes - off < REPRO_LEAF_BYTES ? bytes - off : REPRO_LEAF_BYTES;
-            repro_hd_sha256((const uint8_t *)x + off, len, lh + 32 * i);
-        }
-        report(rc == 0 && !memcmp(lg, lh, 32 * nl) && !memcmp(lc, lh, 32 * nl),
-               "device leaf digests = host leaf digests (shared SHA-256; %zu floats, %zu leaves)",
-               n, nl);
-        free(lh);
+    static const char *const fname[2] = {"XXH3-128", "SHA-256"};
+    for (int fn = 0; fn < 2; fn++)
+        for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+            size_t n = counts[k], bytes = n * 4, nl = repro_leaf_count(bytes);
+            float *x = hrand(n);
+            if (n > 10)
+                x[3] = NAN, x[9] = -INFINITY;
+            void *gx = up(x, bytes);
+            uint8_t *lg = malloc(32 * nl + 32), *lc = malloc(32 * nl + 32);
+            repro_buffer_stats sg, sc;
+            int rc = gpu->tensor_leaves(gc, fn, gx, bytes, lg, &sg);
+            cpu->tensor_leaves(cc, fn, x, bytes, lc, &sc);
+            /* the host's leaf digests, from the shared code */
+            uint8_t *lh = malloc(32 * nl + 32);
+            for (size_t i = 0; i < nl; i++) {
+                size_t off = i * REPRO_LEAF_BYTES;
+                size_t len = bytes - off < REPRO_LEAF_BYTES ? bytes - off : REPRO_LEAF_BYTES;
+                host_leaf(fn, (const uint8_t *)x + off, len, lh + 32 * i);
+            }
+            report(rc == 0 && !memcmp(lg, lh, 32 * nl) && !memcmp(lc, lh, 32 * nl),
+                   "device leaf digests = host leaf digests (shared %s; %zu floats, %zu leaves)",
+                   fname[fn], n, nl);
+            free(lh);
 #ifndef REPRO_GPU_STANDALONE
-        /* and the tensor digest: the library's (OpenSSL) over the bytes =
-         * the one built from the device's leaves */
-        int64_t shape[1] = {(int64_t)n};
-        repro_digest host, dev;
-        repro_tensor_digest_bytes(&host, "t", "f32", 1, shape, x, bytes);
-        repro_tensor_digest_from_leaves(&dev, "t", "f32", 1, shape, bytes, (const repro_digest *)lg);
-        report(rc == 0 && repro_digest_eq(&host, &dev), "device tensor digest = host digest "
-                                                         "(OpenSSL; %zu floats, %zu leaves)", n, nl);
+            /* and the tensor digest: the library's (libxxhash or OpenSSL)
+             * over the bytes = the one built from the device's leaves */
+            int64_t shape[1] = {(int64_t)n};
+            repro_digest host, dev;
+            repro_tensor_digest_bytes_fn((repro_digest_fn)fn, &host, "t", "f32", 1, shape, x,
+                                         bytes);
+            repro_tensor_digest_from_leaves_fn((repro_digest_fn)fn, &dev, "t", "f32", 1, shape,
+                                               bytes, (const repro_digest *)lg);
+            report(rc == 0 && repro_digest_eq(&host, &dev),
+                   "device tensor digest = host digest (%s; %zu floats, %zu leaves)", fname[fn],
+                   n, nl);
 #endif
-        int same_stats = !memcmp(&sg.l2, &sc.l2, 8) && !memcmp(&sg.sum, &sc.sum, 8) &&
-                         !memcmp(&sg.max_abs, &sc.max_abs, 8) && sg.nonfinite == sc.nonfinite;
-        report(rc == 0 && same_stats, "device stats = host stats, bitwise (%zu floats)", n);
-        free(x), free(lg), free(lc);
-        gpu->free(gc, gx);
-    }
+            int same_stats = !memcmp(&sg.l2, &sc.l2, 8) && !memcmp(&sg.sum, &sc.sum, 8) &&
+                             !memcmp(&sg.max_abs, &sc.max_abs, 8) && sg.nonfinite == sc.nonfinite;
+            report(rc == 0 && same_stats, "device stats = host stats, bitwise (%zu floats)", n);
+            free(x), free(lg), free(lc);
+            gpu->free(gc, gx);
+        }
 }
 
 /* cuDNN's own choice (conv_algo_choose): the heuristic (benchmark = 0)
