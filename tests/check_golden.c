@@ -25,15 +25,6 @@ static const char tiny_ini[] = "[model]\ntype = mlp\nhidden = 16\n"
                                "[data]\ntrain_size = 256\ntest_size = 64\n"
                                "[train]\nseed = 5\nsteps = 6\nlr = 0.05\n";
 
-static void slurp(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
-}
-
 /* Runs repro with `dir` as the working directory; returns its exit code. */
 static int repro_in(const char *dir, const char *args)
 {
@@ -43,9 +34,9 @@ static int repro_in(const char *dir, const char *args)
     int st = system(cmd);
     char p[300];
     snprintf(p, sizeof p, "%s/.out", repo);
-    slurp(p, out, sizeof out);
+    tu_slurp(p, out, sizeof out);
     snprintf(p, sizeof p, "%s/.err", repo);
-    slurp(p, err, sizeof err);
+    tu_slurp(p, err, sizeof err);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
@@ -91,7 +82,7 @@ START_TEST(test_bless_check_round_trip_and_log)
     ck_assert_ptr_nonnull(strstr(out, "blessed golden/tiny/cpu-"));
     char g[512], text[1 << 16];
     golden_file(g, sizeof g);
-    slurp(g, text, sizeof text);
+    tu_slurp(g, text, sizeof text);
     ck_assert_ptr_nonnull(strstr(text, "\"golden\":{"));
     ck_assert_ptr_nonnull(strstr(text, "\"summary\":\"initial\""));
     ck_assert_ptr_nonnull(strstr(text, "\"dirty\":false"));
@@ -136,7 +127,7 @@ START_TEST(test_dirty_refusal_and_allow_dirty)
     ck_assert_ptr_nonnull(strstr(out, "+ uncommitted changes"));
     char g[512], text[1 << 16];
     golden_file(g, sizeof g);
-    slurp(g, text, sizeof text);
+    tu_slurp(g, text, sizeof text);
     ck_assert_ptr_nonnull(strstr(text, "\"dirty\":true"));
     ck_assert_ptr_nonnull(strstr(text, "\"allow_dirty\":true"));
     ck_assert_ptr_nonnull(strstr(text, "kernels/k.c"));
@@ -153,7 +144,7 @@ START_TEST(test_bless_untracked_bystander_and_fault)
     ck_assert_msg(repro_in(repo, "bless experiments/tiny.ini") == 0, "%s%s", out, err);
     char g[512], text[1 << 16];
     golden_file(g, sizeof g);
-    slurp(g, text, sizeof text);
+    tu_slurp(g, text, sizeof text);
     ck_assert_ptr_nonnull(strstr(text, "\"dirty\":false"));
     tu_git_sh("cd %s && echo x > kernels/new.c", repo);
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 2);
@@ -173,11 +164,11 @@ START_TEST(test_atomic_install)
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
     char g[512], before[1 << 16], after[1 << 16], lock[600];
     golden_file(g, sizeof g);
-    slurp(g, before, sizeof before);
+    tu_slurp(g, before, sizeof before);
     tu_git_sh("cd %s && git add golden && git commit -q -m 'bless'", repo);
     /* Fail between fsync and rename: the old golden stays, no lock remains. */
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini --every 1"), 0 + 0 * 0);
-    slurp(g, after, sizeof after); /* (that bless succeeded: new content) */
+    tu_slurp(g, after, sizeof after); /* (that bless succeeded: new content) */
     ck_assert_str_ne(before, after);
     tu_git_sh("cd %s && git checkout -q -- golden", repo);
     setenv("REPRO_FAULT", "bless-before-rename", 1);
@@ -185,7 +176,7 @@ START_TEST(test_atomic_install)
     unsetenv("REPRO_FAULT");
     ck_assert_msg(rc == 3, "exit %d: %.300s", rc, err);
     ck_assert_ptr_nonnull(strstr(err, "injected failure before rename"));
-    slurp(g, after, sizeof after);
+    tu_slurp(g, after, sizeof after);
     ck_assert_str_eq(before, after);
     snprintf(lock, sizeof lock, "%s.lock", g);
     ck_assert_int_ne(access(lock, F_OK), 0);
@@ -203,7 +194,7 @@ START_TEST(test_killed_bless_blocks_nothing)
     ck_assert_int_eq(repro_in(repo, "bless experiments/tiny.ini"), 0);
     char g[512], before[1 << 16], after[1 << 16];
     golden_file(g, sizeof g);
-    slurp(g, before, sizeof before);
+    tu_slurp(g, before, sizeof before);
     tu_git_sh("cd %s && git add golden && git commit -q -m 'bless'", repo);
 
     /* REPRO_FAULT=bless-stall (test-only) stops the install for good after
@@ -235,7 +226,7 @@ START_TEST(test_killed_bless_blocks_nothing)
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert_msg(ready, "the bless never reached its write");
     ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-    slurp(g, after, sizeof after);
+    tu_slurp(g, after, sizeof after);
     ck_assert_str_eq(before, after); /* the old golden is untouched */
     char lock[600];
     snprintf(lock, sizeof lock, "%s.lock", g);
@@ -245,13 +236,13 @@ START_TEST(test_killed_bless_blocks_nothing)
     tu_git_sh("cd %s && git status --porcelain --untracked-files=all > %s.status", repo, repo);
     char status[4096], p[300];
     snprintf(p, sizeof p, "%s.status", repo);
-    slurp(p, status, sizeof status);
+    tu_slurp(p, status, sizeof status);
     ck_assert_msg(!strstr(status, ".lock") && !strstr(status, ".tmp"), "git status: %s", status);
 
     /* The next bless goes through at once, without manual cleanup. */
     int rc = repro_in(repo, "bless experiments/tiny.ini --every 1");
     ck_assert_msg(rc == 0, "exit %d: %.500s", rc, err);
-    slurp(g, after, sizeof after);
+    tu_slurp(g, after, sizeof after);
     ck_assert_str_ne(before, after);
     snprintf(cmd, sizeof cmd, "ls -a %s/golden/tiny | grep -E '\\.(lock|tmp)$'", repo);
     ck_assert_msg(system(cmd) != 0, "a lock or temporary file remains in golden/tiny");
@@ -299,7 +290,7 @@ START_TEST(test_mismatch_names_commits)
     ck_assert(u < strstr(out, "committed changes since"));
     char xml[1 << 16], path[320];
     snprintf(path, sizeof path, "%s/r.xml", repo);
-    slurp(path, xml, sizeof xml);
+    tu_slurp(path, xml, sizeof xml);
     ck_assert_ptr_nonnull(strstr(xml, "run 1 vs golden"));
     ck_assert_ptr_nonnull(strstr(xml, "<failure message=\"golden mismatch\""));
 }

@@ -219,41 +219,6 @@ static void fixture_in_child(const char *path, long nsteps, long diverge_at, int
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* Peak RSS (KiB) of a child: `repro diff A B` when whole = 0, else this
- * process reading A whole (the negative control). */
-static long child_peak_kib(const char *a, const char *b, int whole, int *status)
-{
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        if (whole) {
-            repro_trace t;
-            _exit(repro_trace_read(&t, a) ? 3 : 0);
-        }
-        execl(tu_repro_bin(), "repro", "diff", a, b, (char *)NULL);
-        _exit(127);
-    }
-    struct rusage ru;
-    ck_assert_int_eq(wait4(pid, status, 0, &ru), pid);
-    return ru.ru_maxrss;
-}
-
-static long own_rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    ck_assert_ptr_nonnull(f);
-    char line[256];
-    long kib = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    ck_assert_int_gt(kib, 0);
-    return kib;
-}
-
 START_TEST(test_diff_memory_independent_of_steps)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -273,10 +238,11 @@ START_TEST(test_diff_memory_independent_of_steps)
         fixture_in_child(pa, lengths[i], 0, 5);
         fixture_in_child(pb, lengths[i], lengths[i] / 2, 5);
         int status;
-        diff_kib[i] = child_peak_kib(pa, pb, 0, &status);
+        const char *const diff_args[] = {"repro", "diff", pa, pb, NULL};
+        diff_kib[i] = tu_peak_kib(diff_args, NULL, &status);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "repro diff: status %d",
                       status);
-        whole_kib[i] = child_peak_kib(pa, pb, 1, &status);
+        whole_kib[i] = tu_peak_kib(NULL, pa, &status);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         unlink(pa);
         unlink(pb);
@@ -284,7 +250,7 @@ START_TEST(test_diff_memory_independent_of_steps)
     rmdir(dir);
     /* What a child inherits is a floor under its peak: the measure says
      * something only where repro's own peak is above it. */
-    long floor_kib = own_rss_kib();
+    long floor_kib = tu_own_rss_kib();
     ck_assert_msg(diff_kib[0] > floor_kib, "repro diff's peak %ld KiB is no more than this "
                   "process's %ld KiB: the measure cannot see it", diff_kib[0], floor_kib);
     ck_assert_msg(diff_kib[1] <= diff_kib[0] * 11 / 10 && diff_kib[0] <= diff_kib[1] * 11 / 10,
@@ -296,26 +262,6 @@ START_TEST(test_diff_memory_independent_of_steps)
                   whole_kib[0], whole_kib[1]);
 }
 END_TEST
-
-/* Peak RSS (KiB) of `repro ARGS...` run as a child, with its status. */
-static long repro_peak_kib(const char *const *args, int *status)
-{
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        dup2(null, 2);
-        char *argv[8] = {"repro"};
-        for (int i = 0; args[i] && i < 6; i++)
-            argv[i + 1] = (char *)args[i];
-        execv(tu_repro_bin(), argv);
-        _exit(127);
-    }
-    struct rusage ru;
-    ck_assert_int_eq(wait4(pid, status, 0, &ru), pid);
-    return ru.ru_maxrss;
-}
 
 /* verify reads the claimed trace as a stream: bundles of one experiment
  * with claimed traces of ~4 MB and ~64 MB (900 and 14,500 steps of a tiny
@@ -348,18 +294,18 @@ START_TEST(test_verify_memory_independent_of_claimed_steps)
         snprintf(args, sizeof args, "submit %s -o %s", ini, bundle);
         ck_assert_msg(tu_run_repro(args, out, sizeof out, err, sizeof err) == 0, "%s", err);
         int status;
-        const char *const vargs[] = {"verify", bundle, NULL};
-        verify_kib[i] = repro_peak_kib(vargs, &status);
+        const char *const vargs[] = {"repro", "verify", bundle, NULL};
+        verify_kib[i] = tu_peak_kib(vargs, NULL, &status);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "verify: status %d",
                       status);
         snprintf(trace, sizeof trace, "%s/trace.jsonl", bundle);
         struct stat sb;
         ck_assert_int_eq(stat(trace, &sb), 0);
         claimed_bytes[i] = (long)sb.st_size;
-        whole_kib[i] = child_peak_kib(trace, NULL, 1, &status);
+        whole_kib[i] = tu_peak_kib(NULL, trace, &status);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
-    long floor_kib = own_rss_kib();
+    long floor_kib = tu_own_rss_kib();
     ck_assert_msg(verify_kib[0] > floor_kib, "verify's peak %ld KiB is no more than this "
                   "process's %ld KiB: the measure cannot see it", verify_kib[0], floor_kib);
     ck_assert_msg(verify_kib[1] <= verify_kib[0] * 11 / 10 &&

@@ -115,15 +115,6 @@ static const char prog_c[] =
     "        _exit(0);\n    }\n"
     "    return repro_recorder_close(r, NULL) ? 3 : 0;\n}\n";
 
-static void slurp(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
-}
-
 /* A shell command line in dir, with a TMPDIR of the test's own. */
 static void sh_in(const char *dir, const char *line)
 {
@@ -135,8 +126,8 @@ static void sh_in(const char *dir, const char *line)
     int st = system(cmd);
     ck_assert_int_ne(st, -1);
     r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(op, r.out, sizeof r.out);
-    slurp(ep, r.err, sizeof r.err);
+    tu_slurp(op, r.out, sizeof r.out);
+    tu_slurp(ep, r.err, sizeof r.err);
 }
 
 static void repro_in(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -167,29 +167,6 @@ START_TEST(test_golden_bytes_per_step_bounded)
 }
 END_TEST
 
-/* Peak RSS (KiB) of a child and its waited-for descendants: `repro ARGS`
- * (args a NULL-terminated list), or, with args NULL, this process reading
- * `path` whole. */
-static long peak_kib(const char *const *args, const char *path, int *status)
-{
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        dup2(null, 2);
-        if (!args) {
-            repro_trace t;
-            _exit(repro_trace_read(&t, path) ? 3 : 0);
-        }
-        execv(tu_repro_bin(), (char *const *)args);
-        _exit(127);
-    }
-    struct rusage ru;
-    ck_assert_int_eq(wait4(pid, status, 0, &ru), pid);
-    return ru.ru_maxrss;
-}
-
 /* `repro check` compares its runs as streams (and with the golden): its
  * peak memory is the same for 3,000 and 30,000 steps, where reading one of
  * the 30,000-step traces whole (as check did) costs more than that. */
@@ -207,7 +184,7 @@ START_TEST(test_check_memory_independent_of_steps)
         const char *args[] = {"repro", "check", ini, "--steps", steps, "--jobs", "1", "-q",
                               NULL};
         int status;
-        check_kib[i] = peak_kib(args, NULL, &status);
+        check_kib[i] = tu_peak_kib(args, NULL, &status);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "repro check: status %d",
                       status);
     }
@@ -218,7 +195,7 @@ START_TEST(test_check_memory_independent_of_steps)
     char path[TU_TMP_LEN + 64];
     run_size("w.jsonl", lengths[1], "", path, sizeof path);
     int status;
-    long whole = peak_kib(NULL, path, &status);
+    long whole = tu_peak_kib(NULL, path, &status);
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     ck_assert_msg(whole > check_kib[0] * 12 / 10,
                   "reading a 30,000-step trace whole peaks at %ld KiB, check at %ld: the "

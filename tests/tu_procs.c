@@ -1,12 +1,19 @@
 /* Finding processes by command line (see tu_procs.h). */
 #include "tu_procs.h"
 
+#include <check.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "record/trace.h"
 
 /* 1 when /proc/<pid>/stat says zombie or dead. */
 static int is_zombie(const char *pid)
@@ -96,4 +103,38 @@ void tu_kill_processes(const char *prog, const char *arg)
         kill(p, SIGKILL);
         nap_10ms();
     }
+}
+
+long tu_peak_kib(const char *const *argv, const char *whole_trace, int *status)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        if (!argv) {
+            repro_trace t;
+            _exit(repro_trace_read(&t, whole_trace) ? 3 : 0);
+        }
+        execv(tu_repro_bin(), (char *const *)argv);
+        _exit(127);
+    }
+    struct rusage ru;
+    ck_assert_int_eq(wait4(pid, status, 0, &ru), pid);
+    return ru.ru_maxrss;
+}
+
+long tu_own_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    ck_assert_int_gt(kib, 0);
+    return kib;
 }

@@ -16,6 +16,15 @@ pid_t tu_process_appears_within(const char *prog, const char *arg, double second
 /* $REPRO_BIN (default ./build/repro) as an absolute path, for tests that
  * run it from another directory (make check gives it relative). */
 const char *tu_repro_bin(void);
+/* Peak resident memory (KiB) of a child and its waited-for descendants,
+ * its output sent to /dev/null: `repro` run with argv (NULL-terminated,
+ * argv[0] "repro"), or, with argv NULL, the child reading the trace at
+ * whole_trace whole (repro_trace_read; exit 3 when it cannot). *status
+ * gets its wait status. */
+long tu_peak_kib(const char *const *argv, const char *whole_trace, int *status);
+/* This process's resident memory now (VmRSS, KiB): what a child inherits,
+ * a floor under any child's peak. */
+long tu_own_rss_kib(void);
 /* SIGKILLs every such process (a failed test's leftovers). */
 void tu_kill_processes(const char *prog, const char *arg);
 

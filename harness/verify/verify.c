@@ -143,26 +143,6 @@ typedef struct {
 /* Steps 3-6 below return -1 for a host-side failure (error slot), 0 to go
  * on, 1 when the verdict is decided. */
 
-/* Reads a trace through, one step in memory at a time (the verifier's
- * memory must not grow with the claimed trace): *t keeps its header, step
- * count and trailer. */
-static int read_through(repro_trace *t, const char *path)
-{
-    repro_trace_stream *st;
-    if (repro_trace_stream_open(&st, t, path))
-        return -1;
-    const repro_trace_step *s;
-    int got;
-    while ((got = repro_trace_stream_next(st, &s)) == 1)
-        ;
-    repro_trace_stream_close(st);
-    if (got < 0) {
-        repro_trace_release(t);
-        return -1;
-    }
-    return 0;
-}
-
 /* The traces the comparison streams must be the ones read before: a file
  * swapped in between would be judged unchecked. */
 static int same_as_read(const repro_trace *before, const repro_trace *now)
@@ -178,7 +158,7 @@ static int check_claim(verify_run *v)
     const repro_trace *c = &v->claim;
     repro_verify_result *r = v->r;
     char hx[65];
-    if (read_through(&v->claim, b->trace_path))
+    if (repro_trace_scan(&v->claim, b->trace_path))
         return decide(r, REPRO_VERDICT_INVALID, 0, "claimed trace: %s", repro_error_message());
     if (!c->has_trailer)
         return decide(r, REPRO_VERDICT_INVALID, 0,
@@ -442,7 +422,7 @@ static int rerun(verify_run *v)
         return repro_error_set(REPRO_EIO, "verify: the re-run failed on this host (exit %d): %s",
                                code, line);
     }
-    if (read_through(&v->re, v->p_trace))
+    if (repro_trace_scan(&v->re, v->p_trace))
         return -1;
     r->have_host_chain = v->re.has_trailer;
     r->host_chain = v->re.trailer_chain;
@@ -720,7 +700,7 @@ static int rerun_program(verify_run *v, repro_program_run *pr)
     if (pr->outcome != REPRO_PROGRAM_OK)
         return decide(r, verdicts[pr->outcome], 0, "%s", pr->text);
     snprintf(v->p_trace, sizeof v->p_trace, "%s", pr->trace);
-    if (read_through(&v->re, v->p_trace))
+    if (repro_trace_scan(&v->re, v->p_trace))
         return decide(r, REPRO_VERDICT_RUN_FAILED, 0, "the re-run's trace: %s",
                       repro_error_message());
     r->have_host_chain = v->re.has_trailer;
