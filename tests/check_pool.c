@@ -162,6 +162,28 @@ START_TEST(test_idle_work)
 }
 END_TEST
 
+/* Idle work set while every worker sleeps (no job for far longer than
+ * their spin) wakes them: before, it waited for the next job, and the
+ * backend's idle-work test hung on a loaded machine where the caller was
+ * descheduled past the spin. */
+START_TEST(test_idle_work_wakes_sleeping_workers)
+{
+    repro_pool *p;
+    ck_assert_int_eq(repro_pool_new(&p, 2), 0);
+    usleep(50000); /* the spin is ~120 us: the worker is asleep now */
+    idle_ctx c;
+    memset(&c, 0, sizeof c);
+    c.caller = pthread_self();
+    atomic_store(&c.budget, 100);
+    repro_pool_set_idle(p, idle_unit, &c);
+    for (int spins = 0; atomic_load(&c.units) < 100 && spins < 20000; spins++)
+        usleep(100);
+    ck_assert_int_eq(atomic_load(&c.units), 100);
+    repro_pool_set_idle(p, NULL, NULL);
+    repro_pool_free(p);
+}
+END_TEST
+
 Suite *pool_suite(void)
 {
     Suite *s = suite_create("pool");
@@ -171,6 +193,7 @@ Suite *pool_suite(void)
     tcase_add_test(tc, test_oversubscribed);
     tcase_add_test(tc, test_null_and_empty);
     tcase_add_test(tc, test_idle_work);
+    tcase_add_test(tc, test_idle_work_wakes_sleeping_workers);
     suite_add_tcase(s, tc);
     return s;
 }

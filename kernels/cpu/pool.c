@@ -67,6 +67,11 @@ struct repro_pool {
     _Atomic(repro_idle_fn) idle_fn;
     _Atomic(void *) idle_arg;
     atomic_int idle_inside;
+    /* Counts repro_pool_set_idle calls that set a function: a worker asleep
+     * since before one wakes for it (else idle work set while every worker
+     * sleeps would wait for the next job, and a test on a loaded machine
+     * for ever). */
+    atomic_uint idle_gen;
 };
 
 /* The claim word's fields. 24 bits of job number: a worker would have to
@@ -140,23 +145,30 @@ static int run_idle(repro_pool *p)
 }
 
 /* Waits until the job number differs from `seen` (or quit): spin, running
- * idle work while there is some, then sleep. Returns the claim word seen. */
+ * idle work while there is some, then sleep until a job comes or idle work
+ * is set anew. Returns the claim word seen. */
 static uint64_t wait_job(repro_pool *p, uint32_t seen)
 {
-    for (int i = 0; i < SPIN; i++) {
+    for (;;) {
+        unsigned gen = atomic_load(&p->idle_gen);
+        for (int i = 0; i < SPIN; i++) {
+            uint64_t w = atomic_load(&p->claim);
+            if (job_of(w) != seen || atomic_load(&p->quit))
+                return w;
+            if (run_idle(p))
+                i = 0; /* useful work: no reason to sleep yet */
+            else
+                cpu_relax();
+        }
+        pthread_mutex_lock(&p->mu);
+        while (!atomic_load(&p->quit) && job_of(atomic_load(&p->claim)) == seen &&
+               atomic_load(&p->idle_gen) == gen)
+            pthread_cond_wait(&p->work_cv, &p->mu);
+        pthread_mutex_unlock(&p->mu);
         uint64_t w = atomic_load(&p->claim);
         if (job_of(w) != seen || atomic_load(&p->quit))
             return w;
-        if (run_idle(p))
-            i = 0; /* useful work: no reason to sleep yet */
-        else
-            cpu_relax();
     }
-    pthread_mutex_lock(&p->mu);
-    while (!atomic_load(&p->quit) && job_of(atomic_load(&p->claim)) == seen)
-        pthread_cond_wait(&p->work_cv, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-    return atomic_load(&p->claim);
 }
 
 static void *pool_worker(void *arg)
@@ -197,6 +209,7 @@ int repro_pool_new(repro_pool **out, int threads)
     atomic_init(&p->idle_fn, NULL);
     atomic_init(&p->idle_arg, NULL);
     atomic_init(&p->idle_inside, 0);
+    atomic_init(&p->idle_gen, 0);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work_cv, NULL);
     pthread_cond_init(&p->done_cv, NULL);
@@ -251,6 +264,12 @@ void repro_pool_set_idle(repro_pool *p, repro_idle_fn fn, void *arg)
         atomic_store(&p->idle_arg, arg); /* before the function: a worker that
                                             sees the function sees its argument */
         atomic_store(&p->idle_fn, fn);
+        /* Under the lock a worker checks the count before it sleeps: the
+         * broadcast cannot fall between its check and its wait. */
+        pthread_mutex_lock(&p->mu);
+        atomic_fetch_add(&p->idle_gen, 1);
+        pthread_cond_broadcast(&p->work_cv);
+        pthread_mutex_unlock(&p->mu);
     }
 }
 
