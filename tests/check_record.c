@@ -3,6 +3,7 @@
  * the chain; that hashing never changes training; and dumps. */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -170,35 +171,43 @@ END_TEST
 /* The overlapped hasher (G(n) beside the optimizer, P(n) beside step n+1)
  * with 2 compute threads gives the chain of a recorder that waits for
  * every job at once: a missing wait (hashing a buffer while it is being
- * overwritten) shows here, not only end to end. Both precisions that add
- * buffers (fp16's scaler) and the adamw state are covered. */
+ * overwritten) shows here, not only end to end. So do inline jobs (no
+ * hasher thread; the kernel threads hash leaves between their jobs). Both
+ * precisions that add buffers (fp16's scaler) and the adamw state are
+ * covered. */
 START_TEST(test_overlapped_hasher_equals_synchronous)
 {
     static const char *const sets[][3] = {{"steps=12", "threads=2", "optimizer=sgd"},
                                           {"steps=12", "threads=2", "optimizer=adamw"},
                                           {"steps=12", "threads=2", "precision=fp16"}};
+    static const char *const modes[] = {"synchronous", "overlapped", "inline"};
     for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
-        repro_digest chains[2];
-        for (int sync = 0; sync < 2; sync++) {
+        repro_digest chains[3];
+        for (int mode = 0; mode < 3; mode++) {
             ck_assert_int_eq(repro_config_load(&cfg, "experiments/mlp.ini"), 0);
             for (int i = 0; i < 3; i++)
                 ck_assert_int_eq(repro_config_set(&cfg, sets[k][i]), 0);
             repro_trainer t;
             ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
             repro_train_recorder *rec = NULL;
-            repro_train_recorder_opts o = {.trace_path = NULL, .level = 1, .every = 1,
-                                           .total_steps = cfg.train_steps, .synchronous = sync};
+            repro_train_recorder_opts o = {
+                .trace_path = NULL, .level = 1, .every = 1, .total_steps = cfg.train_steps,
+                .synchronous = mode == 0,
+                .hasher = mode == 2 ? REPRO_HASHER_INLINE : REPRO_HASHER_THREAD};
             ck_assert_int_eq(repro_train_recorder_new(&rec, &t, &o, NULL), 0);
+            ck_assert_int_eq(repro_train_recorder_inline(rec), mode == 2);
             for (long s = 0; s < cfg.train_steps; s++)
                 ck_assert_int_eq(repro_trainer_step(&t), 0);
-            ck_assert_int_eq(repro_train_recorder_finish(rec, &chains[sync], NULL), 0);
+            ck_assert_int_eq(repro_train_recorder_finish(rec, &chains[mode], NULL), 0);
             repro_trainer_release(&t);
         }
-        ck_assert_msg(repro_digest_eq(&chains[0], &chains[1]), "%s %s %s: overlapped != sync",
-                      sets[k][0], sets[k][1], sets[k][2]);
+        for (int mode = 1; mode < 3; mode++)
+            ck_assert_msg(repro_digest_eq(&chains[0], &chains[mode]), "%s %s %s: %s != %s",
+                          sets[k][0], sets[k][1], sets[k][2], modes[mode], modes[0]);
     }
 }
 END_TEST
+
 
 /* With the hasher and the kernel threads filling every CPU (1 + 1 held
  * to 2 CPUs here), the recorder makes the loader's workers cooperative
@@ -254,6 +263,49 @@ START_TEST(test_hasher_shares_loader)
                   "the hasher-shared loader changed the training");
     free(p[0]);
     free(p[1]);
+}
+END_TEST
+
+/* Who hashes is chosen by the CPUs: held to 2, a 1-thread run keeps its
+ * hasher thread (it has a CPU of its own) and a 2-thread run hashes
+ * inline; either way the training is the unhashed run's, bit for bit. */
+START_TEST(test_inline_where_threads_fill_the_cpus)
+{
+    tu_cpu_mask all;
+    tu_hold_to_cpus(2, &all);
+    for (int threads = 1; threads <= 2; threads++) {
+        float *p[2];
+        long n[2];
+        for (int hashed = 0; hashed < 2; hashed++) {
+            ck_assert_int_eq(repro_config_load(&cfg, "experiments/mlp.ini"), 0);
+            char set[32];
+            snprintf(set, sizeof set, "threads=%d", threads);
+            ck_assert_int_eq(repro_config_set(&cfg, set), 0);
+            ck_assert_int_eq(repro_config_set(&cfg, "steps=15"), 0);
+            repro_trainer t;
+            ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
+            repro_train_recorder *rec = NULL;
+            repro_train_recorder_opts o = {.trace_path = NULL, .level = 1, .every = 4,
+                                           .total_steps = cfg.train_steps};
+            if (hashed) {
+                ck_assert_int_eq(repro_train_recorder_new(&rec, &t, &o, NULL), 0);
+                ck_assert_int_eq(repro_train_recorder_inline(rec), threads == 2);
+            }
+            for (long s = 0; s < cfg.train_steps; s++)
+                ck_assert_int_eq(repro_trainer_step(&t), 0);
+            repro_digest chain;
+            if (rec)
+                ck_assert_int_eq(repro_train_recorder_finish(rec, &chain, NULL), 0);
+            p[hashed] = params_of(&t, &n[hashed]);
+            repro_trainer_release(&t);
+        }
+        ck_assert_int_eq(n[0], n[1]);
+        ck_assert_msg(memcmp(p[0], p[1], (size_t)n[0] * sizeof(float)) == 0,
+                      "threads=%d: hashing changed the training", threads);
+        free(p[0]);
+        free(p[1]);
+    }
+    tu_restore_cpus(&all);
 }
 END_TEST
 
@@ -598,11 +650,28 @@ typedef struct {
     repro_leaf_share share;
     int stop;
     long helped;
+    int units; /* the helper calls repro_leaf_share_unit (else _help) */
 } share_rig;
 
 static void *share_helper(void *arg)
 {
     share_rig *g = arg;
+    if (g->units) { /* a kernel thread's idle work: one chunk a call, no lock held */
+        for (;;) {
+            pthread_mutex_lock(&g->mu);
+            int stop = g->stop;
+            pthread_mutex_unlock(&g->mu);
+            if (stop)
+                return NULL;
+            if (repro_leaf_share_unit(&g->share)) {
+                pthread_mutex_lock(&g->mu);
+                g->helped++;
+                pthread_mutex_unlock(&g->mu);
+            } else {
+                sched_yield();
+            }
+        }
+    }
     pthread_mutex_lock(&g->mu);
     while (!g->stop)
         if (repro_leaf_share_help(&g->share))
@@ -622,14 +691,15 @@ static void slow_start(void *arg)
         usleep(1000);
 }
 
+/* Leaves hashed by the poster and a helper are the one-thread tree hash's,
+ * for empty, one leaf, an odd count and a short last leaf, posted one after
+ * another on the same share; and the helper really takes part (it is given
+ * a head start on the large tensors). _i: the helper waits on the share
+ * (repro_leaf_share_help) or calls repro_leaf_share_unit as idle work. */
 START_TEST(test_leaf_share_equals_tree_hash)
 {
-    /* Leaves hashed by the poster and a helper are the one-thread tree
-     * hash's, for empty, one leaf, an odd count and a short last leaf,
-     * posted one after another on the same share; and the helper really
-     * takes part (it is given a head start on the large tensors). */
     const size_t sizes[] = {0, 100, 4096, 3 * 4096, 5 * 4096 + 7, (1 << 20) + 3, (4 << 20) + 1};
-    share_rig g = {.stop = 0, .helped = 0};
+    share_rig g = {.stop = 0, .helped = 0, .units = _i};
     pthread_mutex_init(&g.mu, NULL);
     pthread_cond_init(&g.cv, NULL);
     repro_leaf_share_init(&g.share, &g.mu, &g.cv);
@@ -674,12 +744,13 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_dumps);
     tcase_add_test(tc, test_dumps_every_micro_batch);
     tcase_add_test(tc, test_overlapped_hasher_equals_synchronous);
+    tcase_add_test(tc, test_inline_where_threads_fill_the_cpus);
     tcase_add_test(tc, test_hasher_shares_loader);
     tcase_add_test(tc, test_dumps_for_a_reader);
     tcase_add_test(tc, test_stats_f32_order);
     tcase_add_test(tc, test_stats_f32_every_path);
     tcase_add_test(tc, test_stats_f32_pair_equals_single);
-    tcase_add_test(tc, test_leaf_share_equals_tree_hash);
+    tcase_add_loop_test(tc, test_leaf_share_equals_tree_hash, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

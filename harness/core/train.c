@@ -23,9 +23,27 @@ static const repro_backend *train_backend(const repro_config *c)
     return be;
 }
 
-static int loader_help(void *loader)
+/* The backend's idle kernel threads: the observer's work first (it is on
+ * the step's path: the recorder's leaves), then the loader's rows. */
+static int idle_work(void *arg)
 {
-    return repro_loader_help(loader);
+    repro_trainer *t = arg;
+    if (t->idle_first && t->idle_first(t->idle_first_arg))
+        return 1;
+    return t->loader_helped ? repro_loader_help(t->loader) : 0;
+}
+
+int repro_trainer_set_idle_first(repro_trainer *t, int (*fn)(void *arg), void *arg)
+{
+    const repro_backend *be = t->model.be;
+    if (!be || !be->set_idle_work || t->cfg.train_threads < 2)
+        return 0;
+    be->set_idle_work(t->model.be_ctx, NULL, NULL); /* waits out calls in progress */
+    t->idle_first = fn;
+    t->idle_first_arg = arg;
+    if (fn || t->loader_helped)
+        be->set_idle_work(t->model.be_ctx, idle_work, t);
+    return 1;
 }
 
 int repro_trainer_share_loader(repro_trainer *t, int extra_threads)
@@ -39,8 +57,9 @@ int repro_trainer_share_loader(repro_trainer *t, int extra_threads)
         !repro_loader_set_cooperative(t->loader))
         return 0;
     if (!t->loader_helped && be && be->set_idle_work && c->train_threads > 1) {
-        be->set_idle_work(t->model.be_ctx, loader_help, t->loader);
+        be->set_idle_work(t->model.be_ctx, NULL, NULL); /* idle_work reads the flag */
         t->loader_helped = 1;
+        be->set_idle_work(t->model.be_ctx, idle_work, t);
     }
     t->loader_shared = 1;
     return 1;
@@ -378,7 +397,7 @@ void repro_trainer_release(repro_trainer *t)
 {
     if (t->observer.ops) /* first: the recorder's hasher thread reads the model */
         t->observer.ops->release(t->observer.ctx);
-    if (t->loader_helped) /* the kernel threads stop filling rows before the loader goes */
+    if (t->loader_helped || t->idle_first) /* idle kernel threads stop before the loader goes */
         t->model.be->set_idle_work(t->model.be_ctx, NULL, NULL);
     repro_loader_free(t->loader);
     repro_train_shards_free(t);

@@ -41,6 +41,9 @@ typedef struct repro_trainer_s {
     repro_loader *loader;
     int loader_shared;      /* the loader's workers are cooperative streams (loader.h) */
     int loader_helped;      /* the backend's idle kernel threads fill their rows */
+    int (*idle_first)(void *arg); /* their work before loader rows (the recorder's
+                                     leaves: repro_trainer_set_idle_first), or NULL */
+    void *idle_first_arg;
     repro_model model;
     long step;              /* optimizer steps done */
     const repro_batch *batch; /* the last step's batch */
@@ -96,6 +99,12 @@ int repro_trainer_step(repro_trainer *t);
  * idle. Only before the first step (init calls it with 0). Returns 1 if
  * the loader is cooperative. The batches are the same bits either way. */
 int repro_trainer_share_loader(repro_trainer *t, int extra_threads);
+/* Gives the backend's idle kernel threads (backend.h, set_idle_work) `fn`
+ * to run before any loader rows: one short unit per call, nonzero if it
+ * did any. fn = NULL withdraws it, returning once no thread is still in a
+ * call of it. Returns 0 where the backend has no idle threads to give (a
+ * device backend, or 1 thread), else 1. */
+int repro_trainer_set_idle_first(repro_trainer *t, int (*fn)(void *arg), void *arg);
 /* Loss and accuracy on the held-out split, in eval mode (no dropout), in
  * fixed batches of the config's batch size. Does not touch training state. */
 void repro_trainer_evaluate(repro_trainer *t, double *loss, double *accuracy);

@@ -55,9 +55,20 @@ typedef struct {
     /* 1: every job is waited for as soon as it is queued (no overlap with
      * training): the reference the overlapped pipeline must equal (tests). */
     int synchronous;
+    /* Who runs the jobs (REPRO_HASHER_*): AUTO is a hasher thread where it
+     * has a CPU of its own (the kernel threads leave one free, or a device
+     * backend computes), else INLINE: the training thread runs each job
+     * where it would queue it, and the kernel threads hash its large
+     * tensors' leaves between their jobs (train.h,
+     * repro_trainer_set_idle_first). Same digests, same trace. */
+    int hasher;
 } repro_train_recorder_opts;
 
 enum { REPRO_TAP_WRITE = 1, REPRO_TAP_READ = 2 };
+enum { REPRO_HASHER_AUTO = 0, REPRO_HASHER_THREAD = 1, REPRO_HASHER_INLINE = 2 };
+
+/* Whether r runs its jobs inline (REPRO_HASHER_INLINE, as chosen). */
+int repro_train_recorder_inline(const repro_train_recorder *r);
 
 /* Builds the tensor list for the trainer's model, opens the public
  * recorder and starts the hasher. Installs itself as the trainer's

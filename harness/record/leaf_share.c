@@ -23,28 +23,35 @@ void repro_leaf_share_init(repro_leaf_share *s, pthread_mutex_t *mu, pthread_con
     s->nbytes = s->n = 0;
     s->leaves = NULL;
     s->fn = REPRO_DIGEST_XXH3;
-    s->active = s->helpers = 0;
+    atomic_init(&s->active, 0);
+    s->helpers = 0;
     atomic_init(&s->next, 0);
     atomic_init(&s->done, 0);
     atomic_init(&s->failed, 0);
 }
 
+/* Claims and hashes one chunk of the posted tensor: 0 when none was left. */
+static int one_chunk(repro_leaf_share *s)
+{
+    size_t i0 = atomic_fetch_add(&s->next, CHUNK);
+    if (i0 >= s->n)
+        return 0;
+    size_t i1 = i0 + CHUNK < s->n ? i0 + CHUNK : s->n;
+    if (repro_leaf_range(s->fn, s->data, s->nbytes, i0, i1, s->leaves))
+        atomic_store(&s->failed, 1);
+    if (atomic_fetch_add(&s->done, i1 - i0) + (i1 - i0) == s->n) {
+        pthread_mutex_lock(s->mu); /* the poster may be waiting for the last chunk */
+        pthread_cond_broadcast(s->cv);
+        pthread_mutex_unlock(s->mu);
+    }
+    return 1;
+}
+
 /* Claims and hashes chunks of the posted tensor until none are left. */
 static void work(repro_leaf_share *s)
 {
-    for (;;) {
-        size_t i0 = atomic_fetch_add(&s->next, CHUNK);
-        if (i0 >= s->n)
-            return;
-        size_t i1 = i0 + CHUNK < s->n ? i0 + CHUNK : s->n;
-        if (repro_leaf_range(s->fn, s->data, s->nbytes, i0, i1, s->leaves))
-            atomic_store(&s->failed, 1);
-        if (atomic_fetch_add(&s->done, i1 - i0) + (i1 - i0) == s->n) {
-            pthread_mutex_lock(s->mu); /* the poster may be waiting for the last chunk */
-            pthread_cond_broadcast(s->cv);
-            pthread_mutex_unlock(s->mu);
-        }
-    }
+    while (one_chunk(s))
+        ;
 }
 
 int repro_leaf_share_run(repro_leaf_share *s, const void *data, size_t nbytes,
@@ -83,5 +90,24 @@ int repro_leaf_share_help(repro_leaf_share *s)
     pthread_mutex_lock(s->mu);
     s->helpers--;
     pthread_cond_broadcast(s->cv); /* the poster waits for helpers == 0 */
+    return 1;
+}
+
+int repro_leaf_share_unit(repro_leaf_share *s)
+{
+    if (!atomic_load(&s->active)) /* the common case for an idle thread: one load */
+        return 0;
+    pthread_mutex_lock(s->mu); /* as a helper, so the poster cannot retire the tensor */
+    if (!s->active || atomic_load(&s->next) >= s->n) {
+        pthread_mutex_unlock(s->mu);
+        return 0;
+    }
+    s->helpers++;
+    pthread_mutex_unlock(s->mu);
+    one_chunk(s);
+    pthread_mutex_lock(s->mu);
+    s->helpers--;
+    pthread_cond_broadcast(s->cv); /* the poster waits for helpers == 0 */
+    pthread_mutex_unlock(s->mu);
     return 1;
 }

@@ -32,7 +32,7 @@ typedef struct {
     repro_digest *leaves;
     repro_digest_fn fn;  /* the leaf digest: set by the owner before a run
                             (init: the default, XXH3-128) */
-    int active;    /* under mu */
+    atomic_int active; /* written under mu; read without it by repro_leaf_share_unit */
     int helpers;   /* under mu: threads inside repro_leaf_share_help's work */
     atomic_size_t next;  /* first leaf not yet taken */
     atomic_size_t done;  /* leaves hashed */
@@ -56,5 +56,11 @@ int repro_leaf_share_run(repro_leaf_share *s, const void *data, size_t nbytes,
  * (without dropping mu). A waiter loops: help, or cond_wait when this
  * returns 0. */
 int repro_leaf_share_help(repro_leaf_share *s);
+
+/* Called WITHOUT mu held, by a thread with a moment to spare (a kernel
+ * thread between two jobs: kernels/cpu/pool.h's idle work): hashes one
+ * chunk of the posted tensor (64 KiB, microseconds) and returns 1, or
+ * returns 0 at the cost of one atomic load when nothing is left to take. */
+int repro_leaf_share_unit(repro_leaf_share *s);
 
 #endif
