@@ -256,6 +256,101 @@ START_TEST(test_leaf_digests_equal_host_bytes)
 }
 END_TEST
 
+/* The trace's last line (its trailer) into buf. */
+static void last_line(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[4096];
+    buf[0] = '\0';
+    while (fgets(line, sizeof line, f))
+        snprintf(buf, len, "%s", line);
+    fclose(f);
+}
+
+/* A program's run of `steps` steps of total_steps: grad.w, param.w (f32)
+ * and param.b (f64) a step; at `leaves_step` param.w goes in as leaf
+ * digests. The trailer into trailer. */
+static void record_final(repro_digest_fn fn, int64_t total, int64_t steps, int64_t leaves_step,
+                         char *trailer, size_t len)
+{
+    char path[TU_TMP_LEN + 32];
+    temp_trace(path, sizeof path);
+    repro_recorder_options o;
+    repro_recorder_options_init(&o);
+    o.digest = fn;
+    o.total_steps = total;
+    repro_recorder *r;
+    repro_run_info info = {"final", 3, NULL};
+    ck_assert_int_eq(repro_recorder_open_ex(&r, path, &info, &o), 0);
+    float w[3] = {1.0f, -2.0f, 0.5f}, g[3] = {0.1f, 0.2f, 0.3f};
+    double b[2] = {0.25, -0.75};
+    int64_t s3[1] = {3}, s2[1] = {2};
+    for (int64_t step = 1; step <= steps; step++) {
+        for (int i = 0; i < 3; i++)
+            w[i] -= 0.5f * g[i];
+        ck_assert_int_eq(repro_recorder_tensor(r, "grad.w", REPRO_F32, 1, s3, g), 0);
+        if (step == leaves_step) {
+            repro_digest leaves[1];
+            ck_assert_int_eq(repro_leaf_digests(fn, w, sizeof w, leaves), 0);
+            ck_assert_int_eq(
+                repro_recorder_tensor_leaves(r, "param.w", REPRO_F32, 1, s3, sizeof w, leaves, NULL),
+                0);
+        } else {
+            ck_assert_int_eq(repro_recorder_tensor(r, "param.w", REPRO_F32, 1, s3, w), 0);
+        }
+        ck_assert_int_eq(repro_recorder_tensor(r, "param.b", REPRO_F64, 1, s2, b), 0);
+        ck_assert_int_eq(repro_recorder_step(r, step, 1.0), 0);
+    }
+    ck_assert_int_eq(repro_recorder_close(r, NULL), 0);
+    last_line(path, trailer, len);
+}
+
+/* A program's trace binds its final parameters cryptographically, as the
+ * built-in workload's does: with total_steps given and reached, the
+ * trailer's final_params_sha256 is SHA-256 over the SHA-256 tree digests
+ * of the last step's param.* tensors, the same under either leaf
+ * function. Not written when it cannot be whole: no total_steps, a run
+ * that stopped early, a param given as XXH3 leaf digests (no bytes). */
+START_TEST(test_final_params_sha256_in_the_trailer)
+{
+    float w[3] = {1.0f, -2.0f, 0.5f}, g[3] = {0.1f, 0.2f, 0.3f};
+    for (int step = 0; step < 2; step++)
+        for (int i = 0; i < 3; i++)
+            w[i] -= 0.5f * g[i];
+    double b[2] = {0.25, -0.75};
+    int64_t s3[1] = {3}, s2[1] = {2};
+    repro_digest d[2], fin;
+    ck_assert_int_eq(repro_tensor_digest_bytes_fn(REPRO_DIGEST_SHA256, &d[0], "param.w", "f32", 1,
+                                                  s3, w, sizeof w),
+                     0);
+    ck_assert_int_eq(repro_tensor_digest_bytes_fn(REPRO_DIGEST_SHA256, &d[1], "param.b", "f64", 1,
+                                                  s2, b, sizeof b),
+                     0);
+    ck_assert_int_eq(repro_sha256_digests(d, 2, &fin), 0);
+    char hex[65], want[128], trailer[4096];
+    repro_digest_hex(&fin, hex);
+    snprintf(want, sizeof want, "\"final_params_sha256\":\"%s\"", hex);
+    for (int fn = 0; fn < 2; fn++) {
+        record_final((repro_digest_fn)fn, 2, 2, 0, trailer, sizeof trailer);
+        ck_assert_msg(strstr(trailer, want), "fn %d: %s", fn, trailer);
+    }
+    record_final(REPRO_DIGEST_SHA256, 2, 2, 2, trailer, sizeof trailer); /* sha256 leaves: whole */
+    ck_assert_msg(strstr(trailer, want), "%s", trailer);
+    record_final(REPRO_DIGEST_XXH3, 2, 2, 1, trailer, sizeof trailer); /* leaves before the end */
+    ck_assert_msg(strstr(trailer, want), "%s", trailer);
+    record_final(REPRO_DIGEST_XXH3, 2, 2, 2, trailer, sizeof trailer);
+    ck_assert_msg(strstr(trailer, "\"trailer\"") && !strstr(trailer, "final_params"), "%s",
+                  trailer);
+    record_final(REPRO_DIGEST_XXH3, 0, 2, 0, trailer, sizeof trailer);
+    ck_assert_msg(strstr(trailer, "\"trailer\"") && !strstr(trailer, "final_params"), "%s",
+                  trailer);
+    record_final(REPRO_DIGEST_XXH3, 3, 2, 0, trailer, sizeof trailer);
+    ck_assert_msg(strstr(trailer, "\"trailer\"") && !strstr(trailer, "final_params"), "%s",
+                  trailer);
+}
+END_TEST
+
 START_TEST(test_errors_are_codes_with_messages)
 {
     repro_recorder *r;
@@ -410,6 +505,28 @@ START_TEST(test_runner_protocol)
     ck_assert_int_eq(e.run_index, 1);
     ck_assert_str_eq(repro_run_env_setting("model.hidden"), "128");
     ck_assert_ptr_null(repro_run_env_setting("model.depth"));
+    /* `--set trace.every=K` and `trace.digest` reach the recorder options;
+     * a value that is not a count >= 1 leaves the default. */
+    static const struct {
+        const char *every;
+        int want;
+    } everies[] = {{"7", 7}, {"1", 1}, {"0", 1}, {"-3", 1}, {"2x", 1}, {"", 1}, {NULL, 1}};
+    for (size_t i = 0; i < sizeof everies / sizeof *everies; i++) {
+        if (everies[i].every)
+            setenv("REPRO_SET_TRACE_EVERY", everies[i].every, 1);
+        else
+            unsetenv("REPRO_SET_TRACE_EVERY");
+        setenv("REPRO_SET_TRACE_DIGEST", "sha256", 1);
+        repro_recorder_options o;
+        repro_recorder_options_init(&o);
+        repro_recorder_options_from_env(&o, &e);
+        ck_assert_msg(o.every == everies[i].want, "every \"%s\": %d",
+                      everies[i].every ? everies[i].every : "(unset)", o.every);
+        ck_assert_int_eq(o.digest, REPRO_DIGEST_SHA256);
+        ck_assert_int_eq(o.level, REPRO_LEVEL_OP);
+    }
+    unsetenv("REPRO_SET_TRACE_EVERY");
+    unsetenv("REPRO_SET_TRACE_DIGEST");
     /* Malformed values stop the program, naming the variable. */
     static const char *const bad[][2] = {{"REPRO_SEED", "0x1F"},      {"REPRO_SEED", "-1"},
                                          {"REPRO_SEED", "18446744073709551616"},
@@ -435,6 +552,7 @@ Suite *api_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_three_steps_compare_identical_then_changed);
     tcase_add_test(tc, test_leaf_digests_equal_host_bytes);
+    tcase_add_test(tc, test_final_params_sha256_in_the_trailer);
     tcase_add_test(tc, test_truncated_side_is_never_identical);
     tcase_add_test(tc, test_errors_are_codes_with_messages);
     tcase_add_test(tc, test_trace_path_from_environment_and_levels);

@@ -113,6 +113,49 @@ START_TEST(test_installed_client_imports_and_records)
 }
 END_TEST
 
+/* `repro ... --set trace.every=K` and `--set trace.digest=F` reach a
+ * Python recorder as they reach a C one (REPRO_SET_TRACE_EVERY and
+ * _DIGEST, read by the library's repro_recorder_options_from_env): detail
+ * every K-th step and the last, under that digest function; an `every`
+ * the program passes wins. */
+static int detail_lines(const char *trace, const char *every_arg, char *out, size_t len)
+{
+    char cmd[2 * PATH_MAX + 1024], py[PATH_MAX];
+    client_dir(py, sizeof py);
+    snprintf(cmd, sizeof cmd,
+             "PYTHONPATH='%s' REPRO_SET_TRACE_EVERY=3 REPRO_SET_TRACE_DIGEST=sha256 "
+             "/usr/bin/python3 -c '"
+             "import numpy as np, repro\n"
+             "with repro.Recorder(\"e\", 5, trace_path=\"%s\", total_steps=7%s) as rec:\n"
+             "    for s in range(1, 8):\n"
+             "        rec.tensor(\"w\", np.arange(4, dtype=np.float32) * s)\n"
+             "        rec.step(s, 0.5)\n' && grep -c tensors '%s' && head -n 1 '%s'",
+             py, trace, every_arg, trace, trace);
+    return sh(cmd, out, len);
+}
+
+START_TEST(test_set_trace_settings_reach_the_client)
+{
+    const char *why = no_python("numpy");
+    if (*why) {
+        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        return;
+    }
+    char dir[TU_TMP_LEN], trace[300], out[8192];
+    tu_tmp_template(dir, sizeof dir, "pyset");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(trace, sizeof trace, "%s/t.jsonl", dir);
+    int rc = detail_lines(trace, "", out, sizeof out);
+    ck_assert_msg(rc == 0 && !strncmp(out, "3\n", 2), "exit %d, want steps 3, 6, 7:\n%s", rc,
+                  out);
+    ck_assert_msg(strstr(out, "\"tensor_hash\":\"repro-tensor/v1\""), "not sha256:\n%s", out);
+    rc = detail_lines(trace, ", every=1", out, sizeof out);
+    ck_assert_msg(rc == 0 && !strncmp(out, "7\n", 2), "exit %d, every=1 lost:\n%s", rc, out);
+    unlink(trace);
+    rmdir(dir);
+}
+END_TEST
+
 /* python/pyproject.toml names the version repro is (a wheel built from it
  * must not claim another). */
 START_TEST(test_pyproject_version_is_repros)
@@ -298,6 +341,7 @@ Suite *pyclient_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_installed_client_imports_and_records);
     tcase_add_test(tc, test_pyproject_version_is_repros);
+    tcase_add_test(tc, test_set_trace_settings_reach_the_client);
     tcase_add_test(tc, test_module_hooks_name_ops_in_order);
     tcase_add_test(tc, test_bisect_names_the_planted_module);
     tcase_add_test(tc, test_mnist_example_reproduces);

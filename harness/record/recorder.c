@@ -32,6 +32,12 @@ struct repro_recorder {
     int failed;                /* a REPRO_E* code once something failed */
     json_t *header;            /* the header written, until the first step ends */
     int64_t first_step;        /* the step before the first this recorder ends */
+    /* The last step's param.* tensors (total_steps known): their SHA-256
+     * tree digests, for the trailer's final_params_sha256; partial when one
+     * came as leaf digests of another function (no bytes to SHA-256). */
+    repro_digest *final;
+    size_t nfinal, final_cap;
+    int final_partial;
 };
 
 void repro_recorder_options_init(repro_recorder_options *o)
@@ -285,6 +291,38 @@ static int describe(repro_recorder *r, repro_trace_tensor *t, const char *name,
     return 0;
 }
 
+/* A tensor of the step about to end: if it is a param.* of the last step,
+ * its SHA-256 tree digest joins the final state (repro_recorder_close).
+ * Under digest = sha256 that is its trace digest; else it is computed from
+ * `data`, once per run, or the final state is partial without bytes. */
+static int note_final(repro_recorder *r, const repro_trace_tensor *t, const int64_t *shape,
+                      const void *data, uint64_t nbytes)
+{
+    if (r->o.total_steps <= 0 || r->step + 1 != r->o.total_steps ||
+        strncmp(t->name, "param.", 6) != 0)
+        return 0;
+    int sha = r->o.digest == REPRO_DIGEST_SHA256;
+    if (!sha && !data && nbytes > 0) {
+        r->final_partial = 1;
+        return 0;
+    }
+    if (r->nfinal == r->final_cap) {
+        size_t cap = r->final_cap ? 2 * r->final_cap : 16;
+        repro_digest *v = realloc(r->final, cap * sizeof *v);
+        if (!v)
+            return fail(r, REPRO_ENOMEM, "out of memory recording %s", t->name);
+        r->final = v;
+        r->final_cap = cap;
+    }
+    repro_digest *d = &r->final[r->nfinal++];
+    if (sha)
+        *d = t->digest;
+    else if (repro_tensor_digest_bytes_fn(REPRO_DIGEST_SHA256, d, t->name, t->dtype, t->ndim,
+                                          shape, data, nbytes))
+        return mark(r);
+    return 0;
+}
+
 static int hash_into(repro_recorder *r, tensor_list *l, const char *name, repro_dtype dtype,
                      int ndim, const int64_t *shape, const void *data)
 {
@@ -301,6 +339,8 @@ static int hash_into(repro_recorder *r, tensor_list *l, const char *name, repro_
                            r->o.digest};
     if (repro_tensor_digest(&v, &t->digest, NULL))
         return mark(r);
+    if (l == &r->tensors && note_final(r, t, shape, data, nbytes))
+        return r->failed;
     if (detail_step(r, r->step + 1))
         repro_tensor_stats_compute(t->dtype, data, (size_t)nbytes, &t->l2, &t->sum, &t->max_abs,
                                    &t->nonfinite);
@@ -341,6 +381,8 @@ int repro_recorder_tensor_leaves(repro_recorder *r, const char *name, repro_dtyp
                            r->o.digest};
     if (repro_tensor_digest_of_leaves(&v, leaves, &t->digest))
         return mark(r);
+    if (note_final(r, t, shape, NULL, nbytes))
+        return r->failed;
     if (stats) {
         t->l2 = stats->l2;
         t->sum = stats->sum;
@@ -427,9 +469,30 @@ int64_t repro_recorder_chain(const repro_recorder *r, repro_digest *chain)
 static void free_recorder(repro_recorder *r)
 {
     json_decref(r->header);
+    free(r->final);
     free(r->tensors.v);
     free(r->ops.v);
     free(r);
+}
+
+/* The trailer's final_params_sha256 (trace.h): SHA-256 over the SHA-256
+ * tree digests of the last step's param.* tensors, in the order recorded,
+ * when the run ended at total_steps with all of them seen as bytes (or
+ * under sha256), and the caller's trailer does not say it already. */
+static int add_final(repro_recorder *r, json_t **extra)
+{
+    if (r->nfinal == 0 || r->final_partial || r->step != r->o.total_steps ||
+        (*extra && json_object_get(*extra, "final_params_sha256")))
+        return 0;
+    repro_digest fin;
+    if (repro_sha256_digests(r->final, r->nfinal, &fin))
+        return fail(r, REPRO_EIO, "recorder: %s", "SHA-256 failed");
+    char hex[65];
+    repro_digest_hex(&fin, hex);
+    if (!*extra)
+        *extra = json_object();
+    json_object_set_new(*extra, "final_params_sha256", json_string(hex));
+    return 0;
 }
 
 int repro_recorder_close_ex(repro_recorder *r, char chain_hex[65], const char *trailer_json)
@@ -442,6 +505,8 @@ int repro_recorder_close_ex(repro_recorder *r, char chain_hex[65], const char *t
     json_t *extra = NULL;
     if (!rc && trailer_json && !(extra = parse_object(trailer_json, "trailer_json")))
         rc = REPRO_EINVAL;
+    if (!rc && add_final(r, &extra))
+        rc = r->failed;
     if (rc) {
         repro_trace_writer_abort(r->w);
     } else if (r->w && repro_trace_writer_close(r->w, (long)r->step, &r->chain, extra)) {

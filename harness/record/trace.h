@@ -64,7 +64,8 @@
  * Last line, the trailer: {"type": "trailer", "steps": N, "chain": hex},
  * with the built-in workload "final_params_sha256": hex, SHA-256 over the
  * SHA-256 tree digests (repro-tensor/v1) of the param.* tensors after the
- * last step in forward order: the final state bound cryptographically
+ * last step in forward order (a program's: in the order recorded, when
+ * its recorder knew total_steps and saw those tensors' bytes): the final state bound cryptographically
  * whatever the per-step digest function (docs/DESIGN.md, Digests);
  * plus informational keys that are not hashed and may differ between runs:
  * "train_seconds", "eval_loss", "eval_accuracy". Step 1's line also carries

@@ -102,7 +102,9 @@ typedef enum { REPRO_LEVEL_STEP = 0, REPRO_LEVEL_TENSOR = 1, REPRO_LEVEL_OP = 2 
 typedef struct {
     repro_level level;           /* default REPRO_LEVEL_TENSOR */
     int every;                   /* detail every K-th step; default 1 */
-    int64_t total_steps;         /* if known (> 0), that step also gets detail */
+    int64_t total_steps;         /* if known (> 0), that step also gets detail, and
+                                    the trailer binds its param.* tensors
+                                    ("final_params_sha256", SHA-256) */
     int threads, workers;        /* recorded in the header (default 1 and 0) */
     const char *experiment_path; /* recorded in the header (default: experiment) */
     const char *header_json;     /* more header keys, a JSON object; may be NULL */
@@ -222,7 +224,9 @@ int repro_run_env_read(repro_run_env *out, uint64_t default_seed);
 /* The value of --set KEY=VALUE as passed to this program (REPRO_SET_<KEY>,
  * KEY case-insensitive, '.' and '-' read as '_'), or NULL. */
 const char *repro_run_env_setting(const char *key);
-/* Recorder options from the protocol: level, threads and workers. */
+/* Recorder options from the protocol: level, threads and workers, and the
+ * trace settings `repro ... --set` passes (REPRO_SET_TRACE_DIGEST,
+ * REPRO_SET_TRACE_EVERY). */
 void repro_recorder_options_from_env(repro_recorder_options *o, const repro_run_env *env);
 
 #ifdef __cplusplus

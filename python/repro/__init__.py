@@ -117,6 +117,8 @@ _abort = _sig("repro_recorder_abort", None, ctypes.c_void_p)
 _set_threads = _sig("repro_recorder_set_threads", ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
                     ctypes.c_int)
 _env_read = _sig("repro_run_env_read", ctypes.c_int, ctypes.POINTER(_RunEnv), ctypes.c_uint64)
+_opts_from_env = _sig("repro_recorder_options_from_env", None, ctypes.POINTER(_Options),
+                      ctypes.POINTER(_RunEnv))
 _digest_bytes = _sig("repro_tensor_digest_bytes", ctypes.c_int, ctypes.POINTER(_Digest),
                      ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, _i64p, ctypes.c_void_p,
                      ctypes.c_uint64)
@@ -234,6 +236,7 @@ class RunEnv:
         r.deterministic = {0: "off", 1: "on", 2: "warn"}[e.deterministic]
         r.benchmark = bool(e.benchmark)
         r.level, r.run_index, r.batch_size = e.level, e.run_index, e.batch_size
+        r._raw = e  # for the recorder options the C library derives from it
         return r
 
     @staticmethod
@@ -267,7 +270,7 @@ def _threads_used():
 class Recorder:
     """One trace. trace_path None: $REPRO_TRACE (nothing written if unset)."""
 
-    def __init__(self, experiment, seed, config=None, trace_path=None, level=None, every=1,
+    def __init__(self, experiment, seed, config=None, trace_path=None, level=None, every=None,
                  total_steps=0, threads=None, workers=None):
         self._r = ctypes.c_void_p()
         seed = _int(seed, "seed", _U64)
@@ -276,10 +279,14 @@ class Recorder:
         env = RunEnv.read(seed)
         o = _Options()
         _opts_init(ctypes.byref(o))
+        # The protocol's settings, as the C library reads them: with `repro
+        # ... --set trace.every=K` or `trace.digest=sha256`, those.
+        _opts_from_env(ctypes.byref(o), ctypes.byref(env._raw))
         o.level = _int(env.level if level is None else level, "level", _I32)
         self.level = o.level  # repro.torch hooks modules only at LEVEL_OP
         self.last_step = 0    # the last step ended (op names are unique per step)
-        o.every = _int(every, "every", _I32)
+        if every is not None:  # else 1, or what --set trace.every gave
+            o.every = _int(every, "every", _I32)
         o.total_steps = _int(total_steps, "total_steps", _I64)
         o.threads = _int(env.threads if threads is None else threads, "threads", _I32)
         o.workers = _int(env.workers if workers is None else workers, "workers", _I32)
