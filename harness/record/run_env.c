@@ -106,6 +106,12 @@ void repro_recorder_options_from_env(repro_recorder_options *o, const repro_run_
     o->workers = env->workers;
     /* `repro check --set trace.digest=sha256` (already validated by repro's
      * config: an ENUM key) reaches the program as REPRO_SET_TRACE_DIGEST. */
+    repro_digest_fn fn;
+    const char *digest = repro_run_env_setting("trace.digest");
+    if (digest && repro_digest_fn_from_name(digest, &fn) == 0)
+        o->digest = fn;
+    else if (digest)
+        repro_error_clear();
     /* ... and `--set trace.every=K` (detail every K-th step) as
      * REPRO_SET_TRACE_EVERY; a value that is not a count >= 1 is left. */
     const char *every = repro_run_env_setting("trace.every");
@@ -113,10 +119,4 @@ void repro_recorder_options_from_env(repro_recorder_options *o, const repro_run_
     long k = every ? strtol(every, &end, 10) : 0;
     if (every && *every && end && !*end && k >= 1 && k <= INT_MAX)
         o->every = (int)k;
-    repro_digest_fn fn;
-    const char *digest = repro_run_env_setting("trace.digest");
-    if (digest && repro_digest_fn_from_name(digest, &fn) == 0)
-        o->digest = fn;
-    else if (digest)
-        repro_error_clear();
 }
