@@ -225,6 +225,29 @@ static float *params_of(repro_trainer *t, long *n)
     return p;
 }
 
+/* Trains t to its config's steps, finishes rec (may be NULL), and returns
+ * the parameters (params_of) with t released. */
+static float *train_params(repro_trainer *t, repro_train_recorder *rec, long *n)
+{
+    for (long s = 0; s < t->cfg.train_steps; s++)
+        ck_assert_int_eq(repro_trainer_step(t), 0);
+    repro_digest chain;
+    if (rec)
+        ck_assert_int_eq(repro_train_recorder_finish(rec, &chain, NULL), 0);
+    float *p = params_of(t, n);
+    repro_trainer_release(t);
+    return p;
+}
+
+/* p[0] and p[1] (n[0], n[1] floats) are the same bits; frees both. */
+static void assert_same_params(float *p[2], const long n[2], const char *what)
+{
+    ck_assert_int_eq(n[0], n[1]);
+    ck_assert_msg(memcmp(p[0], p[1], (size_t)n[0] * sizeof(float)) == 0, "%s", what);
+    free(p[0]);
+    free(p[1]);
+}
+
 START_TEST(test_hasher_shares_loader)
 {
     tu_cpu_mask all;
@@ -249,20 +272,10 @@ START_TEST(test_hasher_shares_loader)
             ck_assert_int_eq(repro_loader_help(t.loader), 0); /* no epoch yet */
             ck_assert_int_eq(t.loader_shared, 1); /* it is cooperative */
         }
-        for (long s = 0; s < cfg.train_steps; s++)
-            ck_assert_int_eq(repro_trainer_step(&t), 0);
-        repro_digest chain;
-        if (rec)
-            ck_assert_int_eq(repro_train_recorder_finish(rec, &chain, NULL), 0);
-        p[hashed] = params_of(&t, &n[hashed]);
-        repro_trainer_release(&t);
+        p[hashed] = train_params(&t, rec, &n[hashed]);
     }
     tu_restore_cpus(&all);
-    ck_assert_int_eq(n[0], n[1]);
-    ck_assert_msg(memcmp(p[0], p[1], (size_t)n[0] * sizeof(float)) == 0,
-                  "the hasher-shared loader changed the training");
-    free(p[0]);
-    free(p[1]);
+    assert_same_params(p, n, "the hasher-shared loader changed the training");
 }
 END_TEST
 
@@ -291,19 +304,10 @@ START_TEST(test_inline_where_threads_fill_the_cpus)
                 ck_assert_int_eq(repro_train_recorder_new(&rec, &t, &o, NULL), 0);
                 ck_assert_int_eq(repro_train_recorder_inline(rec), threads == 2);
             }
-            for (long s = 0; s < cfg.train_steps; s++)
-                ck_assert_int_eq(repro_trainer_step(&t), 0);
-            repro_digest chain;
-            if (rec)
-                ck_assert_int_eq(repro_train_recorder_finish(rec, &chain, NULL), 0);
-            p[hashed] = params_of(&t, &n[hashed]);
-            repro_trainer_release(&t);
+            p[hashed] = train_params(&t, rec, &n[hashed]);
         }
-        ck_assert_int_eq(n[0], n[1]);
-        ck_assert_msg(memcmp(p[0], p[1], (size_t)n[0] * sizeof(float)) == 0,
-                      "threads=%d: hashing changed the training", threads);
-        free(p[0]);
-        free(p[1]);
+        assert_same_params(p, n, threads == 1 ? "threads=1: hashing changed the training"
+                                              : "threads=2: hashing changed the training");
     }
     tu_restore_cpus(&all);
 }

@@ -80,16 +80,32 @@ int repro_leaf_share_run(repro_leaf_share *s, const void *data, size_t nbytes,
                                    : 0;
 }
 
-int repro_leaf_share_help(repro_leaf_share *s)
+/* With mu held and leaves left: hashes them as a
+ * helper, without mu, so the poster cannot retire the tensor meanwhile;
+ * returns with mu held. `all`: every leaf left, else one chunk. */
+static void as_helper(repro_leaf_share *s, int all)
 {
-    if (!s->active || atomic_load(&s->next) >= s->n)
-        return 0;
     s->helpers++;
     pthread_mutex_unlock(s->mu);
-    work(s);
+    if (all)
+        work(s);
+    else
+        one_chunk(s);
     pthread_mutex_lock(s->mu);
     s->helpers--;
     pthread_cond_broadcast(s->cv); /* the poster waits for helpers == 0 */
+}
+
+static int leaves_left(const repro_leaf_share *s)
+{
+    return s->active && atomic_load(&s->next) < s->n;
+}
+
+int repro_leaf_share_help(repro_leaf_share *s)
+{
+    if (!leaves_left(s))
+        return 0;
+    as_helper(s, 1);
     return 1;
 }
 
@@ -97,17 +113,10 @@ int repro_leaf_share_unit(repro_leaf_share *s)
 {
     if (!atomic_load(&s->active)) /* the common case for an idle thread: one load */
         return 0;
-    pthread_mutex_lock(s->mu); /* as a helper, so the poster cannot retire the tensor */
-    if (!s->active || atomic_load(&s->next) >= s->n) {
-        pthread_mutex_unlock(s->mu);
-        return 0;
-    }
-    s->helpers++;
-    pthread_mutex_unlock(s->mu);
-    one_chunk(s);
     pthread_mutex_lock(s->mu);
-    s->helpers--;
-    pthread_cond_broadcast(s->cv); /* the poster waits for helpers == 0 */
+    int did = leaves_left(s);
+    if (did)
+        as_helper(s, 0);
     pthread_mutex_unlock(s->mu);
-    return 1;
+    return did;
 }
