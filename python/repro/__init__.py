@@ -368,7 +368,8 @@ def record_model(rec, model, loss=None, grads=True):
 def seed_everything(seed, deterministic=True):
     """Seeds Python, NumPy and torch (CPU and every CUDA device) from one
     seed, and asks torch for deterministic algorithms, as PyTorch's
-    reproducibility notes recommend. PYTHONHASHSEED must be set before the
+    reproducibility notes recommend, and for results that do not depend on
+    the thread count (oneDNN off: its convolution backward does). PYTHONHASHSEED must be set before the
     interpreter starts (repro sets it for programs it runs)."""
     seed = _int(seed, "seed", _U64)
     _in_effect["seed"] = seed
@@ -385,6 +386,11 @@ def seed_everything(seed, deterministic=True):
             torch.use_deterministic_algorithms(True)
             torch.backends.cudnn.benchmark = False
             torch.backends.cudnn.deterministic = True
+            # oneDNN's CPU convolution backward splits its weight-gradient
+            # reduction by the intra-op thread count (torch 1.13 on an
+            # AVX-512 Xeon: grad.conv1.weight differs at 1 and 2 threads);
+            # PyTorch's own convolution sums in one order at any count.
+            torch.backends.mkldnn.enabled = False
     except ImportError:
         pass
 
