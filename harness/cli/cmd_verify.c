@@ -23,6 +23,7 @@
 #include "util/error.h"
 #include "util/escape.h"
 #include "util/numparse.h"
+#include "util/version.h"
 #include "verify/receipt.h"
 #include "verify/sign.h"
 #include "verify/trusted.h"
@@ -240,6 +241,27 @@ static void print_rerun_metrics(const repro_verify_result *r)
     printf("\n");
 }
 
+/* The Python client: the host's the program was given, the one that
+ * wrote the claimed trace, and a repro package of the bundle's own. */
+static void print_client(const repro_verify_result *r)
+{
+    if (r->host_client[0] || r->claimed_client[0])
+        printf("  python client: %s%s%s (protocol %d)%s; the claimed trace's: %s",
+               r->host_client[0] ? "this repro's " : "none on the host",
+               repro_esc(r->host_client), r->host_client[0] ? "/repro" : "",
+               REPRO_CLIENT_PROTOCOL, r->host_client[0] ? ", read-only on PYTHONPATH" : "",
+               r->claimed_client[0] ? repro_esc(r->claimed_client) : "(none)");
+    if (r->claimed_protocol)
+        printf(" (protocol %d)\n", r->claimed_protocol);
+    else if (r->host_client[0] || r->claimed_client[0])
+        printf("\n");
+    if (r->own_package[0])
+        printf("  own client: the bundle's tree carries its own repro package (%s), which "
+               "shadows this repro's client when it lies beside the script: the submitter's "
+               "code wrote the trace\n",
+               repro_esc(r->own_package));
+}
+
 /* A program bundle: its sandbox, build, run and outputs. */
 static void print_program(const repro_verify_result *r)
 {
@@ -252,6 +274,7 @@ static void print_program(const repro_verify_result *r)
     else
         printf("  no build command; ");
     printf("program: %s\n", repro_esc(r->run_status));
+    print_client(r);
     size_t i;
     json_t *e;
     json_array_foreach(r->outputs, i, e) {

@@ -25,6 +25,7 @@
 #include "verify/claims.h"
 #include "verify/receipt.h"
 #include "verify/score.h"
+#include "verify/client.h"
 #include "verify/verify_program.h"
 
 /* `repro run` exits 2 for a usage or input error: for the re-run, that is
@@ -691,6 +692,7 @@ static int rerun_program(verify_run *v, repro_program_run *pr)
     snprintf(r->sandbox, sizeof r->sandbox, "%s", pr->sandbox);
     snprintf(r->build_status, sizeof r->build_status, "%s", pr->build_status);
     snprintf(r->run_status, sizeof r->run_status, "%s", pr->run_status);
+    snprintf(r->host_client, sizeof r->host_client, "%s", pr->client);
     r->build_ms = pr->build_ms;
     if (rc)
         return -1;
@@ -754,12 +756,29 @@ static int check_score(verify_run *v, const json_t *paths)
                   r->host_score, r->score_by);
 }
 
+/* 3b. The client that wrote the claimed trace, which this host must be
+ * able to re-run it with (-1 when not), and a repro package of the
+ * bundle's own (client.h). */
+static int check_client(verify_run *v)
+{
+    repro_verify_result *r = v->r;
+    const repro_trace *c = &v->claim;
+    r->claimed_protocol = c->client_protocol;
+    if (c->client_protocol)
+        snprintf(r->claimed_client, sizeof r->claimed_client, "%s %s", c->client_name,
+                 c->client_version);
+    repro_client_own_package(v->b->program.tree_path, r->own_package, sizeof r->own_package);
+    return repro_client_check(c, v->o->bundle_dir);
+}
+
 /* Steps 3, 5 (in the sandbox), 6 and 7 for a program bundle. */
 static int verify_program(verify_run *v)
 {
     repro_program_run pr;
     json_t *paths = json_array();
     int rc = check_claim(v);
+    if (rc == 0)
+        rc = check_client(v);
     if (rc == 0)
         rc = rerun_program(v, &pr);
     if (rc == 0)
@@ -977,6 +996,21 @@ static json_t *memory_json(const repro_verify_result *r)
                      clamp_i64(r->verifier_bytes));
 }
 
+static json_t *string_or_null(const char *s)
+{
+    return s[0] ? json_string(s) : json_null();
+}
+
+static json_t *client_json(const repro_verify_result *r)
+{
+    json_t *j = json_pack("{s:o, s:o, s:o, s:i, s:o}", "claimed",
+                          string_or_null(r->claimed_client), "claimed_protocol",
+                          r->claimed_protocol ? json_integer(r->claimed_protocol) : json_null(),
+                          "host", string_or_null(r->host_client), "host_protocol",
+                          REPRO_CLIENT_PROTOCOL, "own_package", string_or_null(r->own_package));
+    return j ? j : json_null();
+}
+
 static json_t *program_json(const repro_verify_opts *o, const repro_verify_result *r)
 {
     const repro_bundle *b = &r->bundle;
@@ -993,6 +1027,7 @@ static json_t *program_json(const repro_verify_opts *o, const repro_verify_resul
     json_object_set_new(j, "run_status", json_string(r->run_status[0] ? r->run_status : "not run"));
     json_object_set_new(j, "build_ms", json_integer(r->build_ms));
     json_object_set_new(j, "outputs", r->outputs ? json_incref(r->outputs) : json_null());
+    json_object_set_new(j, "python_client", client_json(r));
     return j;
 }
 

@@ -87,8 +87,18 @@
  * {argv, build, commit, dirty, cwd, tree_files, tree_bytes, sandbox (the
  * sandbox and its limits, in words), no_sandbox, build_status,
  * run_status, build_ms, outputs [{path, sha256 (null: missing), bytes,
- * claimed_sha256, identical}]}); score {claimed (string or null), host
- * (string or null), by (how the host's was made, or null)}.
+ * claimed_sha256, identical}], python_client {claimed ("repro-python
+ * 0.1.0", the client that wrote the claimed trace, or null), claimed_protocol
+ * (or null), host (the directory of the verifier's client on the program's
+ * PYTHONPATH, or null), host_protocol, own_package (the repro package the
+ * bundle's tree carries, which shadows the host's: its path, or null)}});
+ * score {claimed (string or null), host (string or null), by (how the
+ * host's was made, or null)}.
+ *
+ * 3b for a program: a claimed trace written by the Python client (header
+ * "client") of a protocol this repro's client does not speak, or where
+ * this repro has no client, is refused before anything runs (-1,
+ * REPRO_EUNSUPPORTED: exit 3, no receipt; client.h).
  *
  * Two checks around steps 1 and 6:
  *   1b. with opts.trusted (--trusted-keys), a bundle must be signed by a
@@ -192,6 +202,12 @@ typedef struct {
     char build_status[260], run_status[260];
     long build_ms;
     json_t *outputs;       /* the declared outputs as re-run, owned (NULL: none) */
+    /* Its Python client (client.h): who wrote the claimed trace, the
+     * host's client the program was given, a repro package of its own. */
+    char claimed_client[128]; /* "repro-python 0.1.0"; "": no "client" in the header */
+    int claimed_protocol;     /* 0: none */
+    char host_client[600];    /* the dir on the program's PYTHONPATH; "": none */
+    char own_package[300];    /* "repro/__init__.py" in the tree; "": none */
     /* The score: the host's (--score for a program, the re-run's
      * eval_accuracy for an experiment) and how it was made. */
     int has_host_score;

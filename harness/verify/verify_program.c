@@ -14,6 +14,7 @@
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/progress.h"
+#include "verify/client.h"
 #include "verify/pack.h"
 
 #define ENV_MAX (REPRO_BUNDLE_ENV_MAX + 8)
@@ -64,6 +65,17 @@ static int repro_dirs(char bindir[PATH_MAX], char prefix[PATH_MAX])
     return 0;
 }
 
+/* PYTHONPATH naming this repro's Python client (client.h), where the
+ * program sees it: the sandbox's directory of it, or unsandboxed its own;
+ * malloc'd. */
+static char *client_path_var(const repro_program_run *pr)
+{
+    char buf[PATH_MAX + 16];
+    snprintf(buf, sizeof buf, "PYTHONPATH=%s",
+             pr->no_sandbox ? pr->client : REPRO_SANDBOX_CLIENT_DIR);
+    return strdup(buf);
+}
+
 /* The program's environment: the bundle's protocol variables, then the
  * host's own (which win): the seed, the trace, the library, a /tmp that
  * exists inside the sandbox. */
@@ -87,6 +99,8 @@ static int program_env(const repro_bundle *b, const repro_program_run *pr, const
         snprintf(buf, sizeof buf, "REPRO_LIB=%s", lib);
         store[n++] = strdup(buf);
     }
+    if (pr->client[0])
+        store[n++] = client_path_var(pr);
     store[n] = NULL;
     int bad = 0;
     for (int k = 0; k < n; k++)
@@ -248,6 +262,8 @@ int repro_program_rerun(const repro_bundle *b, const repro_sandbox_opts *opts,
     repro_sandbox_opts o = *opts;
     o.scratch_dir = pr->scratch;
     o.ro_paths = ro;
+    if (repro_client_host_dir(pr->client, sizeof pr->client))
+        o.python_client = pr->client;
     repro_sandbox_describe(&o, pr->sandbox, sizeof pr->sandbox);
     char *env[ENV_MAX + 1] = {0};
     int rc = program_env(b, pr, bindir, prefix, env);

@@ -7,7 +7,10 @@
  * Inside the sandbox the scratch directory is the only writable host
  * path; the bundle and this repro's installation (its binary's
  * directory, and the install prefix above a bin/) are bound read-only
- * so the program can build against librepro and record. Both commands
+ * so the program can build against librepro and record, and this
+ * repro's Python client (client.h) is on its PYTHONPATH, read-only, so
+ * that `import repro` finds the verifier's own whatever its prefix (a
+ * package in the program's own tree still comes first). Both commands
  * go through /bin/sh only to change into the tree ("cd DIR && exec
  * ..."): the program's argv is passed as arguments, never as text. */
 #ifndef REPRO_VERIFY_PROGRAM_H
@@ -32,6 +35,8 @@ typedef struct {
     char workdir[1200];     /* where the program ran: scratch/tree/<cwd> */
     char trace[700];        /* the re-run's trace */
     char sandbox[400];      /* repro_sandbox_describe */
+    char client[600];       /* this repro's Python client dir, read-only on the
+                               program's PYTHONPATH (client.h); "": none */
     int no_sandbox;
     char build_status[260]; /* "none", "exited 0", "exited 2", ... */
     char run_status[260];   /* "not run", "exited 0", ... */
