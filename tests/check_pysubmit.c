@@ -23,7 +23,9 @@
  * - a tree carrying its own repro package reproduces with a receipt that
  *   says so (and the genuine one's says none: the control);
  * - a claim of another client protocol, or a verifier without a client, is
- *   refused before anything runs (exit 3).
+ *   refused before anything runs (exit 3);
+ * - with --data, the outputs come from the host's data and are scored there
+ *   (the receipt records both data directories' digests).
  * Skipped, saying why, without /usr/bin/python3 with PyTorch, without
  * bubblewrap, and in sanitizer builds (python3 cannot load their librepro). */
 #include <check.h>
@@ -404,6 +406,82 @@ START_TEST(test_client_this_host_cannot_reproduce_is_refused)
 }
 END_TEST
 
+/* --data: submitted on PUBLIC/ with its predictions as the declared output
+ * and a claimed score, verified on HIDDEN/ with the host's evaluator: the
+ * trace reproduces (the program trains on its own seeded data), the host
+ * score is the evaluator's on the predictions for HIDDEN (as the program
+ * makes them when run on HIDDEN directly), not the ones for PUBLIC (the
+ * control), the claim is reported, not required, and the receipt records
+ * both directories' digests: SHA-256 of the sha256sum listing of their
+ * files, which the shell computes the same. A bundle made with --data is
+ * refused without it (exit 2), and a symbolic link in the data too. */
+START_TEST(test_data_outputs_are_scored_on_the_hosts_data)
+{
+    NEED_PYTORCH_AND_BWRAP();
+    char data_repo[700], b[700], score[700];
+    snprintf(data_repo, sizeof data_repo, "%s/datarepo", base);
+    snprintf(b, sizeof b, "%s/data-bundle", base);
+    snprintf(score, sizeof score, "%s/score.sh", base);
+    make_repo(data_repo, NULL);
+    tu_git_write(base, "PUBLIC/test.txt", "w", "0.1\n0.2\n0.3\n");
+    tu_git_write(base, "HIDDEN/test.txt", "w", "0.7\n0.9\n");
+    tu_git_write(base, "HIDDEN/more/readme", "w", "the host's own files count too\n");
+    tu_git_write(base, "labels.txt", "w", "2.6\n3.2\n");
+    /* The host's evaluator: squared error of the predictions against the
+     * labels it keeps outside the data the program sees. */
+    tu_git_write(base, "score.sh", "w",
+                 "#!/bin/sh\npaste \"$1\" \"$(dirname \"$0\")/labels.txt\" | awk "
+                 "'{d = $1 - $2; s += d * d} END {printf \"%.6f\\n\", s}'\n");
+    sh("chmod +x '%s' && cd '%s' && PYTHONPATH='%s/python' '%s' submit -o '%s' --data ../PUBLIC "
+       "--program-output preds.txt --claim-score 0.5 -- python3 fit.py",
+       score, data_repo, checkout, bin, b);
+    ck_assert_msg(r.rc == 0, "submit: exit %d\n%s", r.rc, r.out);
+    char pub[65], hid[65], want_host[64], public_score[64];
+    tu_git_capture(pub, sizeof pub,
+                   "cd '%s/PUBLIC' && find . -type f | sed 's|^\\./||' | LC_ALL=C sort | "
+                   "while read f; do sha256sum \"$f\"; done | sha256sum | cut -c1-64",
+                   base);
+    tu_git_capture(hid, sizeof hid,
+                   "cd '%s/HIDDEN' && find . -type f | sed 's|^\\./||' | LC_ALL=C sort | "
+                   "while read f; do sha256sum \"$f\"; done | sha256sum | cut -c1-64",
+                   base);
+    /* What the program predicts for HIDDEN, and the evaluator on it. */
+    tu_git_capture(want_host, sizeof want_host,
+                   "export PATH=/usr/bin:$PATH; cd '%s' && mkdir -p direct && cd direct && "
+                   "cp ../fit.py . && REPRO_DATA='%s/HIDDEN' REPRO_LIB='%s/build/librepro.so' "
+                   "PYTHONPATH='%s/python' python3 fit.py && '%s' preds.txt",
+                   data_repo, base, checkout, checkout, score);
+    tu_git_capture(public_score, sizeof public_score, "'%s' '%s/outputs/preds.txt'", score, b);
+    ck_assert_str_ne(want_host, public_score);
+
+    char extra[1400], cmd[PATH_MAX + 8];
+    snprintf(cmd, sizeof cmd, "'%s'", bin);
+    snprintf(extra, sizeof extra, "--data '%s/HIDDEN' --score '%s'", base, score);
+    json_t *rc = verify(b, cmd, extra);
+    ck_assert_msg(r.rc == 0 && strstr(r.out, ": reproduced\n"), "exit %d\n%s", r.rc, r.out);
+    ck_assert_str_eq(str_at(rc, "score", "host"), want_host);
+    ck_assert_str_eq(str_at(rc, "score", "claimed"), "0.5");
+    json_t *prog = json_object_get(rc, "program"), *d = json_object_get(prog, "data");
+    ck_assert_str_eq(str_at(d, "sha256", NULL), hid);
+    ck_assert_str_eq(str_at(d, "submitted_sha256", NULL), pub);
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "files")), 2);
+    ck_assert(json_is_false(json_object_get(prog, "outputs_compared")));
+    ck_assert_ptr_nonnull(strstr(r.out, "(from the host's data: scored, not compared)"));
+    json_decref(rc);
+
+    /* Without --data the bundle cannot be verified; nor with a link in it. */
+    rc = verify(b, cmd, NULL);
+    ck_assert_ptr_null(rc);
+    ck_assert_msg(r.rc == 2 && strstr(r.out, "was submitted with --data"), "exit %d\n%s", r.rc,
+                  r.out);
+    sh("ln -s /etc/hostname '%s/HIDDEN/link'", base);
+    rc = verify(b, cmd, extra);
+    ck_assert_ptr_null(rc);
+    ck_assert_msg(r.rc == 2 && strstr(r.out, "HIDDEN/link: not a regular file or directory"),
+                  "exit %d\n%s", r.rc, r.out);
+}
+END_TEST
+
 Suite *pysubmit_suite(void)
 {
     Suite *s = suite_create("pysubmit");
@@ -417,6 +495,7 @@ Suite *pysubmit_suite(void)
     tcase_add_test(tc, test_halved_loss_value_is_refused);
     tcase_add_test(tc, test_own_repro_package_is_noted);
     tcase_add_test(tc, test_client_this_host_cannot_reproduce_is_refused);
+    tcase_add_test(tc, test_data_outputs_are_scored_on_the_hosts_data);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -687,7 +687,7 @@ static int rerun_program(verify_run *v, repro_program_run *pr)
     so.cpu_seconds = o->max_seconds > 0 ? (uint64_t)ceil(o->max_seconds) : 0;
     r->ran = r->program_ran = 1;
     double t0 = repro_now();
-    int rc = repro_program_rerun(v->b, &so, pr);
+    int rc = repro_program_rerun(v->b, &so, o->data_dir ? r->data_real : NULL, pr);
     r->rerun_ms = (long)((repro_now() - t0) * 1000);
     snprintf(r->sandbox, sizeof r->sandbox, "%s", pr->sandbox);
     snprintf(r->build_status, sizeof r->build_status, "%s", pr->build_status);
@@ -749,7 +749,9 @@ static int check_score(verify_run *v, const json_t *paths)
             r->has_host_score = 1;
         }
     }
-    if (!b->has_score || !r->has_host_score || b->score_value == host)
+    /* On the host's data the claim (made on the submitter's) is not the
+     * host's to check: the receipt carries both. */
+    if (!b->has_score || !r->has_host_score || b->score_value == host || r->has_data)
         return 0;
     return decide(r, REPRO_VERDICT_SCORE, 0,
                   "the claimed score %s is not the host's score %s (%s)", b->score,
@@ -869,6 +871,32 @@ static int check_pinned(const repro_verify_opts *o, repro_verify_result *r)
     return 0;
 }
 
+/* --data and a bundle submitted with --data go together; the host's
+ * directory's digest for the receipt. -1 (error slot) when not. */
+static int check_data(const repro_verify_opts *o, repro_verify_result *r)
+{
+    const repro_bundle *b = &r->bundle;
+    int submitted = b->is_program && b->program.has_data;
+    if (submitted && !o->data_dir)
+        return repro_error_set(REPRO_EINVAL,
+                               "verify: %s was submitted with --data (the submitter's data: %ld "
+                               "files, sha256 %s): give this host's data with --data DIR",
+                               o->bundle_dir, b->program.data_files, b->program.data_sha256);
+    if (!o->data_dir)
+        return 0;
+    if (!submitted)
+        return repro_error_set(REPRO_EINVAL,
+                               "verify: --data %s: %s was submitted without --data (its "
+                               "program reads no REPRO_DATA)",
+                               o->data_dir, o->bundle_dir);
+    if (!realpath(o->data_dir, r->data_real))
+        return repro_error_set_errno(REPRO_EINVAL, "verify: --data %s", o->data_dir);
+    if (repro_data_digest_dir(r->data_real, &r->data))
+        return repro_error_wrap(repro_error_code(), "verify");
+    r->has_data = 1;
+    return 0;
+}
+
 int repro_verify(const repro_verify_opts *o, repro_verify_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -898,6 +926,8 @@ int repro_verify(const repro_verify_opts *o, repro_verify_result *r)
                                "it: %s; or run it unsandboxed, with the host's privileges, with "
                                "--no-sandbox",
                                o->bundle_dir, why);
+    if (check_data(o, r))
+        return -1;
     if (r->bundle.steps > o->max_steps) {
         decide(r, REPRO_VERDICT_EXCEEDED, 0,
                "the submission has %ld steps; this host's limit is %ld (--max-steps): refused "
@@ -1011,6 +1041,17 @@ static json_t *client_json(const repro_verify_result *r)
     return j ? j : json_null();
 }
 
+/* The data the outputs came from: the host's (--data), by digest. */
+static json_t *data_json(const repro_verify_result *r)
+{
+    if (!r->has_data)
+        return json_null();
+    json_t *j = json_pack("{s:s, s:I, s:I, s:s}", "sha256", r->data.sha256, "files",
+                          (json_int_t)r->data.files, "bytes", clamp_i64(r->data.bytes),
+                          "submitted_sha256", r->bundle.program.data_sha256);
+    return j ? j : json_null();
+}
+
 static json_t *program_json(const repro_verify_opts *o, const repro_verify_result *r)
 {
     const repro_bundle *b = &r->bundle;
@@ -1028,6 +1069,8 @@ static json_t *program_json(const repro_verify_opts *o, const repro_verify_resul
     json_object_set_new(j, "build_ms", json_integer(r->build_ms));
     json_object_set_new(j, "outputs", r->outputs ? json_incref(r->outputs) : json_null());
     json_object_set_new(j, "python_client", client_json(r));
+    json_object_set_new(j, "data", data_json(r));
+    json_object_set_new(j, "outputs_compared", json_boolean(!r->has_data));
     return j;
 }
 

@@ -95,6 +95,16 @@
  * score {claimed (string or null), host (string or null), by (how the
  * host's was made, or null)}.
  *
+ * With opts.data_dir (--data DIR, a bundle submitted with --data; either
+ * without the other is a usage error, -1 REPRO_EINVAL): the program runs
+ * on the host's data, DIR read-only and named by REPRO_DATA. The trace is
+ * compared as always; the declared outputs now come from the host's data,
+ * so they are scored (--score), not compared with the submitter's, and a
+ * claimed score (the submitter's, on its own data) is reported, not
+ * required. Receipt: program.data {sha256 (the host's directory's digest,
+ * datadir.h), files, bytes, submitted_sha256 (the manifest's)} or null;
+ * program.outputs_compared (false with --data).
+ *
  * 3b for a program: a claimed trace written by the Python client (header
  * "client") of a protocol this repro's client does not speak, or where
  * this repro has no client, is refused before anything runs (-1,
@@ -121,6 +131,7 @@
 #include "record/hash.h"
 #include "util/child.h"
 #include "verify/bundle.h"
+#include "verify/datadir.h"
 #include "verify/trusted.h"
 
 typedef enum {
@@ -164,6 +175,8 @@ typedef struct {
     int no_sandbox;           /* run a program bundle without the sandbox */
     uint64_t max_file_size;   /* a program bundle's largest file (RLIMIT_FSIZE
                                  in the sandbox); 0: the sandbox's default */
+    const char *data_dir;     /* --data DIR: the host's inputs for a bundle submitted
+                                 with --data (REPRO_DATA, read-only); NULL: none */
 } repro_verify_opts;
 
 /* Defaults: policy bitwise, 100000 steps, 3600 s, 4 GiB of memory
@@ -208,6 +221,10 @@ typedef struct {
     int claimed_protocol;     /* 0: none */
     char host_client[600];    /* the dir on the program's PYTHONPATH; "": none */
     char own_package[300];    /* "repro/__init__.py" in the tree; "": none */
+    /* --data: the host's data directory the program ran on (datadir.h). */
+    int has_data;
+    repro_data_digest data;
+    char data_real[4096];     /* its resolved path */
     /* The score: the host's (--score for a program, the re-run's
      * eval_accuracy for an experiment) and how it was made. */
     int has_host_score;

@@ -80,7 +80,7 @@ static char *client_path_var(const repro_program_run *pr)
  * host's own (which win): the seed, the trace, the library, a /tmp that
  * exists inside the sandbox. */
 static int program_env(const repro_bundle *b, const repro_program_run *pr, const char *bindir,
-                       const char *prefix, char *store[ENV_MAX + 1])
+                       const char *prefix, const char *data_dir, char *store[ENV_MAX + 1])
 {
     int n = 0;
     size_t i;
@@ -101,6 +101,10 @@ static int program_env(const repro_bundle *b, const repro_program_run *pr, const
     }
     if (pr->client[0])
         store[n++] = client_path_var(pr);
+    if (data_dir) {
+        snprintf(buf, sizeof buf, "REPRO_DATA=%s", data_dir);
+        store[n++] = strdup(buf);
+    }
     store[n] = NULL;
     int bad = 0;
     for (int k = 0; k < n; k++)
@@ -247,7 +251,7 @@ static int run_program(const repro_bundle *b, const repro_sandbox_opts *o,
 }
 
 int repro_program_rerun(const repro_bundle *b, const repro_sandbox_opts *opts,
-                        repro_program_run *pr)
+                        const char *data_dir, repro_program_run *pr)
 {
     memset(pr, 0, sizeof *pr);
     snprintf(pr->build_status, sizeof pr->build_status, "none");
@@ -258,7 +262,13 @@ int repro_program_rerun(const repro_bundle *b, const repro_sandbox_opts *opts,
         return repro_error_set_errno(REPRO_EIO, "verify: cannot resolve the bundle or repro");
     if (unpack(b, pr))
         return -1;
-    const char *ro[] = {bundle, bindir, prefix[0] ? prefix : NULL, NULL};
+    const char *ro[5] = {bundle, bindir};
+    int nro = 2;
+    if (prefix[0])
+        ro[nro++] = prefix;
+    if (data_dir) /* the host's data, read-only at its own path */
+        ro[nro++] = data_dir;
+    ro[nro] = NULL;
     repro_sandbox_opts o = *opts;
     o.scratch_dir = pr->scratch;
     o.ro_paths = ro;
@@ -266,7 +276,7 @@ int repro_program_rerun(const repro_bundle *b, const repro_sandbox_opts *opts,
         o.python_client = pr->client;
     repro_sandbox_describe(&o, pr->sandbox, sizeof pr->sandbox);
     char *env[ENV_MAX + 1] = {0};
-    int rc = program_env(b, pr, bindir, prefix, env);
+    int rc = program_env(b, pr, bindir, prefix, data_dir, env);
     if (!rc && b->program.build)
         rc = run_build(b, &o, (const char *const *)env, pr);
     if (!rc && pr->outcome == REPRO_PROGRAM_OK)

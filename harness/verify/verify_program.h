@@ -47,10 +47,12 @@ typedef struct {
  * with why (what to install). */
 int repro_program_sandbox_ready(const repro_sandbox_opts *o, char *why, size_t len);
 /* Unpacks, builds and runs b's program under opts (scratch_dir and
- * ro_paths are set here). 0 with pr filled (outcome says how it went),
- * or -1 (error slot) for a failure of the host's. */
+ * ro_paths are set here); data_dir (absolute; NULL: none) is bound
+ * read-only at its own path and given as REPRO_DATA. 0 with pr filled
+ * (outcome says how it went), or -1 (error slot) for a failure of the
+ * host's. */
 int repro_program_rerun(const repro_bundle *b, const repro_sandbox_opts *opts,
-                        repro_program_run *pr);
+                        const char *data_dir, repro_program_run *pr);
 /* The declared outputs as the re-run left them: [{"path", "sha256" (null
  * when missing), "bytes", "claimed_sha256", "identical"}]; *missing names
  * the first missing one (NULL when all are there); host paths of those
