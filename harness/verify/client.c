@@ -81,13 +81,13 @@ int repro_client_check(const repro_trace *claim, const char *bundle_dir)
                                "protocol %d), and this repro has no client of its own to re-run "
                                "it with (none beside its binary, nor recorded by `make install` "
                                "in PREFIX/share/repro/python-site): install repro with "
-                               "`make install`, or verify with a repro that has its client",
+                               "`make install`, so that its client is installed with it",
                                bundle_dir, claim->client_name, claim->client_version,
                                claim->client_protocol);
     return repro_error_set(REPRO_EUNSUPPORTED,
                            "verify: %s was recorded by the Python client %s %s, client protocol "
                            "%d; this repro's client (%s/repro, %s) speaks protocol %d and cannot "
-                           "reproduce it: verify it with a repro whose client speaks protocol %d",
+                           "reproduce it: it needs a verifier whose client speaks protocol %d",
                            bundle_dir, claim->client_name, claim->client_version,
                            claim->client_protocol, dir, REPRO_VERSION, REPRO_CLIENT_PROTOCOL,
                            claim->client_protocol);
