@@ -114,17 +114,19 @@ check: deps
 # The layer rule (docs/DESIGN.md) and its self-test, then the suite. The
 # examples and the staged install they are built against are part of it:
 # tests run the examples (REPRO_EXAMPLES) and build programs of their own
-# against the install (REPRO_STAGE). The Python tests get the library to
+# against the install (REPRO_STAGE; REPRO_STAGE_DEFAULT is the default
+# install's layout, under a DESTDIR). The Python tests get the library to
 # load (REPRO_LIB), except in sanitizer builds: python3 cannot load an ASan
 # library (they say "skipped" there). Last, the GPU check's own test
 # (tests/gpu/selftest.sh: compiles tests/gpu/, stages, dry-runs the device
 # script with a fake nvidia-smi; 20-35 s on a warm build, plus ~2 min once for
 # the fallback's objects; "skipped: no nvcc" where there is none).
-check-run: $(BUILD)/check_all $(BUILD)/repro examples
+check-run: $(BUILD)/check_all $(BUILD)/repro examples $(BUILD)/stage-default.stamp
 	@scripts/check-layers.sh --objects $(BUILD)
 	@scripts/check-layers.sh --self-test
 	@scripts/check-docs.sh --repro $(BUILD)/repro && scripts/check-docs.sh --self-test --repro $(BUILD)/repro
 	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples REPRO_STAGE=$(STAGE) \
+	    REPRO_STAGE_DEFAULT=$(STAGE_DEFAULT) \
 	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) $(BUILD)/check_all
 	@BUILD=$(BUILD) MAKE="$(MAKE)" \
 	    $(if $(SAN),REPRO_GPU_SELFTEST_SKIP="sanitizer build (CPU only)") tests/gpu/selftest.sh
@@ -133,13 +135,15 @@ check-run: $(BUILD)/check_all $(BUILD)/repro examples
 # `make install PREFIX=/opt/repro DESTDIR=...`: the CLI, the public headers,
 # librepro.a, librepro.so and repro.pc, so that
 #     cc prog.c $$(pkg-config --cflags --libs repro)
-# builds a program against it; and the Python client (python/repro/) in
-# $(PREFIX)/lib/python3/dist-packages, the directory Debian's python3 searches
-# for /usr/local (PEP 668 keeps pip out of the system's site-packages), where
-# it finds ../../../librepro.so by itself (docs/python.md).
+# builds a program against it; and the Python client (python/repro/) where
+# $(PYTHON), the interpreter the build found, searches for that prefix
+# (scripts/install-client.sh asks its sysconfig: Debian's python3 3.11
+# searches /usr/local/lib/python3.11/dist-packages for /usr/local; PEP 668
+# keeps pip out of the system's site-packages, so the files are copied),
+# saying what to put on PYTHONPATH for a prefix it does not search, and
+# running ldconfig for a system prefix (docs/python.md).
 PREFIX  ?= /usr/local
 DESTDIR ?=
-PY_SITE  = $(PREFIX)/lib/python3/dist-packages
 PY_SRC   = $(wildcard python/repro/*.py)
 REPRO_PKG_VERSION := $(shell sed -n 's/^\#define REPRO_VERSION "\(.*\)"/\1/p' harness/util/version.h)
 
@@ -164,8 +168,7 @@ install: $(BUILD)/repro $(BUILD)/librepro.a $(BUILD)/librepro.so $(BUILD)/repro.
 	install -m 755 $(BUILD)/librepro.so $(DESTDIR)$(PREFIX)/lib/librepro.so.$(REPRO_SOVERSION)
 	ln -sf librepro.so.$(REPRO_SOVERSION) $(DESTDIR)$(PREFIX)/lib/librepro.so
 	install -m 644 $(BUILD)/repro.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/repro.pc
-	install -d $(DESTDIR)$(PY_SITE)/repro
-	install -m 644 $(PY_SRC) $(DESTDIR)$(PY_SITE)/repro/
+	@scripts/install-client.sh '$(PYTHON)' '$(PREFIX)' '$(DESTDIR)' $(PY_SRC)
 
 # The examples are built as a user builds them: against a staged install,
 # through pkg-config, seeing only <repro/...>.
@@ -173,8 +176,17 @@ EXAMPLES = $(sort $(patsubst examples/%/,%,$(dir $(wildcard examples/*/*.c))))
 STAGE    = $(abspath $(BUILD))/stage
 examples: $(EXAMPLES:%=$(BUILD)/examples/%)
 
-$(BUILD)/stage.stamp: $(BUILD)/repro $(BUILD)/librepro.a $(BUILD)/librepro.so $(PY_SRC)
+$(BUILD)/stage.stamp: $(BUILD)/repro $(BUILD)/librepro.a $(BUILD)/librepro.so $(PY_SRC) \
+                      scripts/install-client.sh scripts/python-site.py
 	@$(MAKE) --no-print-directory install PREFIX=$(STAGE) DESTDIR= >/dev/null
+	@touch $@
+
+# A second staging laid out as the default install (PREFIX=/usr/local under
+# DESTDIR): tests/check_pysubmit.c stands it in for /usr/local.
+STAGE_DEFAULT = $(abspath $(BUILD))/stage-default
+$(BUILD)/stage-default.stamp: $(BUILD)/stage.stamp
+	@rm -rf $(STAGE_DEFAULT)
+	@$(MAKE) --no-print-directory install PREFIX=/usr/local DESTDIR=$(STAGE_DEFAULT) >/dev/null
 	@touch $@
 
 $(BUILD)/examples/%: examples/%/*.c $(BUILD)/stage.stamp

@@ -59,11 +59,26 @@ static void client_dir(char *buf, size_t len)
     strcat(buf, "/python");
 }
 
+/* Where `make install PREFIX=P` put the package: P/<the line of
+ * P/share/repro/python-site> (scripts/install-client.sh). */
+static void site_of(const char *prefix, char *buf, size_t len)
+{
+    char marker[PATH_MAX + 64], rel[1024];
+    snprintf(marker, sizeof marker, "%s/share/repro/python-site", prefix);
+    tu_slurp(marker, rel, sizeof rel);
+    rel[strcspn(rel, "\n")] = '\0';
+    ck_assert_msg(rel[0] && rel[0] != '/', "%s: '%s'", marker, rel);
+    snprintf(buf, len, "%s/%s", prefix, rel);
+}
+
 /* `make install PREFIX=$REPRO_STAGE` (the Makefile stages exactly that,
- * DESTDIR-free) put the package in lib/python3/dist-packages; with only
- * that on PYTHONPATH, no REPRO_LIB and another working directory, python3
- * imports it, loads the installed librepro.so (not the build's) and
- * records a trace that repro reads. REPRO_LIB still overrides. */
+ * DESTDIR-free) put the package where python3 would look for that prefix
+ * (P/lib/python3.X/site-packages: a prefix it does not search) and said
+ * where in P/share/repro/python-site; with only that on PYTHONPATH, no
+ * REPRO_LIB and another working directory, python3 imports it, loads the
+ * installed librepro.so (not the build's) and records a trace that repro
+ * reads, whose header names the client and its protocol. REPRO_LIB still
+ * overrides. */
 START_TEST(test_installed_client_imports_and_records)
 {
     const char *why = no_python("numpy");
@@ -73,24 +88,25 @@ START_TEST(test_installed_client_imports_and_records)
     }
     const char *stage = getenv("REPRO_STAGE");
     ck_assert_msg(stage && *stage, "REPRO_STAGE is not set: run the suite through `make check`");
-    char dir[TU_TMP_LEN], cmd[4096], out[8192], trace[200];
+    char dir[TU_TMP_LEN], cmd[8192], out[8192], trace[200], site[2048];
     tu_tmp_template(dir, sizeof dir, "pyinst");
     ck_assert_ptr_nonnull(mkdtemp(dir));
+    site_of(stage, site, sizeof site);
     snprintf(trace, sizeof trace, "%s/t.jsonl", dir);
     snprintf(cmd, sizeof cmd,
              "cd '%s' && env -u REPRO_LIB -u LD_LIBRARY_PATH "
-             "PYTHONPATH='%s/lib/python3/dist-packages' /usr/bin/python3 -c '"
+             "PYTHONPATH='%s' /usr/bin/python3 -c '"
              "import numpy as np, repro\n"
              "print(\"module\", repro.__file__)\n"
              "print(\"library\", repro.LIBRARY)\n"
              "with repro.Recorder(\"installed\", 5, trace_path=\"%s\") as rec:\n"
              "    rec.tensor(\"w\", np.arange(4, dtype=np.float32))\n"
              "    rec.step(1, 0.5)\n'",
-             dir, stage, trace);
+             dir, site, trace);
     int rc = sh(cmd, out, sizeof out);
     ck_assert_msg(rc == 0, "exit %d:\n%s", rc, out);
     char want[PATH_MAX + 64];
-    snprintf(want, sizeof want, "module %s/lib/python3/dist-packages/repro/__init__.py", stage);
+    snprintf(want, sizeof want, "module %s/repro/__init__.py", site);
     ck_assert_msg(strstr(out, want), "not the installed package:\n%s", out);
     snprintf(want, sizeof want, "library %s/lib/librepro.so\n", stage);
     ck_assert_msg(strstr(out, want), "not the installed library:\n%s", out);
@@ -98,15 +114,23 @@ START_TEST(test_installed_client_imports_and_records)
     snprintf(args, sizeof args, "diff '%s' '%s'", trace, trace);
     rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
     ck_assert_msg(rc == 0 && strstr(out, "identical"), "exit %d\n%s%s", rc, out, err);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c 'import json; print(json.loads(open(\"%s\").readline())"
+             "[\"client\"])'",
+             trace);
+    rc = sh(cmd, out, sizeof out);
+    snprintf(want, sizeof want, "{'name': 'repro-python', 'version': '%s', 'protocol': %d}\n",
+             REPRO_VERSION, REPRO_CLIENT_PROTOCOL);
+    ck_assert_msg(rc == 0 && !strcmp(out, want), "header client: want %s, got %s", want, out);
 
     /* REPRO_LIB wins over the installed library. */
     const char *lib = getenv("REPRO_LIB");
     if (!lib)
         return;
     snprintf(cmd, sizeof cmd,
-             "cd '%s' && REPRO_LIB='%s' PYTHONPATH='%s/lib/python3/dist-packages' "
+             "cd '%s' && REPRO_LIB='%s' PYTHONPATH='%s' "
              "/usr/bin/python3 -c 'import repro; print(\"library\", repro.LIBRARY)'",
-             dir, lib, stage);
+             dir, lib, site);
     rc = sh(cmd, out, sizeof out);
     snprintf(want, sizeof want, "library %s\n", lib);
     ck_assert_msg(rc == 0 && strstr(out, want), "exit %d, want %s:\n%s", rc, want, out);
@@ -169,6 +193,14 @@ START_TEST(test_pyproject_version_is_repros)
         found |= !strcmp(line, want);
     fclose(f);
     ck_assert_msg(found, "python/pyproject.toml has no line %s", want);
+    /* The client says the same version, and the client protocol repro's
+     * verify requires (REPRO_CLIENT_PROTOCOL). */
+    char text[1 << 15], line2[64];
+    tu_slurp("python/repro/__init__.py", text, sizeof text);
+    snprintf(want, sizeof want, "\n__version__ = \"%s\"", REPRO_VERSION);
+    snprintf(line2, sizeof line2, "\nPROTOCOL = %d ", REPRO_CLIENT_PROTOCOL);
+    ck_assert_msg(strstr(text, want) && strstr(text, line2),
+                  "python/repro/__init__.py lacks '%s' or '%s'", want + 1, line2 + 1);
 }
 END_TEST
 

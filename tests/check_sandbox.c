@@ -598,6 +598,46 @@ START_TEST(test_environment_is_only_what_was_set)
 }
 END_TEST
 
+/* python_client: the package alone, read-only, at
+ * REPRO_SANDBOX_CLIENT_DIR/repro (nothing else of its host directory), so
+ * that PYTHONPATH there finds it; without it the same program cannot see
+ * the package (the negative control). A stand-in package (a module that
+ * says where it is), not the real client. */
+START_TEST(test_python_client_is_bound_read_only)
+{
+    NEED_SANDBOX();
+    if (access("/usr/bin/python3", X_OK) != 0) {
+        fprintf(stderr, "sandbox: %s skipped: no /usr/bin/python3\n", __func__);
+        return;
+    }
+    setup_dirs();
+    char pkg[TU_TMP_LEN + 32];
+    snprintf(pkg, sizeof pkg, "%s/repro", outside);
+    ck_assert_int_eq(mkdir(pkg, 0755), 0);
+    write_file(pkg, "__init__.py", "WHERE = __file__\n");
+    write_file(outside, "neighbour.py", "");
+    const char *env[] = {"PYTHONPATH=" REPRO_SANDBOX_CLIENT_DIR, NULL};
+    char *argv[] = {"/usr/bin/python3", "-c",
+                    "import repro, os\n"
+                    "print(repro.WHERE, sorted(os.listdir('" REPRO_SANDBOX_CLIENT_DIR "')))\n"
+                    "try:\n    open(os.path.join(os.path.dirname(repro.WHERE), 'x'), 'w')\n"
+                    "except OSError as e:\n    print('read-only', e.errno)\n",
+                    NULL};
+    repro_sandbox_opts o;
+    repro_sandbox_result res;
+    opts_for(&o, 0);
+    o.python_client = outside;
+    ck_assert_int_eq(repro_sandbox_run(&o, argv, env, out_path, err_path, &res), 0);
+    ck_assert_msg(res.exited && res.code == 0, "%s: %s", res.what, slurp(err_path));
+    ck_assert_str_eq(slurp(out_path), REPRO_SANDBOX_CLIENT_DIR "/repro/__init__.py ['repro']\n"
+                                      "read-only 30\n");
+    o.python_client = NULL;
+    ck_assert_int_eq(repro_sandbox_run(&o, argv, env, out_path, err_path, &res), 0);
+    ck_assert_msg(res.exited && res.code == 1, "%s", res.what);
+    ck_assert_ptr_nonnull(strstr(slurp(err_path), "No module named 'repro'"));
+}
+END_TEST
+
 START_TEST(test_what_cannot_start_is_an_error)
 {
     NEED_SANDBOX();
@@ -666,6 +706,7 @@ Suite *sandbox_suite(void)
     tcase_add_test(tc, test_make_and_cc_build_inside);
     tcase_add_test(tc, test_process_count_limit);
     tcase_add_test(tc, test_environment_is_only_what_was_set);
+    tcase_add_test(tc, test_python_client_is_bound_read_only);
     tcase_add_test(tc, test_what_cannot_start_is_an_error);
     tcase_add_test(tc, test_describe_states_the_limits);
     suite_add_tcase(s, tc);

@@ -19,8 +19,9 @@
  *   control, writes it with --no-sandbox);
  * - without bubblewrap on PATH, verify exits 3 saying what to install;
  * - a dirty tree is refused without --allow-dirty and recorded with it;
- * - a manifest smuggling an environment variable, an absolute program or
- *   a symbolic link in the tree is an invalid submission. */
+ * - a manifest smuggling an environment variable (REPRO_DATA too), an
+ *   absolute program, a malformed "data" digest or a symbolic link in the
+ *   tree is an invalid submission. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <jansson.h>
@@ -187,6 +188,13 @@ static void set_argv(json_t *m, const char *v)
 static void add_env(json_t *m, const char *v)
 {
     json_array_append_new(json_object_get(json_object_get(m, "program"), "env"), json_string(v));
+}
+
+/* "program"."data" = {"sha256": v, "files": 1, "bytes": 1}. */
+static void set_data(json_t *m, const char *v)
+{
+    json_object_set_new(json_object_get(m, "program"), "data",
+                        json_pack("{s:s, s:i, s:i}", "sha256", v, "files", 1, "bytes", 1));
 }
 
 static void set_argv0(json_t *m, const char *v)
@@ -539,6 +547,11 @@ START_TEST(test_hostile_manifests_are_invalid)
     expect_invalid(b, "REPRO_FAULT");
     variant("abs", set_argv0, "/bin/sh", b, sizeof b);
     expect_invalid(b, "not an absolute path");
+    /* The data directory is the host's to name (--data), never the bundle's. */
+    variant("data-env", add_env, "REPRO_DATA=/etc", b, sizeof b);
+    expect_invalid(b, "REPRO_DATA");
+    variant("data-digest", set_data, "not-a-digest", b, sizeof b);
+    expect_invalid(b, "\"program\".\"data\" must be {\"sha256\": 64 hex");
     variant("link", set_score, host_score, b, sizeof b);
     tu_git_sh("ln -s /etc '%s/tree/etc'", b);
     expect_invalid(b, "symbolic link");

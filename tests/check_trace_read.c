@@ -526,6 +526,38 @@ START_TEST(test_missing_and_mistyped_fields)
 }
 END_TEST
 
+/* The header's optional "client" (the Python client that wrote a program's
+ * trace): read into client_name, client_version and client_protocol (0
+ * without it); a wrong type or a protocol below 1 is refused naming line 1. */
+START_TEST(test_client_field)
+{
+    char *text = tr_fixture("mlp", 3, 0, 0, 1), path[256];
+    tu_write_temp(path, sizeof path, "plain.jsonl", text);
+    ck_assert_int_eq(repro_trace_read(&tr, path), 0);
+    ck_assert_int_eq(tr.client_protocol, 0);
+    repro_trace_release(&tr);
+    char *with = replace(text, "\"every\": 1",
+                         "\"client\": {\"name\": \"repro-python\", \"version\": \"0.1.0\", "
+                         "\"protocol\": 1}, \"every\": 1");
+    tu_write_temp(path, sizeof path, "client.jsonl", with);
+    ck_assert_int_eq(repro_trace_read(&tr, path), 0);
+    ck_assert_str_eq(tr.client_name, "repro-python");
+    ck_assert_str_eq(tr.client_version, "0.1.0");
+    ck_assert_int_eq(tr.client_protocol, 1);
+    repro_trace_release(&tr);
+    expect_error_free(replace(with, "\"protocol\": 1", "\"protocol\": 0"), 1,
+                      "header: client: \"protocol\" is 0, outside 1..");
+    expect_error_free(replace(with, "\"protocol\": 1", "\"protocol\": \"1\""), 1,
+                      "header: client: \"protocol\" must be an integer, not a string");
+    expect_error_free(replace(with, ", \"version\": \"0.1.0\"", ""), 1,
+                      "header: client: missing \"version\"");
+    expect_error_free(replace(text, "\"every\": 1", "\"client\": \"repro-python\", \"every\": 1"),
+                      1, "header: \"client\" must be an object, not a string");
+    free(with);
+    free(text);
+}
+END_TEST
+
 /* What docs/FORMATS.md allows and no more (issue 33, item 6): the loss is
  * "0x" and exactly 8 hex digits (strtoul took a sign or blanks after the
  * "0x"); a dtype is one of eight; a name is once in a step's tensors;
@@ -1052,6 +1084,7 @@ Suite *trace_read_suite(void)
     tcase_add_test(tc, test_incomplete_last_line);
     tcase_add_test(tc, test_wrong_type);
     tcase_add_test(tc, test_missing_and_mistyped_fields);
+    tcase_add_test(tc, test_client_field);
     tcase_add_test(tc, test_looser_than_the_format_is_refused);
     tcase_add_test(tc, test_diff_names_both_layouts);
     tcase_add_test(tc, test_bad_hex_digest);

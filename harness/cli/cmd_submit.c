@@ -31,7 +31,8 @@
 static const char synopsis[] =
     "usage: repro submit EXP -o DIR [--key submitter.pem] [run options]\n"
     "       repro submit -o DIR [--build CMD] [--allow-dirty] [--program-output PATH]...\n"
-    "                    [--claim-score X] [--key submitter.pem] -- PROGRAM ARGS...\n"
+    "                    [--data DIR] [--claim-score X] [--key submitter.pem]\n"
+    "                    -- PROGRAM ARGS...\n"
     "\n"
     "Runs the experiment EXP once (a fresh `repro run` process) and writes a\n"
     "submission bundle to DIR: DIR/trace.jsonl (the claimed trace) and\n"
@@ -49,11 +50,14 @@ static const char synopsis[] =
     "once as `repro run -- PROGRAM` runs it, and its declared outputs\n"
     "(--program-output, relative to the current directory) are hashed and\n"
     "copied to DIR/outputs/. A host re-builds and re-runs it in a sandbox\n"
-    "with `repro verify DIR`, and scores the outputs with its own evaluator.\n";
+    "with `repro verify DIR`, and scores the outputs with its own evaluator.\n"
+    "With --data DIR the program reads its inputs from DIR (REPRO_DATA); the\n"
+    "bundle records DIR's digest, not its files, and a host verifies it on\n"
+    "data of its own (`repro verify --data`).\n";
 
 static const char epilogue[] = "\nExit: 0 ok, 2 bad experiment or option, 3 environment.\n";
 
-enum { O_OUTPUT = 1, O_KEY, O_BUILD, O_ALLOW_DIRTY, O_PROGRAM_OUTPUT, O_CLAIM_SCORE };
+enum { O_OUTPUT = 1, O_KEY, O_BUILD, O_ALLOW_DIRTY, O_PROGRAM_OUTPUT, O_CLAIM_SCORE, O_DATA };
 
 static const repro_cli_opt own_opts[] = {
     {"output", 'o', "DIR", "the bundle directory (created; must not hold a bundle)", O_OUTPUT},
@@ -70,6 +74,10 @@ static const repro_cli_opt own_opts[] = {
      "-- PROGRAM only: a file the program writes that a host\nscores (relative to the current "
      "directory; repeatable)",
      O_PROGRAM_OUTPUT},
+    {"data", 0, "DIR",
+     "-- PROGRAM only: the program's input data, a directory\ngiven to it as REPRO_DATA; the "
+     "bundle records its\ndigest, never its files",
+     O_DATA},
     {"claim-score", 0, "X",
      "the score claimed (a decimal number): verify rejects it\nunless it is the host's score",
      O_CLAIM_SCORE},
@@ -140,6 +148,8 @@ static int submit_option(void *ctx, int id, const char *v)
         o->prog.build = v;
     else if (id == O_ALLOW_DIRTY)
         o->prog.allow_dirty = 1;
+    else if (id == O_DATA)
+        o->prog.data = v;
     else if (id == O_CLAIM_SCORE) {
         char buf[32];
         double d;
@@ -178,10 +188,10 @@ static int parse_args(int argc, char **argv, submit_opts *o)
             return repro_error_set(REPRO_EINVAL, "submit: need -o DIR (see `repro help submit`)");
         return 0;
     }
-    if (o->prog.build || o->prog.allow_dirty || o->prog.noutputs)
+    if (o->prog.build || o->prog.allow_dirty || o->prog.noutputs || o->prog.data)
         return repro_error_set(REPRO_EINVAL,
-                               "submit: --build, --allow-dirty and --program-output are for "
-                               "-- PROGRAM");
+                               "submit: --build, --allow-dirty, --program-output and --data are "
+                               "for -- PROGRAM");
     if (!o->exp || !o->dir)
         return repro_error_set(REPRO_EINVAL,
                                "submit: need EXP and -o DIR (see `repro help submit`)");

@@ -23,6 +23,7 @@
 #include "util/error.h"
 #include "util/escape.h"
 #include "util/numparse.h"
+#include "util/version.h"
 #include "verify/receipt.h"
 #include "verify/sign.h"
 #include "verify/trusted.h"
@@ -43,7 +44,9 @@ static const char verify_synopsis[] =
     "network, the bundle and repro read-only, limits from --max-memory and\n"
     "--max-seconds); without bubblewrap it is refused (exit 3) unless\n"
     "--no-sandbox. Its declared outputs' SHA-256 and the host's score go\n"
-    "into the receipt.\n";
+    "into the receipt. A bundle submitted with --data runs on the host's\n"
+    "data (--data DIR, read-only, REPRO_DATA): its outputs are scored, not\n"
+    "compared with the submitter's, and the receipt records DIR's digest.\n";
 
 static const char verify_epilogue[] =
     "\n"
@@ -65,7 +68,8 @@ enum {
     O_TRUSTED_KEYS,
     O_SCORE,
     O_NO_SANDBOX,
-    O_MAX_FILE_SIZE
+    O_MAX_FILE_SIZE,
+    O_DATA
 };
 
 static const repro_cli_opt verify_opts[] = {
@@ -93,6 +97,11 @@ static const repro_cli_opt verify_opts[] = {
      "outputs\n(outside the sandbox), it prints one number, the host\nscore; a claimed score "
      "that differs is rejected.\nAn experiment's host score is its re-run's eval_accuracy",
      O_SCORE},
+    {"data", 0, "DIR",
+     "the host's data for a bundle submitted with --data:\nbound read-only, given as "
+     "REPRO_DATA; its outputs are\nscored (--score), not compared; the receipt records\nDIR's "
+     "digest (never its files)",
+     O_DATA},
     {"max-file-size", 0, "SIZE",
      "a program bundle's largest file in the sandbox (build\nand run; default 1G): a larger "
      "write ends the run,\n\"exceeded limits\"",
@@ -180,6 +189,7 @@ static int verify_option(void *ctx, int id, const char *v)
     case O_JSON: o->json = 1; return 0;
     case O_SCORE: o->v.score_cmd = v; return 0;
     case O_NO_SANDBOX: o->v.no_sandbox = 1; return 0;
+    case O_DATA: o->v.data_dir = v; return 0;
     case O_MAX_FILE_SIZE:
         return repro_parse_size("verify: --max-file-size", v, 1 << 10, &o->v.max_file_size);
     }
@@ -240,6 +250,27 @@ static void print_rerun_metrics(const repro_verify_result *r)
     printf("\n");
 }
 
+/* The Python client: the host's the program was given, the one that
+ * wrote the claimed trace, and a repro package of the bundle's own. */
+static void print_client(const repro_verify_result *r)
+{
+    if (r->host_client[0] || r->claimed_client[0])
+        printf("  python client: %s%s%s (protocol %d)%s; the claimed trace's: %s",
+               r->host_client[0] ? "this repro's " : "none on the host",
+               repro_esc(r->host_client), r->host_client[0] ? "/repro" : "",
+               REPRO_CLIENT_PROTOCOL, r->host_client[0] ? ", read-only on PYTHONPATH" : "",
+               r->claimed_client[0] ? repro_esc(r->claimed_client) : "(none)");
+    if (r->claimed_protocol)
+        printf(" (protocol %d)\n", r->claimed_protocol);
+    else if (r->host_client[0] || r->claimed_client[0])
+        printf("\n");
+    if (r->own_package[0])
+        printf("  own client: the bundle's tree carries its own repro package (%s), which "
+               "shadows this repro's client when it lies beside the script: the submitter's "
+               "code wrote the trace\n",
+               repro_esc(r->own_package));
+}
+
 /* A program bundle: its sandbox, build, run and outputs. */
 static void print_program(const repro_verify_result *r)
 {
@@ -252,14 +283,20 @@ static void print_program(const repro_verify_result *r)
     else
         printf("  no build command; ");
     printf("program: %s\n", repro_esc(r->run_status));
+    print_client(r);
+    if (r->has_data)
+        printf("  data: the host's, %ld files, %llu bytes, sha256 %s (the submitter's: %s)\n",
+               r->data.files, (unsigned long long)r->data.bytes, r->data.sha256,
+               r->bundle.program.data_sha256);
     size_t i;
     json_t *e;
     json_array_foreach(r->outputs, i, e) {
         const char *h = json_string_value(json_object_get(e, "sha256"));
         printf("  output %s sha256 %s%s\n",
                repro_esc(json_string_value(json_object_get(e, "path"))), h ? h : "(missing)",
-               json_is_true(json_object_get(e, "identical")) ? " (the submitter's)"
-                                                             : " (not the submitter's)");
+               r->has_data ? " (from the host's data: scored, not compared)"
+               : json_is_true(json_object_get(e, "identical")) ? " (the submitter's)"
+                                                               : " (not the submitter's)");
     }
 }
 
@@ -269,9 +306,11 @@ static void print_score(const repro_verify_result *r)
     const repro_bundle *b = &r->bundle;
     if (!r->has_host_score && !(r->bundle_ok && b->has_score))
         return;
-    printf("  score: host %s%s%s%s, claimed %s\n", r->has_host_score ? r->host_score : "(none)",
+    printf("  score: host %s%s%s%s, claimed %s%s\n", r->has_host_score ? r->host_score : "(none)",
            r->has_host_score ? " (" : "", r->has_host_score ? repro_esc(r->score_by) : "",
-           r->has_host_score ? ")" : "", r->bundle_ok && b->has_score ? repro_esc(b->score) : "(none)");
+           r->has_host_score ? (r->has_data ? ", on the host's data)" : ")") : "",
+           r->bundle_ok && b->has_score ? repro_esc(b->score) : "(none)",
+           r->has_data && b->has_score ? " (on the submitter's data: not compared)" : "");
 }
 
 /* The human summary on stdout. Every string in it that came from the

@@ -27,6 +27,7 @@
 #include "util/fsutil.h"
 #include "util/version.h"
 #include "verify/bundle.h"
+#include "verify/datadir.h"
 #include "verify/pack.h"
 #include "verify/sign.h"
 
@@ -34,6 +35,7 @@ typedef struct {
     const repro_submit_program_opts *o;
     char cwd[PATH_MAX], rel_cwd[256], tree[1050], rundir[1050], trace[1050];
     repro_pack_info pack;
+    repro_data_digest data; /* --data DIR's digest (files 0, sha256 "": none) */
     repro_multirun *m;
     repro_trace tr;
     json_t *env, *outputs, *doc;
@@ -64,6 +66,23 @@ static int prepare(program_ctx *s)
     snprintf(s->tree, sizeof s->tree, "%s/tree", o->dir);
     snprintf(s->rundir, sizeof s->rundir, "%s/.submit-run", o->dir);
     snprintf(s->trace, sizeof s->trace, "%s/trace.jsonl", o->dir);
+    return 0;
+}
+
+/* 0b. --data DIR: its digest, and REPRO_DATA for the run (the run
+ * inherits this environment); without it, no REPRO_DATA of the user's
+ * reaches the program, as none reaches it at verify. */
+static int data_dir(program_ctx *s)
+{
+    char real[PATH_MAX];
+    if (!s->o->data)
+        return unsetenv("REPRO_DATA") ? repro_error_set_errno(REPRO_EIO, "submit") : 0;
+    if (!realpath(s->o->data, real))
+        return repro_error_set_errno(REPRO_EINVAL, "submit: --data %s", s->o->data);
+    if (repro_data_digest_dir(real, &s->data))
+        return repro_error_wrap(repro_error_code(), "submit");
+    if (setenv("REPRO_DATA", real, 1))
+        return repro_error_set_errno(REPRO_EIO, "submit: REPRO_DATA");
     return 0;
 }
 
@@ -192,6 +211,11 @@ static json_t *program_json(const program_ctx *s)
                           argv, "env", s->env, "outputs", s->outputs);
     if (p && s->o->build)
         json_object_set_new(p, "build", json_string(s->o->build));
+    if (p && s->o->data)
+        json_object_set_new(p, "data",
+                            json_pack("{s:s, s:I, s:I}", "sha256", s->data.sha256, "files",
+                                      (json_int_t)s->data.files, "bytes",
+                                      (json_int_t)s->data.bytes));
     return p;
 }
 
@@ -261,6 +285,10 @@ static void print_summary(const program_ctx *s)
         printf("  output %s sha256 %s\n", repro_esc(json_string_value(json_object_get(e, "path"))),
                json_string_value(json_object_get(e, "sha256")));
     }
+    if (s->o->data)
+        printf("  data %s: %ld files, %llu bytes, sha256 %s (REPRO_DATA; not in the bundle)\n",
+               repro_esc(s->o->data), s->data.files, (unsigned long long)s->data.bytes,
+               s->data.sha256);
     if (s->o->score)
         printf("  claimed score %s\n", repro_esc(s->o->score));
     if (sig)
@@ -279,7 +307,10 @@ int repro_submit_program(const repro_submit_program_opts *o)
         return repro_report_error();
     }
     s->o = o;
-    int rc = prepare(s) || pack(s) || build(s) || run(s) || outputs(s) || manifest(s) ? -1 : 0;
+    int rc = prepare(s) || data_dir(s) || pack(s) || build(s) || run(s) || outputs(s) ||
+                     manifest(s)
+                 ? -1
+                 : 0;
     if (rc == 0 && (!o->co->quiet || o->co->json))
         print_summary(s);
     if (s->rundir[0])

@@ -13,6 +13,7 @@ typedef struct {
     const char *build;      /* NULL: no build command */
     int allow_dirty;
     const char *score;      /* the claimed score; NULL: none */
+    const char *data;       /* --data DIR: the program's inputs (REPRO_DATA); NULL: none */
     const char *outputs[REPRO_SUBMIT_OUTPUTS_MAX];
     int noutputs;
     const repro_common *co;

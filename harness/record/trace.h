@@ -25,6 +25,12 @@
  *    "threads_used": 2, "workers_used": 0,  the counts it says it really used
  *                                   (optional: absent when the program did not
  *                                   record them, repro_recorder_set_threads)
+ *    "client": {"name": "repro-python", "version": "0.1.0", "protocol": 1}
+ *                                   optional, not hashed: the client library that
+ *                                   wrote a program's trace (the Python client), and
+ *                                   its client protocol (util/version.h,
+ *                                   REPRO_CLIENT_PROTOCOL), which `repro verify`
+ *                                   requires its own client to speak
  *    "env": {...},                  the environment fingerprint (env.h, `repro env --json`)
  *    "env_class": "cpu-x86_64-..."} its class id; goldens are keyed by it (absent in older traces)
  *
@@ -159,6 +165,8 @@ struct repro_trace {
     repro_digest_fn digest_fn; /* ... and which one it is */
     int level, every, threads, num_workers;
     int threads_used, workers_used; /* -1: not recorded */
+    char client_name[64], client_version[32]; /* header "client" */
+    int client_protocol;     /* ... its protocol; 0: no "client" */
     void *header_json;       /* json_t *, owned: the whole header object */
     /* steps and trailer */
     long nsteps;             /* step lines read (streaming: so far) */

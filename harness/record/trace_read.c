@@ -138,6 +138,26 @@ static int get_digest(const pos *p, const char *ctx, json_t *o, const char *key,
 
 /* ---- lines ---------------------------------------------------------- */
 
+/* Optional: the client that wrote a program's trace ("client": {"name",
+ * "version", "protocol" >= 1}); protocol 0 when absent. */
+static int parse_client(repro_trace *t, json_t *o, const pos *p)
+{
+    json_t *c = json_object_get(o, "client");
+    long protocol;
+    t->client_protocol = 0;
+    if (!c)
+        return 0;
+    if (!json_is_object(c))
+        return fail(p, "header: \"client\" must be an object, not %s", json_kind(c));
+    const char *h = "header: client: ";
+    if (get_string(p, h, c, "name", t->client_name, sizeof t->client_name) ||
+        get_string(p, h, c, "version", t->client_version, sizeof t->client_version) ||
+        get_long(p, h, c, "protocol", 1, 1L << 30, &protocol))
+        return -1;
+    t->client_protocol = (int)protocol;
+    return 0;
+}
+
 static int parse_header(repro_trace *t, json_t *o, const pos *p)
 {
     json_t *ver = json_object_get(o, "repro_trace"), *type = json_object_get(o, "type");
@@ -186,6 +206,8 @@ static int parse_header(repro_trace *t, json_t *o, const pos *p)
          get_int(p, h, o, "threads_used", 1, &t->threads_used)) ||
         (json_object_get(o, "workers_used") &&
          get_int(p, h, o, "workers_used", 0, &t->workers_used)))
+        return -1;
+    if (parse_client(t, o, p))
         return -1;
     /* Optional: traces written before the environment class have none. */
     if (json_object_get(o, "env_class") &&

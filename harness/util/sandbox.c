@@ -89,7 +89,7 @@ int repro_sandbox_available(char *why, size_t why_len)
     repro_child c;
     memset(&c, 0, sizeof c);
     repro_child_status st = {0};
-    int ok = repro_sandbox_args(&a, bwrap, NULL, NULL, 1 << 20, NULL) == 0;
+    int ok = repro_sandbox_args(&a, bwrap, NULL, NULL, NULL, 1 << 20, NULL) == 0;
     repro_argv_add(&a, "true");
     if (ok && !a.failed) {
         c.argv = a.v;

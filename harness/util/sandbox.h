@@ -17,7 +17,9 @@
  *   /proc of its pid namespace (so /proc/sys, which uid 0 could write
  *   without any capability, cannot be changed); a read-only /dev of bwrap's few nodes (null, zero,
  *   random, urandom, tty...). Nothing else of the host exists there: not
- *   $HOME, not /work, not /root. The root itself is read-only.
+ *   $HOME, not /work, not /root. The root itself is read-only. With
+ *   python_client, the package repro/ in it, read-only, at
+ *   REPRO_SANDBOX_CLIENT_DIR/repro, a directory that holds nothing else;
  * - no capabilities, none to regain (root inside is an ordinary user of
  *   its own files): its own user namespace (our uid mapped to itself) with
  *   an empty bounding set and its own keyrings, no user namespaces of its
@@ -62,7 +64,14 @@ typedef struct {
     double wall_seconds;           /* killed past it (0: default) */
     int no_sandbox;                /* run unsandboxed (the caller records it in the receipt) */
     uint64_t tmp_bytes;            /* size of the private /tmp, and of /dev/shm (0: default) */
+    const char *python_client;     /* host dir holding a Python package repro/ (the verifying
+                                      repro's client): repro/ bound read-only at
+                                      REPRO_SANDBOX_CLIENT_DIR/repro; NULL: none. The caller
+                                      puts that dir (unsandboxed: this one) on PYTHONPATH */
 } repro_sandbox_opts;
+
+/* Where the sandbox shows python_client: a directory holding only repro/. */
+#define REPRO_SANDBOX_CLIENT_DIR "/run/repro/python"
 
 /* The documented defaults (every limit 0: its default; no_sandbox 0). */
 void repro_sandbox_opts_init(repro_sandbox_opts *o);

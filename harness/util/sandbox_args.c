@@ -1,6 +1,7 @@
 /* bwrap's command line (see sandbox_args.h). */
 #include "util/sandbox_args.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/sandbox.h"
 
 /* What of /etc a compiler, make, the dynamic loader, Python and the C
  * library's user lookups read; nothing with secrets (no shadow, no ssh, no
@@ -108,8 +110,21 @@ static int is_within(const char *path, const char *dir)
     return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
 }
 
+/* The verifying repro's Python client: its package alone, read-only, in
+ * a directory of its own (PYTHONPATH names that directory, so nothing else
+ * of the host's site directory comes with it). Before the root is made
+ * read-only: bwrap makes the mount point in it. */
+static void add_python_client(repro_argv *a, const char *client_dir)
+{
+    char pkg[PATH_MAX + 8];
+    if (!client_dir)
+        return;
+    snprintf(pkg, sizeof pkg, "%s/repro", client_dir);
+    add3(a, "--ro-bind", pkg, REPRO_SANDBOX_CLIENT_DIR "/repro");
+}
+
 int repro_sandbox_args(repro_argv *a, const char *bwrap, const char *scratch,
-                       const char *const *ro_paths, uint64_t tmp_bytes,
+                       const char *const *ro_paths, const char *client_dir, uint64_t tmp_bytes,
                        const char *const *env_set)
 {
     char size[32];
@@ -157,6 +172,7 @@ int repro_sandbox_args(repro_argv *a, const char *bwrap, const char *scratch,
     for (int i = 0; ro_paths && ro_paths[i]; i++)
         if (!scratch || !is_within(scratch, ro_paths[i]))
             add3(a, "--ro-bind", ro_paths[i], ro_paths[i]);
+    add_python_client(a, client_dir);
     add3(a, "--remount-ro", "/", NULL);
     if (scratch)
         add3(a, "--chdir", scratch, NULL);

@@ -24,6 +24,7 @@ typedef struct {
     repro_sandbox_opts o;      /* effective: defaults filled in */
     char scratch[PATH_MAX];
     char **ro;                 /* absolute ro_paths */
+    char *client;              /* absolute python_client (NULL: none) */
     repro_argv argv;           /* what the child runs */
     repro_argv env_set;        /* no_sandbox: the environment to set */
     repro_argv env_unset;      /* no_sandbox: ours, all removed */
@@ -36,6 +37,7 @@ static void run_free(sandbox_run *r)
     for (size_t i = 0; r->ro && r->ro[i]; i++)
         free(r->ro[i]);
     free(r->ro);
+    free(r->client);
     repro_argv_free(&r->argv);
     repro_argv_free(&r->env_set);
     repro_argv_free(&r->env_unset);
@@ -58,6 +60,9 @@ static int resolve_paths(sandbox_run *r)
         if (!(r->ro[i] = realpath(r->o.ro_paths[i], NULL)))
             return repro_error_set_errno(REPRO_EIO, "sandbox read-only path %s",
                                          r->o.ro_paths[i]);
+    if (r->o.python_client && !(r->client = realpath(r->o.python_client, NULL)))
+        return repro_error_set_errno(REPRO_EIO, "sandbox: the Python client %s",
+                                     r->o.python_client);
     return 0;
 }
 
@@ -99,7 +104,7 @@ static int prepare(sandbox_run *r, char *const argv[], const char *const *env_se
             return repro_error_set(REPRO_EIO, "cannot run %s in a sandbox: bubblewrap (bwrap) "
                                    "is not on PATH: " REPRO_SANDBOX_INSTALL_HINT, argv[0]);
         if (repro_sandbox_args(&r->argv, bwrap, r->scratch, (const char *const *)r->ro,
-                               r->o.tmp_bytes, env_set))
+                               r->client, r->o.tmp_bytes, env_set))
             return -1;
     }
     for (int i = 0; argv[i]; i++)

@@ -58,12 +58,17 @@
  *              root before the program (at most 4096 bytes)
  *   "env":     the runner-protocol variables the program ran with, "K=V"
  *              strings (at most 64): REPRO_* (not REPRO_TRACE, REPRO_LIB,
- *              REPRO_FAULT), OMP_NUM_THREADS, MKL_NUM_THREADS,
+ *              REPRO_DATA, REPRO_FAULT), OMP_NUM_THREADS, MKL_NUM_THREADS,
  *              OPENBLAS_NUM_THREADS, PYTHONHASHSEED
  *   "outputs": the files the program declares as its outputs (at most 64),
  *              each {"path": relative to "cwd", "sha256": 64 hex of the
  *              submitter's file, "bytes": its size}; a copy of each is in
- *              the bundle at outputs/<path> */
+ *              the bundle at outputs/<path>
+ *   "data":    optional, the program ran on a data directory (`submit
+ *              --data DIR`, given as REPRO_DATA; not in the bundle):
+ *              {"sha256": its digest (verify/datadir.h), "files": count,
+ *              "bytes": total size}. Such a bundle is verified only with
+ *              the host's own data (`verify --data DIR`) */
 #ifndef REPRO_BUNDLE_H
 #define REPRO_BUNDLE_H
 
@@ -99,6 +104,10 @@ typedef struct {
     char tree_path[4400];     /* resolved BUNDLE/tree (load) */
     long tree_files;
     uint64_t tree_bytes;
+    int has_data;             /* submitted with --data: "data" {"sha256", "files", "bytes"} */
+    char data_sha256[65];     /* the submitter's data directory (verify/datadir.h) */
+    long data_files;
+    uint64_t data_bytes;
 } repro_bundle_program;
 
 /* Validates the "program" object into p (bundle_program.c); errors as

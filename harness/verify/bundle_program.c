@@ -49,7 +49,7 @@ int repro_bundle_env_allowed(const char *kv)
 {
     static const char *const names[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS",
                                         "OPENBLAS_NUM_THREADS", "PYTHONHASHSEED"};
-    static const char *const denied[] = {"REPRO_TRACE", "REPRO_LIB"};
+    static const char *const denied[] = {"REPRO_TRACE", "REPRO_LIB", "REPRO_DATA"};
     size_t n = strcspn(kv, "=");
     if (!kv[n] || n == 0 || n > 128)
         return 0;
@@ -136,10 +136,31 @@ static int check_outputs(const json_t *o, const char *what)
     return 0;
 }
 
+/* "data" (optional): the digest of the submitter's --data directory. */
+static int parse_data(repro_bundle_program *p, const json_t *d, const char *what)
+{
+    if (!d)
+        return 0;
+    const char *h = json_string_value(json_object_get(d, "sha256"));
+    const json_t *files = json_object_get(d, "files"), *bytes = json_object_get(d, "bytes");
+    if (!json_is_object(d) || json_object_size(d) != 3 || !h || !is_hex(h, 64) ||
+        !json_is_integer(files) || json_integer_value(files) < 0 || !json_is_integer(bytes) ||
+        json_integer_value(bytes) < 0)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: \"program\".\"data\" must be {\"sha256\": 64 hex, "
+                               "\"files\": a count, \"bytes\": a size}",
+                               what);
+    p->has_data = 1;
+    snprintf(p->data_sha256, sizeof p->data_sha256, "%s", h);
+    p->data_files = (long)json_integer_value(files);
+    p->data_bytes = (uint64_t)json_integer_value(bytes);
+    return 0;
+}
+
 int repro_bundle_parse_program(repro_bundle_program *p, const json_t *v, const char *what)
 {
-    static const char *const known[] = {"tree", "commit", "dirty", "cwd",
-                                        "argv", "build",  "env",   "outputs"};
+    static const char *const known[] = {"tree", "commit", "dirty",   "cwd",
+                                        "argv", "build",  "env",     "outputs", "data"};
     const size_t nknown = sizeof known / sizeof *known;
     memset(p, 0, sizeof *p);
     if (!json_is_object(v))
@@ -175,7 +196,7 @@ int repro_bundle_parse_program(repro_bundle_program *p, const json_t *v, const c
     p->env = json_object_get(v, "env");
     p->outputs = json_object_get(v, "outputs");
     if (check_argv(p->argv, what) || check_env(p->env, what) ||
-        check_outputs(p->outputs, what))
+        check_outputs(p->outputs, what) || parse_data(p, json_object_get(v, "data"), what))
         return -1;
     snprintf(p->tree, sizeof p->tree, "%s", tree);
     snprintf(p->commit, sizeof p->commit, "%s", commit);

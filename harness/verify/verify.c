@@ -25,6 +25,7 @@
 #include "verify/claims.h"
 #include "verify/receipt.h"
 #include "verify/score.h"
+#include "verify/client.h"
 #include "verify/verify_program.h"
 
 /* `repro run` exits 2 for a usage or input error: for the re-run, that is
@@ -686,11 +687,12 @@ static int rerun_program(verify_run *v, repro_program_run *pr)
     so.cpu_seconds = o->max_seconds > 0 ? (uint64_t)ceil(o->max_seconds) : 0;
     r->ran = r->program_ran = 1;
     double t0 = repro_now();
-    int rc = repro_program_rerun(v->b, &so, pr);
+    int rc = repro_program_rerun(v->b, &so, o->data_dir ? r->data_real : NULL, pr);
     r->rerun_ms = (long)((repro_now() - t0) * 1000);
     snprintf(r->sandbox, sizeof r->sandbox, "%s", pr->sandbox);
     snprintf(r->build_status, sizeof r->build_status, "%s", pr->build_status);
     snprintf(r->run_status, sizeof r->run_status, "%s", pr->run_status);
+    snprintf(r->host_client, sizeof r->host_client, "%s", pr->client);
     r->build_ms = pr->build_ms;
     if (rc)
         return -1;
@@ -747,11 +749,28 @@ static int check_score(verify_run *v, const json_t *paths)
             r->has_host_score = 1;
         }
     }
-    if (!b->has_score || !r->has_host_score || b->score_value == host)
+    /* On the host's data the claim (made on the submitter's) is not the
+     * host's to check: the receipt carries both. */
+    if (!b->has_score || !r->has_host_score || b->score_value == host || r->has_data)
         return 0;
     return decide(r, REPRO_VERDICT_SCORE, 0,
                   "the claimed score %s is not the host's score %s (%s)", b->score,
                   r->host_score, r->score_by);
+}
+
+/* 3b. The client that wrote the claimed trace, which this host must be
+ * able to re-run it with (-1 when not), and a repro package of the
+ * bundle's own (client.h). */
+static int check_client(verify_run *v)
+{
+    repro_verify_result *r = v->r;
+    const repro_trace *c = &v->claim;
+    r->claimed_protocol = c->client_protocol;
+    if (c->client_protocol)
+        snprintf(r->claimed_client, sizeof r->claimed_client, "%s %s", c->client_name,
+                 c->client_version);
+    repro_client_own_package(v->b->program.tree_path, r->own_package, sizeof r->own_package);
+    return repro_client_check(c, v->o->bundle_dir);
 }
 
 /* Steps 3, 5 (in the sandbox), 6 and 7 for a program bundle. */
@@ -760,6 +779,8 @@ static int verify_program(verify_run *v)
     repro_program_run pr;
     json_t *paths = json_array();
     int rc = check_claim(v);
+    if (rc == 0)
+        rc = check_client(v);
     if (rc == 0)
         rc = rerun_program(v, &pr);
     if (rc == 0)
@@ -850,6 +871,32 @@ static int check_pinned(const repro_verify_opts *o, repro_verify_result *r)
     return 0;
 }
 
+/* --data and a bundle submitted with --data go together; the host's
+ * directory's digest for the receipt. -1 (error slot) when not. */
+static int check_data(const repro_verify_opts *o, repro_verify_result *r)
+{
+    const repro_bundle *b = &r->bundle;
+    int submitted = b->is_program && b->program.has_data;
+    if (submitted && !o->data_dir)
+        return repro_error_set(REPRO_EINVAL,
+                               "verify: %s was submitted with --data (the submitter's data: %ld "
+                               "files, sha256 %s): give this host's data with --data DIR",
+                               o->bundle_dir, b->program.data_files, b->program.data_sha256);
+    if (!o->data_dir)
+        return 0;
+    if (!submitted)
+        return repro_error_set(REPRO_EINVAL,
+                               "verify: --data %s: %s was submitted without --data (its "
+                               "program reads no REPRO_DATA)",
+                               o->data_dir, o->bundle_dir);
+    if (!realpath(o->data_dir, r->data_real))
+        return repro_error_set_errno(REPRO_EINVAL, "verify: --data %s", o->data_dir);
+    if (repro_data_digest_dir(r->data_real, &r->data))
+        return repro_error_wrap(repro_error_code(), "verify");
+    r->has_data = 1;
+    return 0;
+}
+
 int repro_verify(const repro_verify_opts *o, repro_verify_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -879,6 +926,8 @@ int repro_verify(const repro_verify_opts *o, repro_verify_result *r)
                                "it: %s; or run it unsandboxed, with the host's privileges, with "
                                "--no-sandbox",
                                o->bundle_dir, why);
+    if (check_data(o, r))
+        return -1;
     if (r->bundle.steps > o->max_steps) {
         decide(r, REPRO_VERDICT_EXCEEDED, 0,
                "the submission has %ld steps; this host's limit is %ld (--max-steps): refused "
@@ -977,6 +1026,32 @@ static json_t *memory_json(const repro_verify_result *r)
                      clamp_i64(r->verifier_bytes));
 }
 
+static json_t *string_or_null(const char *s)
+{
+    return s[0] ? json_string(s) : json_null();
+}
+
+static json_t *client_json(const repro_verify_result *r)
+{
+    json_t *j = json_pack("{s:o, s:o, s:o, s:i, s:o}", "claimed",
+                          string_or_null(r->claimed_client), "claimed_protocol",
+                          r->claimed_protocol ? json_integer(r->claimed_protocol) : json_null(),
+                          "host", string_or_null(r->host_client), "host_protocol",
+                          REPRO_CLIENT_PROTOCOL, "own_package", string_or_null(r->own_package));
+    return j ? j : json_null();
+}
+
+/* The data the outputs came from: the host's (--data), by digest. */
+static json_t *data_json(const repro_verify_result *r)
+{
+    if (!r->has_data)
+        return json_null();
+    json_t *j = json_pack("{s:s, s:I, s:I, s:s}", "sha256", r->data.sha256, "files",
+                          (json_int_t)r->data.files, "bytes", clamp_i64(r->data.bytes),
+                          "submitted_sha256", r->bundle.program.data_sha256);
+    return j ? j : json_null();
+}
+
 static json_t *program_json(const repro_verify_opts *o, const repro_verify_result *r)
 {
     const repro_bundle *b = &r->bundle;
@@ -993,6 +1068,9 @@ static json_t *program_json(const repro_verify_opts *o, const repro_verify_resul
     json_object_set_new(j, "run_status", json_string(r->run_status[0] ? r->run_status : "not run"));
     json_object_set_new(j, "build_ms", json_integer(r->build_ms));
     json_object_set_new(j, "outputs", r->outputs ? json_incref(r->outputs) : json_null());
+    json_object_set_new(j, "python_client", client_json(r));
+    json_object_set_new(j, "data", data_json(r));
+    json_object_set_new(j, "outputs_compared", json_boolean(!r->has_data));
     return j;
 }
 

@@ -87,8 +87,28 @@
  * {argv, build, commit, dirty, cwd, tree_files, tree_bytes, sandbox (the
  * sandbox and its limits, in words), no_sandbox, build_status,
  * run_status, build_ms, outputs [{path, sha256 (null: missing), bytes,
- * claimed_sha256, identical}]}); score {claimed (string or null), host
- * (string or null), by (how the host's was made, or null)}.
+ * claimed_sha256, identical}], python_client {claimed ("repro-python
+ * 0.1.0", the client that wrote the claimed trace, or null), claimed_protocol
+ * (or null), host (the directory of the verifier's client on the program's
+ * PYTHONPATH, or null), host_protocol, own_package (the repro package the
+ * bundle's tree carries, which shadows the host's: its path, or null)}});
+ * score {claimed (string or null), host (string or null), by (how the
+ * host's was made, or null)}.
+ *
+ * With opts.data_dir (--data DIR, a bundle submitted with --data; either
+ * without the other is a usage error, -1 REPRO_EINVAL): the program runs
+ * on the host's data, DIR read-only and named by REPRO_DATA. The trace is
+ * compared as always; the declared outputs now come from the host's data,
+ * so they are scored (--score), not compared with the submitter's, and a
+ * claimed score (the submitter's, on its own data) is reported, not
+ * required. Receipt: program.data {sha256 (the host's directory's digest,
+ * datadir.h), files, bytes, submitted_sha256 (the manifest's)} or null;
+ * program.outputs_compared (false with --data).
+ *
+ * 3b for a program: a claimed trace written by the Python client (header
+ * "client") of a protocol this repro's client does not speak, or where
+ * this repro has no client, is refused before anything runs (-1,
+ * REPRO_EUNSUPPORTED: exit 3, no receipt; client.h).
  *
  * Two checks around steps 1 and 6:
  *   1b. with opts.trusted (--trusted-keys), a bundle must be signed by a
@@ -111,6 +131,7 @@
 #include "record/hash.h"
 #include "util/child.h"
 #include "verify/bundle.h"
+#include "verify/datadir.h"
 #include "verify/trusted.h"
 
 typedef enum {
@@ -154,6 +175,8 @@ typedef struct {
     int no_sandbox;           /* run a program bundle without the sandbox */
     uint64_t max_file_size;   /* a program bundle's largest file (RLIMIT_FSIZE
                                  in the sandbox); 0: the sandbox's default */
+    const char *data_dir;     /* --data DIR: the host's inputs for a bundle submitted
+                                 with --data (REPRO_DATA, read-only); NULL: none */
 } repro_verify_opts;
 
 /* Defaults: policy bitwise, 100000 steps, 3600 s, 4 GiB of memory
@@ -192,6 +215,16 @@ typedef struct {
     char build_status[260], run_status[260];
     long build_ms;
     json_t *outputs;       /* the declared outputs as re-run, owned (NULL: none) */
+    /* Its Python client (client.h): who wrote the claimed trace, the
+     * host's client the program was given, a repro package of its own. */
+    char claimed_client[128]; /* "repro-python 0.1.0"; "": no "client" in the header */
+    int claimed_protocol;     /* 0: none */
+    char host_client[600];    /* the dir on the program's PYTHONPATH; "": none */
+    char own_package[300];    /* "repro/__init__.py" in the tree; "": none */
+    /* --data: the host's data directory the program ran on (datadir.h). */
+    int has_data;
+    repro_data_digest data;
+    char data_real[4096];     /* its resolved path */
     /* The score: the host's (--score for a program, the re-run's
      * eval_accuracy for an experiment) and how it was made. */
     int has_host_score;

@@ -14,6 +14,7 @@
 #include "util/error.h"
 #include "util/fsutil.h"
 #include "util/progress.h"
+#include "verify/client.h"
 #include "verify/pack.h"
 
 #define ENV_MAX (REPRO_BUNDLE_ENV_MAX + 8)
@@ -64,11 +65,22 @@ static int repro_dirs(char bindir[PATH_MAX], char prefix[PATH_MAX])
     return 0;
 }
 
+/* PYTHONPATH naming this repro's Python client (client.h), where the
+ * program sees it: the sandbox's directory of it, or unsandboxed its own;
+ * malloc'd. */
+static char *client_path_var(const repro_program_run *pr)
+{
+    char buf[PATH_MAX + 16];
+    snprintf(buf, sizeof buf, "PYTHONPATH=%s",
+             pr->no_sandbox ? pr->client : REPRO_SANDBOX_CLIENT_DIR);
+    return strdup(buf);
+}
+
 /* The program's environment: the bundle's protocol variables, then the
  * host's own (which win): the seed, the trace, the library, a /tmp that
  * exists inside the sandbox. */
 static int program_env(const repro_bundle *b, const repro_program_run *pr, const char *bindir,
-                       const char *prefix, char *store[ENV_MAX + 1])
+                       const char *prefix, const char *data_dir, char *store[ENV_MAX + 1])
 {
     int n = 0;
     size_t i;
@@ -85,6 +97,12 @@ static int program_env(const repro_bundle *b, const repro_program_run *pr, const
         snprintf(lib, sizeof lib, "%s/lib/librepro.so", prefix);
     if (access(lib, R_OK) == 0) {
         snprintf(buf, sizeof buf, "REPRO_LIB=%s", lib);
+        store[n++] = strdup(buf);
+    }
+    if (pr->client[0])
+        store[n++] = client_path_var(pr);
+    if (data_dir) {
+        snprintf(buf, sizeof buf, "REPRO_DATA=%s", data_dir);
         store[n++] = strdup(buf);
     }
     store[n] = NULL;
@@ -233,7 +251,7 @@ static int run_program(const repro_bundle *b, const repro_sandbox_opts *o,
 }
 
 int repro_program_rerun(const repro_bundle *b, const repro_sandbox_opts *opts,
-                        repro_program_run *pr)
+                        const char *data_dir, repro_program_run *pr)
 {
     memset(pr, 0, sizeof *pr);
     snprintf(pr->build_status, sizeof pr->build_status, "none");
@@ -244,13 +262,21 @@ int repro_program_rerun(const repro_bundle *b, const repro_sandbox_opts *opts,
         return repro_error_set_errno(REPRO_EIO, "verify: cannot resolve the bundle or repro");
     if (unpack(b, pr))
         return -1;
-    const char *ro[] = {bundle, bindir, prefix[0] ? prefix : NULL, NULL};
+    const char *ro[5] = {bundle, bindir};
+    int nro = 2;
+    if (prefix[0])
+        ro[nro++] = prefix;
+    if (data_dir) /* the host's data, read-only at its own path */
+        ro[nro++] = data_dir;
+    ro[nro] = NULL;
     repro_sandbox_opts o = *opts;
     o.scratch_dir = pr->scratch;
     o.ro_paths = ro;
+    if (repro_client_host_dir(pr->client, sizeof pr->client))
+        o.python_client = pr->client;
     repro_sandbox_describe(&o, pr->sandbox, sizeof pr->sandbox);
     char *env[ENV_MAX + 1] = {0};
-    int rc = program_env(b, pr, bindir, prefix, env);
+    int rc = program_env(b, pr, bindir, prefix, data_dir, env);
     if (!rc && b->program.build)
         rc = run_build(b, &o, (const char *const *)env, pr);
     if (!rc && pr->outcome == REPRO_PROGRAM_OK)

@@ -7,7 +7,10 @@
  * Inside the sandbox the scratch directory is the only writable host
  * path; the bundle and this repro's installation (its binary's
  * directory, and the install prefix above a bin/) are bound read-only
- * so the program can build against librepro and record. Both commands
+ * so the program can build against librepro and record, and this
+ * repro's Python client (client.h) is on its PYTHONPATH, read-only, so
+ * that `import repro` finds the verifier's own whatever its prefix (a
+ * package in the program's own tree still comes first). Both commands
  * go through /bin/sh only to change into the tree ("cd DIR && exec
  * ..."): the program's argv is passed as arguments, never as text. */
 #ifndef REPRO_VERIFY_PROGRAM_H
@@ -32,6 +35,8 @@ typedef struct {
     char workdir[1200];     /* where the program ran: scratch/tree/<cwd> */
     char trace[700];        /* the re-run's trace */
     char sandbox[400];      /* repro_sandbox_describe */
+    char client[600];       /* this repro's Python client dir, read-only on the
+                               program's PYTHONPATH (client.h); "": none */
     int no_sandbox;
     char build_status[260]; /* "none", "exited 0", "exited 2", ... */
     char run_status[260];   /* "not run", "exited 0", ... */
@@ -42,10 +47,12 @@ typedef struct {
  * with why (what to install). */
 int repro_program_sandbox_ready(const repro_sandbox_opts *o, char *why, size_t len);
 /* Unpacks, builds and runs b's program under opts (scratch_dir and
- * ro_paths are set here). 0 with pr filled (outcome says how it went),
- * or -1 (error slot) for a failure of the host's. */
+ * ro_paths are set here); data_dir (absolute; NULL: none) is bound
+ * read-only at its own path and given as REPRO_DATA. 0 with pr filled
+ * (outcome says how it went), or -1 (error slot) for a failure of the
+ * host's. */
 int repro_program_rerun(const repro_bundle *b, const repro_sandbox_opts *opts,
-                        repro_program_run *pr);
+                        const char *data_dir, repro_program_run *pr);
 /* The declared outputs as the re-run left them: [{"path", "sha256" (null
  * when missing), "bytes", "claimed_sha256", "identical"}]; *missing names
  * the first missing one (NULL when all are there); host paths of those

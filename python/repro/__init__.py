@@ -16,8 +16,18 @@ programs use, so a trace written here compares bit for bit with any other.
 
 The library is found through $REPRO_LIB, then next to this package
 (../../build/librepro.so in a source tree; ../../../librepro.so where
-`make install` put both, PREFIX/lib/python3/dist-packages/repro/ and
-PREFIX/lib/), then the system's loader path. repro.LIBRARY says which.
+`make install` put both, PREFIX/lib/python3.X/dist-packages/repro/ and
+PREFIX/lib/), then by its soname librepro.so.0 through the loader's cache
+(which `make install` refreshes for /usr and /usr/local) and
+LD_LIBRARY_PATH, then /usr/local/lib/librepro.so.0 (the default prefix, for
+a client that pip installed in a virtualenv), then ctypes.util.find_library.
+repro.LIBRARY says which.
+
+__version__ is repro's version; PROTOCOL is the client protocol: what this
+client records and how (names, order, the hooks of repro.torch, the seeding
+of seed_everything). Every trace it writes says both in its header
+("client"), and `repro verify` re-runs a program only with a client of the
+same protocol.
 """
 
 import ctypes
@@ -27,6 +37,9 @@ import operator
 import os
 import random
 import sys
+
+__version__ = "0.1.0"  # repro's (harness/util/version.h; a test holds them equal)
+PROTOCOL = 1           # the client protocol (REPRO_CLIENT_PROTOCOL in version.h)
 
 __all__ = ["Recorder", "RunEnv", "ReproError", "tensor_digest", "record_model", "loader_kwargs",
            "seed_everything", "worker_init_fn", "data_generator", "LEVEL_STEP",
@@ -51,6 +64,8 @@ def _find_library():
     here = os.path.dirname(os.path.abspath(__file__))
     cands.append(os.path.join(here, "..", "..", "build", "librepro.so"))
     cands.append(os.path.join(here, "..", "..", "..", "librepro.so"))  # installed
+    cands.append("librepro.so.0")                  # the loader's cache, LD_LIBRARY_PATH
+    cands.append("/usr/local/lib/librepro.so.0")   # the default prefix, not yet in the cache
     found = ctypes.util.find_library("repro")
     if found:
         cands.append(found)
@@ -61,8 +76,9 @@ def _find_library():
                 return ctypes.CDLL(c), os.path.abspath(c) if os.path.sep in c else c
             except OSError as e:
                 errors.append(str(e))
-    raise ReproError(-6, "librepro.so not found or not loadable (%s): set REPRO_LIB, or build "
-                     "repro (make)" % "; ".join(errors or ["no candidate"]))
+    raise ReproError(-6, "librepro.so not found or not loadable (%s): install repro (make "
+                     "install; as root, it runs ldconfig), or set REPRO_LIB to its librepro.so"
+                     % "; ".join(errors or ["no candidate"]))
 
 
 _lib, LIBRARY = _find_library()  # LIBRARY: the path of the librepro.so loaded
@@ -252,6 +268,10 @@ class RunEnv:
 _in_effect = {"seed": None, "workers": []}
 
 
+# Who wrote the trace: its header's "client" (the C library's trace.h).
+CLIENT = {"name": "repro-python", "version": __version__, "protocol": PROTOCOL}
+
+
 def _threads_used():
     """What the run really uses, as far as the client can tell: PyTorch's
     intra-op thread count when the program imported torch (it follows
@@ -292,7 +312,8 @@ class Recorder:
         o.workers = _int(env.workers if workers is None else workers, "workers", _I32)
         cfg = json.dumps(config, sort_keys=True).encode() if config is not None else None
         used = _threads_used()
-        hdr = json.dumps(used).encode() if used else None
+        used["client"] = CLIENT
+        hdr = json.dumps(used).encode()
         o.header_json = hdr
         self._info = _RunInfo(exp, seed, cfg)
         _check(_open_ex(ctypes.byref(self._r), path, ctypes.byref(self._info), ctypes.byref(o)))
