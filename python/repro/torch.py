@@ -173,7 +173,21 @@ def record_modules(model, recorder, names=None, no_grad=False):
         return hooks
     for path, module in wanted:
         hooks.add(path, module)
+    _name_modules(recorder, wanted)
     return hooks
+
+
+def _name_modules(recorder, wanted):
+    """Each hooked module's class in the trace header ("modules": {path:
+    class}), so that a report can say "fwd.0 (Linear)". Informational: a
+    recorder past its first step, or one named already (a second
+    record_modules), keeps what it has (the C library would refuse it and
+    fail the recorder)."""
+    if (not hasattr(recorder, "header_set") or getattr(recorder, "last_step", 0) != 0 or
+            getattr(recorder, "_modules_named", False)):
+        return
+    recorder.header_set("modules", {p: type(m).__name__ for p, m in wanted})
+    recorder._modules_named = True
 
 
 def record_step(*args):
