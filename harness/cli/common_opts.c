@@ -64,6 +64,27 @@ static int pass_or_list(repro_common *c, const repro_common_opt *row, const char
     return 0;
 }
 
+/* --level LEVEL: the trace level of every run, as `--set trace.level=`
+ * (a program gets REPRO_TRACE_LEVEL). At op, detail at every step too
+ * (trace.every=1), so that the first divergent step has its op outputs
+ * whatever that step is; a --set trace.every after it wins. */
+static int set_level(repro_common *c, const repro_common_opt *row, const char *cmd, int as_list,
+                     const char *value)
+{
+    (void)row, (void)as_list;
+    static const char *const sets[] = {"trace.level=step", "trace.level=tensor",
+                                       "trace.level=op"};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(sets[i] + strlen("trace.level="), value))
+            continue;
+        if (repro_run_pass_add(&c->pass, cmd, "set", sets[i]) < 0)
+            return -1;
+        return i == 2 && repro_run_pass_add(&c->pass, cmd, "set", "trace.every=1") < 0 ? -1 : 0;
+    }
+    return repro_error_set(REPRO_EINVAL, "%s: --level %s: expected step, tensor or op", cmd,
+                           value);
+}
+
 /* --name: checked as a golden's name (it names goldens and run directories). */
 static int set_name(repro_common *c, const repro_common_opt *row, const char *cmd, int as_list,
                     const char *value)
@@ -136,6 +157,12 @@ const repro_common_opt repro_common_opts[] = {
      "one more run per data-parallel world size (MPI ranks),\ne.g. 1,2,4 (needs [train] "
      "shard_size)",
      "world size", "ranks", pass_or_list, NULL},
+    {"level", 0, "LEVEL",
+     "trace level of every run: step (digests only), tensor\n(each tensor's digest and stats), "
+     "or op (also every op\noutput, in execution order, at every step: the report\nthen names "
+     "the first op that diverged; a program gets\nREPRO_TRACE_LEVEL=op, and the Python client "
+     "hooks its\nmodules)",
+     REPRO_CLI_RUN | REPRO_CLI_CHECK, 0, NULL, NULL, NULL, NULL, set_level, NULL},
     {"name", 0, "NAME", "-- PROGRAM only: the name of its runs and goldens",
      PROGRAM_CMDS | REPRO_CLI_LOG, 0, NULL, NULL, NULL, NULL, set_name, name_help},
     {"timeout", 0, "SECONDS", "-- PROGRAM only: kill a run that takes longer (default:\nnever)",
