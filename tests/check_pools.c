@@ -312,6 +312,16 @@ START_TEST(test_pytorch_blas_pool)
                                   "from identical inputs: a thread-count-dependent kernel (here "
                                   "the BLAS pool: blas.openblas 1 vs 2"),
                   "%s", out);
+    /* A script that saves its whole model (torch.save pickles the hooks
+     * with it; word_language_model does) runs at level op, and the model
+     * it saved loads and runs. */
+    snprintf(cmd, sizeof cmd,
+             "REPRO_TRACE_LEVEL=op /usr/bin/python3 -c \"import io, torch, repro, repro.torch\n"
+             "m = torch.nn.Sequential(torch.nn.Linear(2, 2))\nr = repro.Recorder('p', 1)\n"
+             "assert repro.torch.record_modules(m, r).modules == ['0']\nb = io.BytesIO()\n"
+             "torch.save(m, b)\nb.seek(0)\ntorch.load(b)(torch.ones(2)).sum().backward()\n"
+             "r.abort()\"");
+    ck_assert_int_eq(system(cmd), 0);
     unsetenv("PYTHONPATH");
 }
 END_TEST

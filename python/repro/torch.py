@@ -61,6 +61,29 @@ def _fit(name):
     return phase + keep
 
 
+class _Inert:
+    """What a hook becomes in a pickled model: nothing to record."""
+
+    def __call__(self, *args):
+        return None
+
+
+class _Hook:
+    """A hook that pickles as _Inert: `torch.save(model)` pickles the
+    module with its hooks, and a closure (or the recorder behind it)
+    cannot be pickled, so a script that saves its model failed at level
+    op. The saved model records nothing when loaded."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __reduce__(self):
+        return (_Inert, ())
+
+
 class ModuleHooks:
     """The hooks record_modules registered: .remove() takes them off (also
     on leaving a `with` block); `with hooks.paused():` records nothing for a
@@ -107,8 +130,8 @@ class ModuleHooks:
         return hook
 
     def add(self, path, module):
-        self._handles.append(module.register_forward_hook(self._forward(path)))
-        self._handles.append(module.register_full_backward_hook(self._backward(path)))
+        self._handles.append(module.register_forward_hook(_Hook(self._forward(path))))
+        self._handles.append(module.register_full_backward_hook(_Hook(self._backward(path))))
         self.modules.append(path)
 
     def remove(self):
