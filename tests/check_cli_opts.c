@@ -115,7 +115,7 @@ static const char *table_value(const shown_opt *o)
         {"FILE", "@x.out"}, {"PATH", "@x.jsonl"}, {"DIR", "@x.dir"}, {"FILE.svg", "@x.svg"},
         {"HOST.pub", "@x.pub"}, {"KEY.pem", "@x.pem"}, {"GOOD..BAD", "HEAD~1..HEAD"},
         {"CMD", "make"}, {"TRACE", "@x.jsonl"}, {"GLOB", "param.*"}, {"CKPT", "@x.bin"},
-        {"STEP[,STEP...]", "1,2"}, {"B", "cpu"}, {"P", "bitwise"},
+        {"STEP[,STEP...]", "1,2"}, {"B", "cpu"}, {"P", "bitwise"}, {"LEVEL", "op"},
     };
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
         if (!strcmp(values[i].name_or_arg, o->name))

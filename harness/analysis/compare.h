@@ -67,6 +67,12 @@ typedef struct {
     repro_digest final_chain_a, final_chain_b;
     repro_element_diff element;
     char scope[64];           /* "fresh-process run to run", "thread count", ... ("" = unknown) */
+    char scope_note[384];     /* what the runs' recorded thread counts say of it ("": nothing) */
+    /* The traces' tensor order says nothing of where a difference began (a
+     * program's, recorded in the order it chose): the first differing tensor
+     * is "first in digest order", never "the likely origin"; an op output
+     * recorded at level op is, being in execution order. */
+    int order_unknown;
 } repro_divergence;
 
 /* Checks the two traces are of the same experiment (name and numerics

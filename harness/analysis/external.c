@@ -25,15 +25,30 @@ typedef struct {
     int n;
 } env_block;
 
+/* KEY=VALUE, in place of an earlier value of KEY: a variable given twice
+ * would reach the program twice, and which one it reads would be up to
+ * its runtime (libc's getenv takes the first, Python's os.environ the
+ * last). */
 static int env_add_one(env_block *e, const char *key, const char *value)
 {
-    if (e->n == MAX_ENV)
+    size_t klen = strlen(key), len = klen + strlen(value) + 2;
+    int at = e->n;
+    for (int i = 0; i < e->n; i++)
+        if (!strncmp(e->set[i], key, klen) && e->set[i][klen] == '=')
+            at = i;
+    if (at == MAX_ENV)
         return repro_error_set(REPRO_EINVAL, "too many settings for one run");
-    size_t len = strlen(key) + strlen(value) + 2;
-    if (!(e->set[e->n] = malloc(len)))
+    char *kv = malloc(len);
+    if (!kv)
         return repro_error_set(REPRO_ENOMEM, "out of memory");
-    snprintf(e->set[e->n++], len, "%s=%s", key, value);
-    e->set[e->n] = NULL;
+    snprintf(kv, len, "%s=%s", key, value);
+    if (at < e->n) {
+        free(e->set[at]);
+    } else {
+        e->n++;
+        e->set[e->n] = NULL;
+    }
+    e->set[at] = kv;
     return 0;
 }
 
@@ -133,13 +148,19 @@ static int env_add_option(env_block *e, const char *flag, const char *value)
     return repro_error_set(REPRO_EINVAL, "%s does not apply to an external program", flag);
 }
 
-/* The pass-through options, then this run's own (so they win, as later
- * options do for `repro run`). */
+/* The declared thread count first (1, which the options below replace
+ * when they give one), then the pass-through options, then this run's own
+ * (so they win, as later options do for `repro run`). Every run runs at a
+ * declared count, with the math runtimes' pools following it: left alone,
+ * OpenBLAS starts one thread per core, so run 1 on a 2-core laptop and on
+ * a 64-core server would differ, and a run at `--threads 1` would differ
+ * from run 1 on the same machine. */
 static int build_env(const repro_multirun *m, int idx, const char *trace, env_block *e)
 {
     char index[16];
     snprintf(index, sizeof index, "%d", idx);
-    if (env_add(e, "REPRO_TRACE", trace) || env_add(e, "REPRO_RUN_INDEX", index) ||
+    if (env_add(e, "REPRO_THREADS", REPRO_DEFAULT_THREADS) ||
+        env_add(e, "REPRO_TRACE", trace) || env_add(e, "REPRO_RUN_INDEX", index) ||
         env_add(e, "REPRO_CHECK_RUN", index))
         return -1;
     /* Python randomizes str hashes per process unless told not to. */

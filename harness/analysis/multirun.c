@@ -292,6 +292,20 @@ static int compare_runs(repro_multirun *m, int i)
     return rc;
 }
 
+/* The scope of run i's comparison with run 1: its plan's, unless the
+ * thread counts both runs recorded agree in full, which no thread count
+ * can explain (multirun_scopes.c says so in the note). A program's tensor
+ * order is its own: the first differing tensor is not the origin. */
+static void scope_of(const repro_multirun *m, int i, repro_divergence *d)
+{
+    const char *scope = m->plan[i].scope;
+    d->order_unknown = m->cmd != NULL;
+    if (!strcmp(scope, "thread count") &&
+        repro_multirun_thread_note(m, i, d->scope_note, sizeof d->scope_note))
+        scope = "fresh-process run to run";
+    snprintf(d->scope, sizeof d->scope, "%s", scope);
+}
+
 int repro_multirun_execute(repro_multirun *m)
 {
     int rc = repro_multirun_run_planned(m);
@@ -323,7 +337,7 @@ int repro_multirun_execute(repro_multirun *m)
     for (int i = 1; i < m->nplan; i++) {
         if (compare_runs(m, i))
             return -1;
-        snprintf(m->divs[i].scope, sizeof m->divs[i].scope, "%s", m->plan[i].scope);
+        scope_of(m, i, &m->divs[i]);
         if (!m->divs[i].identical) {
             m->failed++;
             if (!m->no_element_detail)
@@ -365,8 +379,9 @@ void repro_multirun_print(const repro_multirun *m, FILE *out)
         if (m->divs[i].identical)
             continue;
         fprintf(out, "== %s vs %s (scope: %s) ==\n", m->plan[0].label, m->plan[i].label,
-                m->plan[i].scope);
+                m->divs[i].scope);
         repro_report_text(out, &m->traces[0], &m->traces[i], &m->divs[i]);
+        repro_multirun_op_hint(m, i, out);
     }
 }
 
@@ -388,8 +403,11 @@ json_t *repro_multirun_json(const repro_multirun *m)
         json_t *r = repro_divergence_json(&m->traces[0], &m->traces[i], &m->divs[i]);
         json_t *o = json_object();
         json_object_set_new(o, "runs", json_pack("[ss]", m->plan[0].label, m->plan[i].label));
-        json_object_set_new(o, "scope", json_string(m->plan[i].scope));
+        json_object_set_new(o, "scope", json_string(m->divs[i].scope));
         json_object_set_new(o, "identical", json_boolean(m->divs[i].identical));
+        char cmd[4096];
+        if (repro_multirun_op_command(m, i, cmd, sizeof cmd))
+            json_object_set_new(o, "op_level_command", json_string(cmd));
         json_object_set_new(o, "report", r ? r : json_null());
         json_array_append_new(cmp, o);
     }
@@ -421,13 +439,13 @@ int repro_multirun_junit_with(const repro_multirun *m, const char *path,
     for (int i = 1; i < m->nplan; i++) {
         repro_junit_case *jc = &t->cases[i - 1];
         snprintf(t->names[i], sizeof t->names[i], "%s: %s vs %s (%s)", m->traces[0].experiment,
-                 m->plan[0].label, m->plan[i].label, m->plan[i].scope);
+                 m->plan[0].label, m->plan[i].label, m->divs[i].scope);
         jc->name = t->names[i];
         jc->failed = !m->divs[i].identical;
         jc->seconds = m->plan[i].seconds;
         if (jc->failed) {
             snprintf(t->msgs[i], sizeof t->msgs[i], "diverged at step %ld (%s)",
-                     m->divs[i].first_step, m->plan[i].scope);
+                     m->divs[i].first_step, m->divs[i].scope);
             t->details[i] = repro_divergence_text(&m->traces[0], &m->traces[i], &m->divs[i]);
         }
         jc->message = t->msgs[i];

@@ -145,11 +145,46 @@ int repro_multirun_check_external_trace(const repro_multirun *m, int idx, const 
  * of the script when argv[0] is an interpreter, without its extension. */
 void repro_program_name(char *const *cmd, char *buf, size_t len);
 
+/* The thread count a program's run declares when no option gives one:
+ * REPRO_THREADS and the math runtimes' variables (OMP_NUM_THREADS,
+ * MKL_NUM_THREADS, OPENBLAS_NUM_THREADS) are set to it, so that a golden
+ * does not depend on the machine's core count. */
+#define REPRO_DEFAULT_THREADS "1"
+
+/* ---- scopes (multirun_scopes.c) ---------------------------------------- */
+/* The value run idx is given for "threads", "workers" or "ranks": the last
+ * of the pass-through options (--threads V, --set threads=V or
+ * train.threads=V, ...) and the run's own option; for threads
+ * REPRO_DEFAULT_THREADS when none gives one, else NULL. */
+const char *repro_multirun_setting(const repro_multirun *m, int idx, const char *what);
+/* The value option pair (flag, value) gives `what` ("--threads" "2" or
+ * "--set" "train.threads=2": "2"), or NULL when it gives none. */
+const char *repro_run_option_setting(const char *flag, const char *value, const char *what);
+
 /* The --threads and --workers scopes of m that were not exercised: their
- * runs and run 1 all recorded the same count ("threads_used",
- * "workers_used"), or one did not record it. Their number, and one line
- * per scope in msg (multirun_scopes.c). */
+ * runs and run 1 all recorded the same counts ("threads_used" and every
+ * "thread_pools" entry, or "workers_used"), or one recorded none. Their
+ * number, and one line per scope in msg. */
 int repro_multirun_unexercised(const repro_multirun *m, char *msg, size_t len);
+
+/* What the thread counts say about run idx's comparison with run 1 in the
+ * thread-count scope, in words (msg, "" when nothing is to be said):
+ * "" when one of them records no count; when every recorded count and
+ * pool agree, that the difference cannot be the thread count; when a
+ * pool differs, which one ("blas.openblas 2 vs 1"), and that the
+ * program's own count did not, if it did not. Returns 1 when every count
+ * and pool agree (the divergence is run to run, not the scope's), else 0. */
+int repro_multirun_thread_note(const repro_multirun *m, int idx, char *msg, size_t len);
+
+/* A program's failing comparison idx that names no op output at its first
+ * divergent step (multirun_hint.c): the `repro bisect` command that re-runs
+ * that comparison at trace level op and names the first divergent op in
+ * execution order, with the options of the runs, the program's words
+ * quoted for a shell. 1 with the command in buf, 0 when there is none to
+ * give (no program, op outputs already there, a scope bisect cannot run). */
+int repro_multirun_op_command(const repro_multirun *m, int idx, char *buf, size_t len);
+/* The same as a paragraph of the report, on out (nothing when none). */
+void repro_multirun_op_hint(const repro_multirun *m, int idx, FILE *out);
 
 /* Reports: the text of every failing comparison; JSON runs + comparisons. */
 void repro_multirun_print(const repro_multirun *m, FILE *out);

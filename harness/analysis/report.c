@@ -59,14 +59,17 @@ static int same_layout(const repro_trace_tensor *a, const repro_trace_tensor *b)
     return 1;
 }
 
-static void text_tensor(FILE *out, const repro_tensor_diff *d, int origin)
+enum { MARK_NONE, MARK_ORIGIN, MARK_DIGEST_ORDER, MARK_EXECUTION_ORDER };
+
+static void text_tensor(FILE *out, const repro_tensor_diff *d, int mark)
 {
+    static const char *const marks[] = {"", "   <- likely origin", "   <- first in digest order",
+                                        "   <- first in execution order: the likely origin"};
     const repro_trace_tensor *any = d->in_a ? &d->a : &d->b;
     char shape[96], shape_b[96];
     shape_str(any, shape, sizeof shape);
     /* Names and dtypes come from the traces: someone else's text. */
-    fprintf(out, "    %s  %s%s\n", repro_esc(d->name), repro_esc(shape),
-            origin ? "   <- likely origin" : "");
+    fprintf(out, "    %s  %s%s\n", repro_esc(d->name), repro_esc(shape), marks[mark]);
     if (!d->in_a || !d->in_b) {
         fprintf(out, "        only in %s\n", d->in_a ? "A" : "B");
         return;
@@ -140,6 +143,8 @@ static void text_no_detail(FILE *out, const repro_trace *a, const repro_trace *b
  * (`repro check`'s element detail); else none (NULL). */
 static const char *origin_name(const repro_divergence *d)
 {
+    if (d->order_unknown) /* only an op output, in execution order, says */
+        return d->nops && d->detail_step == d->first_step ? d->ops[0].name : NULL;
     if (d->ntensors && d->detail_step == d->first_step)
         return d->tensors[0].name;
     if (d->element.valid && d->element.count > 0)
@@ -157,7 +162,14 @@ static void text_tensor_lists(FILE *out, const repro_divergence *d)
         return;
     int at_first = d->detail_step == d->first_step;
     const char *origin = origin_name(d);
-    if (at_first)
+    if (at_first && d->order_unknown)
+        fprintf(out,
+                "  %d tensor%s differ%s at step %ld, in step-digest order (the order the "
+                "program recorded them, not the order it computed them: the first is not "
+                "necessarily where the difference began)%s:\n",
+                d->ntensors, d->ntensors == 1 ? "" : "s", d->ntensors == 1 ? "s" : "",
+                d->first_step, d->nops ? "; the op outputs below are in execution order" : "");
+    else if (at_first)
         fprintf(out,
                 "  %d tensor%s differ%s at step %ld, in step-digest order "
                 "(the first is the likely origin):\n",
@@ -174,7 +186,9 @@ static void text_tensor_lists(FILE *out, const repro_divergence *d)
                 origin ? "; the re-runs' dumps at the divergent step mark it" : "");
     for (int i = 0; i < d->ntensors && i < MAX_TEXT_TENSORS; i++)
         text_tensor(out, &d->tensors[i],
-                    at_first ? i == 0 : origin && !strcmp(origin, d->tensors[i].name));
+                    at_first && d->order_unknown ? (i == 0 ? MARK_DIGEST_ORDER : MARK_NONE)
+                    : at_first ? i == 0
+                    : origin && !strcmp(origin, d->tensors[i].name));
     if (d->ntensors > MAX_TEXT_TENSORS)
         fprintf(out, "    ... and %d more (--json lists them all)\n",
                 d->ntensors - MAX_TEXT_TENSORS);
@@ -184,7 +198,10 @@ static void text_tensor_lists(FILE *out, const repro_divergence *d)
         fprintf(out, "  %d op output%s differ%s at step %ld, in execution order:\n", d->nops,
                 d->nops == 1 ? "" : "s", d->nops == 1 ? "s" : "", d->detail_step);
         for (int i = 0; i < d->nops && i < MAX_TEXT_OPS; i++)
-            text_tensor(out, &d->ops[i], at_first && i == 0);
+            text_tensor(out, &d->ops[i],
+                        at_first && i == 0
+                            ? (d->order_unknown ? MARK_EXECUTION_ORDER : MARK_ORIGIN)
+                            : MARK_NONE);
         if (d->nops > MAX_TEXT_OPS)
             fprintf(out, "    ... and %d more (--json lists them all)\n",
                     d->nops - MAX_TEXT_OPS);
@@ -222,6 +239,8 @@ void repro_report_text(FILE *out, const repro_trace *a, const repro_trace *b,
                 d->steps_b);
         if (d->scope[0])
             fprintf(out, "  scope: %s\n", repro_esc(d->scope));
+        if (d->scope_note[0])
+            fprintf(out, "  (%s)\n", repro_esc(d->scope_note));
         if (d->first_has_loss && d->first_loss_bits_a != d->first_loss_bits_b)
             fprintf(out, "  loss: A %.9g (0x%08" PRIx32 "), B %.9g (0x%08" PRIx32 ")\n",
                     d->first_loss_a, d->first_loss_bits_a, d->first_loss_b,
@@ -357,6 +376,10 @@ int repro_report_json(FILE *out, const repro_trace *a, const repro_trace *b,
                                                           : json_null());
     const char *origin = origin_name(d);
     json_object_set_new(r, "likely_origin", origin ? json_string(origin) : json_null());
+    json_object_set_new(r, "first_in_digest_order",
+                        d->ntensors && d->detail_step == d->first_step
+                            ? json_string(d->tensors[0].name)
+                            : json_null());
     json_object_set_new(r, "tensors", diffs_json(d->tensors, d->ntensors));
     json_object_set_new(r, "ops", diffs_json(d->ops, d->nops));
     if (d->element.valid) {
@@ -378,6 +401,8 @@ int repro_report_json(FILE *out, const repro_trace *a, const repro_trace *b,
         json_object_set_new(r, "element", json_null());
     }
     json_object_set_new(r, "scope", d->scope[0] ? json_string(d->scope) : json_null());
+    json_object_set_new(r, "scope_note",
+                        d->scope_note[0] ? json_string(d->scope_note) : json_null());
     json_t *curve = json_array();
     for (long i = 0; i < d->ncurve; i++) {
         const repro_curve_point *c = &d->curve[i];

@@ -16,12 +16,35 @@ _Static_assert(REPRO_RUN_PASS_MAX + 2 * (REPRO_BISECT_OPS_MAX_CAND + 1) + 4 <=
                    REPRO_MULTIRUN_MAX_PASS,
                "a culprit test's options must fit a multirun");
 
+/* A scope bisect's two settings, each checked against the experiment;
+ * r->cfg is B's (the wider side: a world size above 1 makes gradients the
+ * all-reduce's outputs). */
+static int scope_config(const repro_bisect_ops_opts *o, repro_bisect_ops_result *r)
+{
+    repro_config *a = malloc(sizeof *a);
+    if (!a)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    *a = r->cfg;
+    char *pa[2] = {(char *)o->scope_flag, (char *)o->scope_a};
+    char *pb[2] = {(char *)o->scope_flag, (char *)o->scope_b};
+    int rc = repro_config_apply_run_options(a, pa, 2) || repro_config_validate(a) ||
+             repro_config_apply_run_options(&r->cfg, pb, 2) || repro_config_validate(&r->cfg);
+    if (rc == 0 && a->train_ranks > r->cfg.train_ranks)
+        r->cfg.train_ranks = a->train_ranks;
+    free(a);
+    return rc ? repro_error_wrap(REPRO_EINVAL, "bisect: %s %s,%s", o->scope_flag, o->scope_a,
+                                 o->scope_b)
+              : 0;
+}
+
 int repro_bisect_ops_prepare(const repro_bisect_ops_opts *o, repro_bisect_ops_result *r)
 {
     memset(r, 0, sizeof *r);
     if (repro_config_load(&r->cfg, o->exp) ||
         repro_config_apply_run_options(&r->cfg, o->pass.argv, o->pass.n) ||
         repro_config_validate(&r->cfg))
+        return -1;
+    if (o->scope_flag && scope_config(o, r))
         return -1;
     /* The candidates: nondeterministic variants in use, minus the quarantined. */
     for (int k = 0; k < REPRO_KEY_COUNT; k++) {
@@ -91,6 +114,15 @@ static void name_first(repro_bisect_ops_result *r, const repro_divergence *d)
     r->deterministic = vi && vi->deterministic;
 }
 
+/* No batch tensor among the differing ones. */
+static int batch_agrees(const repro_tensor_diff *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strncmp(t[i].name, "batch.", 6))
+            return 0;
+    return 1;
+}
+
 /* The two runs at trace level op, the second quarantined if asked. */
 static void plan_locate(const repro_bisect_ops_opts *o, const repro_bisect_ops_result *r,
                         repro_multirun *m)
@@ -101,6 +133,16 @@ static void plan_locate(const repro_bisect_ops_opts *o, const repro_bisect_ops_r
                      "--set", "trace.every=1"}; /* detail at whichever step parts */
     setup(o, r, m, "bisect", extra, 4);
     m->quiet = o->quiet;
+    if (o->scope_flag) {
+        char label[3][64];
+        snprintf(label[0], sizeof label[0], "%s=%s", o->scope_flag + 2, o->scope_a);
+        snprintf(label[1], sizeof label[1], "%s=%s again", o->scope_flag + 2, o->scope_a);
+        snprintf(label[2], sizeof label[2], "%s=%s", o->scope_flag + 2, o->scope_b);
+        repro_multirun_add(m, label[0], "fresh-process run to run", o->scope_flag, o->scope_a);
+        repro_multirun_add(m, label[1], "fresh-process run to run", o->scope_flag, o->scope_a);
+        repro_multirun_add(m, label[2], "scope", o->scope_flag, o->scope_b);
+        return;
+    }
     repro_multirun_add(m, "reference", "fresh-process run to run", NULL, NULL);
     repro_multirun_add(m, "run 2", "fresh-process run to run", NULL, NULL);
     if (!o->quarantine)
@@ -123,8 +165,16 @@ int repro_bisect_ops_locate(const repro_bisect_ops_opts *o, repro_bisect_ops_res
     if (rc == 0) {
         r->runs += m->nplan;
         r->steps = m->traces[0].trailer_steps;
-        if (!m->divs[1].identical)
-            name_first(r, &m->divs[1]);
+        /* A scope bisect: runs A and A again first, then A and B. */
+        r->repeat_differs = o->scope_flag && !m->divs[1].identical;
+        const repro_divergence *d = !m->divs[1].identical || !o->scope_flag ? &m->divs[1]
+                                                                             : &m->divs[2];
+        if (!d->identical)
+            name_first(r, d);
+        /* At tensor level (a world size above 1 records no op outputs)
+         * the step's inputs are its batch: the earlier tensors agree. */
+        if (o->scope_flag && r->diverged && r->no_op_differs)
+            r->inputs_identical = batch_agrees(d->tensors, d->ntensors);
     }
     repro_multirun_release(m);
     free(m);

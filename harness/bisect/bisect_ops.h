@@ -32,6 +32,10 @@ typedef struct {
     int repeat;             /* fresh runs per culprit test (2..32) */
     const char *quarantine; /* a variant op or op output name, or NULL */
     int quiet;              /* no progress on stderr */
+    /* A scope bisect (`--threads A,B`): the run option and its two values;
+     * scope_flag NULL for the repeat bisect. (a) then runs A, A again and
+     * B: the first pair tells a run-to-run difference from the scope's. */
+    const char *scope_flag, *scope_a, *scope_b;
 } repro_bisect_ops_opts;
 
 typedef struct {
@@ -53,6 +57,8 @@ typedef struct {
     char variant[64];       /* its variant in this config, or "" */
     int has_info;           /* the registry knows it: deterministic is valid */
     int deterministic;
+    int repeat_differs;     /* scope bisect: the two runs at A already differ (the
+                               first op above is theirs, not the scope's) */
     /* (b) */
     long test_steps;        /* steps per culprit test */
     int culprits[REPRO_BISECT_OPS_MAX_CAND];
@@ -111,5 +117,27 @@ void repro_bisect_batchinv_report(FILE *out, const repro_bisect_batchinv_result 
  * not NULL (--json), else in words on out. 1 when some runs differ, 0 when
  * all agree. */
 int repro_bisect_program_ops_report(FILE *out, const repro_multirun *m, json_t *doc);
+
+/* ---- the scope bisect (bisect_scope.c) ---------------------------------------
+ * `repro bisect --threads A,B` (or --workers, --ranks), for the built-in
+ * workload through repro_bisect_ops_locate with scope_flag set, for a
+ * program through a multirun of three runs at trace level op: A, A again,
+ * B. The report says where A and B part, whether the op there had
+ * identical inputs (then its bits depend on the setting: for the
+ * built-in workload the variant and why, for a program the module's class
+ * and the thread pool that differed), or whether A already differs from
+ * itself (run to run). */
+/* Adds the trace-level options and the three runs to m (its pass-through
+ * options already there). 0 or -1 (error slot). */
+int repro_bisect_scope_plan_program(repro_multirun *m, const char *flag, const char *a,
+                                    const char *b);
+/* After the runs: doc always (JSON), words on out when it is not NULL. 1
+ * when the runs differ, 0 when all three agree. */
+int repro_bisect_scope_report_program(FILE *out, const repro_multirun *m, const char *flag,
+                                      const char *a, const char *b, json_t *doc);
+/* A built-in divergence (r->diverged) found with o->scope_flag: doc, and
+ * words on out when it is not NULL. */
+void repro_bisect_scope_report_builtin(FILE *out, const repro_bisect_ops_opts *o,
+                                       const repro_bisect_ops_result *r, json_t *doc);
 
 #endif

@@ -40,6 +40,10 @@ typedef struct {
                               * BI_TIMEOUT */
     char **args;             /* the operands: the experiment, if any */
     int nargs;
+    /* --threads A,B (--workers, --ranks): the scope bisect; flag NULL when
+     * none was given (a single count is every run's, in co.pass) */
+    const char *scope_flag;
+    char scope_a[24], scope_b[24];
 } repro_bisect_args;
 
 static const char synopsis[] =
@@ -61,6 +65,15 @@ static const char synopsis[] =
     "                                 outputs at REPRO_TRACE_LEVEL=op: the first op\n"
     "                                 whose output differs, and whether its inputs\n"
     "                                 were identical)\n"
+    "       repro bisect --threads A,B [options] (EXP | -- PROGRAM [ARGS...])\n"
+    "       repro bisect --workers A,B ...,  repro bisect --ranks A,B EXP ...\n"
+    "                                 (a scope: A, A again and B at trace level op;\n"
+    "                                 the first op whose output differs between A and\n"
+    "                                 B while every op before it and the step's batch\n"
+    "                                 agree, in words: a kernel whose bits depend on\n"
+    "                                 the setting, with the module's class and the\n"
+    "                                 thread pool that differed for a program, the\n"
+    "                                 kernel variant and why for EXP)\n"
     "\n"
     "Op level (without --commits): runs EXP K times at trace level op, finds the\n"
     "first divergent op output and the kernel variant that produced it, says\n"
@@ -104,7 +117,8 @@ static const char epilogue[] =
     "3 environment (not a git repository, worktree failure), 125 only skipped\n"
     "commits were left, so no first bad commit can be named; 130 (143) after Ctrl-C\n"
     "(SIGTERM), which reaches the running build or program too, and the worktree\n"
-    "is removed. At op level: 0 all runs identical, 1 a divergence was found.\n";
+    "is removed. At op level and for a scope: 0 all runs identical, 1 a divergence\n"
+    "was found.\n";
 
 static const repro_cli_opt own_opts[] = {
     {"commits", 0, "GOOD..BAD",
@@ -171,6 +185,35 @@ static int bisect_option(void *ctx, int id, const char *v)
     return 0;
 }
 
+/* --threads, --workers, --ranks as bisect takes them: one count is every
+ * run's (a pass-through option, as before), two are the scope bisect's
+ * settings. 0 or -1 (error slot). */
+static int resolve_lists(repro_bisect_args *a)
+{
+    for (int i = 0; i < a->co.nlists; i++) {
+        const char *flag = a->co.lists[i].flag, *value = a->co.lists[i].value;
+        long v[3];
+        int n;
+        if (repro_parse_count_list(flag, value, strcmp(flag, "--workers") ? 1 : 0, 256, v, 3,
+                                   &n) ||
+            n > 2)
+            return repro_error_set(REPRO_EINVAL, "bisect: %s %s: give one count (every run's) "
+                                                 "or two, A,B (the scope bisect)", flag, value);
+        if (n == 1) {
+            if (repro_run_pass_add(&a->co.pass, "bisect", flag + 2, value) < 0)
+                return -1;
+            continue;
+        }
+        if (a->scope_flag)
+            return repro_error_set(REPRO_EINVAL, "bisect: %s and %s: bisect one scope at a "
+                                                 "time", a->scope_flag, flag);
+        a->scope_flag = flag;
+        snprintf(a->scope_a, sizeof a->scope_a, "%ld", v[0]);
+        snprintf(a->scope_b, sizeof a->scope_b, "%ld", v[1]);
+    }
+    return 0;
+}
+
 /* Every option of every search; 0, 1 for --help (printed), or -1. */
 static int parse_args(int argc, char **argv, repro_bisect_args *a)
 {
@@ -185,7 +228,7 @@ static int parse_args(int argc, char **argv, repro_bisect_args *a)
         a->given |= 1u << BI_NAME;
     if (a->co.timeout_s > 0)
         a->given |= 1u << BI_TIMEOUT;
-    return 0;
+    return resolve_lists(a);
 }
 
 /* ---- commits ---------------------------------------------------------------- */
@@ -203,6 +246,10 @@ static int commits_opts(const repro_bisect_args *a, char **program, repro_bisect
                                                      "(--name and --timeout are for a program "
                                                      "after '--')"))
         return -1;
+    if (a->scope_flag)
+        return repro_error_set(REPRO_EINVAL, "bisect: %s %s,%s (the scope bisect) does not "
+                                             "combine with --commits", a->scope_flag,
+                               a->scope_a, a->scope_b);
     b->range = a->commits;
     b->build = a->build;
     if (args_repeat(a, 1, 64, 2, &b->repeat))
@@ -250,6 +297,17 @@ static int ops_opts(const repro_bisect_args *a, bisect_ops_cli *o)
         return -1;
     o->b.pass = a->co.pass;
     o->b.quarantine = a->quarantine;
+    o->b.scope_flag = a->scope_flag;
+    o->b.scope_a = a->scope_a;
+    o->b.scope_b = a->scope_b;
+    if (a->scope_flag && (a->given & BIT(BI_REPEAT)))
+        return repro_error_set(REPRO_EINVAL, "bisect: --repeat does not apply to the scope "
+                                             "bisect (%s A,B runs A twice and B once)",
+                               a->scope_flag);
+    if (a->scope_flag && (a->quarantine || a->batch_invariance))
+        return repro_error_set(REPRO_EINVAL, "bisect: %s A,B (the scope bisect) does not "
+                                             "combine with %s", a->scope_flag,
+                               a->quarantine ? "--quarantine" : "--batch-invariance");
     o->json = a->co.json;
     o->batch_invariance = a->batch_invariance;
     o->bi = a->bi;
@@ -296,11 +354,20 @@ static int bisect_ops(const bisect_ops_cli *o, repro_bisect_ops_result *r)
     if (o->b.quarantine)
         json_object_set_new(doc, "quarantine", json_string(o->b.quarantine));
     int exit_code = 0;
-    if (!r->diverged) {
+    if (!r->diverged && o->b.scope_flag) {
+        json_object_set_new(doc, "diverged", json_false());
+        if (!o->json)
+            printf("no divergence: %s=%s (twice) and %s=%s agree bit for bit over %ld steps\n",
+                   o->b.scope_flag + 2, o->b.scope_a, o->b.scope_flag + 2, o->b.scope_b,
+                   r->steps);
+    } else if (!r->diverged) {
         json_object_set_new(doc, "diverged", json_false());
         if (!o->json)
             printf("no divergence: two runs agree bit for bit over %ld steps%s\n", r->steps,
                    o->b.quarantine ? " (with the quarantined op substituted)" : "");
+    } else if (o->b.scope_flag) {
+        repro_bisect_scope_report_builtin(o->json ? NULL : stdout, &o->b, r, doc);
+        exit_code = REPRO_EXIT_MISMATCH;
     } else {
         repro_bisect_ops_report_first(o->json ? NULL : stdout, r, doc);
         exit_code = culprits(o, r, doc);
@@ -389,19 +456,34 @@ static int cmd_bisect_program(const repro_bisect_args *a, char **program)
     int repeat;
     if (args_repeat(a, 2, 32, 3, &repeat))
         return repro_report_error();
+    if (a->scope_flag && a->repeat) {
+        repro_error_set(REPRO_EINVAL, "bisect: --repeat does not apply to the scope bisect (%s "
+                                      "A,B runs A twice and B once)", a->scope_flag);
+        return repro_report_error();
+    }
     repro_multirun *m = repro_cli_program_runs(&a->co, program, a->co.name, a->co.timeout_s, "bisect");
     if (!m)
         return REPRO_EXIT_ENV;
-    m->pass[m->npass++] = "--set";
-    m->pass[m->npass++] = "trace.level=op";
-    m->pass[m->npass++] = "--set"; /* op detail at whichever step parts */
-    m->pass[m->npass++] = "trace.every=1";
-    int rc = repro_multirun_add_runs(m, repeat);
+    int rc;
+    if (a->scope_flag) {
+        rc = repro_bisect_scope_plan_program(m, a->scope_flag, a->scope_a, a->scope_b);
+    } else {
+        m->pass[m->npass++] = "--set";
+        m->pass[m->npass++] = "trace.level=op";
+        m->pass[m->npass++] = "--set"; /* op detail at whichever step parts */
+        m->pass[m->npass++] = "trace.every=1";
+        rc = repro_multirun_add_runs(m, repeat);
+    }
     if (rc || repro_multirun_execute(m)) {
         rc = repro_report_error();
     } else {
         json_t *doc = a->co.json ? json_object() : NULL;
-        rc = repro_bisect_program_ops_report(stdout, m, doc) ? REPRO_EXIT_MISMATCH : 0;
+        int diverged = a->scope_flag
+                           ? repro_bisect_scope_report_program(a->co.json ? NULL : stdout, m,
+                                                               a->scope_flag, a->scope_a,
+                                                               a->scope_b, doc)
+                           : repro_bisect_program_ops_report(stdout, m, doc);
+        rc = diverged ? REPRO_EXIT_MISMATCH : 0;
         if (doc) {
             json_dumpf(doc, stdout, JSON_INDENT(2));
             fputc('\n', stdout);

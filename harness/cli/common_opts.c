@@ -64,6 +64,27 @@ static int pass_or_list(repro_common *c, const repro_common_opt *row, const char
     return 0;
 }
 
+/* --level LEVEL: the trace level of every run, as `--set trace.level=`
+ * (a program gets REPRO_TRACE_LEVEL). At op, detail at every step too
+ * (trace.every=1), so that the first divergent step has its op outputs
+ * whatever that step is; a --set trace.every after it wins. */
+static int set_level(repro_common *c, const repro_common_opt *row, const char *cmd, int as_list,
+                     const char *value)
+{
+    (void)row, (void)as_list;
+    static const char *const sets[] = {"trace.level=step", "trace.level=tensor",
+                                       "trace.level=op"};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(sets[i] + strlen("trace.level="), value))
+            continue;
+        if (repro_run_pass_add(&c->pass, cmd, "set", sets[i]) < 0)
+            return -1;
+        return i == 2 && repro_run_pass_add(&c->pass, cmd, "set", "trace.every=1") < 0 ? -1 : 0;
+    }
+    return repro_error_set(REPRO_EINVAL, "%s: --level %s: expected step, tensor or op", cmd,
+                           value);
+}
+
 /* --name: checked as a golden's name (it names goldens and run directories). */
 static int set_name(repro_common *c, const repro_common_opt *row, const char *cmd, int as_list,
                     const char *value)
@@ -100,6 +121,27 @@ static const struct repro_common_help name_help[] = {
     {0, NULL},
 };
 
+/* bisect takes --threads, --workers and --ranks as one value (every run's)
+ * or two (the scope bisect: the first op whose bits differ between them). */
+static const struct repro_common_help threads_help[] = {
+    {REPRO_CLI_BISECT,
+     "one count: every run's kernel threads; two, A,B: run\nboth at trace level op (and A "
+     "twice) and name the first\nop whose output differs between them from identical\n"
+     "inputs: a thread-count-dependent kernel"},
+    {0, NULL},
+};
+static const struct repro_common_help workers_help[] = {
+    {REPRO_CLI_BISECT, "one count: every run's loader workers; two, A,B: as\n--threads A,B, "
+                       "for the worker count"},
+    {0, NULL},
+};
+static const struct repro_common_help ranks_help[] = {
+    {REPRO_CLI_BISECT, "one count: every run's world size; two, A,B: as\n--threads A,B, for "
+                       "the world size (the first differing\ntensor: data-parallel runs record "
+                       "no op outputs)"},
+    {0, NULL},
+};
+
 #define ALL REPRO_CLI_WORKLOAD
 #define PROGRAM_CMDS (REPRO_CLI_RUN | REPRO_CLI_CHECK | REPRO_CLI_BLESS | REPRO_CLI_BISECT)
 #define MULTI (REPRO_CLI_CHECK | REPRO_CLI_BLESS | REPRO_CLI_COMPARE)
@@ -124,18 +166,25 @@ const repro_common_opt repro_common_opts[] = {
      "may be repeated",
      ALL, 0, NULL, NULL, NULL, NULL, pass_or_list, NULL},
     {"threads", 0, "T", "kernel threads (train.threads); results do not depend on it", ALL,
-     REPRO_CLI_CHECK, "LIST", "one more run per kernel thread count, e.g. 1,2,3",
-     "thread count", "threads", pass_or_list, NULL},
-    {"workers", 0, "W", "data-loader workers (data.num_workers)", ALL, REPRO_CLI_CHECK, "LIST",
+     REPRO_CLI_CHECK | REPRO_CLI_BISECT, "LIST", "one more run per kernel thread count, e.g. 1,2,3",
+     "thread count", "threads", pass_or_list, threads_help},
+    {"workers", 0, "W", "data-loader workers (data.num_workers)", ALL,
+     REPRO_CLI_CHECK | REPRO_CLI_BISECT, "LIST",
      "one more run per loader worker count, e.g. 0,1,3", "worker count", "workers",
-     pass_or_list, NULL},
+     pass_or_list, workers_help},
     {"ranks", 0, "N",
      "data-parallel processes (train.ranks): starts them with\nmpirun, or joins the MPI job it "
      "runs in; rank 0 writes\nthe trace, every rank checks its replica after every update",
-     ALL, REPRO_CLI_CHECK, "LIST",
+     ALL, REPRO_CLI_CHECK | REPRO_CLI_BISECT, "LIST",
      "one more run per data-parallel world size (MPI ranks),\ne.g. 1,2,4 (needs [train] "
      "shard_size)",
-     "world size", "ranks", pass_or_list, NULL},
+     "world size", "ranks", pass_or_list, ranks_help},
+    {"level", 0, "LEVEL",
+     "trace level of every run: step (digests only), tensor\n(each tensor's digest and stats), "
+     "or op (also every op\noutput, in execution order, at every step: the report\nthen names "
+     "the first op that diverged; a program gets\nREPRO_TRACE_LEVEL=op, and the Python client "
+     "hooks its\nmodules)",
+     REPRO_CLI_RUN | REPRO_CLI_CHECK, 0, NULL, NULL, NULL, NULL, set_level, NULL},
     {"name", 0, "NAME", "-- PROGRAM only: the name of its runs and goldens",
      PROGRAM_CMDS | REPRO_CLI_LOG, 0, NULL, NULL, NULL, NULL, set_name, name_help},
     {"timeout", 0, "SECONDS", "-- PROGRAM only: kill a run that takes longer (default:\nnever)",
@@ -187,11 +236,11 @@ static int takes(const repro_cli_spec *s, const repro_common_opt *r)
 /* The help of common row r as command bit reads it. */
 static const char *row_help(const repro_common_opt *r, unsigned bit)
 {
-    if (r->list_commands & bit)
-        return r->list_help;
     for (const struct repro_common_help *h = r->help_for; h && h->commands; h++)
         if (h->commands & bit)
             return h->help;
+    if (r->list_commands & bit)
+        return r->list_help;
     return r->help;
 }
 

@@ -198,37 +198,6 @@ const char *repro_golden_build_command(const char *root)
     return NULL;
 }
 
-/* Appends word to buf, single-quoted when it holds anything but the
- * characters a shell passes through as they are. */
-static void append_word(char *buf, size_t len, const char *word)
-{
-    size_t used = strlen(buf);
-    int plain = word[0] != '\0';
-    for (const char *p = word; *p && plain; p++)
-        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%",
-                       *p) != NULL;
-    if (used && used + 1 < len)
-        buf[used++] = ' ', buf[used] = '\0';
-    if (plain) {
-        snprintf(buf + used, len - used, "%s", word);
-        return;
-    }
-    size_t k = used;
-    if (k + 1 < len)
-        buf[k++] = '\'';
-    for (const char *p = word; *p && k + 5 < len; p++) {
-        if (*p == '\'') {
-            memcpy(buf + k, "'\\''", 4);
-            k += 4;
-        } else {
-            buf[k++] = *p;
-        }
-    }
-    if (k + 1 < len)
-        buf[k++] = '\'';
-    buf[k] = '\0';
-}
-
 /* A path argument as bisect needs it: relative to the repository's top
  * (each probe runs there). Words that name no file inside root, or are
  * relative while the current directory is root, are kept. */
@@ -250,11 +219,11 @@ void repro_golden_bisect_command(const char *root, const char *since, char *cons
 {
     const char *build = repro_golden_build_command(root);
     snprintf(buf, len, "repro bisect --commits %.12s..HEAD --build", since);
-    append_word(buf, len, build ? build : "true");
-    append_word(buf, len, "--");
+    repro_shell_word_append(buf, len, build ? build : "true");
+    repro_shell_word_append(buf, len, "--");
     for (int i = 0; program[i]; i++) {
         char word[PATH_MAX];
         rebase_word(root, program[i], i == 0, word, sizeof word);
-        append_word(buf, len, word);
+        repro_shell_word_append(buf, len, word);
     }
 }

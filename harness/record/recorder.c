@@ -239,6 +239,58 @@ int repro_recorder_set_threads(repro_recorder *r, int threads, int workers)
     return 0;
 }
 
+int repro_recorder_set_pool(repro_recorder *r, const char *name, int threads)
+{
+    int rc = check_alive(r);
+    if (rc)
+        return rc;
+    if (!name || !name[0] || strlen(name) > 31 || threads < 1)
+        return fail(r, REPRO_EINVAL, "recorder: set_pool: %s",
+                    "a name of 1 to 31 bytes and at least 1 thread");
+    if (r->step != r->first_step)
+        return fail(r, REPRO_EINVAL, "recorder: set_pool: %s",
+                    "call it before the first step ends (it is part of the header)");
+    if (!r->header)
+        return 0;
+    json_t *pools = json_object_get(r->header, "thread_pools");
+    if (!json_is_object(pools)) {
+        pools = json_object();
+        json_object_set_new(r->header, "thread_pools", pools);
+    }
+    if (!json_object_get(pools, name) && json_object_size(pools) >= REPRO_TRACE_MAX_POOLS)
+        return fail(r, REPRO_EINVAL, "recorder: set_pool: %s",
+                    "a trace names at most 8 thread pools");
+    json_object_set_new(pools, name, json_integer(threads));
+    if (repro_trace_writer_rewrite_header(r->w, r->header))
+        return mark(r);
+    return 0;
+}
+
+int repro_recorder_header_set(repro_recorder *r, const char *key, const char *json_value)
+{
+    int rc = check_alive(r);
+    if (rc)
+        return rc;
+    if (!key || !key[0] || !json_value)
+        return fail(r, REPRO_EINVAL, "recorder: header_set: %s", "a key and a JSON value");
+    if (r->step != r->first_step)
+        return fail(r, REPRO_EINVAL, "recorder: header_set: %s",
+                    "call it before the first step ends (it is part of the header)");
+    if (!r->header)
+        return 0;
+    if (json_object_get(r->header, key))
+        return fail(r, REPRO_EINVAL, "recorder: header_set: the header already has \"%s\"",
+                    key);
+    json_t *v = json_loads(json_value, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+    if (!v)
+        return fail(r, REPRO_EINVAL, "recorder: header_set: the value of \"%s\" is not JSON",
+                    key);
+    json_object_set_new(r->header, key, v);
+    if (repro_trace_writer_rewrite_header(r->w, r->header))
+        return mark(r);
+    return 0;
+}
+
 /* ---- tensors ------------------------------------------------------------- */
 
 static int detail_step(const repro_recorder *r, int64_t step)

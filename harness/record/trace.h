@@ -31,6 +31,13 @@
  *                                   its client protocol (util/version.h,
  *                                   REPRO_CLIENT_PROTOCOL), which `repro verify`
  *                                   requires its own client to speak
+ *    "thread_pools": {"torch.intra_op": 1, "blas.openblas": 2, ...},
+ *                                   optional: the thread pools the process really
+ *                                   had (repro_recorder_set_pool; the Python client
+ *                                   reads torch's, OpenBLAS's, MKL's and OpenMP's),
+ *                                   name -> threads (>= 1), at most
+ *                                   REPRO_TRACE_MAX_POOLS names of < 32 bytes; a BLAS
+ *                                   library's pool has "blas" in its name. Not hashed
  *    "env": {...},                  the environment fingerprint (env.h, `repro env --json`)
  *    "env_class": "cpu-x86_64-..."} its class id; goldens are keyed by it (absent in older traces)
  *
@@ -122,6 +129,9 @@
  * `diff` and `verify`). */
 #define REPRO_TRACE_STEP_MAX (1L << 53)
 
+/* The most thread pools a header names ("thread_pools"). */
+#define REPRO_TRACE_MAX_POOLS 8
+
 enum { REPRO_TRACE_STEP = 0, REPRO_TRACE_TENSOR = 1, REPRO_TRACE_OP = 2 };
 
 /* One tensor of a step, as recorded. */
@@ -167,6 +177,11 @@ struct repro_trace {
     int threads_used, workers_used; /* -1: not recorded */
     char client_name[64], client_version[32]; /* header "client" */
     int client_protocol;     /* ... its protocol; 0: no "client" */
+    struct {
+        char name[32];
+        int threads;
+    } pools[REPRO_TRACE_MAX_POOLS]; /* "thread_pools", in the header's key order */
+    int npools;
     void *header_json;       /* json_t *, owned: the whole header object */
     /* steps and trailer */
     long nsteps;             /* step lines read (streaming: so far) */

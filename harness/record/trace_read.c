@@ -158,6 +158,32 @@ static int parse_client(repro_trace *t, json_t *o, const pos *p)
     return 0;
 }
 
+/* Optional "thread_pools": name -> threads (at least 1), each name short
+ * enough to keep and no more names than the trace holds. */
+static int read_pools(const pos *p, json_t *o, repro_trace *t)
+{
+    json_t *pools = json_object_get(o, "thread_pools"), *v;
+    const char *name;
+    t->npools = 0;
+    if (!pools)
+        return 0;
+    if (!json_is_object(pools))
+        return fail(p, "header: \"thread_pools\" must be an object, not %s", json_kind(pools));
+    if (json_object_size(pools) > REPRO_TRACE_MAX_POOLS)
+        return fail(p, "header: \"thread_pools\" names %zu pools, at most %d",
+                    json_object_size(pools), REPRO_TRACE_MAX_POOLS);
+    json_object_foreach(pools, name, v) {
+        if (!name[0] || strlen(name) >= sizeof t->pools[0].name)
+            return fail(p, "header: \"thread_pools\": a pool name must be 1 to %zu bytes",
+                        sizeof t->pools[0].name - 1);
+        snprintf(t->pools[t->npools].name, sizeof t->pools[0].name, "%s", name);
+        if (get_int(p, "header: thread_pools: ", pools, name, 1, &t->pools[t->npools].threads))
+            return -1;
+        t->npools++;
+    }
+    return 0;
+}
+
 static int parse_header(repro_trace *t, json_t *o, const pos *p)
 {
     json_t *ver = json_object_get(o, "repro_trace"), *type = json_object_get(o, "type");
@@ -207,7 +233,7 @@ static int parse_header(repro_trace *t, json_t *o, const pos *p)
         (json_object_get(o, "workers_used") &&
          get_int(p, h, o, "workers_used", 0, &t->workers_used)))
         return -1;
-    if (parse_client(t, o, p))
+    if (parse_client(t, o, p) || read_pools(p, o, t))
         return -1;
     /* Optional: traces written before the environment class have none. */
     if (json_object_get(o, "env_class") &&

@@ -1,6 +1,7 @@
 /* Escaping untrusted text for the terminal (see escape.h). */
 #include "util/escape.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int plain(unsigned char c)
@@ -137,4 +138,35 @@ const char *repro_esc_lines(const char *s)
     static _Thread_local unsigned next;
     char *buf = ring[next++ % REPRO_ESC_RING];
     return repro_escape_lines(buf, REPRO_ESC_BUF, s);
+}
+
+/* Single quotes keep every byte but the quote itself, which is closed,
+ * escaped and reopened. */
+void repro_shell_word_append(char *buf, size_t len, const char *word)
+{
+    size_t used = strlen(buf);
+    int plain = word[0] != '\0';
+    for (const char *p = word; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%",
+                       *p) != NULL;
+    if (used && used + 1 < len)
+        buf[used++] = ' ', buf[used] = '\0';
+    if (plain) {
+        snprintf(buf + used, len - used, "%s", word);
+        return;
+    }
+    size_t k = used;
+    if (k + 1 < len)
+        buf[k++] = '\'';
+    for (const char *p = word; *p && k + 5 < len; p++) {
+        if (*p == '\'') {
+            memcpy(buf + k, "'\\''", 4);
+            k += 4;
+        } else {
+            buf[k++] = *p;
+        }
+    }
+    if (k + 1 < len)
+        buf[k++] = '\'';
+    buf[k] = '\0';
 }

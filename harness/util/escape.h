@@ -39,4 +39,10 @@ int repro_escape_is_plain(const char *s);
 char *repro_escape_lines(char *buf, size_t len, const char *s);
 const char *repro_esc_lines(const char *s);
 
+/* Appends a space (unless buf is empty) and word to buf, single-quoted
+ * when it holds anything but the characters a shell passes through as
+ * they are: a command printed for the user to run runs as printed. Cut
+ * when buf is full. */
+void repro_shell_word_append(char *buf, size_t len, const char *word);
+
 #endif

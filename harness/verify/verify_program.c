@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/multirun.h"
 #include "record/trace.h"
 #include "util/child.h"
 #include "util/error.h"
@@ -17,7 +18,7 @@
 #include "verify/client.h"
 #include "verify/pack.h"
 
-#define ENV_MAX (REPRO_BUNDLE_ENV_MAX + 8)
+#define ENV_MAX (REPRO_BUNDLE_ENV_MAX + 12)
 
 int repro_program_sandbox_ready(const repro_sandbox_opts *o, char *why, size_t len)
 {
@@ -76,6 +77,40 @@ static char *client_path_var(const repro_program_run *pr)
     return strdup(buf);
 }
 
+/* The thread count the submitted run declared (its REPRO_THREADS, else
+ * REPRO_DEFAULT_THREADS, as every program run gets) for each variable of
+ * it the bundle does not carry: a bundle submitted before every run was
+ * pinned would otherwise re-run with OpenBLAS at one thread per core of
+ * the verifier's machine. The number of strings added to store. */
+static int pin_threads(const repro_bundle *b, char **store)
+{
+    static const char *const vars[] = {"REPRO_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                       "OPENBLAS_NUM_THREADS"};
+    const char *threads = REPRO_DEFAULT_THREADS;
+    int has[4] = {0}, n = 0;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(b->program.env, i, v) {
+        const char *kv = json_string_value(v);
+        for (int k = 0; k < 4; k++) {
+            size_t len = strlen(vars[k]);
+            if (!strncmp(kv, vars[k], len) && kv[len] == '=') {
+                has[k] = 1;
+                if (k == 0)
+                    threads = kv + len + 1;
+            }
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        if (has[k])
+            continue;
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s=%.32s", vars[k], threads);
+        store[n++] = strdup(buf);
+    }
+    return n;
+}
+
 /* The program's environment: the bundle's protocol variables, then the
  * host's own (which win): the seed, the trace, the library, a /tmp that
  * exists inside the sandbox. */
@@ -86,6 +121,7 @@ static int program_env(const repro_bundle *b, const repro_program_run *pr, const
     size_t i;
     const json_t *v;
     json_array_foreach(b->program.env, i, v) store[n++] = strdup(json_string_value(v));
+    n += pin_threads(b, store + n);
     char buf[PATH_MAX + 64], lib[PATH_MAX + 16];
     snprintf(buf, sizeof buf, "REPRO_SEED=%s", b->seed);
     store[n++] = strdup(buf);

@@ -136,6 +136,24 @@ int repro_recorder_open_ex(repro_recorder **out, const char *trace_path, const r
  * and before the first step ends; again to change it. */
 int repro_recorder_set_threads(repro_recorder *r, int threads, int workers);
 
+/* Says how many threads one of the process's thread pools really has
+ * ("thread_pools" in the trace header: name -> threads), beside the
+ * program's own count above: a BLAS library's ("blas.openblas",
+ * "blas.mkl": put "blas" in a BLAS pool's name), OpenMP's ("openmp"), a
+ * framework's ("torch.intra_op"). `repro check --threads` then tells a run
+ * whose pools were all equal from one where a pool differed, and names
+ * it. A name of 1 to 31 bytes, at most 8 names, threads >= 1; again with
+ * the same name replaces it. Before the first step ends. */
+int repro_recorder_set_pool(repro_recorder *r, const char *name, int threads);
+
+/* Adds an informational key to the trace header (not hashed; readers
+ * ignore keys they do not know): json_value is any JSON text. A key the
+ * header already has is refused. The Python client names each hooked
+ * module's class this way ("modules": {"fc1": "Linear"}), so that a
+ * report can say what the first divergent op is. Before the first step
+ * ends. */
+int repro_recorder_header_set(repro_recorder *r, const char *key, const char *json_value);
+
 /* Records one tensor of the current step: its digest (tree hash of its bytes,
  * docs/FORMATS.md) goes into the step digest in recording order. host_data is
  * read during the call only. shape may be NULL when ndim is 0 (a scalar);

@@ -38,6 +38,8 @@ import os
 import random
 import sys
 
+from repro import pools as _pools
+
 __version__ = "0.1.0"  # repro's (harness/util/version.h; a test holds them equal)
 PROTOCOL = 1           # the client protocol (REPRO_CLIENT_PROTOCOL in version.h)
 
@@ -132,6 +134,8 @@ _close_ex = _sig("repro_recorder_close_ex", ctypes.c_int, ctypes.c_void_p, ctype
 _abort = _sig("repro_recorder_abort", None, ctypes.c_void_p)
 _set_threads = _sig("repro_recorder_set_threads", ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
                     ctypes.c_int)
+_header_set = _sig("repro_recorder_header_set", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                   ctypes.c_char_p)
 _env_read = _sig("repro_run_env_read", ctypes.c_int, ctypes.POINTER(_RunEnv), ctypes.c_uint64)
 _opts_from_env = _sig("repro_recorder_options_from_env", None, ctypes.POINTER(_Options),
                       ctypes.POINTER(_RunEnv))
@@ -275,15 +279,20 @@ CLIENT = {"name": "repro-python", "version": __version__, "protocol": PROTOCOL}
 def _threads_used():
     """What the run really uses, as far as the client can tell: PyTorch's
     intra-op thread count when the program imported torch (it follows
-    OMP_NUM_THREADS, which repro sets, not REPRO_THREADS), and the loader
+    OMP_NUM_THREADS, which repro sets, not REPRO_THREADS), the loader
     workers of the DataLoaders built with loader_kwargs() (the most of them,
-    when they differ). Recorder.set_threads says it for anything else."""
+    when they differ), and the thread pools the process has (repro.pools:
+    torch's intra-op and inter-op, OpenBLAS's, MKL's, OpenMP's).
+    Recorder.set_threads says it for anything else."""
     used = {}
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "get_num_threads"):
         used["threads_used"] = int(torch.get_num_threads())
     if _in_effect["workers"]:
         used["workers_used"] = max(_in_effect["workers"])
+    pools = _pools.thread_pools()
+    if pools:
+        used["thread_pools"] = pools
     return used
 
 
@@ -325,6 +334,13 @@ class Recorder:
         itself when torch is imported."""
         _check(_set_threads(self._r, _int(threads, "threads", _I32),
                             _int(workers, "workers", _I32)))
+
+    def header_set(self, key, value):
+        """Adds an informational key to the trace header (value: anything
+        json.dumps takes), before the first step ends; a key the header
+        already has is refused (ReproError)."""
+        _check(_header_set(self._r, _cstr(key, "key"),
+                           json.dumps(value, sort_keys=True).encode()))
 
     def tensor(self, name, x):
         cname = _cstr(name, "name")

@@ -61,6 +61,29 @@ def _fit(name):
     return phase + keep
 
 
+class _Inert:
+    """What a hook becomes in a pickled model: nothing to record."""
+
+    def __call__(self, *args):
+        return None
+
+
+class _Hook:
+    """A hook that pickles as _Inert: `torch.save(model)` pickles the
+    module with its hooks, and a closure (or the recorder behind it)
+    cannot be pickled, so a script that saves its model failed at level
+    op. The saved model records nothing when loaded."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __reduce__(self):
+        return (_Inert, ())
+
+
 class ModuleHooks:
     """The hooks record_modules registered: .remove() takes them off (also
     on leaving a `with` block); `with hooks.paused():` records nothing for a
@@ -107,8 +130,8 @@ class ModuleHooks:
         return hook
 
     def add(self, path, module):
-        self._handles.append(module.register_forward_hook(self._forward(path)))
-        self._handles.append(module.register_full_backward_hook(self._backward(path)))
+        self._handles.append(module.register_forward_hook(_Hook(self._forward(path))))
+        self._handles.append(module.register_full_backward_hook(_Hook(self._backward(path))))
         self.modules.append(path)
 
     def remove(self):
@@ -173,7 +196,21 @@ def record_modules(model, recorder, names=None, no_grad=False):
         return hooks
     for path, module in wanted:
         hooks.add(path, module)
+    _name_modules(recorder, wanted)
     return hooks
+
+
+def _name_modules(recorder, wanted):
+    """Each hooked module's class in the trace header ("modules": {path:
+    class}), so that a report can say "fwd.0 (Linear)". Informational: a
+    recorder past its first step, or one named already (a second
+    record_modules), keeps what it has (the C library would refuse it and
+    fail the recorder)."""
+    if (not hasattr(recorder, "header_set") or getattr(recorder, "last_step", 0) != 0 or
+            getattr(recorder, "_modules_named", False)):
+        return
+    recorder.header_set("modules", {p: type(m).__name__ for p, m in wanted})
+    recorder._modules_named = True
 
 
 def record_step(*args):
