@@ -85,8 +85,8 @@ BENCH_SRC = $(wildcard bench/*.c)
 # rebuilds only what includes it.
 DEPFLAGS = -MMD -MP
 
-.PHONY: all run check check-run bench asan tsan clean deps portability fuzz fuzz-smoke fuzz-bins \
-        install examples
+.PHONY: all run check check-run bench asan tsan clean deps test-deps portability fuzz fuzz-smoke \
+        fuzz-bins install examples
 all: $(BUILD)/repro repro
 	@echo "✓ repro (CPU backend)"
 	@if [ -n "$(HAVE_CUDA)" ]; then echo "✓ CUDA backend: compiled with $(NVCC) and $(CUDNN_H) (sm_80, sm_90 + PTX); NOT verified on hardware: tests/gpu/run.sh on a GPU machine does that"; \
@@ -108,8 +108,14 @@ run: deps
 	./repro check experiments/mlp.ini
 	./repro check experiments/cnn.ini
 
-check: deps
+# What the tests need as well (bubblewrap, Debian's python3 with NumPy and
+# PyTorch): installed as root, else named; a test without it skips, and the
+# run ends with the count of skips and why (scripts/skip-summary.sh).
+check: test-deps
 	@$(MAKE) --no-print-directory check-run
+
+test-deps:
+	@./scripts/ensure-deps.sh --tests
 
 # The layer rule (docs/DESIGN.md) and its self-test, then the suite. The
 # examples and the staged install they are built against are part of it:
@@ -120,14 +126,24 @@ check: deps
 # (tests/gpu/selftest.sh: compiles tests/gpu/, stages, dry-runs the device
 # script with a fake nvidia-smi; 20-35 s on a warm build, plus ~2 min once for
 # the fallback's objects; "skipped: no nvcc" where there is none).
+# Every skip appends a line to $(SKIP_LOG) (REPRO_SKIP_LOG); the last line
+# of the run counts them by reason, "0 skipped" when none, also after a
+# failure.
+SKIP_LOG = $(abspath $(BUILD))/skips.log
+SKIP_SUMMARY = scripts/skip-summary.sh $(SKIP_LOG)
 check-run: $(BUILD)/check_all $(BUILD)/repro examples
 	@scripts/check-layers.sh --objects $(BUILD)
 	@scripts/check-layers.sh --self-test
 	@scripts/check-docs.sh --repro $(BUILD)/repro && scripts/check-docs.sh --self-test --repro $(BUILD)/repro
+	@scripts/skip-summary.sh --self-test >/dev/null || scripts/skip-summary.sh --self-test
+	@rm -f $(SKIP_LOG)
 	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples REPRO_STAGE=$(STAGE) \
-	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) $(BUILD)/check_all
-	@BUILD=$(BUILD) MAKE="$(MAKE)" \
-	    $(if $(SAN),REPRO_GPU_SELFTEST_SKIP="sanitizer build (CPU only)") tests/gpu/selftest.sh
+	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) REPRO_SKIP_LOG=$(SKIP_LOG) \
+	    $(BUILD)/check_all || { $(SKIP_SUMMARY); exit 1; }
+	@REPRO_SKIP_LOG=$(SKIP_LOG) BUILD=$(BUILD) MAKE="$(MAKE)" \
+	    $(if $(SAN),REPRO_GPU_SELFTEST_SKIP="sanitizer build (CPU only)") tests/gpu/selftest.sh || \
+	    { $(SKIP_SUMMARY); exit 1; }
+	@$(SKIP_SUMMARY)
 
 # ---- the library as users get it -------------------------------------------
 # `make install PREFIX=/opt/repro DESTDIR=...`: the CLI, the public headers,
