@@ -319,7 +319,7 @@ static const char refusals_py[] =
     "        return\n"
     "    raise SystemExit('not refused: ' + word)\n"
     "x = np.zeros(3, dtype=np.float32)\n"
-    "rec = repro.Recorder('t', 7, trace_path=p)\n"
+    "rec = repro.Recorder('t', 7, trace_path=p, every=1)\n"
     "expect(ValueError, 'name', lambda: rec.tensor('a\\x00b', x))\n"
     "expect(ValueError, 'name', lambda: rec.op('a\\x00b', x))\n"
     "expect(ValueError, 'name', lambda: repro.tensor_digest('a\\x00b', x))\n"

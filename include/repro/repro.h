@@ -101,7 +101,8 @@ typedef enum { REPRO_LEVEL_STEP = 0, REPRO_LEVEL_TENSOR = 1, REPRO_LEVEL_OP = 2 
 
 typedef struct {
     repro_level level;           /* default REPRO_LEVEL_TENSOR */
-    int every;                   /* detail every K-th step; default 1 */
+    int every;                   /* detail every K-th step; default 10, as `repro run`
+                                    (every step keeps its digests and loss) */
     int64_t total_steps;         /* if known (> 0), that step also gets detail, and
                                     the trailer binds its param.* tensors
                                     ("final_params_sha256", SHA-256) */
