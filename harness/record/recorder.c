@@ -356,6 +356,26 @@ int repro_recorder_tensor(repro_recorder *r, const char *name, repro_dtype dtype
     return hash_into(r, r ? &r->tensors : NULL, name, dtype, ndim, shape, host_data);
 }
 
+/* The starting state as tensors of the first step, named as the Python
+ * client's module hooks name theirs: bisect reads input* as what the step
+ * was given, so a changed initialization is not blamed on an op. */
+int repro_recorder_state(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,
+                         const int64_t *shape, const void *host_data)
+{
+    int rc = check_alive(r);
+    if (rc)
+        return rc;
+    if (r->step != r->first_step)
+        return fail(r, REPRO_EINVAL, "recorder: state %.80s: call it before the first step ends",
+                    name ? name : "");
+    char full[sizeof r->tensors.v->name + 16];
+    if (!name || !name[0] || (size_t)snprintf(full, sizeof full, "input.state.%s", name) >=
+                                 sizeof r->tensors.v->name)
+        return fail(r, REPRO_EINVAL, "recorder: state name \"%.80s\" is empty or over 51 bytes",
+                    name ? name : "");
+    return hash_into(r, &r->tensors, full, dtype, ndim, shape, host_data);
+}
+
 int repro_recorder_op(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,
                       const int64_t *shape, const void *host_data)
 {

@@ -144,6 +144,15 @@ int repro_recorder_set_threads(repro_recorder *r, int threads, int workers);
 int repro_recorder_tensor(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,
                           const int64_t *shape, const void *host_data);
 
+/* Records one tensor of the program's starting state (initial weights,
+ * optimizer state: what the first step computes from) as the tensor
+ * "input.state.<name>" of the first step. Call it after open and before the
+ * first step ends; name at most 51 bytes. Without it, `repro bisect -- PROGRAM`
+ * cannot tell an op that is nondeterministic from one given another
+ * initialization at step 1, and says so (docs/bisect.md). */
+int repro_recorder_state(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,
+                         const int64_t *shape, const void *host_data);
+
 /* The same tensor given by the digests of its 4 KiB leaves, computed
  * elsewhere (on a GPU): leaves[repro_leaf_count(nbytes)]. stats may be NULL
  * (the trace then shows zeros). The result equals repro_recorder_tensor on
