@@ -136,6 +136,7 @@ check-run: $(BUILD)/check_all $(BUILD)/repro examples
 	@scripts/check-layers.sh --self-test
 	@scripts/check-docs.sh --repro $(BUILD)/repro && scripts/check-docs.sh --self-test --repro $(BUILD)/repro
 	@scripts/skip-summary.sh --self-test >/dev/null || scripts/skip-summary.sh --self-test
+	@$(MAKE) --no-print-directory -s lib-names-self-test
 	@rm -f $(SKIP_LOG)
 	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples REPRO_STAGE=$(STAGE) \
 	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) REPRO_SKIP_LOG=$(SKIP_LOG) \
@@ -348,9 +349,29 @@ $(BUILD)/cflags.stamp: FORCE
 	@echo '$(CC) $(CFLAGS) $(MPI_CFLAGS) $(if $(HAVE_CUDA),$(NVCC) $(NVCCFLAGS))' > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 
-$(BUILD)/librepro.a: $(LIB_OBJ)
+# ar keeps members by file name alone (harness/util/x.o and kernels/x.o are
+# both "x.o"), and `ar r` replaces by that name: an incremental update or
+# another ar silently keeps one of the two. So no two library sources may
+# share a base name: checked before either archive is made, naming both.
+# (make lib-names-self-test shows the check refusing a planted pair.)
+LIB_DUP_NAMES = $(shell printf '%s\n' $(LIB_SRC) $(CUDA_SRC) | awk 'BEGIN { ORS = "; " } \
+    { b = $$0; sub(/.*\//, "", b); sub(/\.[^.]*$$/, "", b); \
+      if (b in first) print first[b] " and " $$0 " (both " b ".o)"; else first[b] = $$0 }')
+.PHONY: lib-names lib-names-self-test
+lib-names:
+	@$(if $(strip $(LIB_DUP_NAMES)),echo "✗ librepro.a: library sources share a base name (ar \
+	    keeps objects by name alone): $(LIB_DUP_NAMES)rename one of each" >&2; exit 1,:)
+lib-names-self-test:
+	@out=$$($(MAKE) --no-print-directory -s lib-names LIB_SRC="harness/util/lines.c \
+	    harness/core/lines.c harness/util/npy.c" CUDA_SRC=kernels/cuda/npy.cu 2>&1); rc=$$?; \
+	if [ $$rc -ne 0 ] && echo "$$out" | grep -q 'harness/util/lines.c and harness/core/lines.c' && \
+	    echo "$$out" | grep -q 'harness/util/npy.c and kernels/cuda/npy.cu'; then \
+	    echo "✓ lib-names self-test: a planted pair of same-named sources is refused, naming both"; \
+	else echo "✗ lib-names self-test: exit $$rc: $$out"; exit 1; fi
+
+$(BUILD)/librepro.a: $(LIB_OBJ) | lib-names
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(LIB_OBJ)
 
 $(BUILD)/librepro.so: $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,librepro.so.$(REPRO_SOVERSION) -Wl,--no-undefined \
@@ -413,9 +434,9 @@ gpu-probe:
 $(GPU_DIR)/dist_nompi.o: harness/core/dist.c $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
-$(GPU_DIR)/librepro.a: $(GPU_LIB_OBJ)
+$(GPU_DIR)/librepro.a: $(GPU_LIB_OBJ) | lib-names
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(GPU_LIB_OBJ)
 $(GPU_DIR)/librepro.so: $(GPU_LIB_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,librepro.so.$(REPRO_SOVERSION) -Wl,--no-undefined \
 	    $(GPU_RPATH_LIB) -o $@ $^ $(GPU_LDLIBS)
