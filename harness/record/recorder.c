@@ -129,7 +129,11 @@ static json_t *build_header(const repro_run_info *info, const repro_recorder_opt
                                        o->workers, o->backend);
     if (!h)
         return NULL;
-    json_object_set_new(h, "tensor_hash", json_string(repro_digest_fn_name(o->digest)));
+    /* The run's digest function, at the top and in the env block (which
+     * repro_trace_header_new fills with the library default). */
+    const char *fn = repro_digest_fn_name(o->digest);
+    json_object_set_new(h, "tensor_hash", json_string(fn));
+    json_object_set_new(json_object_get(h, "env"), "tensor_hash", json_string(fn));
     if (add_config(h, info)) {
         json_decref(h);
         return NULL;
