@@ -85,8 +85,8 @@ BENCH_SRC = $(wildcard bench/*.c)
 # rebuilds only what includes it.
 DEPFLAGS = -MMD -MP
 
-.PHONY: all run check check-run bench asan tsan clean deps portability fuzz fuzz-smoke fuzz-bins \
-        install examples
+.PHONY: all run check check-run bench asan tsan clean deps test-deps portability fuzz fuzz-smoke \
+        fuzz-bins install examples
 all: $(BUILD)/repro repro
 	@echo "✓ repro (CPU backend)"
 	@if [ -n "$(HAVE_CUDA)" ]; then echo "✓ CUDA backend: compiled with $(NVCC) and $(CUDNN_H) (sm_80, sm_90 + PTX); NOT verified on hardware: tests/gpu/run.sh on a GPU machine does that"; \
@@ -108,8 +108,14 @@ run: deps
 	./repro check experiments/mlp.ini
 	./repro check experiments/cnn.ini
 
-check: deps
+# What the tests need as well (bubblewrap, Debian's python3 with NumPy and
+# PyTorch): installed as root, else named; a test without it skips, and the
+# run ends with the count of skips and why (scripts/skip-summary.sh).
+check: test-deps
 	@$(MAKE) --no-print-directory check-run
+
+test-deps:
+	@./scripts/ensure-deps.sh --tests
 
 # The layer rule (docs/DESIGN.md) and its self-test, then the suite. The
 # examples and the staged install they are built against are part of it:
@@ -121,15 +127,25 @@ check: deps
 # (tests/gpu/selftest.sh: compiles tests/gpu/, stages, dry-runs the device
 # script with a fake nvidia-smi; 20-35 s on a warm build, plus ~2 min once for
 # the fallback's objects; "skipped: no nvcc" where there is none).
+# Every skip appends a line to $(SKIP_LOG) (REPRO_SKIP_LOG); the last line
+# of the run counts them by reason, "0 skipped" when none, also after a
+# failure.
+SKIP_LOG = $(abspath $(BUILD))/skips.log
+SKIP_SUMMARY = scripts/skip-summary.sh $(SKIP_LOG)
 check-run: $(BUILD)/check_all $(BUILD)/repro examples $(BUILD)/stage-default.stamp
 	@scripts/check-layers.sh --objects $(BUILD)
 	@scripts/check-layers.sh --self-test
 	@scripts/check-docs.sh --repro $(BUILD)/repro && scripts/check-docs.sh --self-test --repro $(BUILD)/repro
+	@scripts/skip-summary.sh --self-test >/dev/null || scripts/skip-summary.sh --self-test
+	@$(MAKE) --no-print-directory -s lib-names-self-test
+	@rm -f $(SKIP_LOG)
 	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples REPRO_STAGE=$(STAGE) \
-	    REPRO_STAGE_DEFAULT=$(STAGE_DEFAULT) \
-	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) $(BUILD)/check_all
-	@BUILD=$(BUILD) MAKE="$(MAKE)" \
-	    $(if $(SAN),REPRO_GPU_SELFTEST_SKIP="sanitizer build (CPU only)") tests/gpu/selftest.sh
+	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) REPRO_SKIP_LOG=$(SKIP_LOG) \
+	    $(BUILD)/check_all || { $(SKIP_SUMMARY); exit 1; }
+	@REPRO_SKIP_LOG=$(SKIP_LOG) BUILD=$(BUILD) MAKE="$(MAKE)" \
+	    $(if $(SAN),REPRO_GPU_SELFTEST_SKIP="sanitizer build (CPU only)") tests/gpu/selftest.sh || \
+	    { $(SKIP_SUMMARY); exit 1; }
+	@$(SKIP_SUMMARY)
 
 # ---- the library as users get it -------------------------------------------
 # `make install PREFIX=/opt/repro DESTDIR=...`: the CLI, the public headers,
@@ -344,9 +360,29 @@ $(BUILD)/cflags.stamp: FORCE
 	@echo '$(CC) $(CFLAGS) $(MPI_CFLAGS) $(if $(HAVE_CUDA),$(NVCC) $(NVCCFLAGS))' > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 
-$(BUILD)/librepro.a: $(LIB_OBJ)
+# ar keeps members by file name alone (harness/util/x.o and kernels/x.o are
+# both "x.o"), and `ar r` replaces by that name: an incremental update or
+# another ar silently keeps one of the two. So no two library sources may
+# share a base name: checked before either archive is made, naming both.
+# (make lib-names-self-test shows the check refusing a planted pair.)
+LIB_DUP_NAMES = $(shell printf '%s\n' $(LIB_SRC) $(CUDA_SRC) | awk 'BEGIN { ORS = "; " } \
+    { b = $$0; sub(/.*\//, "", b); sub(/\.[^.]*$$/, "", b); \
+      if (b in first) print first[b] " and " $$0 " (both " b ".o)"; else first[b] = $$0 }')
+.PHONY: lib-names lib-names-self-test
+lib-names:
+	@$(if $(strip $(LIB_DUP_NAMES)),echo "✗ librepro.a: library sources share a base name (ar \
+	    keeps objects by name alone): $(LIB_DUP_NAMES)rename one of each" >&2; exit 1,:)
+lib-names-self-test:
+	@out=$$($(MAKE) --no-print-directory -s lib-names LIB_SRC="harness/util/lines.c \
+	    harness/core/lines.c harness/util/npy.c" CUDA_SRC=kernels/cuda/npy.cu 2>&1); rc=$$?; \
+	if [ $$rc -ne 0 ] && echo "$$out" | grep -q 'harness/util/lines.c and harness/core/lines.c' && \
+	    echo "$$out" | grep -q 'harness/util/npy.c and kernels/cuda/npy.cu'; then \
+	    echo "✓ lib-names self-test: a planted pair of same-named sources is refused, naming both"; \
+	else echo "✗ lib-names self-test: exit $$rc: $$out"; exit 1; fi
+
+$(BUILD)/librepro.a: $(LIB_OBJ) | lib-names
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(LIB_OBJ)
 
 $(BUILD)/librepro.so: $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,librepro.so.$(REPRO_SOVERSION) -Wl,--no-undefined \
@@ -409,9 +445,9 @@ gpu-probe:
 $(GPU_DIR)/dist_nompi.o: harness/core/dist.c $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
-$(GPU_DIR)/librepro.a: $(GPU_LIB_OBJ)
+$(GPU_DIR)/librepro.a: $(GPU_LIB_OBJ) | lib-names
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(GPU_LIB_OBJ)
 $(GPU_DIR)/librepro.so: $(GPU_LIB_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,librepro.so.$(REPRO_SOVERSION) -Wl,--no-undefined \
 	    $(GPU_RPATH_LIB) -o $@ $^ $(GPU_LDLIBS)

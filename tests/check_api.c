@@ -27,7 +27,10 @@ static void record_program(const char *path, int poke_step, char chain[65])
 {
     repro_recorder *r;
     repro_run_info info = {"tiny", 42, "{\"lr\": 0.1, \"hidden\": 8}"};
-    ck_assert_int_eq(repro_recorder_open(&r, path, &info), 0);
+    repro_recorder_options o;
+    repro_recorder_options_init(&o);
+    o.every = 1; /* detail on each step: the tensor that differs is named */
+    ck_assert_int_eq(repro_recorder_open_ex(&r, path, &info, &o), 0);
     float w[6] = {0.5f, -1.0f, 2.0f, 0.25f, -0.0f, 3.0f};
     double b[2] = {0.1, -0.2};
     int32_t y[3] = {1, 0, 2};
@@ -398,6 +401,7 @@ START_TEST(test_trace_path_from_environment_and_levels)
     repro_recorder_options o;
     repro_recorder_options_init(&o);
     o.level = REPRO_LEVEL_OP;
+    o.every = 1; /* step 1 in detail: its ops are written */
     ck_assert_int_eq(repro_recorder_open_ex(&r, NULL, &info, &o), 0);
     unsetenv("REPRO_TRACE");
     float x[3] = {1, 2, 3};
@@ -506,11 +510,12 @@ START_TEST(test_runner_protocol)
     ck_assert_str_eq(repro_run_env_setting("model.hidden"), "128");
     ck_assert_ptr_null(repro_run_env_setting("model.depth"));
     /* `--set trace.every=K` and `trace.digest` reach the recorder options;
-     * a value that is not a count >= 1 leaves the default. */
+     * a value that is not a count >= 1 leaves the default (10, as the
+     * built-in experiments'). */
     static const struct {
         const char *every;
         int want;
-    } everies[] = {{"7", 7}, {"1", 1}, {"0", 1}, {"-3", 1}, {"2x", 1}, {"", 1}, {NULL, 1}};
+    } everies[] = {{"7", 7}, {"1", 1}, {"0", 10}, {"-3", 10}, {"2x", 10}, {"", 10}, {NULL, 10}};
     for (size_t i = 0; i < sizeof everies / sizeof *everies; i++) {
         if (everies[i].every)
             setenv("REPRO_SET_TRACE_EVERY", everies[i].every, 1);

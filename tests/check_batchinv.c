@@ -693,11 +693,9 @@ static const char rows_program[] =
  * are there; -1 (skip) otherwise. */
 static int rows_script(char *path, size_t len)
 {
-    const char *lib = getenv("REPRO_LIB");
-    if (access("/usr/bin/python3", X_OK) != 0 || (lib && !*lib) ||
-        system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "batchinv: program tests skipped (no python3 with NumPy, or a "
-                        "sanitizer build)\n");
+    const char *why = tu_no_python("numpy");
+    if (*why) {
+        tu_skip("batchinv", "%s", why);
         return -1;
     }
     tu_write_temp(path, len, "rows.py", rows_program);
@@ -760,10 +758,9 @@ START_TEST(test_torch_example_rows)
     /* Stock PyTorch's own verdict depends on its CPU kernels (README: what
      * we observed); here only that the example's rows are recorded and
      * compared: exit 0 or 1, never "could not be tested". */
-    if (access("/usr/bin/python3", X_OK) != 0 ||
-        system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0 ||
-        (getenv("REPRO_LIB") && !*getenv("REPRO_LIB"))) {
-        fprintf(stderr, "batchinv: torch example skipped (no PyTorch for /usr/bin/python3, or a sanitizer build)\n");
+    const char *why = tu_no_python("torch");
+    if (*why) {
+        tu_skip("batchinv", "%s", why);
         return;
     }
     int rc = tu_run_repro("check --batch-invariance --batch-sizes 1,64 --set steps=2 --set "

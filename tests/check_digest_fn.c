@@ -7,6 +7,7 @@
  * before the change is found under its old class id and reported as one to
  * re-bless. */
 #include <check.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,36 @@ START_TEST(test_old_vs_new_is_a_different_digest_function)
     snprintf(args, sizeof args, "diff %s %s", sha, xxh);
     ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 2);
     ck_assert_ptr_nonnull(strstr(err, "different digest function"));
+}
+END_TEST
+
+/* The env block of a trace names the run's digest function (it showed the
+ * library default, xxh3, under trace.digest = sha256); the class is the
+ * same for both, as the function is not a class field. */
+START_TEST(test_env_block_names_the_runs_function)
+{
+    char dir[TU_TMP_LEN], xxh[TU_TMP_LEN + 16], sha[TU_TMP_LEN + 16];
+    temp_dir(dir, sizeof dir);
+    snprintf(xxh, sizeof xxh, "%s/x.jsonl", dir);
+    snprintf(sha, sizeof sha, "%s/s.jsonl", dir);
+    run3(xxh, "");
+    run3(sha, "--set trace.digest=sha256");
+    repro_trace tx, ts;
+    ck_assert_int_eq(repro_trace_read(&tx, xxh), 0);
+    ck_assert_int_eq(repro_trace_read(&ts, sha), 0);
+    const char *ex = json_string_value(
+        json_object_get(json_object_get(tx.header_json, "env"), "tensor_hash"));
+    const char *es = json_string_value(
+        json_object_get(json_object_get(ts.header_json, "env"), "tensor_hash"));
+    ck_assert_str_eq(tx.tensor_hash, REPRO_TENSOR_HASH_XXH3);
+    ck_assert_str_eq(ts.tensor_hash, REPRO_TENSOR_HASH_SHA256);
+    ck_assert_msg(ex && !strcmp(ex, tx.tensor_hash), "env says %s, the run %s", ex,
+                  tx.tensor_hash);
+    ck_assert_msg(es && !strcmp(es, ts.tensor_hash), "env says %s, the run %s", es,
+                  ts.tensor_hash);
+    ck_assert_str_eq(tx.env_class, ts.env_class);
+    repro_trace_release(&tx);
+    repro_trace_release(&ts);
 }
 END_TEST
 
@@ -164,6 +195,7 @@ Suite *digest_fn_suite(void)
     tcase_add_test(tc, test_old_vs_new_is_a_different_digest_function);
     tcase_add_test(tc, test_old_golden_is_reported_for_re_bless);
     tcase_add_test(tc, test_trailer_binds_final_params_with_sha256);
+    tcase_add_test(tc, test_env_block_names_the_runs_function);
     suite_add_tcase(s, tc);
     return s;
 }

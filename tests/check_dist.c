@@ -35,7 +35,7 @@ static int have_mpi(void)
                           sizeof err);
     known = rc == 0;
     if (!known)
-        fprintf(stderr, "dist: SKIPPED the data-parallel runs: %.300s\n", err);
+        tu_skip("dist", "the data-parallel runs: %.300s", err);
     return known;
 }
 

@@ -252,11 +252,12 @@ static int python(const char *code, char *out, size_t len)
 START_TEST(test_python_client_digests_equal_c)
 {
     char out[8192];
-    int rc = python("import numpy\n", out, sizeof out);
-    if (rc != 0) {
-        fprintf(stderr, "examples: skipped: no NumPy for /usr/bin/python3 (%s)\n", out);
+    const char *why = tu_no_python("numpy");
+    if (*why) {
+        tu_skip("examples", "%s", why);
         return;
     }
+    int rc;
     enum { N = 3000 };
     static float x[N];
     int32_t y[5] = {3, -1, 7, 0, 2};
@@ -277,8 +278,9 @@ START_TEST(test_python_client_digests_equal_c)
     snprintf(expect, sizeof expect, "%s\n%s\n", hx, hy);
     ck_assert_msg(rc == 0 && !strcmp(out, expect), "python said (%d):\n%s\nexpected:\n%s", rc,
                   out, expect);
-    if (python("import torch\n", out, sizeof out) != 0) {
-        fprintf(stderr, "examples: skipped: no PyTorch for /usr/bin/python3\n");
+    why = tu_no_python("torch");
+    if (*why) {
+        tu_skip("examples", "%s", why);
         return;
     }
     uint16_t bf[4] = {0x3f80, 0xbf80, 0x0000, 0x8000}; /* 1, -1, +0, -0 in bfloat16 */
@@ -317,7 +319,7 @@ static const char refusals_py[] =
     "        return\n"
     "    raise SystemExit('not refused: ' + word)\n"
     "x = np.zeros(3, dtype=np.float32)\n"
-    "rec = repro.Recorder('t', 7, trace_path=p)\n"
+    "rec = repro.Recorder('t', 7, trace_path=p, every=1)\n"
     "expect(ValueError, 'name', lambda: rec.tensor('a\\x00b', x))\n"
     "expect(ValueError, 'name', lambda: rec.op('a\\x00b', x))\n"
     "expect(ValueError, 'name', lambda: repro.tensor_digest('a\\x00b', x))\n"
@@ -349,12 +351,12 @@ static const char refusals_py[] =
 START_TEST(test_python_client_refuses_conversions)
 {
     char out[8192];
-    int rc = python("import numpy\n", out, sizeof out);
-    if (rc != 0) {
-        fprintf(stderr, "examples: skipped: no NumPy for /usr/bin/python3 (%s)\n", out);
+    const char *why = tu_no_python("numpy");
+    if (*why) {
+        tu_skip("examples", "%s", why);
         return;
     }
-    rc = python(refusals_py, out, sizeof out);
+    int rc = python(refusals_py, out, sizeof out);
     ck_assert_msg(rc == 0, "python said (%d):\n%s", rc, out);
     ck_assert_msg(strstr(out, "ok ['a', 'b']\n") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "refused ValueError step is 18446744073709551617, outside") != NULL,
@@ -371,8 +373,9 @@ END_TEST
 START_TEST(test_torch_example_reproduces)
 {
     char out[65536], err[16384];
-    if (python("import torch\n", out, sizeof out) != 0) {
-        fprintf(stderr, "examples: skipped: no PyTorch for /usr/bin/python3 (%s)\n", out);
+    const char *why = tu_no_python("torch");
+    if (*why) {
+        tu_skip("examples", "%s", why);
         return;
     }
     int rc = tu_run_repro("check --no-golden --set steps=4 -- /usr/bin/python3 "

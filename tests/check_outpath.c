@@ -27,7 +27,7 @@
 #include "tu_procs.h"
 
 static char dir[TU_TMP_LEN];
-static char p_[8][TU_TMP_LEN + 32];
+static char p_[8][TU_TMP_LEN + 64];
 static int np_;
 
 static void mk_dir(void)
@@ -270,6 +270,137 @@ START_TEST(test_check_junit_keeps_links_fifos_and_devices)
 }
 END_TEST
 
+/* The exclusive form (a private key): created with the mode asked, never
+ * over a file, also one that appears between open and commit; through a
+ * dangling symlink, into a device; a directory refused as by the rule. */
+START_TEST(test_open_new_never_replaces)
+{
+    mk_dir();
+    repro_outfile o;
+    ck_assert_int_eq(repro_outfile_open_new(&o, at("k.pem"), "key", 0600), 0);
+    fputs("secret\n", o.f);
+    ck_assert_int_eq(repro_outfile_commit(&o), 0);
+    struct stat st;
+    ck_assert_int_eq(stat(at("k.pem"), &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    ck_assert_str_eq(slurp(at("k.pem")), "secret\n");
+    ck_assert_int_eq(entries(), 1); /* no temporary left */
+
+    ck_assert_int_eq(repro_outfile_open_new(&o, at("k.pem"), "key", 0600), -1);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
+    ck_assert_msg(strstr(repro_error_message(), "File exists"), "%s", repro_error_message());
+    ck_assert_int_eq(symlink("k.pem", at("link.pem")), 0); /* also through a link */
+    ck_assert_int_eq(repro_outfile_open_new(&o, at("link.pem"), "key", 0600), -1);
+    ck_assert_str_eq(slurp(at("k.pem")), "secret\n");
+
+    /* A file that appears after the open is not replaced at commit. */
+    ck_assert_int_eq(repro_outfile_open_new(&o, at("late.pem"), "key", 0600), 0);
+    fputs("ours\n", o.f);
+    write_ok(at("late.pem"), "theirs\n");
+    ck_assert_int_eq(repro_outfile_commit(&o), -1);
+    ck_assert_int_eq(repro_error_code(), REPRO_EINVAL);
+    ck_assert_str_eq(slurp(at("late.pem")), "theirs\n");
+
+    ck_assert_int_eq(mkdir(at("sub"), 0755), 0);
+    ck_assert_int_eq(symlink("sub/made.pem", at("dangling")), 0);
+    ck_assert_int_eq(repro_outfile_open_new(&o, at("dangling"), "key", 0600), 0);
+    fputs("made\n", o.f);
+    ck_assert_int_eq(repro_outfile_commit(&o), 0);
+    ck_assert_int_eq(kind(at("dangling")), S_IFLNK);
+    ck_assert_str_eq(slurp(at("sub/made.pem")), "made\n");
+
+    ck_assert_int_eq(mknod(at("null"), S_IFCHR | 0666, makedev(1, 3)), 0);
+    ck_assert_int_eq(repro_outfile_open_new(&o, at("null"), "key", 0600), 0);
+    fputs("gone\n", o.f);
+    ck_assert_int_eq(repro_outfile_commit(&o), 0);
+    ck_assert_int_eq(kind(at("null")), S_IFCHR);
+
+    ck_assert_int_eq(repro_outfile_open_new(&o, at("sub"), "key", 0600), -1);
+    ck_assert_int_eq(repro_error_code(), REPRO_EIO);
+    ck_assert_msg(strstr(repro_error_message(), "it is a directory"), "%s",
+                  repro_error_message());
+    ck_assert_int_eq(entries(), 6); /* k.pem link.pem late.pem sub dangling null: no temp */
+}
+END_TEST
+
+/* `repro CMD` in dir; its stderr into err. The exit status. */
+static int repro_in_dir(const char *args, char *err, size_t len)
+{
+    char cmd[2048], errp[TU_TMP_LEN];
+    tu_tmp_template(errp, sizeof errp, "stderr"); /* beside dir, not in it */
+    int fd = mkstemp(errp);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >/dev/null 2>'%s' </dev/null", dir,
+             tu_repro_bin(), args, errp);
+    int st = system(cmd);
+    tu_slurp(errp, err, len);
+    unlink(errp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* `repro keygen -o`: through a dangling symlink (the key at its target,
+ * 0600, the link kept), never over a key reached through a link, a
+ * directory refused naming it (exit 3). */
+START_TEST(test_keygen_follows_the_rule)
+{
+    mk_dir();
+    char err[4096];
+    ck_assert_int_eq(mkdir(at("keys"), 0700), 0);
+    ck_assert_int_eq(symlink("keys/host.pem", at("host.pem")), 0);
+    ck_assert_msg(repro_in_dir("keygen -o host.pem", err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(kind(at("host.pem")), S_IFLNK);
+    struct stat st;
+    ck_assert_int_eq(stat(at("keys/host.pem"), &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    ck_assert_ptr_nonnull(strstr(slurp(at("keys/host.pem")), "PRIVATE KEY"));
+    ck_assert_ptr_nonnull(strstr(slurp(at("host.pem.pub")), "PUBLIC KEY"));
+
+    /* again: the key behind the link is there, and stays as it is */
+    char before[4096];
+    snprintf(before, sizeof before, "%s", slurp(at("keys/host.pem")));
+    ck_assert_int_eq(repro_in_dir("keygen -o host.pem", err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "File exists"), "%s", err);
+    ck_assert_str_eq(slurp(at("keys/host.pem")), before);
+
+    ck_assert_int_eq(repro_in_dir("keygen -o keys", err, sizeof err), 3);
+    ck_assert_msg(strstr(err, "keys: cannot write private key: it is a directory"), "%s", err);
+    ck_assert_int_eq(kind(at("keys")), S_IFDIR);
+    ck_assert_int_eq(entries(), 3); /* keys, host.pem, host.pem.pub: no temporary */
+}
+END_TEST
+
+/* `repro run --dump`: a dump file's path follows the rule too: a symlink
+ * at it is written through and stays a link; a directory in its place is
+ * refused, naming it (exit 3). */
+START_TEST(test_dump_follows_the_rule)
+{
+    mk_dir();
+    char err[8192];
+    const char *run = "run '%s/experiments/mlp.ini' --steps 1 --dump 1 --dump-only "
+                      "param.fc3.bias -q -o %s/t.jsonl";
+    char cwd[1024], args[2048];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(mkdir(at("a"), 0755), 0);
+    ck_assert_int_eq(mkdir(at("a/dump"), 0755), 0);
+    ck_assert_int_eq(mkdir(at("a/dump/step-000001"), 0755), 0);
+    ck_assert_int_eq(symlink("../../kept.npy", at("a/dump/step-000001/param.fc3.bias.npy")), 0);
+    snprintf(args, sizeof args, run, cwd, "a");
+    ck_assert_msg(repro_in_dir(args, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(kind(at("a/dump/step-000001/param.fc3.bias.npy")), S_IFLNK);
+    ck_assert_int_eq(memcmp(slurp(at("a/kept.npy")), "\x93NUMPY", 6), 0);
+
+    ck_assert_int_eq(mkdir(at("b"), 0755), 0);
+    ck_assert_int_eq(mkdir(at("b/dump"), 0755), 0);
+    ck_assert_int_eq(mkdir(at("b/dump/step-000001"), 0755), 0);
+    ck_assert_int_eq(mkdir(at("b/dump/step-000001/param.fc3.bias.npy"), 0755), 0);
+    snprintf(args, sizeof args, run, cwd, "b");
+    ck_assert_int_eq(repro_in_dir(args, err, sizeof err), 3);
+    ck_assert_msg(strstr(err, "param.fc3.bias.npy: cannot write .npy dump: it is a directory"),
+                  "%s", err);
+}
+END_TEST
+
 Suite *outpath_suite(void)
 {
     Suite *s = suite_create("outpath");
@@ -283,6 +414,9 @@ Suite *outpath_suite(void)
     tcase_add_test(tc, test_abort_keeps_the_old_file);
     tcase_add_test(tc, test_our_own_descriptors_are_written_through);
     tcase_add_test(tc, test_check_junit_keeps_links_fifos_and_devices);
+    tcase_add_test(tc, test_open_new_never_replaces);
+    tcase_add_test(tc, test_keygen_follows_the_rule);
+    tcase_add_test(tc, test_dump_follows_the_rule);
     suite_add_tcase(s, tc);
     return s;
 }

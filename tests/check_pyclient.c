@@ -83,7 +83,7 @@ START_TEST(test_installed_client_imports_and_records)
 {
     const char *why = no_python("numpy");
     if (*why) {
-        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        tu_skip("pyclient", "%s", why);
         return;
     }
     const char *stage = getenv("REPRO_STAGE");
@@ -162,7 +162,7 @@ START_TEST(test_set_trace_settings_reach_the_client)
 {
     const char *why = no_python("numpy");
     if (*why) {
-        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        tu_skip("pyclient", "%s", why);
         return;
     }
     char dir[TU_TMP_LEN], trace[300], out[8192];
@@ -217,7 +217,7 @@ START_TEST(test_module_hooks_name_ops_in_order)
 {
     const char *why = no_python("torch");
     if (*why) {
-        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        tu_skip("pyclient", "%s", why);
         return;
     }
     char py[PATH_MAX], cmd[PATH_MAX + 200], out[16384];
@@ -255,7 +255,7 @@ START_TEST(test_bisect_names_the_planted_module)
 {
     const char *why = no_python("torch");
     if (*why) {
-        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        tu_skip("pyclient", "%s", why);
         return;
     }
     char py[PATH_MAX], args[PATH_MAX + 200], out[16384], err[16384];
@@ -294,7 +294,7 @@ START_TEST(test_mnist_example_reproduces)
 {
     const char *why = no_python("torch");
     if (*why) {
-        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        tu_skip("pyclient", "%s", why);
         return;
     }
     char py[PATH_MAX], out[16384], err[16384];
@@ -334,7 +334,7 @@ START_TEST(test_started_recorder_says_threads_and_workers)
 {
     const char *why = no_python("torch");
     if (*why) {
-        fprintf(stderr, "pyclient: skipped: %s\n", why);
+        tu_skip("pyclient", "%s", why);
         return;
     }
     char dir[256], trace[300], out[8192];

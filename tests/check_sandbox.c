@@ -79,7 +79,7 @@ static int exists(const char *path)
     do {                                                                               \
         char why_[512];                                                                \
         if (!repro_sandbox_available(why_, sizeof why_)) {                             \
-            fprintf(stderr, "sandbox: %s skipped: %s\n", __func__, why_);              \
+            tu_skip("sandbox", "%s", why_);                                            \
             return;                                                                    \
         }                                                                              \
     } while (0)
@@ -153,7 +153,7 @@ START_TEST(test_available_here)
     char why[512];
     int ok = repro_sandbox_available(why, sizeof why);
     if (!ok) {
-        fprintf(stderr, "sandbox: every sandbox test skipped: %s\n", why);
+        tu_skip("sandbox", "%s", why);
         ck_assert_str_ne(why, "");
         return;
     }
@@ -556,7 +556,7 @@ START_TEST(test_process_count_limit)
     const char *script = "i=0; while [ $i -lt 40 ]; do sleep 5 & i=$((i+1)); done; echo all";
     run_sh(&o, script, &res);
     if (strstr(desc, "processes NOT limited")) { /* no pids cgroup here: said, not hidden */
-        fprintf(stderr, "sandbox: process count not enforceable here: %s\n", desc);
+        tu_skip("sandbox", "the process count limit: no pids cgroup here (%s)", desc);
         ck_assert(res.exited && res.code == 0);
         return;
     }

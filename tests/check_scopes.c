@@ -151,11 +151,9 @@ static int threads_used(const char *trace)
 
 START_TEST(test_python_script_follows_omp_num_threads)
 {
-    const char *lib = getenv("REPRO_LIB");
-    if (access("/usr/bin/python3", X_OK) != 0 || (lib && !*lib) ||
-        system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "scopes: Python test skipped (no PyTorch for /usr/bin/python3, or a "
-                        "sanitizer build)\n");
+    const char *why = tu_no_python("torch");
+    if (*why) {
+        tu_skip("scopes", "%s", why);
         return;
     }
     /* A script that never reads REPRO_THREADS: torch follows OMP_NUM_THREADS. */

@@ -60,7 +60,9 @@ static long run_size(const char *name, long steps, const char *set, char *path, 
 START_TEST(test_trace_bytes_per_step_bounded)
 {
 #if defined(__SANITIZE_ADDRESS__)
-    return; /* sizes are the same under ASan; 3,000 steps there are not worth it */
+    tu_skip("trace_size",
+            "an ASan build: sizes are the same under ASan; 3,000 steps there are not worth it");
+    return;
 #endif
     setup();
     char path[TU_TMP_LEN + 64];
@@ -96,7 +98,9 @@ END_TEST
 START_TEST(test_golden_bytes_per_step_bounded)
 {
 #if defined(__SANITIZE_ADDRESS__)
-    return; /* sizes are the same under ASan; 3,000 steps there are not worth it */
+    tu_skip("trace_size",
+            "an ASan build: sizes are the same under ASan; 3,000 steps there are not worth it");
+    return;
 #endif
     setup();
     char path[TU_TMP_LEN + 64], gpath[TU_TMP_LEN + 64];
@@ -173,7 +177,9 @@ END_TEST
 START_TEST(test_check_memory_independent_of_steps)
 {
 #if defined(__SANITIZE_ADDRESS__)
-    return; /* ASan's shadow memory and quarantine make RSS no measure of this */
+    tu_skip("trace_size",
+            "an ASan build: ASan's shadow memory and quarantine make RSS no measure of this");
+    return;
 #endif
     setup();
     const long lengths[2] = {3000, 30000};

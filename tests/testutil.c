@@ -2,7 +2,9 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,4 +142,47 @@ const char *tu_stage_flags(void)
     snprintf(flags, sizeof flags, "%s-I'%s/include' -L'%s/lib' -Wl,-rpath,'%s/lib' -lrepro", san,
              stage, stage, stage);
     return flags;
+}
+
+void tu_skip(const char *suite, const char *fmt, ...)
+{
+    char why[512], line[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    for (char *c = why; *c; c++) /* one line, one tab: the log's fields */
+        if (*c == '\n' || *c == '\t')
+            *c = ' ';
+    fprintf(stderr, "%s: skipped: %s\n", suite, why);
+    const char *log = getenv("REPRO_SKIP_LOG");
+    if (!log || !*log)
+        return;
+    int n = snprintf(line, sizeof line, "%s\t%s\n", suite, why);
+    if (n >= (int)sizeof line) {
+        n = (int)sizeof line - 1;
+        line[n - 1] = '\n';
+    }
+    /* O_APPEND and one write: tests run in forked children, lines stay whole */
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    ck_assert_msg(fd >= 0, "cannot append to REPRO_SKIP_LOG=%s", log);
+    ck_assert_msg(write(fd, line, (size_t)n) == n, "cannot append to REPRO_SKIP_LOG=%s", log);
+    close(fd);
+}
+
+const char *tu_no_python(const char *module)
+{
+    static char why[160];
+    const char *lib = getenv("REPRO_LIB");
+    if (lib && !*lib)
+        return "a sanitizer build (python3 cannot load its librepro)";
+    if (access("/usr/bin/python3", X_OK) != 0)
+        return "no /usr/bin/python3";
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c 'import %s' >/dev/null 2>&1", module);
+    if (system(cmd) != 0) {
+        snprintf(why, sizeof why, "no %s for /usr/bin/python3", module);
+        return why;
+    }
+    return "";
 }

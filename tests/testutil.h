@@ -53,4 +53,16 @@ void tu_slurp(const char *path, char *buf, size_t len);
  * Fails the test when REPRO_STAGE is not set. */
 const char *tu_stage_flags(void);
 
+/* A test (or part of one) that cannot run here: says so on stderr as
+ * "<suite>: skipped: <why>" and, when $REPRO_SKIP_LOG names a file (`make
+ * check` sets it), appends "<suite>\t<why>" to it, one line a call, so the
+ * run ends with a count of what was skipped and why
+ * (scripts/skip-summary.sh). A skip is never silent. */
+void tu_skip(const char *suite, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Why /usr/bin/python3 cannot run the Python client's tests here with
+ * `module` ("numpy", "torch") importable: "a sanitizer build (...)" when
+ * REPRO_LIB is set empty (python3 cannot load an ASan librepro), "no
+ * /usr/bin/python3", "no torch for /usr/bin/python3"; "" when it can. */
+const char *tu_no_python(const char *module);
+
 #endif

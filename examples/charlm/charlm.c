@@ -249,6 +249,8 @@ static double batch_grad(batch_job *j, int threads, int unordered, params *g)
 
 /* ---- recording ------------------------------------------------------------ */
 
+/* The parameters as tensors named prefix + name, or (prefix NULL) as the
+ * starting state: input.state.<name> (repro_recorder_state). */
 static void record(repro_recorder *r, const char *prefix, const params *p)
 {
     static const struct {
@@ -266,9 +268,10 @@ static void record(repro_recorder *r, const char *prefix, const params *p)
     };
     char name[64];
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
-        snprintf(name, sizeof name, "%s%s", prefix, t[i].name);
-        if (repro_recorder_tensor(r, name, REPRO_F32, t[i].ndim, t[i].shape,
-                                  (const char *)p + t[i].off))
+        const void *data = (const char *)p + t[i].off;
+        snprintf(name, sizeof name, "%s%s", prefix ? prefix : "", t[i].name);
+        if (prefix ? repro_recorder_tensor(r, name, REPRO_F32, t[i].ndim, t[i].shape, data)
+                   : repro_recorder_state(r, name, REPRO_F32, t[i].ndim, t[i].shape, data))
             die("recording");
     }
 }
@@ -341,6 +344,10 @@ int main(int argc, char **argv)
      * that the scope was exercised. */
     if (repro_recorder_set_threads(r, (int)threads, (int)workers))
         die("recording the thread count");
+
+    /* The weights step 1 starts from: `repro bisect` can then tell an op
+     * that is nondeterministic from one given another initialization. */
+    record(r, NULL, &p);
 
     batch_job job = {windows, &p, shard_grads, losses};
     for (long step = 1; step <= steps; step++) {

@@ -17,6 +17,12 @@ int repro_batchinv_rows_plan(repro_multirun *m, const char *name, char *const *c
     m->timeout_s = timeout_s;
     m->no_element_detail = 1;
     repro_multirun_add_pass(m, pass);
+    /* Rows are compared at every step: detail on each, not the recorder's
+     * default every 10th (as bisect asks for its ops). */
+    if (m->npass + 2 <= REPRO_MULTIRUN_MAX_PASS) {
+        m->pass[m->npass++] = "--set";
+        m->pass[m->npass++] = "trace.every=1";
+    }
     for (int i = 0; i < o->nsizes; i++) {
         char label[48], set[48];
         snprintf(label, sizeof label, "batch %d", o->sizes[i]);

@@ -6,7 +6,9 @@
  * and so was the whole previous step: when no input tensor of the step
  * differs either, the op received identical inputs and produced different
  * outputs — the definition of a nondeterministic kernel, and the report
- * says exactly that. */
+ * says exactly that. At the first step "the previous step" is the starting
+ * state: unless the program recorded it (input.state.*), the report says it
+ * cannot tell, rather than blame the op for an unseeded initialization. */
 #include "bisect/bisect_ops.h"
 
 #include <jansson.h>
@@ -22,6 +24,21 @@ static const char *input_that_differs(const repro_divergence *d)
         if (!strncmp(d->tensors[i].name, "batch.", 6) || !strncmp(d->tensors[i].name, "input", 5))
             return d->tensors[i].name;
     return NULL;
+}
+
+/* At the run's first step, "identical inputs" needs the state the step
+ * started from: did run 1 record it (input.state.*, repro_recorder_state
+ * or the Python client's module hooks)? A later step's start is the
+ * previous step's state, which its chain digest already covers. */
+static int start_state_known(const repro_trace *t, long step)
+{
+    if (step != t->first_step)
+        return 1;
+    const repro_trace_step *s = repro_trace_find_step(t, step);
+    for (int i = 0; s && i < s->ntensors; i++)
+        if (!strncmp(s->tensors[i].name, "input.state.", 12))
+            return 1;
+    return 0;
 }
 
 /* The position (1-based) of op `name` in run 1's list at `step`. */
@@ -57,16 +74,27 @@ static void report(FILE *out, const repro_multirun *m, int i, json_t *doc)
     }
     const char *op = d->ops[0].name, *input = input_that_differs(d);
     int nops, pos = op_position(&m->traces[0], d->first_step, op, &nops);
-    json_object_set_new(doc, "first_divergent_op",
-                        json_pack("{s:s, s:i, s:i, s:b}", "name", op, "position", pos, "ops",
-                                  nops, "inputs_identical", input == NULL));
+    int state = start_state_known(&m->traces[0], d->first_step);
+    json_t *fo = json_pack("{s:s, s:i, s:i, s:b}", "name", op, "position", pos, "ops", nops,
+                           "starting_state_recorded", state);
+    /* unknown (null) when nothing differs but the start was not recorded */
+    json_object_set_new(fo, "inputs_identical",
+                        input ? json_false() : state ? json_true() : json_null());
+    json_object_set_new(doc, "first_divergent_op", fo);
     if (input)
         json_object_set_new(doc, "input_that_differs", json_string(input));
     if (json_is_object(doc))
         return;
     fprintf(out, "first divergent op: %s (op %d of %d recorded at step %ld)\n", op, pos, nops,
             d->first_step);
-    if (input) {
+    if (!input && !state) {
+        fprintf(out, "the program's starting state was not recorded: cannot tell "
+                     "nondeterministic from changed input (no batch tensor and none of the "
+                     "%d op%s before %s differ, but the state step %ld started from, its initial "
+                     "weights, is not in the trace: record it with repro_recorder_state, or in "
+                     "Python with repro.torch.record_modules)\n",
+                pos > 0 ? pos - 1 : 0, pos == 2 ? "" : "s", op, d->first_step);
+    } else if (input) {
         fprintf(out, "its inputs differ: %s already differs at step %ld, so the difference "
                      "comes from the data (loader, augmentation, seeding), not from %s\n",
                 input, d->first_step, op);

@@ -57,7 +57,8 @@ typedef struct {
     char cpu_model[256];     /* /proc/cpuinfo "model name", or "unknown" */
     char cpu_flags[128];     /* which of the flags we ask about are present */
     char isa_path[256];      /* the code path the kernels were compiled for */
-    char tensor_hash[64];    /* the default digest function (a trace names its own) */
+    char tensor_hash[64];    /* the default digest function; a trace's env block
+                                names the run's own (recorder.c) */
     char leaf_sha[64];       /* how tensor leaves are SHA-256'd (leaf_sha.h) */
     char leaf_xxh3[64];      /* how they are XXH3-128'd (leaf_xxh3.h) */
     char compiler[32];       /* REPRO_CC */

@@ -44,7 +44,10 @@ void repro_recorder_options_init(repro_recorder_options *o)
 {
     memset(o, 0, sizeof *o);
     o->level = REPRO_LEVEL_TENSOR;
-    o->every = 1;
+    /* Detail every 10th step, as the built-in experiments: a 30,000-step
+     * program trace stays within 30 MB (docs/traces.md). Every step keeps
+     * its digests and loss; repro bisect asks for every step itself. */
+    o->every = 10;
     o->threads = 1;
 }
 
@@ -126,7 +129,11 @@ static json_t *build_header(const repro_run_info *info, const repro_recorder_opt
                                        o->workers, o->backend);
     if (!h)
         return NULL;
-    json_object_set_new(h, "tensor_hash", json_string(repro_digest_fn_name(o->digest)));
+    /* The run's digest function, at the top and in the env block (which
+     * repro_trace_header_new fills with the library default). */
+    const char *fn = repro_digest_fn_name(o->digest);
+    json_object_set_new(h, "tensor_hash", json_string(fn));
+    json_object_set_new(json_object_get(h, "env"), "tensor_hash", json_string(fn));
     if (add_config(h, info)) {
         json_decref(h);
         return NULL;
@@ -403,6 +410,26 @@ int repro_recorder_tensor(repro_recorder *r, const char *name, repro_dtype dtype
                           const int64_t *shape, const void *host_data)
 {
     return hash_into(r, r ? &r->tensors : NULL, name, dtype, ndim, shape, host_data);
+}
+
+/* The starting state as tensors of the first step, named as the Python
+ * client's module hooks name theirs: bisect reads input* as what the step
+ * was given, so a changed initialization is not blamed on an op. */
+int repro_recorder_state(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,
+                         const int64_t *shape, const void *host_data)
+{
+    int rc = check_alive(r);
+    if (rc)
+        return rc;
+    if (r->step != r->first_step)
+        return fail(r, REPRO_EINVAL, "recorder: state %.80s: call it before the first step ends",
+                    name ? name : "");
+    char full[sizeof r->tensors.v->name + 16];
+    if (!name || !name[0] || (size_t)snprintf(full, sizeof full, "input.state.%s", name) >=
+                                 sizeof r->tensors.v->name)
+        return fail(r, REPRO_EINVAL, "recorder: state name \"%.80s\" is empty or over 51 bytes",
+                    name ? name : "");
+    return hash_into(r, &r->tensors, full, dtype, ndim, shape, host_data);
 }
 
 int repro_recorder_op(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,

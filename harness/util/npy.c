@@ -2,12 +2,14 @@
  * padded so the data starts on a 64-byte boundary, then the raw bytes. */
 #include "util/npy.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/outpath.h"
 
 int repro_npy_write(const char *path, const char *dtype, int ndim, const long *shape,
                     const void *data, size_t nbytes)
@@ -31,9 +33,12 @@ int repro_npy_write(const char *path, const char *dtype, int ndim, const long *s
     size_t total = 10 + (size_t)n + 1;
     size_t pad = (64 - total % 64) % 64;
     size_t hlen = (size_t)n + pad + 1;
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return repro_error_set_errno(REPRO_EIO, "%s: cannot create", path);
+    /* The output-path rule (outpath.h): whole or not at all, through a
+     * symlink, a directory in the way refused naming it. */
+    repro_outfile o;
+    if (repro_outfile_open(&o, path, ".npy dump"))
+        return -1;
+    FILE *f = o.f;
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
     int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
@@ -41,11 +46,13 @@ int repro_npy_write(const char *path, const char *dtype, int ndim, const long *s
         ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;
     ok = ok && (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
-    if (fclose(f) != 0)
-        ok = 0;
-    if (!ok)
+    if (!ok) {
+        int e = errno;
+        repro_outfile_abort(&o);
+        errno = e;
         return repro_error_set_errno(REPRO_EIO, "%s: write failed", path);
-    return 0;
+    }
+    return repro_outfile_commit(&o);
 }
 
 void *repro_npy_read(const char *path, size_t *nbytes)

@@ -158,7 +158,8 @@ static int classify(repro_outfile *o, const char *what, out_kind *kind, mode_t *
 
 /* A new temporary file beside o->target (same directory: rename stays
  * within one file system), with the permissions of the file it replaces
- * or those of any new file (0666 less the umask). */
+ * or those of any new file (0666 less the umask), or `mode` when the
+ * caller asks for it (created so: a private key is never readable). */
 static int open_temporary(repro_outfile *o, mode_t mode)
 {
     static atomic_uint seq;
@@ -166,7 +167,8 @@ static int open_temporary(repro_outfile *o, mode_t mode)
         if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%u", o->target, (long)getpid(),
                              atomic_fetch_add(&seq, 1)) >= sizeof o->tmp)
             return repro_error_set(REPRO_EINVAL, "%s: path too long", o->path);
-        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                      mode ? mode : 0666);
         if (fd < 0 && errno == EEXIST)
             continue;
         if (fd < 0)
@@ -203,7 +205,10 @@ static int open_in_place(repro_outfile *o, out_kind kind, const char *what)
     return fd;
 }
 
-static int open_by_rule(repro_outfile *o, const char *path, const char *what, int stream)
+/* stream: write a regular file in place; new_mode (exclusive): never over
+ * an existing file, a new one created with these permissions. */
+static int open_by_rule(repro_outfile *o, const char *path, const char *what, int stream,
+                        mode_t new_mode)
 {
     memset(o, 0, sizeof *o);
     if (!path || !path[0])
@@ -214,6 +219,13 @@ static int open_by_rule(repro_outfile *o, const char *path, const char *what, in
     mode_t mode;
     if (classify(o, what, &kind, &mode))
         return -1;
+    struct stat st;
+    if (new_mode && kind == OUT_REPLACE && stat(o->target, &st) == 0) /* a file is there */
+        return repro_error_set(REPRO_EINVAL, "cannot create %s: File exists", path);
+    if (new_mode) {
+        o->exclusive = 1;
+        mode = new_mode;
+    }
     int fd = kind == OUT_OUR_FD                  ? fcntl(our_fd(o->path), F_DUPFD_CLOEXEC, 3)
              : kind == OUT_DIRECT || stream ? open_in_place(o, kind, what)
                                             : open_temporary(o, mode);
@@ -239,12 +251,17 @@ static int open_by_rule(repro_outfile *o, const char *path, const char *what, in
 
 int repro_outfile_open(repro_outfile *o, const char *path, const char *what)
 {
-    return open_by_rule(o, path, what, 0);
+    return open_by_rule(o, path, what, 0, 0);
 }
 
 int repro_outfile_open_stream(repro_outfile *o, const char *path, const char *what)
 {
-    return open_by_rule(o, path, what, 1);
+    return open_by_rule(o, path, what, 1, 0);
+}
+
+int repro_outfile_open_new(repro_outfile *o, const char *path, const char *what, mode_t mode)
+{
+    return open_by_rule(o, path, what, 0, mode ? mode : 0600);
 }
 
 int repro_outfile_commit(repro_outfile *o)
@@ -258,14 +275,18 @@ int repro_outfile_commit(repro_outfile *o)
         e = errno;
     }
     o->f = NULL;
-    if (!bad && o->tmp[0] && rename(o->tmp, o->target) != 0) {
+    /* exclusive: link() fails rather than replace a file put there since */
+    if (!bad && o->tmp[0] &&
+        (o->exclusive ? link(o->tmp, o->target) : rename(o->tmp, o->target)) != 0) {
         bad = 1;
         e = errno;
     }
+    if (o->tmp[0] && (bad || o->exclusive))
+        unlink(o->tmp);
     if (bad) {
-        if (o->tmp[0])
-            unlink(o->tmp);
         errno = e;
+        if (o->exclusive && e == EEXIST)
+            return repro_error_set(REPRO_EINVAL, "cannot create %s: File exists", o->path);
         return repro_error_set_errno(REPRO_EIO, "%s: write failed", o->path);
     }
     if (o->tmp[0])

@@ -1,5 +1,6 @@
 /* The one rule for writing a file at a path a user named (--junit, --plot,
- * verify -o, run -o, ...). What is at the path decides how it is written:
+ * verify -o, run -o, run --dump's files, keygen -o, ...). What is at the
+ * path decides how it is written:
  *
  * - nothing (a new path) or a regular file: a temporary file beside it,
  *   renamed over it once complete (a reader never sees half a file, and a
@@ -26,12 +27,14 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 typedef struct {
     FILE *f;             /* write here */
     char path[4096];     /* the path as named */
     char target[4096];   /* the file that ends up written (a link's target) */
     char tmp[4200];      /* the temporary file; "" when written in place */
+    int exclusive;       /* repro_outfile_open_new: never put over a file */
 } repro_outfile;
 
 /* Opens o->f for `path` by the rule above; `what` names the file in
@@ -40,6 +43,14 @@ typedef struct {
 int repro_outfile_open(repro_outfile *o, const char *path, const char *what);
 /* The same, a regular file written in place (see above). */
 int repro_outfile_open_stream(repro_outfile *o, const char *path, const char *what);
+/* The same for a file that must never replace one (a private key): an
+ * existing regular file at the path, directly or through symlinks, is
+ * refused (REPRO_EINVAL, "File exists"); a new path (or a dangling
+ * symlink's target) gets a temporary file created with permissions `mode`,
+ * put in place by link() at commit, so a file that appeared meanwhile is
+ * not replaced either; a device, FIFO or own descriptor is written in place
+ * as by the rule. */
+int repro_outfile_open_new(repro_outfile *o, const char *path, const char *what, mode_t mode);
 /* Finishes: flushes and closes, and for a temporary file fsyncs it and
  * renames it over the target. 0, or -1 (error slot; the temporary file
  * removed, the target as it was). */

@@ -2,6 +2,7 @@
 #include "verify/claims.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,21 @@ static json_t *number_text(double v, int f32)
 
 static int is_claim_key(const char *k)
 {
-    return !strcmp(k, "loss_value") || !strncmp(k, "eval_", 5);
+    return !strcmp(k, "loss") || !strcmp(k, "loss_value") || !strncmp(k, "eval_", 5);
+}
+
+/* A step line's "loss": the float32's bits, "0x%08x" (every step has it;
+ * loss_value only a detail step). */
+static int loss_bits(const json_t *v, float *out)
+{
+    const char *s = json_string_value(v);
+    char *end;
+    unsigned long bits = s && !strncmp(s, "0x", 2) ? strtoul(s + 2, &end, 16) : 0;
+    if (!s || strncmp(s, "0x", 2) || *end || bits > 0xffffffffUL)
+        return 0;
+    uint32_t b = (uint32_t)bits;
+    memcpy(out, &b, sizeof *out);
+    return 1;
 }
 
 /* A value for messages: the number, the string, or "null". */
@@ -59,6 +74,16 @@ static int agrees(const json_t *a, const json_t *b, const repro_verify_policy *p
 {
     if (!b)
         return 0;
+    float fa, fb;
+    if (p->kind != REPRO_POLICY_BITWISE && loss_bits(a, &fa) && loss_bits(b, &fb)) {
+        if (!isfinite(fa) || !isfinite(fb)) /* json_real takes no NaN: the same kind */
+            return isnan(fa) ? isnan(fb) : fa == fb;
+        json_t *x = json_real(fa), *y = json_real(fb); /* the loss under the tolerance */
+        int ok = agrees(x, y, p);
+        json_decref(x);
+        json_decref(y);
+        return ok;
+    }
     if (json_is_number(a) && json_is_number(b)) {
         double x = json_number_value(a), y = json_number_value(b);
         if (p->kind == REPRO_POLICY_BITWISE)

@@ -15,6 +15,7 @@
 
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/outpath.h"
 #include "record/hash.h"
 
 /* OpenSSL's own reason, for messages: the last queued error, then clear. */
@@ -37,81 +38,61 @@ static int check_ed25519(EVP_PKEY *k, const char *what)
     return 0;
 }
 
-/* Writes k as PEM (private or public) into a new temporary file beside
- * `path` ("PATH.tmp.XXXXXX", mode 0600 until done), flushed and fsynced;
- * its name goes to tmp. On failure (a full disk, a quota) nothing remains. */
-static int write_pem_temp(const char *path, EVP_PKEY *k, int priv, char *tmp, size_t tmplen)
+/* Writes k as PEM (private or public) into o, opened by the output-path
+ * rule; on failure (a full disk, a quota) o is given up. */
+static int write_pem(repro_outfile *o, EVP_PKEY *k, int priv)
 {
-    if ((size_t)snprintf(tmp, tmplen, "%s.tmp.XXXXXX", path) >= tmplen)
-        return repro_error_set(REPRO_EINVAL, "%s: path too long", path);
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        int rc = repro_error_set_errno(errno == EEXIST ? REPRO_EINVAL : REPRO_EIO,
-                                       "cannot create %s", path);
-        tmp[0] = '\0';
-        return rc;
-    }
-    FILE *f = fdopen(fd, "w");
-    int ok = f && (priv || fchmod(fd, 0644) == 0) &&
-             (priv ? PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL)
-                   : PEM_write_PUBKEY(f, k)) &&
-             fflush(f) == 0 && fsync(fd) == 0;
-    int saved = errno;
-    if (f ? fclose(f) != 0 : close(fd) != 0)
-        ok = 0;
-    else
-        errno = saved;
-    if (!ok) {
-        saved = errno;
-        unlink(tmp);
-        tmp[0] = '\0';
-        errno = saved;
+    int ok = priv ? PEM_write_PrivateKey(o->f, k, NULL, NULL, 0, NULL, NULL)
+                  : PEM_write_PUBKEY(o->f, k);
+    if (!ok || fflush(o->f) != 0) {
+        int saved = errno;
+        repro_outfile_abort(o);
         ERR_clear_error();
-        return repro_error_set_errno(REPRO_EIO, "cannot write %s", path);
+        errno = saved;
+        return repro_error_set_errno(REPRO_EIO, "cannot write %s", o->path);
     }
     return 0;
 }
 
 int repro_sign_keygen(const char *priv_path, const char *pub_path)
 {
-    /* Refuse early, before the work; link() below is what guarantees it. */
-    if (access(priv_path, F_OK) == 0)
-        return repro_error_set(REPRO_EINVAL, "cannot create %s: File exists", priv_path);
+    /* The paths follow the output-path rule (util/outpath.h): a symlink is
+     * written through, a directory refused naming it; the private key is
+     * never put over an existing file (link() at commit) and is created
+     * 0600. Refused before the work when one is there already. */
+    repro_outfile priv, pub;
+    if (repro_outfile_open_new(&priv, priv_path, "private key", 0600))
+        return -1;
+    if (repro_outfile_open(&pub, pub_path, "public key")) {
+        repro_outfile_abort(&priv);
+        return -1;
+    }
     EVP_PKEY *k = NULL;
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, NULL);
     if (!ctx || EVP_PKEY_keygen_init(ctx) <= 0 || EVP_PKEY_keygen(ctx, &k) <= 0) {
         EVP_PKEY_CTX_free(ctx);
+        repro_outfile_abort(&priv);
+        repro_outfile_abort(&pub);
         return repro_error_set(REPRO_EIO, "cannot generate an Ed25519 key: %s",
                                ssl_reason());
     }
     EVP_PKEY_CTX_free(ctx);
-    /* Both keys are written whole to temporary files first, and only then
-     * put in place: a full disk used to leave a 0-byte private key that
-     * blocked the next attempt (O_EXCL). link() installs the private key
-     * atomically and never over an existing one; rename() the public one. */
-    char priv_tmp[4200] = "", pub_tmp[4200] = "";
+    /* Both keys are written whole before either is put in place: a full
+     * disk used to leave a 0-byte private key that blocked the next
+     * attempt. */
     int rc = -1;
-    if (write_pem_temp(priv_path, k, 1, priv_tmp, sizeof priv_tmp) ||
-        write_pem_temp(pub_path, k, 0, pub_tmp, sizeof pub_tmp))
-        goto cleanup;
-    if (link(priv_tmp, priv_path) != 0) {
-        repro_error_set_errno(errno == EEXIST ? REPRO_EINVAL : REPRO_EIO, "cannot create %s",
-                              priv_path);
-        goto cleanup;
+    if (write_pem(&priv, k, 1)) {
+        repro_outfile_abort(&pub);
+    } else if (write_pem(&pub, k, 0)) {
+        repro_outfile_abort(&priv);
+    } else if (repro_outfile_commit(&priv)) {
+        repro_outfile_abort(&pub);
+    } else if (repro_outfile_commit(&pub)) {
+        if (priv.tmp[0]) /* ours: a private key without its public key helps no one */
+            unlink(priv.target);
+    } else {
+        rc = 0;
     }
-    if (rename(pub_tmp, pub_path) != 0) {
-        repro_error_set_errno(REPRO_EIO, "cannot write %s", pub_path);
-        unlink(priv_path); /* ours: a private key without its public key helps no one */
-        goto cleanup;
-    }
-    pub_tmp[0] = '\0';
-    repro_fsync_parent_dir(priv_path);
-    rc = 0;
-cleanup:
-    if (priv_tmp[0])
-        unlink(priv_tmp);
-    if (pub_tmp[0])
-        unlink(pub_tmp);
     EVP_PKEY_free(k);
     return rc;
 }

@@ -22,9 +22,11 @@
 #define REPRO_PEM_MAX 1024        /* a PEM Ed25519 key is ~120 bytes */
 
 /* A new key pair: private key PEM (PKCS#8) to priv_path (mode 0600, never
- * overwritten: exit 2 if it exists), public key PEM to pub_path. Each is
- * written whole to a temporary file and then put in place, so a failure
- * (a full disk) leaves neither a partial key nor a temporary file. */
+ * overwritten: exit 2 if it exists), public key PEM to pub_path, both by
+ * the output-path rule (util/outpath.h: through symlinks, a directory
+ * refused). Each is written whole to a temporary file and then put in
+ * place, so a failure (a full disk) leaves neither a partial key nor a
+ * temporary file. */
 int repro_sign_keygen(const char *priv_path, const char *pub_path);
 /* Loads a PEM private key; it must be Ed25519 (exit 2 otherwise). Keys
  * are read from regular files only (a FIFO is refused, not waited on). */

@@ -101,7 +101,8 @@ typedef enum { REPRO_LEVEL_STEP = 0, REPRO_LEVEL_TENSOR = 1, REPRO_LEVEL_OP = 2 
 
 typedef struct {
     repro_level level;           /* default REPRO_LEVEL_TENSOR */
-    int every;                   /* detail every K-th step; default 1 */
+    int every;                   /* detail every K-th step; default 10, as `repro run`
+                                    (every step keeps its digests and loss) */
     int64_t total_steps;         /* if known (> 0), that step also gets detail, and
                                     the trailer binds its param.* tensors
                                     ("final_params_sha256", SHA-256) */
@@ -160,6 +161,15 @@ int repro_recorder_header_set(repro_recorder *r, const char *key, const char *js
  * ndim at most 8. Names are unique within a step, at most 63 bytes. */
 int repro_recorder_tensor(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,
                           const int64_t *shape, const void *host_data);
+
+/* Records one tensor of the program's starting state (initial weights,
+ * optimizer state: what the first step computes from) as the tensor
+ * "input.state.<name>" of the first step. Call it after open and before the
+ * first step ends; name at most 51 bytes. Without it, `repro bisect -- PROGRAM`
+ * cannot tell an op that is nondeterministic from one given another
+ * initialization at step 1, and says so (docs/bisect.md). */
+int repro_recorder_state(repro_recorder *r, const char *name, repro_dtype dtype, int ndim,
+                         const int64_t *shape, const void *host_data);
 
 /* The same tensor given by the digests of its 4 KiB leaves, computed
  * elsewhere (on a GPU): leaves[repro_leaf_count(nbytes)]. stats may be NULL

@@ -314,7 +314,7 @@ class Recorder:
         o.level = _int(env.level if level is None else level, "level", _I32)
         self.level = o.level  # repro.torch hooks modules only at LEVEL_OP
         self.last_step = 0    # the last step ended (op names are unique per step)
-        if every is not None:  # else 1, or what --set trace.every gave
+        if every is not None:  # else 10, or what --set trace.every gave
             o.every = _int(every, "every", _I32)
         o.total_steps = _int(total_steps, "total_steps", _I64)
         o.threads = _int(env.threads if threads is None else threads, "threads", _I32)

@@ -31,18 +31,24 @@ cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 MAKE=${MAKE:-make}
 start=$(date +%s)
+# A skip says why on stdout and, when `make check` names a log
+# ($REPRO_SKIP_LOG), adds a line there for the run's skip summary.
+skip() { # WHY
+    echo "gpu selftest: skipped: $1"
+    [ -z "${REPRO_SKIP_LOG:-}" ] || printf 'gpu selftest\t%s\n' "$1" >>"$REPRO_SKIP_LOG"
+}
 if [ -n "${REPRO_GPU_SELFTEST_SKIP:-}" ]; then
-    echo "gpu selftest: skipped: $REPRO_GPU_SELFTEST_SKIP"
+    skip "$REPRO_GPU_SELFTEST_SKIP"
     exit 0
 fi
 probe=$($MAKE --no-print-directory -s BUILD="$BUILD" gpu-probe 2>/dev/null)
 val() { echo "$probe" | sed -n "s/^$1=//p"; }
 if [ -z "$(val nvcc)" ]; then
-    echo "gpu selftest: skipped: no nvcc"
+    skip "no nvcc"
     exit 0
 fi
 if [ -z "$(val have_cuda)" ]; then
-    echo "gpu selftest: skipped: nvcc found but not cuDNN (cudnn.h: '$(val cudnn_h)', libcudnn: '$(val cudnn_lib)')"
+    skip "nvcc found but not cuDNN (cudnn.h: '$(val cudnn_h)', libcudnn: '$(val cudnn_lib)')"
     exit 0
 fi
 T=$(mktemp -d /tmp/repro-gpu-selftest.XXXXXX)
@@ -119,6 +125,8 @@ for p in python3 /usr/bin/python3; do
 done
 if [ -z "$torch_py" ]; then
     echo "  - the PyTorch demo on the CPU: skipped (no python3 with PyTorch here)"
+    [ -z "${REPRO_SKIP_LOG:-}" ] ||
+        printf 'gpu selftest\t%s\n' "no python3 with torch: the PyTorch demo on the CPU" >>"$REPRO_SKIP_LOG"
 else
     PYTHONPATH=python REPRO_LIB="$(pwd)/$BUILD/librepro.so" "$BUILD/repro" check --runs 2 --no-golden -q \
         -- "$torch_py" examples/torch/cuda_scatter.py --device cpu >"$T/demo" 2>&1

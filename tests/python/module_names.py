@@ -31,7 +31,7 @@ def run(model, level, **kw):
     and tensor names of each step."""
     path = os.path.join(tempfile.mkdtemp(), "t.jsonl")
     x = torch.randn(3, 4)
-    with repro.Recorder("names", 1, trace_path=path, level=level) as rec:
+    with repro.Recorder("names", 1, trace_path=path, level=level, every=1) as rec:
         with repro.torch.record_modules(model, rec, **kw):
             for _ in range(2):
                 loss = model(x).sum()
@@ -63,7 +63,7 @@ print("long:", " ".join(run(deep, repro.LEVEL_OP)[0][0]))
 # after remove(): no op recorded
 m = Net()
 path = os.path.join(tempfile.mkdtemp(), "r.jsonl")
-with repro.Recorder("names", 1, trace_path=path, level=repro.LEVEL_OP) as rec:
+with repro.Recorder("names", 1, trace_path=path, level=repro.LEVEL_OP, every=1) as rec:
     repro.torch.record_modules(m, rec).remove()
     repro.torch.record_step(rec, m, m(torch.randn(3, 4)).sum())
 print("removed:", [json.loads(line) for line in open(path)][1].get("ops", []))
