@@ -23,6 +23,8 @@
 #include "util/child.h"
 #include "util/error.h"
 #include "util/sandbox.h"
+#include "util/sandbox_args.h"
+#include "util/sandbox_impl.h"
 #include "testutil.h"
 #include "tu_procs.h"
 
@@ -598,6 +600,66 @@ START_TEST(test_environment_is_only_what_was_set)
 }
 END_TEST
 
+/* Every environ and cmdline under the sandbox's /proc (each process's,
+ * each thread's), each after a line "@PATH", then the program's own env. */
+static const char proc_dump[] =
+    "for p in /proc/[0-9]* /proc/[0-9]*/task/[0-9]*; do for f in environ cmdline; do "
+    "echo \"@$p/$f\"; tr '\\0' '\\n' < \"$p/$f\"; echo; done; done 2>/dev/null; echo @env; env";
+
+/* bwrap is pid 1 of the sandbox, and /proc/1/environ there is what bwrap
+ * was started with (issue 48): a marker variable in the verifier's
+ * environment must be nowhere the program can read. The control runs the
+ * same bwrap command line started the way it was before (inheriting our
+ * environment) and must find the marker in /proc/1/environ, so the dump
+ * does read pid 1's environment and would see a leak. */
+START_TEST(test_host_environment_is_nowhere_in_proc)
+{
+    NEED_SANDBOX();
+    setup_dirs();
+    char marker[64];
+    snprintf(marker, sizeof marker, "host-secret-%ld", (long)getpid());
+    ck_assert_int_eq(setenv("REPRO_TEST_SECRET", marker, 1), 0);
+    repro_sandbox_opts o;
+    repro_sandbox_result res;
+    opts_for(&o, 0);
+    run_sh(&o, proc_dump, &res);
+    ck_assert_msg(res.exited && res.code == 0, "%s: %s", res.what, slurp(err_path));
+    const char *out = slurp(out_path);
+    ck_assert_msg(strstr(out, "@/proc/1/environ\nPATH=/usr/local/bin:/usr/bin:/bin\n"),
+                  "pid 1's environment was not read (or is not the program's):\n%.2000s", out);
+    ck_assert_msg(strstr(out, "@/proc/1/task/1/environ\n"), "%.2000s", out);
+    ck_assert_msg(!strstr(out, marker), "the host's REPRO_TEST_SECRET is readable in the "
+                                        "sandbox:\n%.4000s", out);
+    ck_assert_msg(!strstr(out, "REPRO_TEST_SECRET"), "%.4000s", out);
+    /* The control: bwrap started with our environment shows it as pid 1. */
+    char bwrap[4096], real[4096];
+    ck_assert(repro_sandbox_find_bwrap(bwrap, sizeof bwrap));
+    ck_assert_ptr_nonnull(realpath(scratch, real));
+    repro_argv a = {0};
+    ck_assert_int_eq(repro_sandbox_args(&a, bwrap, real, NULL, 1 << 20, NULL), 0);
+    const char *tail[] = {"sh", "-c", proc_dump, NULL};
+    for (int i = 0; tail[i]; i++)
+        repro_argv_add(&a, tail[i]);
+    ck_assert(!a.failed);
+    repro_child c;
+    memset(&c, 0, sizeof c);
+    c.argv = a.v;
+    c.out_path = out_path;
+    c.timeout_s = 60;
+    repro_child_status st;
+    ck_assert_int_eq(repro_child_run(&c, &st), 0);
+    repro_argv_free(&a);
+    out = slurp(out_path);
+    const char *pid1 = strstr(out, "@/proc/1/environ\n");
+    const char *leak = strstr(out, marker);
+    ck_assert_msg(pid1 && leak && leak > pid1, "the control did not see the marker in pid 1's "
+                                               "environment:\n%.2000s", out);
+    /* ...but not in the program's own environment (bwrap clears that). */
+    ck_assert_ptr_null(strstr(strstr(out, "@env\n"), marker));
+    unsetenv("REPRO_TEST_SECRET");
+}
+END_TEST
+
 START_TEST(test_what_cannot_start_is_an_error)
 {
     NEED_SANDBOX();
@@ -657,6 +719,7 @@ Suite *sandbox_suite(void)
     tcase_add_test(tc, test_bwrap_that_cannot_sandbox_is_reported);
     tcase_add_test(tc, test_network_is_unreachable);
     tcase_add_test(tc, test_no_process_outlives_the_sandbox);
+    tcase_add_test(tc, test_host_environment_is_nowhere_in_proc);
     tcase_add_test(tc, test_file_size_limit_is_named);
     tcase_add_test(tc, test_memory_limit_is_named);
     tcase_add_test(tc, test_wall_time_limit_is_named);

@@ -107,12 +107,13 @@ static int env_listed(const char *kv, const char *const *list)
     return 0;
 }
 
-/* Our environment without env_unset and without what env_set replaces, then
- * env_set. The strings are borrowed; the array is malloc'd. */
+/* Our environment (none of it with env_clear) without env_unset and
+ * without what env_set replaces, then env_set. The strings are borrowed;
+ * the array is malloc'd. */
 static char **child_env(const repro_child *c)
 {
     size_t n = 0, nset = 0;
-    while (environ[n])
+    while (!c->env_clear && environ[n])
         n++;
     while (c->env_set && c->env_set[nset])
         nset++;

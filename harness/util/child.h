@@ -55,6 +55,10 @@ typedef struct {
     const char *cwd;          /* NULL: ours */
     const char *const *env_set;   /* NULL-terminated "K=V": added, replacing any K */
     const char *const *env_unset; /* NULL-terminated names "K": removed */
+    int env_clear;            /* non-zero: none of ours, env_set only. For a
+                                 sandbox's bwrap: its pid 1 is the sandbox's,
+                                 and /proc/1/environ there shows what it was
+                                 started with */
     const char *out_path;     /* stdout; NULL: /dev/null */
     const char *err_path;     /* stderr; NULL: /dev/null (ignored with err_to_out) */
     int append;               /* open the files O_APPEND instead of truncating */

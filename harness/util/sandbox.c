@@ -93,6 +93,7 @@ int repro_sandbox_available(char *why, size_t why_len)
     repro_argv_add(&a, "true");
     if (ok && !a.failed) {
         c.argv = a.v;
+        c.env_clear = 1; /* as every sandbox starts (sandbox_run.c) */
         c.err_path = err;
         c.timeout_s = 30;
         ok = repro_child_run(&c, &st) == 0 && st.how == REPRO_CHILD_EXITED && st.code == 0;

@@ -25,6 +25,9 @@
  *   type into);
  * - the environment: only PATH=/usr/local/bin:/usr/bin:/bin,
  *   HOME=scratch_dir, TMPDIR=/tmp, and env_set (which may replace them);
+ *   bwrap itself is started with that environment and no other, since it
+ *   is the sandbox's pid 1 and its /proc/1/environ is readable there: no
+ *   variable of the host's is anywhere in the sandbox's /proc;
  * - limits: RLIMIT_AS, RLIMIT_CPU (per process: SIGXCPU at it, fatal
  *   unless handled, SIGKILL 5 s of CPU later), RLIMIT_FSIZE (SIGXFSZ past
  *   it) and RLIMIT_CORE 0 (no core dump: it would not heed the file size)

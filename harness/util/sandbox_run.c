@@ -17,16 +17,13 @@
 #include "util/sandbox_impl.h"
 #include "util/sandbox_pids.h"
 
-extern char **environ;
-
 /* Everything one run holds, freed by run_free. */
 typedef struct {
     repro_sandbox_opts o;      /* effective: defaults filled in */
     char scratch[PATH_MAX];
     char **ro;                 /* absolute ro_paths */
     repro_argv argv;           /* what the child runs */
-    repro_argv env_set;        /* no_sandbox: the environment to set */
-    repro_argv env_unset;      /* no_sandbox: ours, all removed */
+    repro_argv env;            /* the whole environment the child starts with */
     repro_pids_cgroup pids;
     int have_pids;
 } sandbox_run;
@@ -37,8 +34,7 @@ static void run_free(sandbox_run *r)
         free(r->ro[i]);
     free(r->ro);
     repro_argv_free(&r->argv);
-    repro_argv_free(&r->env_set);
-    repro_argv_free(&r->env_unset);
+    repro_argv_free(&r->env);
     repro_pids_cgroup_remove(&r->pids);
 }
 
@@ -61,15 +57,13 @@ static int resolve_paths(sandbox_run *r)
     return 0;
 }
 
-/* Unsandboxed, the same environment: ours removed, PATH/HOME/TMPDIR and
- * env_set (which wins) set. */
-static void plain_env(sandbox_run *r, const char *const *env_set)
+/* The program's environment, and the one the child starts with, in both
+ * modes: none of ours, PATH/HOME/TMPDIR and env_set (which wins). In the
+ * sandbox the child is bwrap, and bwrap is the sandbox's pid 1: its
+ * /proc/1/environ is readable inside, so bwrap itself must never hold the
+ * host's variables (tokens, credentials), only what the program gets. */
+static void program_env(sandbox_run *r, const char *const *env_set)
 {
-    for (char **e = environ; *e; e++) {
-        char key[256];
-        snprintf(key, sizeof key, "%.*s", (int)strcspn(*e, "="), *e);
-        repro_argv_add(&r->env_unset, key);
-    }
     char home[PATH_MAX + 8];
     snprintf(home, sizeof home, "HOME=%s", r->scratch);
     const char *defaults[] = {"PATH=/usr/local/bin:/usr/bin:/bin", home, "TMPDIR=/tmp", NULL};
@@ -79,10 +73,10 @@ static void plain_env(sandbox_run *r, const char *const *env_set)
         for (int j = 0; env_set && env_set[j]; j++)
             replaced |= !strncmp(env_set[j], defaults[i], k + 1);
         if (!replaced)
-            repro_argv_add(&r->env_set, defaults[i]);
+            repro_argv_add(&r->env, defaults[i]);
     }
     for (int j = 0; env_set && env_set[j]; j++)
-        repro_argv_add(&r->env_set, env_set[j]);
+        repro_argv_add(&r->env, env_set[j]);
 }
 
 static int prepare(sandbox_run *r, char *const argv[], const char *const *env_set)
@@ -91,9 +85,8 @@ static int prepare(sandbox_run *r, char *const argv[], const char *const *env_se
         return repro_error_set(REPRO_EINVAL, "sandbox: no program to run");
     if (resolve_paths(r))
         return -1;
-    if (r->o.no_sandbox) {
-        plain_env(r, env_set);
-    } else {
+    program_env(r, env_set);
+    if (!r->o.no_sandbox) {
         char bwrap[PATH_MAX];
         if (!repro_sandbox_find_bwrap(bwrap, sizeof bwrap))
             return repro_error_set(REPRO_EIO, "cannot run %s in a sandbox: bubblewrap (bwrap) "
@@ -104,7 +97,7 @@ static int prepare(sandbox_run *r, char *const argv[], const char *const *env_se
     }
     for (int i = 0; argv[i]; i++)
         repro_argv_add(&r->argv, argv[i]);
-    if (r->argv.failed || r->env_set.failed || r->env_unset.failed)
+    if (r->argv.failed || r->env.failed)
         return repro_error_set(REPRO_ENOMEM, "out of memory");
     char why[200];
     r->have_pids = repro_pids_cgroup_make(&r->pids, r->o.max_procs, why, sizeof why) == 0;
@@ -231,8 +224,8 @@ int repro_sandbox_run(const repro_sandbox_opts *o, char *const argv[], const cha
     memset(&c, 0, sizeof c);
     c.argv = r.argv.v;
     c.cwd = r.scratch;
-    c.env_set = r.o.no_sandbox ? (const char *const *)r.env_set.v : NULL;
-    c.env_unset = r.o.no_sandbox ? (const char *const *)r.env_unset.v : NULL;
+    c.env_clear = 1;
+    c.env_set = (const char *const *)r.env.v;
     c.out_path = out_path;
     c.err_path = err_path;
     c.err_to_out = out_path && err_path && !strcmp(out_path, err_path);
