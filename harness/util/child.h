@@ -12,7 +12,9 @@
  *   kills everything it started (make's compilers, a shell's children).
  * - nothing a child starts outlives it: when the child ends, wait kills
  *   what is left in its group (a `sleep &` a script left behind) before it
- *   reaps the child.
+ *   reaps the child; and in a process that adopts orphans (orphans.h:
+ *   repro does), once no child runs any more, what left the group
+ *   (`setsid`, a double fork) and came to us is killed and reaped too.
  * - children die with their parent: on Linux the child asks the kernel for
  *   SIGKILL when its parent goes (PR_SET_PDEATHSIG), so a `repro check`
  *   killed with -9 leaves no `repro run` training on; and a small guard
