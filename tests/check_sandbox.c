@@ -24,6 +24,7 @@
 #include "util/error.h"
 #include "util/sandbox.h"
 #include "util/sandbox_args.h"
+#include "util/sandbox_disk.h"
 #include "util/sandbox_impl.h"
 #include "testutil.h"
 #include "tu_procs.h"
@@ -660,6 +661,49 @@ START_TEST(test_host_environment_is_nowhere_in_proc)
 }
 END_TEST
 
+/* The total-disk cap (sandbox_disk.h): eight files of 512 KiB, each
+ * under a 1 MiB file-size limit, fill a scratch directory capped at
+ * 2 MiB, and the run is named as stopped by the disk limit; the control,
+ * the same writes in an uncapped scratch directory, all succeed (the
+ * per-file limit alone lets 4 MiB through). Skipped, saying why, where
+ * no tmpfs can be mounted (not root). */
+START_TEST(test_total_disk_cap)
+{
+    NEED_SANDBOX();
+    setup_dirs();
+    static const char writes[] =
+        "for i in 1 2 3 4 5 6 7 8; do head -c 524288 /dev/zero > f$i || exit 1; done; echo all";
+    repro_sandbox_opts o;
+    repro_sandbox_result res;
+    opts_for(&o, 0);
+    o.fsize_bytes = 1 << 20;
+    o.disk_bytes = 2 << 20;
+    run_sh(&o, writes, &res);
+    ck_assert_msg(res.exited && res.code == 0 && !res.limit_hit, "the control: %s: %s",
+                  res.what, slurp(err_path));
+    ck_assert_str_eq(slurp(out_path), "all\n");
+    char why[200];
+    char capped[TU_TMP_LEN + 16];
+    snprintf(capped, sizeof capped, "%s/capped", root);
+    ck_assert_int_eq(mkdir(capped, 0700), 0);
+    if (repro_sandbox_disk_cap(capped, o.disk_bytes, why, sizeof why) != 0) {
+        fprintf(stderr, "sandbox: %s skipped: %s\n", __func__, why);
+        return;
+    }
+    o.scratch_dir = capped;
+    o.disk_capped = 1;
+    run_sh(&o, writes, &res);
+    char d[1024];
+    repro_sandbox_describe(&o, d, sizeof d);
+    repro_sandbox_disk_release(capped);
+    ck_assert_msg(!strstr(slurp(out_path), "all"), "wrote 4 MiB into a 2 MiB scratch");
+    ck_assert_msg(res.limit_hit && !strcmp(res.limit_name, "disk"), "%s (limit '%s'): %s",
+                  res.what, res.limit_name, slurp(err_path));
+    ck_assert_msg(strstr(res.what, "the disk limit (2.0 MiB)"), "%s", res.what);
+    ck_assert_msg(strstr(d, "scratch 2.0 MiB in all (tmpfs)"), "%s", d);
+}
+END_TEST
+
 START_TEST(test_what_cannot_start_is_an_error)
 {
     NEED_SANDBOX();
@@ -695,7 +739,8 @@ START_TEST(test_describe_states_the_limits)
     ck_assert_msg(strstr(d, "bubblewrap: no network") && strstr(d, "address space 4.0 GiB") &&
                       strstr(d, "cpu 3600 s per process") && strstr(d, "file size 1.0 GiB") &&
                       strstr(d, "wall 3600 s") && strstr(d, "private /tmp and /dev/shm 1.0 GiB each") &&
-                      strstr(d, "scratch /s writable"),
+                      strstr(d, "scratch /s writable") &&
+                      strstr(d, "scratch total size NOT limited"),
                   "%s", d);
     ck_assert_msg(strstr(d, "processes+threads 512") || strstr(d, "processes NOT limited"),
                   "%s", d);
@@ -720,6 +765,7 @@ Suite *sandbox_suite(void)
     tcase_add_test(tc, test_network_is_unreachable);
     tcase_add_test(tc, test_no_process_outlives_the_sandbox);
     tcase_add_test(tc, test_host_environment_is_nowhere_in_proc);
+    tcase_add_test(tc, test_total_disk_cap);
     tcase_add_test(tc, test_file_size_limit_is_named);
     tcase_add_test(tc, test_memory_limit_is_named);
     tcase_add_test(tc, test_wall_time_limit_is_named);

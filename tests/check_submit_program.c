@@ -563,6 +563,19 @@ START_TEST(test_disk_and_memory_limits)
     rc = verify(b, "--max-file-size 64M");
     ck_assert_msg(r.rc == 0, "rc %d\n%s\n%s", r.rc, r.out, r.err);
     json_decref(rc);
+    /* The total: 8 MiB in a scratch directory of 2 MiB (where this host
+     * can mount the tmpfs that caps it; the receipt says which). */
+    rc = verify(b, "--max-file-size 64M --max-disk 2M");
+    const char *sb = str_at(json_object_get(rc, "program"), "sandbox", NULL);
+    if (sb && strstr(sb, "total size NOT limited")) {
+        fprintf(stderr, "submit_program: --max-disk not checked: %s\n", sb);
+    } else {
+        ck_assert_msg(r.rc == 1, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+        ck_assert_msg(!strcmp(str_at(rc, "verdict", NULL), "exceeded limits"), "%s", r.out);
+        ck_assert_msg(strstr(r.out, "disk limit (2.0 MiB)"), "%s", r.out);
+        ck_assert_msg(sb && strstr(sb, "scratch 2.0 MiB in all (tmpfs)"), "%s", sb);
+    }
+    json_decref(rc);
 #if !defined(__SANITIZE_ADDRESS__)
     /* (a sanitizer build runs its re-runs with no address-space limit) */
     variant("hog", set_argv, "alloc 1024", b, sizeof b);

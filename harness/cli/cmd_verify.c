@@ -68,7 +68,8 @@ enum {
     O_SCORE,
     O_NO_SANDBOX,
     O_MAX_FILE_SIZE,
-    O_UNSCORED_OUTPUT
+    O_UNSCORED_OUTPUT,
+    O_MAX_DISK
 };
 
 /* As many as a bundle may declare. */
@@ -103,6 +104,11 @@ static const repro_cli_opt verify_opts[] = {
      "a program bundle's largest file in the sandbox (build\nand run; default 1G): a larger "
      "write ends the run,\n\"exceeded limits\"",
      O_MAX_FILE_SIZE},
+    {"max-disk", 0, "SIZE",
+     "what a program bundle's build and run may write in\nall (default 4G): its scratch "
+     "directory is a tmpfs of\nSIZE where this host may mount one (root); a run that\nfills "
+     "it is \"exceeded limits\"",
+     O_MAX_DISK},
     {"unscored-output", 0, "PATH",
      "a program bundle's declared output PATH is not scored\n(it holds a time stamp, or "
      "is nondeterministic by\nnature): one that is not the submitter's is reported,\nnot "
@@ -195,6 +201,8 @@ static int verify_option(void *ctx, int id, const char *v)
     case O_NO_SANDBOX: o->v.no_sandbox = 1; return 0;
     case O_MAX_FILE_SIZE:
         return repro_parse_size("verify: --max-file-size", v, 1 << 10, &o->v.max_file_size);
+    case O_MAX_DISK:
+        return repro_parse_size("verify: --max-disk", v, 1 << 20, &o->v.max_disk);
     case O_UNSCORED_OUTPUT:
         if (o->nunscored == UNSCORED_MAX)
             return repro_error_set(REPRO_EINVAL, "verify: more than %d --unscored-output",

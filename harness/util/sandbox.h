@@ -30,7 +30,9 @@
  *   variable of the host's is anywhere in the sandbox's /proc;
  * - limits: RLIMIT_AS, RLIMIT_CPU (per process: SIGXCPU at it, fatal
  *   unless handled, SIGKILL 5 s of CPU later), RLIMIT_FSIZE (SIGXFSZ past
- *   it) and RLIMIT_CORE 0 (no core dump: it would not heed the file size)
+ *   it) and RLIMIT_CORE 0 (no core dump: it would not heed the file size),
+ *   the scratch directory's total size where the caller capped it
+ *   (sandbox_disk.h: a tmpfs; a write past it fails with ENOSPC)
  *   set before bwrap runs (they survive its exec), the wall clock (the whole sandbox killed), and the number of
  *   processes and threads (a pids cgroup, sandbox_pids.h; where none can
  *   be made, that limit is not enforced and describe() says so). Its
@@ -52,6 +54,7 @@
 #define REPRO_SANDBOX_DEFAULT_PROCS 512ULL        /* processes + threads */
 #define REPRO_SANDBOX_DEFAULT_WALL 3600.0         /* seconds */
 #define REPRO_SANDBOX_DEFAULT_TMP (1ULL << 30)    /* 1 GiB of /tmp (tmpfs: memory) */
+#define REPRO_SANDBOX_DEFAULT_DISK (4ULL << 30)   /* 4 GiB in all in scratch_dir */
 
 typedef struct {
     const char *scratch_dir;       /* host dir, bound read-write at the same path; the program's cwd */
@@ -65,6 +68,9 @@ typedef struct {
     double wall_seconds;           /* killed past it (0: default) */
     int no_sandbox;                /* run unsandboxed (the caller records it in the receipt) */
     uint64_t tmp_bytes;            /* size of the private /tmp, and of /dev/shm (0: default) */
+    uint64_t disk_bytes;           /* the most scratch_dir holds in all (0: default); enforced
+                                      only where the caller capped it (sandbox_disk.h) */
+    int disk_capped;               /* the caller mounted a tmpfs of disk_bytes on scratch_dir */
 } repro_sandbox_opts;
 
 /* The documented defaults (every limit 0: its default; no_sandbox 0). */
@@ -98,14 +104,16 @@ typedef struct {
  * SIGXCPU, or unsandboxed SIGKILL with the CPU time at the limit (cpu time);
  * the time limit (wall time); forks refused at the process limit (process
  * count); a failed run whose output says the memory ran out, as malloc,
- * C++, Python and the shell word it (memory). */
+ * C++, Python and the shell word it (memory); a failed run in a capped
+ * scratch directory whose output says "No space left on device" (disk). */
 int repro_sandbox_run(const repro_sandbox_opts *o, char *const argv[], const char *const *env_set,
                       const char *out_path, const char *err_path, repro_sandbox_result *res);
 
 /* The limits actually applied, for the receipt: one line, e.g.
  * "bubblewrap: no network, ...; address space 4.0 GiB, cpu 3600 s,
  * file size 1.0 GiB, processes 512 (cgroup pids.max), wall 3600 s, /tmp
- * 1.0 GiB" (or "no sandbox (--no-sandbox): ..."). */
+ * 1.0 GiB, scratch 4.0 GiB in all (tmpfs)" (or "no sandbox
+ * (--no-sandbox): ..."). */
 void repro_sandbox_describe(const repro_sandbox_opts *o, char *buf, size_t len);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "util/child.h"
@@ -120,13 +121,9 @@ static double children_cpu_s(void)
            ru.ru_stime.tv_usec / 1e6;
 }
 
-/* Does the end of a file say the memory ran out (as malloc's strerror,
- * glibc, C++, Python, bash and the kernel word it)? */
-static int says_out_of_memory(const char *path)
+/* Does the end of a file hold one of words (case-insensitive)? */
+static int says_one_of(const char *path, const char *const *words)
 {
-    static const char *const words[] = {"cannot allocate memory", "out of memory",
-                                        "memoryerror", "bad_alloc", "memory exhausted",
-                                        "failed to allocate", NULL};
     enum { TAIL = 65536 };
     FILE *f = path ? fopen(path, "r") : NULL;
     char *tail = f ? malloc(TAIL + 1) : NULL;
@@ -148,6 +145,29 @@ static int says_out_of_memory(const char *path)
         found = strcasestr(tail, words[i]) != NULL;
     free(tail);
     return found;
+}
+
+/* Does it say the memory ran out (as malloc's strerror, glibc, C++,
+ * Python, bash and the kernel word it)? */
+static int says_out_of_memory(const char *path)
+{
+    static const char *const words[] = {"cannot allocate memory", "out of memory",
+                                        "memoryerror", "bad_alloc", "memory exhausted",
+                                        "failed to allocate", NULL};
+    return says_one_of(path, words);
+}
+
+/* Did a write find the capped scratch directory full? Its output says so
+ * (ENOSPC's strerror; Python's "[Errno 28]"), or, since its output files
+ * may lie in that directory and then lose what came last, the directory
+ * has less than 64 KiB left. */
+static int disk_was_full(const sandbox_run *r, const char *out_path, const char *err_path)
+{
+    static const char *const words[] = {"no space left on device", "errno 28", NULL};
+    struct statvfs fs;
+    if (says_one_of(err_path, words) || says_one_of(out_path, words))
+        return 1;
+    return statvfs(r->scratch, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < (64u << 10);
 }
 
 static void name_limit(repro_sandbox_result *res, const char *name, const char *detail)
@@ -179,6 +199,9 @@ static void name_the_limit(const sandbox_run *r, repro_sandbox_result *res, doub
         snprintf(d, sizeof d, "%llu; %llu forks refused", (unsigned long long)r->o.max_procs,
                  (unsigned long long)refused);
         name_limit(res, "process count", d);
+    } else if (failed && r->o.disk_capped && disk_was_full(r, out_path, err_path)) {
+        repro_sandbox_human_bytes(r->o.disk_bytes, d, sizeof d);
+        name_limit(res, "disk", d);
     } else if (failed && (says_out_of_memory(err_path) || says_out_of_memory(out_path))) {
         repro_sandbox_human_bytes(r->o.as_bytes, d, sizeof d);
         name_limit(res, "memory", d);

@@ -683,6 +683,7 @@ static int rerun_program(verify_run *v, repro_program_run *pr)
     so.as_bytes = o->max_memory && !REPRO_SANITIZED_ADDRESSES ? o->max_memory : UINT64_MAX;
     so.wall_seconds = o->max_seconds;
     so.fsize_bytes = o->max_file_size;
+    so.disk_bytes = o->max_disk;
     so.cpu_seconds = o->max_seconds > 0 ? (uint64_t)ceil(o->max_seconds) : 0;
     r->ran = r->program_ran = 1;
     double t0 = repro_now();

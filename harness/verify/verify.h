@@ -160,6 +160,9 @@ typedef struct {
     int no_sandbox;           /* run a program bundle without the sandbox */
     uint64_t max_file_size;   /* a program bundle's largest file (RLIMIT_FSIZE
                                  in the sandbox); 0: the sandbox's default */
+    uint64_t max_disk;        /* a program bundle's scratch directory in all (a
+                                 tmpfs where one can be mounted); 0: the
+                                 sandbox's default */
     const char *const *unscored_outputs; /* NULL-terminated declared output paths the
                                  host does not score (--unscored-output): one
                                  that differs is reported, not a verdict */

@@ -5,7 +5,8 @@
  * outputs the re-run left, hashed.
  *
  * Inside the sandbox the scratch directory is the only writable host
- * path; the bundle and this repro's installation (its binary's
+ * path, capped in all at opts->disk_bytes where a tmpfs can be mounted on
+ * it (util/sandbox_disk.h; the sandbox's description says which); the bundle and this repro's installation (its binary's
  * directory, and the install prefix above a bin/) are bound read-only
  * so the program can build against librepro and record. Both commands
  * go through /bin/sh only to change into the tree ("cd DIR && exec
@@ -33,6 +34,7 @@ typedef struct {
     char trace[700];        /* the re-run's trace */
     char sandbox[400];      /* repro_sandbox_describe */
     int no_sandbox;
+    int disk_capped;        /* a tmpfs of the disk limit is mounted on scratch */
     char build_status[260]; /* "none", "exited 0", "exited 2", ... */
     char run_status[260];   /* "not run", "exited 0", ... */
     long build_ms, run_ms;
