@@ -14,6 +14,7 @@
 
 #include "util/child.h"
 #include "util/error.h"
+#include "util/orphans.h"
 #include "testutil.h"
 #include "tu_procs.h"
 
@@ -288,6 +289,53 @@ START_TEST(test_leftover_in_the_group_is_killed)
 }
 END_TEST
 
+/* Orphans (util/orphans.h), in a process of its own (it becomes a
+ * subreaper): a `setsid sleep &` leaves the group, so the group kill
+ * misses it and it outlives the child (the control, before adopting);
+ * once the process adopts orphans, the same leftover is killed when the
+ * child ends. Exit 0, or 1 + which step failed. */
+static int orphan_outlives(const char *marker)
+{
+    char script[160];
+    snprintf(script, sizeof script, "setsid sleep %s & sleep 0.3; exit 0", marker);
+    char *argv[] = {"/bin/sh", "-c", script, NULL};
+    repro_child c = {0};
+    c.argv = argv;
+    repro_child_status st;
+    if (repro_child_run(&c, &st) || repro_child_status_code(&st) != 0)
+        return -1;
+    int alive = tu_process_appears_within("sleep", marker, 2) != 0;
+    tu_kill_processes("sleep", marker);
+    return alive;
+}
+
+START_TEST(test_orphan_that_left_the_group_is_killed)
+{
+    char before[32], after[32];
+    snprintf(before, sizeof before, "301.%ld1", (long)getpid());
+    snprintf(after, sizeof after, "301.%ld2", (long)getpid());
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (orphan_outlives(before) != 1)
+            _exit(1);
+        if (repro_orphans_adopt() != 0 || !repro_orphans_adopted())
+            _exit(2);
+        _exit(orphan_outlives(after) == 0 ? 0 : 3);
+    }
+    int wst;
+    ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+    tu_kill_processes("sleep", before);
+    tu_kill_processes("sleep", after);
+    ck_assert_msg(WIFEXITED(wst), "status %#x", wst);
+    ck_assert_msg(WEXITSTATUS(wst) != 1, "the control: a setsid sleep did not outlive a "
+                                         "child that does not adopt orphans");
+    ck_assert_msg(WEXITSTATUS(wst) != 2, "cannot become a child subreaper");
+    ck_assert_msg(WEXITSTATUS(wst) == 0, "the setsid sleep outlived the child (exit %d)",
+                  WEXITSTATUS(wst));
+}
+END_TEST
+
 /* The CLI's trap (repro_child_trap_signals), in a process of its own: a
  * SIGTERM while a child runs is forwarded to the child's group (the
  * grandchild dies too), the wait returns, no new child starts, and the
@@ -466,6 +514,7 @@ Suite *child_suite(void)
     tcase_add_test(tc, test_interrupt_is_forwarded_to_the_group);
     tcase_add_test(tc, test_parent_without_standard_fds);
     tcase_add_test(tc, test_leftover_in_the_group_is_killed);
+    tcase_add_test(tc, test_orphan_that_left_the_group_is_killed);
     tcase_add_test(tc, test_trap_forwards_and_stops_starting);
     tcase_add_test(tc, test_trap_without_children_is_the_default);
     tcase_add_test(tc, test_capture_keeps_head_and_tail);

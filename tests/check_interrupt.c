@@ -4,9 +4,19 @@
  * `repro check` reach the program's whole process group (its grandchild
  * too) and repro exits 143 / 130 after cleaning up; SIGKILL, which
  * repro cannot see, still takes the program's group with it. Each test's sleep has
- * its own marker argument, so a process is never mistaken for another's. */
+ * its own marker argument, so a process is never mistaken for another's.
+ *
+ * Orphans (issue 48, item 2): a program that leaves the process group
+ * behind (`setsid sleep &`, a daemon's double fork with a setsid between,
+ * a `nohup sleep &`) leaves nothing alive after `repro check`, `run`,
+ * `bless`, `bisect` and `submit` of it end, nor after SIGTERM or SIGINT to
+ * repro. Each test first sees the three sleeps running on the host (the
+ * program waits for that), so a pass is never a sleep that did not start;
+ * the markers carry the test process's pid, so parallel suites never
+ * touch each other's. */
 #include <check.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gitfixture.h"
 #include "testutil.h"
 #include "tu_procs.h"
 
@@ -124,6 +135,152 @@ START_TEST(test_sigkill_still_stops_the_program)
 }
 END_TEST
 
+/* ---- orphans ------------------------------------------------------------- */
+
+static char obase[PATH_MAX], orepo[PATH_MAX + 8], obin[PATH_MAX];
+
+/* A committed repository (submit and bless want one) whose prog.sh
+ * leaves three sleeps that are not in its process group's reach by
+ * the group alone: */
+static void orphans_setup(const char *tag, char marks[3][48], char go[PATH_MAX + 32])
+{
+    tu_git_scratch(obase, sizeof obase, "orphans", obin);
+    snprintf(orepo, sizeof orepo, "%s/repo", obase);
+    tu_git_init(orepo);
+    for (int i = 0; i < 3; i++)
+        snprintf(marks[i], 48, "379.%ld%d", (long)getpid(), i + 1);
+    snprintf(go, PATH_MAX + 32, "%s/go-%s", obase, tag);
+    char script[PATH_MAX + 1024];
+    snprintf(script, sizeof script,
+             "setsid sleep %s &\n"                        /* its own session */
+             "nohup sleep %s >/dev/null 2>&1 &\n"          /* deaf to SIGHUP */
+             "(setsid sh -c 'sleep %s & exit 0' &)\n"     /* fork, setsid, fork */
+             "i=0\n"
+             "while [ ! -e '%s' ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done\n"
+             "exit 0\n",
+             marks[0], marks[1], marks[2], go);
+    tu_git_write(orepo, "prog.sh", "w", script);
+    tu_git_commit_all(orepo, "a program that leaves daemons", NULL);
+}
+
+/* repro ARGS... in the repository, its output in obase/log (no shell
+ * between: a signal goes to repro itself). */
+static pid_t start_repro(const char *const *args)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char log[PATH_MAX + 8];
+        snprintf(log, sizeof log, "%s/log", obase);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || chdir(orepo) != 0)
+            _exit(120);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        setenv("HOME", obase, 1);
+        setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+        unsetenv("GIT_DIR");
+        unsetenv("MAKEFLAGS");
+        char *argv[16];
+        int n = 0;
+        argv[n++] = "repro";
+        for (int i = 0; args[i] && n < 15; i++)
+            argv[n++] = (char *)args[i];
+        argv[n] = NULL;
+        execv(obin, argv);
+        _exit(121);
+    }
+    return pid;
+}
+
+/* Runs repro ARGS on prog.sh; once the three sleeps run, lets the program
+ * end (sig 0) or sends repro sig. Then none of them may be alive. */
+static void leaves_no_orphan(const char *tag, const char *const *args, int sig)
+{
+    char marks[3][48], go[PATH_MAX + 32], log[PATH_MAX + 8], text[8192];
+    orphans_setup(tag, marks, go);
+    pid_t pid = start_repro(args);
+    int seen = 1;
+    for (int i = 0; i < 3; i++)
+        seen &= tu_process_appears_within("sleep", marks[i], 60) != 0;
+    if (sig && seen)
+        kill(pid, sig);
+    else
+        close(open(go, O_WRONLY | O_CREAT, 0644));
+    int wst = wait_within(pid, 60);
+    int gone[3];
+    for (int i = 0; i < 3; i++)
+        gone[i] = tu_process_gone_within("sleep", marks[i], 5);
+    for (int i = 0; i < 3; i++)
+        tu_kill_processes("sleep", marks[i]);
+    snprintf(log, sizeof log, "%s/log", obase);
+    tu_slurp(log, text, sizeof text);
+    tu_git_scratch_remove(obase);
+    ck_assert_msg(seen, "repro %s: the program's sleeps never all ran:\n%s", tag, text);
+    ck_assert_msg(wst != -1, "repro %s did not return", tag);
+    if (sig)
+        ck_assert_msg(WIFEXITED(wst) && WEXITSTATUS(wst) == 128 + sig,
+                      "repro %s: status %#x after signal %d\n%s", tag, wst, sig, text);
+    static const char *const how[] = {"setsid sleep", "nohup sleep", "double-forked sleep"};
+    char alive[300] = "";
+    for (int i = 0; i < 3; i++)
+        if (!gone[i])
+            snprintf(alive + strlen(alive), sizeof alive - strlen(alive), " [%s %s]", how[i],
+                     marks[i]);
+    ck_assert_msg(!alive[0], "repro %s%s: the program's%s outlived it", tag,
+                  sig ? " (signalled)" : "", alive);
+}
+
+START_TEST(test_check_leaves_no_orphan)
+{
+    const char *args[] = {"check", "--no-golden", "--", "sh", "prog.sh", NULL};
+    leaves_no_orphan("check", args, 0);
+}
+END_TEST
+
+START_TEST(test_run_leaves_no_orphan)
+{
+    const char *args[] = {"run", "--", "sh", "prog.sh", NULL};
+    leaves_no_orphan("run", args, 0);
+}
+END_TEST
+
+START_TEST(test_bless_leaves_no_orphan)
+{
+    const char *args[] = {"bless", "--", "sh", "prog.sh", NULL};
+    leaves_no_orphan("bless", args, 0);
+}
+END_TEST
+
+START_TEST(test_bisect_leaves_no_orphan)
+{
+    const char *args[] = {"bisect", "--", "sh", "prog.sh", NULL};
+    leaves_no_orphan("bisect", args, 0);
+}
+END_TEST
+
+START_TEST(test_submit_leaves_no_orphan)
+{
+    /* The bundle beside the repository (not in it: the tree stays clean). */
+    const char *args[] = {"submit", "-o", "../bundle", "--", "sh", "prog.sh", NULL};
+    leaves_no_orphan("submit", args, 0);
+}
+END_TEST
+
+START_TEST(test_sigterm_leaves_no_orphan)
+{
+    const char *args[] = {"check", "--no-golden", "--", "sh", "prog.sh", NULL};
+    leaves_no_orphan("check-sigterm", args, SIGTERM);
+}
+END_TEST
+
+START_TEST(test_sigint_leaves_no_orphan)
+{
+    const char *args[] = {"run", "--", "sh", "prog.sh", NULL};
+    leaves_no_orphan("run-sigint", args, SIGINT);
+}
+END_TEST
+
 Suite *interrupt_suite(void)
 {
     Suite *s = suite_create("interrupt");
@@ -134,5 +291,15 @@ Suite *interrupt_suite(void)
     tcase_add_test(tc, test_sigint_stops_the_program_and_exits_130);
     tcase_add_test(tc, test_sigkill_still_stops_the_program);
     suite_add_tcase(s, tc);
+    TCase *orphans = tcase_create("orphans");
+    tcase_set_timeout(orphans, 180);
+    tcase_add_test(orphans, test_check_leaves_no_orphan);
+    tcase_add_test(orphans, test_run_leaves_no_orphan);
+    tcase_add_test(orphans, test_bless_leaves_no_orphan);
+    tcase_add_test(orphans, test_bisect_leaves_no_orphan);
+    tcase_add_test(orphans, test_submit_leaves_no_orphan);
+    tcase_add_test(orphans, test_sigterm_leaves_no_orphan);
+    tcase_add_test(orphans, test_sigint_leaves_no_orphan);
+    suite_add_tcase(s, orphans);
     return s;
 }

@@ -346,10 +346,13 @@ END_TEST
 START_TEST(test_own_repro_package_is_noted)
 {
     NEED_PYTORCH_AND_BWRAP();
-    char own_repo[700], own_bundle[700], init[1 << 15], torch_py[1 << 15];
+    static char init[1 << 16], torch_py[1 << 16], pools_py[1 << 16];
+    char own_repo[700], own_bundle[700];
     tu_slurp("python/repro/__init__.py", init, sizeof init);
     tu_slurp("python/repro/torch.py", torch_py, sizeof torch_py);
-    const char *files[] = {"repro/__init__.py", init, "repro/torch.py", torch_py, NULL};
+    tu_slurp("python/repro/pools.py", pools_py, sizeof pools_py);
+    const char *files[] = {"repro/__init__.py", init, "repro/torch.py", torch_py,
+                           "repro/pools.py", pools_py, NULL};
     snprintf(own_repo, sizeof own_repo, "%s/own", base);
     snprintf(own_bundle, sizeof own_bundle, "%s/own-bundle", base);
     make_repo(own_repo, files);

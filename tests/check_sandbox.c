@@ -23,6 +23,9 @@
 #include "util/child.h"
 #include "util/error.h"
 #include "util/sandbox.h"
+#include "util/sandbox_args.h"
+#include "util/sandbox_disk.h"
+#include "util/sandbox_impl.h"
 #include "testutil.h"
 #include "tu_procs.h"
 
@@ -638,6 +641,109 @@ START_TEST(test_python_client_is_bound_read_only)
 }
 END_TEST
 
+/* Every environ and cmdline under the sandbox's /proc (each process's,
+ * each thread's), each after a line "@PATH", then the program's own env. */
+static const char proc_dump[] =
+    "for p in /proc/[0-9]* /proc/[0-9]*/task/[0-9]*; do for f in environ cmdline; do "
+    "echo \"@$p/$f\"; tr '\\0' '\\n' < \"$p/$f\"; echo; done; done 2>/dev/null; echo @env; env";
+
+/* bwrap is pid 1 of the sandbox, and /proc/1/environ there is what bwrap
+ * was started with (issue 48): a marker variable in the verifier's
+ * environment must be nowhere the program can read. The control runs the
+ * same bwrap command line started the way it was before (inheriting our
+ * environment) and must find the marker in /proc/1/environ, so the dump
+ * does read pid 1's environment and would see a leak. */
+START_TEST(test_host_environment_is_nowhere_in_proc)
+{
+    NEED_SANDBOX();
+    setup_dirs();
+    char marker[64];
+    snprintf(marker, sizeof marker, "host-secret-%ld", (long)getpid());
+    ck_assert_int_eq(setenv("REPRO_TEST_SECRET", marker, 1), 0);
+    repro_sandbox_opts o;
+    repro_sandbox_result res;
+    opts_for(&o, 0);
+    run_sh(&o, proc_dump, &res);
+    ck_assert_msg(res.exited && res.code == 0, "%s: %s", res.what, slurp(err_path));
+    const char *out = slurp(out_path);
+    ck_assert_msg(strstr(out, "@/proc/1/environ\nPATH=/usr/local/bin:/usr/bin:/bin\n"),
+                  "pid 1's environment was not read (or is not the program's):\n%.2000s", out);
+    ck_assert_msg(strstr(out, "@/proc/1/task/1/environ\n"), "%.2000s", out);
+    ck_assert_msg(!strstr(out, marker), "the host's REPRO_TEST_SECRET is readable in the "
+                                        "sandbox:\n%.4000s", out);
+    ck_assert_msg(!strstr(out, "REPRO_TEST_SECRET"), "%.4000s", out);
+    /* The control: bwrap started with our environment shows it as pid 1. */
+    char bwrap[4096], real[4096];
+    ck_assert(repro_sandbox_find_bwrap(bwrap, sizeof bwrap));
+    ck_assert_ptr_nonnull(realpath(scratch, real));
+    repro_argv a = {0};
+    ck_assert_int_eq(repro_sandbox_args(&a, bwrap, real, NULL, NULL, 1 << 20, NULL), 0);
+    const char *tail[] = {"sh", "-c", proc_dump, NULL};
+    for (int i = 0; tail[i]; i++)
+        repro_argv_add(&a, tail[i]);
+    ck_assert(!a.failed);
+    repro_child c;
+    memset(&c, 0, sizeof c);
+    c.argv = a.v;
+    c.out_path = out_path;
+    c.timeout_s = 60;
+    repro_child_status st;
+    ck_assert_int_eq(repro_child_run(&c, &st), 0);
+    repro_argv_free(&a);
+    out = slurp(out_path);
+    const char *pid1 = strstr(out, "@/proc/1/environ\n");
+    const char *leak = strstr(out, marker);
+    ck_assert_msg(pid1 && leak && leak > pid1, "the control did not see the marker in pid 1's "
+                                               "environment:\n%.2000s", out);
+    /* ...but not in the program's own environment (bwrap clears that). */
+    ck_assert_ptr_null(strstr(strstr(out, "@env\n"), marker));
+    unsetenv("REPRO_TEST_SECRET");
+}
+END_TEST
+
+/* The total-disk cap (sandbox_disk.h): eight files of 512 KiB, each
+ * under a 1 MiB file-size limit, fill a scratch directory capped at
+ * 2 MiB, and the run is named as stopped by the disk limit; the control,
+ * the same writes in an uncapped scratch directory, all succeed (the
+ * per-file limit alone lets 4 MiB through). Skipped, saying why, where
+ * no tmpfs can be mounted (not root). */
+START_TEST(test_total_disk_cap)
+{
+    NEED_SANDBOX();
+    setup_dirs();
+    static const char writes[] =
+        "for i in 1 2 3 4 5 6 7 8; do head -c 524288 /dev/zero > f$i || exit 1; done; echo all";
+    repro_sandbox_opts o;
+    repro_sandbox_result res;
+    opts_for(&o, 0);
+    o.fsize_bytes = 1 << 20;
+    o.disk_bytes = 2 << 20;
+    run_sh(&o, writes, &res);
+    ck_assert_msg(res.exited && res.code == 0 && !res.limit_hit, "the control: %s: %s",
+                  res.what, slurp(err_path));
+    ck_assert_str_eq(slurp(out_path), "all\n");
+    char why[200];
+    char capped[TU_TMP_LEN + 16];
+    snprintf(capped, sizeof capped, "%s/capped", root);
+    ck_assert_int_eq(mkdir(capped, 0700), 0);
+    if (repro_sandbox_disk_cap(capped, o.disk_bytes, why, sizeof why) != 0) {
+        fprintf(stderr, "sandbox: %s skipped: %s\n", __func__, why);
+        return;
+    }
+    o.scratch_dir = capped;
+    o.disk_capped = 1;
+    run_sh(&o, writes, &res);
+    char d[1024];
+    repro_sandbox_describe(&o, d, sizeof d);
+    repro_sandbox_disk_release(capped);
+    ck_assert_msg(!strstr(slurp(out_path), "all"), "wrote 4 MiB into a 2 MiB scratch");
+    ck_assert_msg(res.limit_hit && !strcmp(res.limit_name, "disk"), "%s (limit '%s'): %s",
+                  res.what, res.limit_name, slurp(err_path));
+    ck_assert_msg(strstr(res.what, "the disk limit (2.0 MiB)"), "%s", res.what);
+    ck_assert_msg(strstr(d, "scratch 2.0 MiB in all (tmpfs)"), "%s", d);
+}
+END_TEST
+
 START_TEST(test_what_cannot_start_is_an_error)
 {
     NEED_SANDBOX();
@@ -673,7 +779,8 @@ START_TEST(test_describe_states_the_limits)
     ck_assert_msg(strstr(d, "bubblewrap: no network") && strstr(d, "address space 4.0 GiB") &&
                       strstr(d, "cpu 3600 s per process") && strstr(d, "file size 1.0 GiB") &&
                       strstr(d, "wall 3600 s") && strstr(d, "private /tmp and /dev/shm 1.0 GiB each") &&
-                      strstr(d, "scratch /s writable"),
+                      strstr(d, "scratch /s writable") &&
+                      strstr(d, "scratch total size NOT limited"),
                   "%s", d);
     ck_assert_msg(strstr(d, "processes+threads 512") || strstr(d, "processes NOT limited"),
                   "%s", d);
@@ -697,6 +804,8 @@ Suite *sandbox_suite(void)
     tcase_add_test(tc, test_bwrap_that_cannot_sandbox_is_reported);
     tcase_add_test(tc, test_network_is_unreachable);
     tcase_add_test(tc, test_no_process_outlives_the_sandbox);
+    tcase_add_test(tc, test_host_environment_is_nowhere_in_proc);
+    tcase_add_test(tc, test_total_disk_cap);
     tcase_add_test(tc, test_file_size_limit_is_named);
     tcase_add_test(tc, test_memory_limit_is_named);
     tcase_add_test(tc, test_wall_time_limit_is_named);

@@ -6,6 +6,11 @@
  * - the genuine bundle is "reproduced" in the sandbox, with the host's
  *   score (the host's evaluator on the re-run's output) and the output's
  *   SHA-256 in the receipt;
+ * - a declared output that is not the submitter's (a time stamp in it)
+ *   is "outputs differ" with a signed receipt, and "reproduced" once the
+ *   host declares it unscored (--unscored-output);
+ * - the verifier's environment is nowhere in the sandbox's /proc (and,
+ *   the control, the program finds it there with --no-sandbox);
  * - a claimed score above the host's is rejected naming both values, and
  *   the metric the program prints itself never becomes the host's score;
  * - an edited loss_value in the claimed trace is an error naming the step;
@@ -48,7 +53,10 @@ typedef struct {
 } result;
 static result r;
 
-/* Modes by argument: "ok" trains and writes model.txt; "fill MIB" first
+/* Modes by argument: "ok" trains and writes model.txt; "stamp" also
+ * writes the time into model.txt (an output that never reproduces);
+ * "secret NAME" first looks for "NAME=" in every environ and cmdline
+ * under /proc (exit 8 when found); "fill MIB" first
  * writes MIB MiB into its scratch directory; "alloc MIB" first allocates
  * and touches MIB MiB; "socket PORT"
  * first connects to 127.0.0.1:PORT (exit 4 when it cannot); "grandchild
@@ -58,7 +66,23 @@ static const char prog_c[] =
     "#include <arpa/inet.h>\n#include <errno.h>\n#include <netinet/in.h>\n"
     "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
     "#include <sys/socket.h>\n#include <unistd.h>\n#include <repro/repro.h>\n"
+    "#include <dirent.h>\n#include <time.h>\n"
     "enum { N = 16 };\n"
+    "static int leaks(const char *name)\n{\n"
+    "    char want[200], p[300];\n    static char buf[1 << 16];\n"
+    "    snprintf(want, sizeof want, \"%s=\", name);\n"
+    "    DIR *d = opendir(\"/proc\");\n    struct dirent *e;\n    int found = 0;\n"
+    "    while (d && !found && (e = readdir(d))) {\n"
+    "        for (int k = 0; k < 2 && e->d_name[0] >= '1' && e->d_name[0] <= '9'; k++) {\n"
+    "            snprintf(p, sizeof p, \"/proc/%s/%s\", e->d_name, k ? \"cmdline\" : \"environ\");\n"
+    "            FILE *f = fopen(p, \"r\");\n            if (!f)\n                continue;\n"
+    "            size_t n = fread(buf, 1, sizeof buf - 1, f);\n            fclose(f);\n"
+    "            for (size_t i = 0; i < n; i++)\n                buf[i] = buf[i] ? buf[i] : ' ';\n"
+    "            buf[n] = 0;\n"
+    "            if (strstr(buf, want)) {\n"
+    "                fprintf(stderr, \"the host's %s is in %s\\n\", name, p);\n"
+    "                found = 1;\n                break;\n            }\n        }\n    }\n"
+    "    if (d)\n        closedir(d);\n    return found;\n}\n"
     "static int net(const char *port)\n{\n"
     "    int s = socket(AF_INET, SOCK_STREAM, 0);\n"
     "    struct sockaddr_in a = {0};\n    a.sin_family = AF_INET;\n"
@@ -70,6 +94,7 @@ static const char prog_c[] =
     "int main(int argc, char **argv)\n{\n"
     "    const char *mode = argc > 1 ? argv[1] : \"ok\";\n"
     "    if (!strcmp(mode, \"socket\") && net(argv[2]))\n        return 4;\n"
+    "    if (!strcmp(mode, \"secret\") && leaks(argv[2]))\n        return 8;\n"
     "    if (!strcmp(mode, \"sleep\"))\n        sleep((unsigned)atoi(argv[2]));\n"
     "    if (!strcmp(mode, \"fill\")) {\n"
     "        FILE *o = fopen(\"fill.bin\", \"w\");\n"
@@ -106,6 +131,9 @@ static const char prog_c[] =
     "            repro_recorder_step(r, step, (double)(err * err)))\n            return 3;\n    }\n"
     "    FILE *f = fopen(\"model.txt\", \"w\");\n"
     "    for (int i = 0; i < N; i++)\n        fprintf(f, \"%.9g\\n\", w[i]);\n"
+    "    if (!strcmp(mode, \"stamp\")) {\n        struct timespec ts;\n"
+    "        clock_gettime(CLOCK_REALTIME, &ts);\n"
+    "        fprintf(f, \"%ld.%09ld\\n\", (long)ts.tv_sec, ts.tv_nsec);\n    }\n"
     "    fclose(f);\n"
     "    printf(\"accuracy 0.99\\n\");\n"
     "    if (!strcmp(mode, \"grandchild\")) {\n"
@@ -313,7 +341,71 @@ START_TEST(test_genuine_bundle_reproduces_with_host_score)
     tu_git_capture(want, sizeof want, "sha256sum '%s/outputs/model.txt' | cut -c1-64", good);
     ck_assert_str_eq(str_at(o, "sha256", NULL), want);
     ck_assert(json_is_true(json_object_get(o, "identical")));
+    ck_assert(json_is_false(json_object_get(o, "unscored")));
     json_decref(rc);
+}
+END_TEST
+
+/* A declared output that does not reproduce (it holds the time it was
+ * written) is "outputs differ", exit 1, with a signed receipt, the output
+ * named in the reason; the control: the host declaring it unscored gets
+ * "reproduced", and the receipt still says the output is not the
+ * submitter's. */
+START_TEST(test_output_that_differs_is_not_reproduced)
+{
+    char b[600], extra[1200];
+    snprintf(b, sizeof b, "%s/stamped", base);
+    repro_in(repo, "submit -o '%s' --build make --program-output model.txt -- ./prog stamp", b);
+    ck_assert_msg(r.rc == 0, "submit: rc %d\n%s", r.rc, r.err);
+    repro_in(base, "keygen -o '%s/stamp-host.pem'", base);
+    ck_assert_int_eq(r.rc, 0);
+    snprintf(extra, sizeof extra, "--key '%s/stamp-host.pem'", base);
+    json_t *rc = verify(b, extra);
+    ck_assert_msg(r.rc == 1, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_str_eq(str_at(rc, "verdict", NULL), "outputs differ");
+    ck_assert_ptr_nonnull(strstr(r.out, ": outputs differ\n"));
+    ck_assert_msg(strstr(r.out, "the declared output 'model.txt' is not the submitter's"), "%s",
+                  r.out);
+    json_t *o = json_array_get(json_object_get(json_object_get(rc, "program"), "outputs"), 0);
+    ck_assert(json_is_false(json_object_get(o, "identical")));
+    ck_assert(json_is_false(json_object_get(o, "unscored")));
+    /* The training itself reproduced: only the output did not. */
+    ck_assert_str_eq(str_at(rc, "digests", NULL), "identical");
+    json_decref(rc);
+    repro_in(base, "verify-receipt '%s/receipt.json' --pub '%s/stamp-host.pem.pub'", base, base);
+    ck_assert_msg(r.rc == 0, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "verdict: outputs differ"));
+    rc = verify(b, "--unscored-output model.txt");
+    ck_assert_msg(r.rc == 0, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_str_eq(str_at(rc, "verdict", NULL), "reproduced");
+    o = json_array_get(json_object_get(json_object_get(rc, "program"), "outputs"), 0);
+    ck_assert(json_is_false(json_object_get(o, "identical")));
+    ck_assert(json_is_true(json_object_get(o, "unscored")));
+    ck_assert_ptr_nonnull(strstr(r.out, "(not the submitter's) (unscored: --unscored-output)"));
+    json_decref(rc);
+}
+END_TEST
+
+/* The verifier's environment is nowhere in the sandbox's /proc (issue
+ * 48): with REPRO_TEST_SECRET set for `repro verify`, a program looking
+ * for it in every environ and cmdline there reproduces; the control,
+ * unsandboxed, finds it in the verifier's own /proc entry and fails. */
+START_TEST(test_host_environment_is_not_in_the_sandbox)
+{
+    char b[600], line[PATH_MAX + 1400], rp[600];
+    variant("secret", set_argv, "secret REPRO_TEST_SECRET", b, sizeof b);
+    snprintf(rp, sizeof rp, "%s/receipt.json", base);
+    for (int plain = 0; plain < 2; plain++) {
+        snprintf(line, sizeof line, "REPRO_TEST_SECRET=host-only-%ld '%s' verify '%s' -o '%s' %s",
+                 (long)getpid(), bin, b, rp, plain ? "--no-sandbox" : "");
+        sh_in(base, line);
+        if (!plain) {
+            ck_assert_msg(r.rc == 0, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+        } else {
+            ck_assert_msg(r.rc == 1, "the control: rc %d\n%s\n%s", r.rc, r.out, r.err);
+            ck_assert_msg(strstr(r.out, "the host's REPRO_TEST_SECRET is in /proc/"), "%s", r.out);
+        }
+    }
 }
 END_TEST
 
@@ -481,6 +573,19 @@ START_TEST(test_disk_and_memory_limits)
     rc = verify(b, "--max-file-size 64M");
     ck_assert_msg(r.rc == 0, "rc %d\n%s\n%s", r.rc, r.out, r.err);
     json_decref(rc);
+    /* The total: 8 MiB in a scratch directory of 2 MiB (where this host
+     * can mount the tmpfs that caps it; the receipt says which). */
+    rc = verify(b, "--max-file-size 64M --max-disk 2M");
+    const char *sb = str_at(json_object_get(rc, "program"), "sandbox", NULL);
+    if (sb && strstr(sb, "total size NOT limited")) {
+        fprintf(stderr, "submit_program: --max-disk not checked: %s\n", sb);
+    } else {
+        ck_assert_msg(r.rc == 1, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+        ck_assert_msg(!strcmp(str_at(rc, "verdict", NULL), "exceeded limits"), "%s", r.out);
+        ck_assert_msg(strstr(r.out, "disk limit (2.0 MiB)"), "%s", r.out);
+        ck_assert_msg(sb && strstr(sb, "scratch 2.0 MiB in all (tmpfs)"), "%s", sb);
+    }
+    json_decref(rc);
 #if !defined(__SANITIZE_ADDRESS__)
     /* (a sanitizer build runs its re-runs with no address-space limit) */
     variant("hog", set_argv, "alloc 1024", b, sizeof b);
@@ -600,6 +705,8 @@ Suite *submit_program_suite(void)
     tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
     tcase_add_test(tc, test_submit_packs_the_program);
     tcase_add_test(tc, test_genuine_bundle_reproduces_with_host_score);
+    tcase_add_test(tc, test_output_that_differs_is_not_reproduced);
+    tcase_add_test(tc, test_host_environment_is_not_in_the_sandbox);
     tcase_add_test(tc, test_higher_claim_is_rejected_and_printed_metric_ignored);
     tcase_add_test(tc, test_edited_loss_value_names_the_step);
     tcase_add_test(tc, test_failing_build_is_not_reproduced);

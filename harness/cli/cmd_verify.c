@@ -7,8 +7,9 @@
  * Verdicts and exit codes: reproduced 0; diverged (at step N, also for a
  * claimed loss_value/eval_* value that is not the re-run's) 1; exceeded
  * limits 1 (not reproduced: the host did not accept the work); build
- * failed, run failed (a program bundle's) and score mismatch (a claimed
- * score that is not the host's, --score) 1; a program bundle on a host
+ * failed, run failed (a program bundle's), score mismatch (a claimed
+ * score that is not the host's, --score) and outputs differ (a declared
+ * output that is not the submitter's, unless --unscored-output) 1; a program bundle on a host
  * without its sandbox tool 3, no receipt (unless --no-sandbox); invalid
  * submission 2 (also a bad signature, or a key --trusted-keys does not pin); a host-side environment failure 3, with no receipt (it is
  * not a verdict on the submission). Usage errors exit 2 with no receipt. */
@@ -44,15 +45,17 @@ static const char verify_synopsis[] =
     "network, the bundle and repro read-only, limits from --max-memory and\n"
     "--max-seconds); without bubblewrap it is refused (exit 3) unless\n"
     "--no-sandbox. Its declared outputs' SHA-256 and the host's score go\n"
-    "into the receipt. A bundle submitted with --data runs on the host's\n"
-    "data (--data DIR, read-only, REPRO_DATA): its outputs are scored, not\n"
-    "compared with the submitter's, and the receipt records DIR's digest.\n";
+    "into the receipt; a declared output that is not the submitter's, byte\n"
+    "for byte, is \"outputs differ\" unless --unscored-output names it. A\n"
+    "bundle submitted with --data runs on the host's data (--data DIR,\n"
+    "read-only, REPRO_DATA): its outputs are scored, not compared with the\n"
+    "submitter's, and the receipt records DIR's digest.\n";
 
 static const char verify_epilogue[] =
     "\n"
     "Exit: 0 reproduced, 1 diverged (also: a claimed loss_value or eval_* value\n"
-    "that is not the re-run's), exceeded limits, build failed, run failed or\n"
-    "score mismatch, 2 invalid submission (also:\n"
+    "that is not the re-run's), exceeded limits, build failed, run failed,\n"
+    "score mismatch or outputs differ, 2 invalid submission (also:\n"
     "a malformed or forged signature, or a key --trusted-keys does not pin) or\n"
     "usage, 3 environment problem on the host.\n";
 
@@ -69,8 +72,13 @@ enum {
     O_SCORE,
     O_NO_SANDBOX,
     O_MAX_FILE_SIZE,
-    O_DATA
+    O_DATA,
+    O_UNSCORED_OUTPUT,
+    O_MAX_DISK
 };
+
+/* As many as a bundle may declare. */
+#define UNSCORED_MAX REPRO_BUNDLE_OUTPUTS_MAX
 
 static const repro_cli_opt verify_opts[] = {
     {"policy", 0, "P",
@@ -106,6 +114,16 @@ static const repro_cli_opt verify_opts[] = {
      "a program bundle's largest file in the sandbox (build\nand run; default 1G): a larger "
      "write ends the run,\n\"exceeded limits\"",
      O_MAX_FILE_SIZE},
+    {"max-disk", 0, "SIZE",
+     "what a program bundle's build and run may write in\nall (default 4G): its scratch "
+     "directory is a tmpfs of\nSIZE where this host may mount one (root); a run that\nfills "
+     "it is \"exceeded limits\"",
+     O_MAX_DISK},
+    {"unscored-output", 0, "PATH",
+     "a program bundle's declared output PATH is not scored\n(it holds a time stamp, or "
+     "is nondeterministic by\nnature): one that is not the submitter's is reported,\nnot "
+     "\"outputs differ\"; may be repeated",
+     O_UNSCORED_OUTPUT},
     {"no-sandbox", 0, NULL,
      "run a program bundle without the sandbox (bubblewrap);\nthe receipt records it",
      O_NO_SANDBOX},
@@ -163,6 +181,8 @@ typedef struct {
     repro_verify_opts v;
     const char *key_path, *out_path, *trusted_path;
     int json;
+    const char *unscored[UNSCORED_MAX + 1]; /* --unscored-output, NULL-terminated */
+    int nunscored;
 } verify_cli;
 
 /* One option of verify's with its value; 0 or -1 (error slot). */
@@ -192,6 +212,15 @@ static int verify_option(void *ctx, int id, const char *v)
     case O_DATA: o->v.data_dir = v; return 0;
     case O_MAX_FILE_SIZE:
         return repro_parse_size("verify: --max-file-size", v, 1 << 10, &o->v.max_file_size);
+    case O_MAX_DISK:
+        return repro_parse_size("verify: --max-disk", v, 1 << 20, &o->v.max_disk);
+    case O_UNSCORED_OUTPUT:
+        if (o->nunscored == UNSCORED_MAX)
+            return repro_error_set(REPRO_EINVAL, "verify: more than %d --unscored-output",
+                                   UNSCORED_MAX);
+        o->unscored[o->nunscored++] = v;
+        o->v.unscored_outputs = o->unscored;
+        return 0;
     }
     return 0;
 }
@@ -292,11 +321,13 @@ static void print_program(const repro_verify_result *r)
     json_t *e;
     json_array_foreach(r->outputs, i, e) {
         const char *h = json_string_value(json_object_get(e, "sha256"));
-        printf("  output %s sha256 %s%s\n",
+        printf("  output %s sha256 %s%s%s\n",
                repro_esc(json_string_value(json_object_get(e, "path"))), h ? h : "(missing)",
                r->has_data ? " (from the host's data: scored, not compared)"
                : json_is_true(json_object_get(e, "identical")) ? " (the submitter's)"
-                                                               : " (not the submitter's)");
+                                                               : " (not the submitter's)",
+               json_is_true(json_object_get(e, "unscored")) ? " (unscored: --unscored-output)"
+                                                            : "");
     }
 }
 

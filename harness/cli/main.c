@@ -10,6 +10,7 @@
 #include "record/leaf_sha.h"
 #include "util/child.h"
 #include "util/error.h"
+#include "util/orphans.h"
 #include "util/suggest.h"
 #include "util/version.h"
 
@@ -88,8 +89,12 @@ int main(int argc, char **argv)
         return REPRO_EXIT_USAGE;
     }
     /* A SIGINT/SIGTERM while a program runs stops its whole process
-     * group, and the command unwinds before exiting 130/143. */
+     * group, and the command unwinds before exiting 130/143. What a
+     * program leaves outside its group (setsid, a double fork) comes to
+     * us and is killed when the run ends. Best effort: without it, the
+     * group kill still holds. */
     repro_child_trap_signals();
+    repro_orphans_adopt();
     int rc = c->fn(argc - 1, argv + 1);
     int sig = repro_child_interrupted();
     if (sig) {

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include "util/capture.h"
 #include "util/error.h"
 #include "util/fsutil.h"
+#include "util/orphans.h"
 #include "util/progress.h"
 
 extern char **environ;
@@ -107,12 +109,13 @@ static int env_listed(const char *kv, const char *const *list)
     return 0;
 }
 
-/* Our environment without env_unset and without what env_set replaces, then
- * env_set. The strings are borrowed; the array is malloc'd. */
+/* Our environment (none of it with env_clear) without env_unset and
+ * without what env_set replaces, then env_set. The strings are borrowed;
+ * the array is malloc'd. */
 static char **child_env(const repro_child *c)
 {
     size_t n = 0, nset = 0;
-    while (environ[n])
+    while (!c->env_clear && environ[n])
         n++;
     while (c->env_set && c->env_set[nset])
         nset++;
@@ -278,6 +281,30 @@ static volatile sig_atomic_t trapped_signal;
 static atomic_int children_running;
 static int trap_installed;
 
+/* Held while the count goes up, and while it reaches 0 and the orphans
+ * are killed: a sweep then never meets a child that a thread is just
+ * starting (every child of ours is counted from before its fork). */
+static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void child_begins(void)
+{
+    pthread_mutex_lock(&count_lock);
+    atomic_fetch_add(&children_running, 1);
+    pthread_mutex_unlock(&count_lock);
+}
+
+/* A child reaped, or one that never started. With none of ours running
+ * any more, every child this process still has is an orphan that a
+ * program left outside its group and that came to us (orphans.h):
+ * killed, so that nothing a run started outlives it. */
+static void child_done(void)
+{
+    pthread_mutex_lock(&count_lock);
+    if (atomic_fetch_sub(&children_running, 1) == 1 && repro_orphans_adopted())
+        repro_orphans_kill_all();
+    pthread_mutex_unlock(&count_lock);
+}
+
 static void on_trapped_signal(int sig)
 {
     trapped_signal = sig;
@@ -330,7 +357,7 @@ static int exec_outcome(repro_child *c, const char *prog, int rd)
     while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
         ;
     c->pid = 0;
-    atomic_fetch_sub(&children_running, 1);
+    child_done();
     static const char *const what[] = {"", "its parent is gone", "cannot redirect its output",
                                        "cannot enter the directory", "cannot set its limits",
                                        "cannot join its cgroup", ""};
@@ -464,13 +491,13 @@ int repro_child_start(repro_child *c)
         free(env);
         return repro_error_set_errno(REPRO_EIO, "cannot start %s: pipe", prog);
     }
-    atomic_fetch_add(&children_running, 1);
+    child_begins();
     /* Interrupted through the trap: start nothing more. (A caller's own
      * flag is the caller's to check: a child started under it gets the
      * signal forwarded at once.) */
     volatile sig_atomic_t *intr = c->interrupt ? NULL : interrupt_flag(c);
     if (intr && *intr) {
-        atomic_fetch_sub(&children_running, 1);
+        child_done();
         close(pfd[0]);
         close(pfd[1]);
         close_files(fds);
@@ -490,7 +517,7 @@ int repro_child_start(repro_child *c)
     close_files(fds);
     free(env);
     if (pid < 0) {
-        atomic_fetch_sub(&children_running, 1);
+        child_done();
         end_capture(c);
         close(pfd[0]);
         errno = saved;
@@ -558,7 +585,7 @@ static int reap_group(repro_child *c, int *wst)
     while ((w = waitpid(c->pid, wst, 0)) < 0 && errno == EINTR)
         ;
     c->pid = 0;
-    atomic_fetch_sub(&children_running, 1);
+    child_done();
     end_capture(c);
     return w < 0 ? -1 : 0;
 }
@@ -596,7 +623,7 @@ int repro_child_wait(repro_child *c, repro_child_status *st)
             int e = errno;
             repro_child_kill(c, SIGKILL);
             stop_guard(c);
-            atomic_fetch_sub(&children_running, 1);
+            child_done();
             end_capture(c);
             errno = e;
             return repro_error_set_errno(REPRO_EIO, "waiting for child %ld", (long)c->pid);

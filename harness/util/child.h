@@ -12,7 +12,9 @@
  *   kills everything it started (make's compilers, a shell's children).
  * - nothing a child starts outlives it: when the child ends, wait kills
  *   what is left in its group (a `sleep &` a script left behind) before it
- *   reaps the child.
+ *   reaps the child; and in a process that adopts orphans (orphans.h:
+ *   repro does), once no child runs any more, what left the group
+ *   (`setsid`, a double fork) and came to us is killed and reaped too.
  * - children die with their parent: on Linux the child asks the kernel for
  *   SIGKILL when its parent goes (PR_SET_PDEATHSIG), so a `repro check`
  *   killed with -9 leaves no `repro run` training on; and a small guard
@@ -55,6 +57,10 @@ typedef struct {
     const char *cwd;          /* NULL: ours */
     const char *const *env_set;   /* NULL-terminated "K=V": added, replacing any K */
     const char *const *env_unset; /* NULL-terminated names "K": removed */
+    int env_clear;            /* non-zero: none of ours, env_set only. For a
+                                 sandbox's bwrap: its pid 1 is the sandbox's,
+                                 and /proc/1/environ there shows what it was
+                                 started with */
     const char *out_path;     /* stdout; NULL: /dev/null */
     const char *err_path;     /* stderr; NULL: /dev/null (ignored with err_to_out) */
     int append;               /* open the files O_APPEND instead of truncating */

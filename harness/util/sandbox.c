@@ -26,6 +26,7 @@ void repro_sandbox_opts_init(repro_sandbox_opts *o)
     o->max_procs = REPRO_SANDBOX_DEFAULT_PROCS;
     o->wall_seconds = REPRO_SANDBOX_DEFAULT_WALL;
     o->tmp_bytes = REPRO_SANDBOX_DEFAULT_TMP;
+    o->disk_bytes = REPRO_SANDBOX_DEFAULT_DISK;
 }
 
 repro_sandbox_opts repro_sandbox_effective(const repro_sandbox_opts *o)
@@ -37,6 +38,7 @@ repro_sandbox_opts repro_sandbox_effective(const repro_sandbox_opts *o)
     e.max_procs = e.max_procs ? e.max_procs : REPRO_SANDBOX_DEFAULT_PROCS;
     e.wall_seconds = e.wall_seconds > 0 ? e.wall_seconds : REPRO_SANDBOX_DEFAULT_WALL;
     e.tmp_bytes = e.tmp_bytes ? e.tmp_bytes : REPRO_SANDBOX_DEFAULT_TMP;
+    e.disk_bytes = e.disk_bytes ? e.disk_bytes : REPRO_SANDBOX_DEFAULT_DISK;
     return e;
 }
 
@@ -93,6 +95,7 @@ int repro_sandbox_available(char *why, size_t why_len)
     repro_argv_add(&a, "true");
     if (ok && !a.failed) {
         c.argv = a.v;
+        c.env_clear = 1; /* as every sandbox starts (sandbox_run.c) */
         c.err_path = err;
         c.timeout_s = 30;
         ok = repro_child_run(&c, &st) == 0 && st.how == REPRO_CHILD_EXITED && st.code == 0;
@@ -122,7 +125,12 @@ void repro_sandbox_human_bytes(uint64_t b, char *buf, size_t len)
 void repro_sandbox_describe(const repro_sandbox_opts *o, char *buf, size_t len)
 {
     repro_sandbox_opts e = repro_sandbox_effective(o);
-    char as[32], fs[32], tmp[32], procs[300], why[200];
+    char as[32], fs[32], tmp[32], procs[300], why[200], disk[80];
+    repro_sandbox_human_bytes(e.disk_bytes, disk, sizeof disk);
+    if (e.disk_capped)
+        snprintf(disk + strlen(disk), sizeof disk - strlen(disk), " in all (tmpfs)");
+    else
+        snprintf(disk, sizeof disk, "total size NOT limited");
     repro_sandbox_human_bytes(e.as_bytes, as, sizeof as);
     repro_sandbox_human_bytes(e.fsize_bytes, fs, sizeof fs);
     repro_sandbox_human_bytes(e.tmp_bytes, tmp, sizeof tmp);
@@ -136,12 +144,14 @@ void repro_sandbox_describe(const repro_sandbox_opts *o, char *buf, size_t len)
     }
     if (e.no_sandbox)
         snprintf(buf, len, "NO SANDBOX (--no-sandbox): the host's network, files and processes; "
-                 "address space %s, cpu %llu s per process, file size %s, %s, wall %g s",
-                 as, (unsigned long long)e.cpu_seconds, fs, procs, e.wall_seconds);
+                 "address space %s, cpu %llu s per process, file size %s, %s, wall %g s, "
+                 "scratch %s",
+                 as, (unsigned long long)e.cpu_seconds, fs, procs, e.wall_seconds, disk);
     else
         snprintf(buf, len, "bubblewrap: no network, own pid namespace, no capabilities, "
                  "system and inputs read-only, scratch %s writable, private /tmp and /dev/shm %s each; "
-                 "address space %s, cpu %llu s per process, file size %s, %s, wall %g s",
+                 "address space %s, cpu %llu s per process, file size %s, %s, wall %g s, "
+                 "scratch %s",
                  e.scratch_dir ? e.scratch_dir : "(none)", tmp, as,
-                 (unsigned long long)e.cpu_seconds, fs, procs, e.wall_seconds);
+                 (unsigned long long)e.cpu_seconds, fs, procs, e.wall_seconds, disk);
 }

@@ -27,9 +27,14 @@
  *   type into);
  * - the environment: only PATH=/usr/local/bin:/usr/bin:/bin,
  *   HOME=scratch_dir, TMPDIR=/tmp, and env_set (which may replace them);
+ *   bwrap itself is started with that environment and no other, since it
+ *   is the sandbox's pid 1 and its /proc/1/environ is readable there: no
+ *   variable of the host's is anywhere in the sandbox's /proc;
  * - limits: RLIMIT_AS, RLIMIT_CPU (per process: SIGXCPU at it, fatal
  *   unless handled, SIGKILL 5 s of CPU later), RLIMIT_FSIZE (SIGXFSZ past
- *   it) and RLIMIT_CORE 0 (no core dump: it would not heed the file size)
+ *   it) and RLIMIT_CORE 0 (no core dump: it would not heed the file size),
+ *   the scratch directory's total size where the caller capped it
+ *   (sandbox_disk.h: a tmpfs; a write past it fails with ENOSPC)
  *   set before bwrap runs (they survive its exec), the wall clock (the whole sandbox killed), and the number of
  *   processes and threads (a pids cgroup, sandbox_pids.h; where none can
  *   be made, that limit is not enforced and describe() says so). Its
@@ -51,6 +56,7 @@
 #define REPRO_SANDBOX_DEFAULT_PROCS 512ULL        /* processes + threads */
 #define REPRO_SANDBOX_DEFAULT_WALL 3600.0         /* seconds */
 #define REPRO_SANDBOX_DEFAULT_TMP (1ULL << 30)    /* 1 GiB of /tmp (tmpfs: memory) */
+#define REPRO_SANDBOX_DEFAULT_DISK (4ULL << 30)   /* 4 GiB in all in scratch_dir */
 
 typedef struct {
     const char *scratch_dir;       /* host dir, bound read-write at the same path; the program's cwd */
@@ -68,6 +74,9 @@ typedef struct {
                                       repro's client): repro/ bound read-only at
                                       REPRO_SANDBOX_CLIENT_DIR/repro; NULL: none. The caller
                                       puts that dir (unsandboxed: this one) on PYTHONPATH */
+    uint64_t disk_bytes;           /* the most scratch_dir holds in all (0: default); enforced
+                                      only where the caller capped it (sandbox_disk.h) */
+    int disk_capped;               /* the caller mounted a tmpfs of disk_bytes on scratch_dir */
 } repro_sandbox_opts;
 
 /* Where the sandbox shows python_client: a directory holding only repro/. */
@@ -104,14 +113,16 @@ typedef struct {
  * SIGXCPU, or unsandboxed SIGKILL with the CPU time at the limit (cpu time);
  * the time limit (wall time); forks refused at the process limit (process
  * count); a failed run whose output says the memory ran out, as malloc,
- * C++, Python and the shell word it (memory). */
+ * C++, Python and the shell word it (memory); a failed run in a capped
+ * scratch directory whose output says "No space left on device" (disk). */
 int repro_sandbox_run(const repro_sandbox_opts *o, char *const argv[], const char *const *env_set,
                       const char *out_path, const char *err_path, repro_sandbox_result *res);
 
 /* The limits actually applied, for the receipt: one line, e.g.
  * "bubblewrap: no network, ...; address space 4.0 GiB, cpu 3600 s,
  * file size 1.0 GiB, processes 512 (cgroup pids.max), wall 3600 s, /tmp
- * 1.0 GiB" (or "no sandbox (--no-sandbox): ..."). */
+ * 1.0 GiB, scratch 4.0 GiB in all (tmpfs)" (or "no sandbox
+ * (--no-sandbox): ..."). */
 void repro_sandbox_describe(const repro_sandbox_opts *o, char *buf, size_t len);
 
 #endif

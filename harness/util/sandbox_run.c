@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "util/child.h"
@@ -17,8 +18,6 @@
 #include "util/sandbox_impl.h"
 #include "util/sandbox_pids.h"
 
-extern char **environ;
-
 /* Everything one run holds, freed by run_free. */
 typedef struct {
     repro_sandbox_opts o;      /* effective: defaults filled in */
@@ -26,8 +25,7 @@ typedef struct {
     char **ro;                 /* absolute ro_paths */
     char *client;              /* absolute python_client (NULL: none) */
     repro_argv argv;           /* what the child runs */
-    repro_argv env_set;        /* no_sandbox: the environment to set */
-    repro_argv env_unset;      /* no_sandbox: ours, all removed */
+    repro_argv env;            /* the whole environment the child starts with */
     repro_pids_cgroup pids;
     int have_pids;
 } sandbox_run;
@@ -39,8 +37,7 @@ static void run_free(sandbox_run *r)
     free(r->ro);
     free(r->client);
     repro_argv_free(&r->argv);
-    repro_argv_free(&r->env_set);
-    repro_argv_free(&r->env_unset);
+    repro_argv_free(&r->env);
     repro_pids_cgroup_remove(&r->pids);
 }
 
@@ -66,15 +63,13 @@ static int resolve_paths(sandbox_run *r)
     return 0;
 }
 
-/* Unsandboxed, the same environment: ours removed, PATH/HOME/TMPDIR and
- * env_set (which wins) set. */
-static void plain_env(sandbox_run *r, const char *const *env_set)
+/* The program's environment, and the one the child starts with, in both
+ * modes: none of ours, PATH/HOME/TMPDIR and env_set (which wins). In the
+ * sandbox the child is bwrap, and bwrap is the sandbox's pid 1: its
+ * /proc/1/environ is readable inside, so bwrap itself must never hold the
+ * host's variables (tokens, credentials), only what the program gets. */
+static void program_env(sandbox_run *r, const char *const *env_set)
 {
-    for (char **e = environ; *e; e++) {
-        char key[256];
-        snprintf(key, sizeof key, "%.*s", (int)strcspn(*e, "="), *e);
-        repro_argv_add(&r->env_unset, key);
-    }
     char home[PATH_MAX + 8];
     snprintf(home, sizeof home, "HOME=%s", r->scratch);
     const char *defaults[] = {"PATH=/usr/local/bin:/usr/bin:/bin", home, "TMPDIR=/tmp", NULL};
@@ -84,10 +79,10 @@ static void plain_env(sandbox_run *r, const char *const *env_set)
         for (int j = 0; env_set && env_set[j]; j++)
             replaced |= !strncmp(env_set[j], defaults[i], k + 1);
         if (!replaced)
-            repro_argv_add(&r->env_set, defaults[i]);
+            repro_argv_add(&r->env, defaults[i]);
     }
     for (int j = 0; env_set && env_set[j]; j++)
-        repro_argv_add(&r->env_set, env_set[j]);
+        repro_argv_add(&r->env, env_set[j]);
 }
 
 static int prepare(sandbox_run *r, char *const argv[], const char *const *env_set)
@@ -96,9 +91,8 @@ static int prepare(sandbox_run *r, char *const argv[], const char *const *env_se
         return repro_error_set(REPRO_EINVAL, "sandbox: no program to run");
     if (resolve_paths(r))
         return -1;
-    if (r->o.no_sandbox) {
-        plain_env(r, env_set);
-    } else {
+    program_env(r, env_set);
+    if (!r->o.no_sandbox) {
         char bwrap[PATH_MAX];
         if (!repro_sandbox_find_bwrap(bwrap, sizeof bwrap))
             return repro_error_set(REPRO_EIO, "cannot run %s in a sandbox: bubblewrap (bwrap) "
@@ -109,7 +103,7 @@ static int prepare(sandbox_run *r, char *const argv[], const char *const *env_se
     }
     for (int i = 0; argv[i]; i++)
         repro_argv_add(&r->argv, argv[i]);
-    if (r->argv.failed || r->env_set.failed || r->env_unset.failed)
+    if (r->argv.failed || r->env.failed)
         return repro_error_set(REPRO_ENOMEM, "out of memory");
     char why[200];
     r->have_pids = repro_pids_cgroup_make(&r->pids, r->o.max_procs, why, sizeof why) == 0;
@@ -132,13 +126,9 @@ static double children_cpu_s(void)
            ru.ru_stime.tv_usec / 1e6;
 }
 
-/* Does the end of a file say the memory ran out (as malloc's strerror,
- * glibc, C++, Python, bash and the kernel word it)? */
-static int says_out_of_memory(const char *path)
+/* Does the end of a file hold one of words (case-insensitive)? */
+static int says_one_of(const char *path, const char *const *words)
 {
-    static const char *const words[] = {"cannot allocate memory", "out of memory",
-                                        "memoryerror", "bad_alloc", "memory exhausted",
-                                        "failed to allocate", NULL};
     enum { TAIL = 65536 };
     FILE *f = path ? fopen(path, "r") : NULL;
     char *tail = f ? malloc(TAIL + 1) : NULL;
@@ -160,6 +150,29 @@ static int says_out_of_memory(const char *path)
         found = strcasestr(tail, words[i]) != NULL;
     free(tail);
     return found;
+}
+
+/* Does it say the memory ran out (as malloc's strerror, glibc, C++,
+ * Python, bash and the kernel word it)? */
+static int says_out_of_memory(const char *path)
+{
+    static const char *const words[] = {"cannot allocate memory", "out of memory",
+                                        "memoryerror", "bad_alloc", "memory exhausted",
+                                        "failed to allocate", NULL};
+    return says_one_of(path, words);
+}
+
+/* Did a write find the capped scratch directory full? Its output says so
+ * (ENOSPC's strerror; Python's "[Errno 28]"), or, since its output files
+ * may lie in that directory and then lose what came last, the directory
+ * has less than 64 KiB left. */
+static int disk_was_full(const sandbox_run *r, const char *out_path, const char *err_path)
+{
+    static const char *const words[] = {"no space left on device", "errno 28", NULL};
+    struct statvfs fs;
+    if (says_one_of(err_path, words) || says_one_of(out_path, words))
+        return 1;
+    return statvfs(r->scratch, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < (64u << 10);
 }
 
 static void name_limit(repro_sandbox_result *res, const char *name, const char *detail)
@@ -191,6 +204,9 @@ static void name_the_limit(const sandbox_run *r, repro_sandbox_result *res, doub
         snprintf(d, sizeof d, "%llu; %llu forks refused", (unsigned long long)r->o.max_procs,
                  (unsigned long long)refused);
         name_limit(res, "process count", d);
+    } else if (failed && r->o.disk_capped && disk_was_full(r, out_path, err_path)) {
+        repro_sandbox_human_bytes(r->o.disk_bytes, d, sizeof d);
+        name_limit(res, "disk", d);
     } else if (failed && (says_out_of_memory(err_path) || says_out_of_memory(out_path))) {
         repro_sandbox_human_bytes(r->o.as_bytes, d, sizeof d);
         name_limit(res, "memory", d);
@@ -236,8 +252,8 @@ int repro_sandbox_run(const repro_sandbox_opts *o, char *const argv[], const cha
     memset(&c, 0, sizeof c);
     c.argv = r.argv.v;
     c.cwd = r.scratch;
-    c.env_set = r.o.no_sandbox ? (const char *const *)r.env_set.v : NULL;
-    c.env_unset = r.o.no_sandbox ? (const char *const *)r.env_unset.v : NULL;
+    c.env_clear = 1;
+    c.env_set = (const char *const *)r.env.v;
     c.out_path = out_path;
     c.err_path = err_path;
     c.err_to_out = out_path && err_path && !strcmp(out_path, err_path);

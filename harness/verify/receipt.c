@@ -11,7 +11,7 @@
 /* verify.c's verdict names, in its order. */
 static const char *const verdicts[] = {"reproduced",   "diverged",   "invalid submission",
                                        "exceeded limits", "build failed", "run failed",
-                                       "score mismatch"};
+                                       "score mismatch", "outputs differ"};
 #define NVERDICTS (sizeof verdicts / sizeof *verdicts)
 
 char *repro_receipt_text(const json_t *doc)
@@ -74,7 +74,8 @@ int repro_receipt_check_bytes(const char *bytes, size_t len, const char *what, E
     if (!verdict || i == NVERDICTS) {
         repro_error_set(REPRO_EINVAL,
                         "%s: \"verdict\" must be one of reproduced, diverged, invalid "
-                        "submission, exceeded limits, build failed, run failed, score mismatch",
+                        "submission, exceeded limits, build failed, run failed, score mismatch, "
+                        "outputs differ",
                         what);
         goto cleanup;
     }

@@ -34,7 +34,7 @@
 
 static const char *const verdict_names[] = {"reproduced",   "diverged",   "invalid submission",
                                             "exceeded limits", "build failed", "run failed",
-                                            "score mismatch"};
+                                            "score mismatch", "outputs differ"};
 
 const char *repro_verdict_name(repro_verdict v)
 {
@@ -684,6 +684,7 @@ static int rerun_program(verify_run *v, repro_program_run *pr)
     so.as_bytes = o->max_memory && !REPRO_SANITIZED_ADDRESSES ? o->max_memory : UINT64_MAX;
     so.wall_seconds = o->max_seconds;
     so.fsize_bytes = o->max_file_size;
+    so.disk_bytes = o->max_disk;
     so.cpu_seconds = o->max_seconds > 0 ? (uint64_t)ceil(o->max_seconds) : 0;
     r->ran = r->program_ran = 1;
     double t0 = repro_now();
@@ -726,6 +727,50 @@ static int program_outputs(verify_run *v, const repro_program_run *pr, json_t *p
                       "its directory)",
                       missing);
     return 0;
+}
+
+/* Did the host name this declared output with --unscored-output? */
+static int output_unscored(const repro_verify_opts *o, const char *path)
+{
+    for (size_t i = 0; o->unscored_outputs && o->unscored_outputs[i]; i++)
+        if (!strcmp(o->unscored_outputs[i], path))
+            return 1;
+    return 0;
+}
+
+/* 6c. The declared outputs against the submitter's: the host scores the
+ * re-run's files, so one that is not byte for byte the submitter's means
+ * the submission did not reproduce, unless the host declared that output
+ * unscored. Marks each output's "unscored" in the receipt. This is the
+ * one place outputs are compared: a verification that scores them on the
+ * host's own data instead, where they must differ, skips it. 1 decided. */
+static int compare_declared_outputs(verify_run *v)
+{
+    repro_verify_result *r = v->r;
+    size_t i;
+    json_t *e, *first = NULL;
+    int differ = 0;
+    if (r->has_data) /* computed from the host's data: scored, not compared */
+        return 0;
+    json_array_foreach(r->outputs, i, e) {
+        const char *path = json_string_value(json_object_get(e, "path"));
+        int unscored = output_unscored(v->o, path);
+        json_object_set_new(e, "unscored", json_boolean(unscored));
+        if (!unscored && !json_is_true(json_object_get(e, "identical"))) {
+            differ++;
+            first = first ? first : e;
+        }
+    }
+    if (!differ)
+        return 0;
+    const char *path = json_string_value(json_object_get(first, "path"));
+    return decide(r, REPRO_VERDICT_OUTPUTS_DIFFER, 0,
+                  "the declared output '%s' is not the submitter's: sha256 %s after the "
+                  "re-run, %s claimed (%d of %zu declared outputs differ; the host scores "
+                  "them: --unscored-output %s if it does not score this one)",
+                  path, json_string_value(json_object_get(first, "sha256")),
+                  json_string_value(json_object_get(first, "claimed_sha256")), differ,
+                  json_array_size(r->outputs), path);
 }
 
 /* 7. The host's score, and the claim against it. */
@@ -791,6 +836,8 @@ static int verify_program(verify_run *v)
         rc = check_claimed_metrics(v);
         if (rc == 0)
             rc = program_outputs(v, &pr, paths);
+        if (rc == 0)
+            rc = compare_declared_outputs(v);
         if (rc == 0)
             rc = check_score(v, paths);
     }

@@ -75,7 +75,11 @@
  * "build failed"; a program that fails, is killed, or leaves no complete
  * trace is "run failed"; a sandbox limit is "exceeded limits". After a
  * "reproduced" comparison its declared outputs are hashed (a missing one
- * is "run failed").
+ * is "run failed"), and each must be the submitter's, byte for byte: one
+ * that is not is "outputs differ" (the host scores the re-run's outputs,
+ * so an output that does not reproduce is a submission that does not),
+ * unless the host named it in opts.unscored_outputs (--unscored-output:
+ * an output it does not score, or knows to hold a time stamp).
  *
  * 7. The score, after "reproduced": for a program, the host's evaluator
  *    (opts.score_cmd, score.h) run outside the sandbox on the re-run's
@@ -87,7 +91,8 @@
  * {argv, build, commit, dirty, cwd, tree_files, tree_bytes, sandbox (the
  * sandbox and its limits, in words), no_sandbox, build_status,
  * run_status, build_ms, outputs [{path, sha256 (null: missing), bytes,
- * claimed_sha256, identical}], python_client {claimed ("repro-python
+ * claimed_sha256, identical, unscored (once compared: whether
+ * --unscored-output named it)}], python_client {claimed ("repro-python
  * 0.1.0", the client that wrote the claimed trace, or null), claimed_protocol
  * (or null), host (the directory of the verifier's client on the program's
  * PYTHONPATH, or null), host_protocol, own_package (the repro package the
@@ -141,7 +146,8 @@ typedef enum {
     REPRO_VERDICT_EXCEEDED, /* exceeded the host's limits */
     REPRO_VERDICT_BUILD_FAILED, /* a program bundle's build command failed */
     REPRO_VERDICT_RUN_FAILED,   /* its program failed or left no complete trace */
-    REPRO_VERDICT_SCORE         /* the claimed score is not the host's */
+    REPRO_VERDICT_SCORE,        /* the claimed score is not the host's */
+    REPRO_VERDICT_OUTPUTS_DIFFER /* a declared output the host scores is not the submitter's */
 } repro_verdict;
 
 /* How the re-run is compared with the claim: the host's choice. */
@@ -177,6 +183,12 @@ typedef struct {
                                  in the sandbox); 0: the sandbox's default */
     const char *data_dir;     /* --data DIR: the host's inputs for a bundle submitted
                                  with --data (REPRO_DATA, read-only); NULL: none */
+    uint64_t max_disk;        /* a program bundle's scratch directory in all (a
+                                 tmpfs where one can be mounted); 0: the
+                                 sandbox's default */
+    const char *const *unscored_outputs; /* NULL-terminated declared output paths the
+                                 host does not score (--unscored-output): one
+                                 that differs is reported, not a verdict */
 } repro_verify_opts;
 
 /* Defaults: policy bitwise, 100000 steps, 3600 s, 4 GiB of memory

@@ -16,6 +16,7 @@
 #include "util/fsutil.h"
 #include "util/progress.h"
 #include "verify/client.h"
+#include "util/sandbox_disk.h"
 #include "verify/pack.h"
 
 #define ENV_MAX (REPRO_BUNDLE_ENV_MAX + 12)
@@ -187,7 +188,7 @@ static void judge_run(const repro_sandbox_result *res, repro_program_run *pr, co
     }
 }
 
-static int unpack(const repro_bundle *b, repro_program_run *pr)
+static int unpack(const repro_bundle *b, uint64_t disk_bytes, repro_program_run *pr)
 {
     const char *td = getenv("TMPDIR");
     snprintf(pr->scratch, sizeof pr->scratch, "%s/repro-verify-prog-XXXXXX",
@@ -196,6 +197,9 @@ static int unpack(const repro_bundle *b, repro_program_run *pr)
         pr->scratch[0] = '\0';
         return repro_error_set_errno(REPRO_EIO, "verify: cannot create a scratch directory");
     }
+    /* Before anything is in it: the tree, the build and the run all count. */
+    char why[200];
+    pr->disk_capped = repro_sandbox_disk_cap(pr->scratch, disk_bytes, why, sizeof why) == 0;
     char tree[700];
     snprintf(tree, sizeof tree, "%s/tree", pr->scratch);
     snprintf(pr->workdir, sizeof pr->workdir, "%s%s%s", tree, b->program.cwd[0] ? "/" : "",
@@ -296,7 +300,9 @@ int repro_program_rerun(const repro_bundle *b, const repro_sandbox_opts *opts,
     char bindir[PATH_MAX], prefix[PATH_MAX], bundle[PATH_MAX];
     if (repro_dirs(bindir, prefix) || !realpath(b->dir, bundle))
         return repro_error_set_errno(REPRO_EIO, "verify: cannot resolve the bundle or repro");
-    if (unpack(b, pr))
+    repro_sandbox_opts o = *opts;
+    o.disk_bytes = o.disk_bytes ? o.disk_bytes : REPRO_SANDBOX_DEFAULT_DISK;
+    if (unpack(b, o.disk_bytes, pr))
         return -1;
     const char *ro[5] = {bundle, bindir};
     int nro = 2;
@@ -305,9 +311,9 @@ int repro_program_rerun(const repro_bundle *b, const repro_sandbox_opts *opts,
     if (data_dir) /* the host's data, read-only at its own path */
         ro[nro++] = data_dir;
     ro[nro] = NULL;
-    repro_sandbox_opts o = *opts;
     o.scratch_dir = pr->scratch;
     o.ro_paths = ro;
+    o.disk_capped = pr->disk_capped;
     if (repro_client_host_dir(pr->client, sizeof pr->client))
         o.python_client = pr->client;
     repro_sandbox_describe(&o, pr->sandbox, sizeof pr->sandbox);
@@ -358,6 +364,9 @@ json_t *repro_program_outputs(const repro_bundle *b, const repro_program_run *pr
 
 void repro_program_cleanup(repro_program_run *pr)
 {
+    if (pr->scratch[0] && pr->disk_capped)
+        repro_sandbox_disk_release(pr->scratch);
+    pr->disk_capped = 0;
     if (pr->scratch[0])
         repro_pack_remove(pr->scratch);
     pr->scratch[0] = '\0';

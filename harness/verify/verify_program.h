@@ -5,7 +5,8 @@
  * outputs the re-run left, hashed.
  *
  * Inside the sandbox the scratch directory is the only writable host
- * path; the bundle and this repro's installation (its binary's
+ * path, capped in all at opts->disk_bytes where a tmpfs can be mounted on
+ * it (util/sandbox_disk.h; the sandbox's description says which); the bundle and this repro's installation (its binary's
  * directory, and the install prefix above a bin/) are bound read-only
  * so the program can build against librepro and record, and this
  * repro's Python client (client.h) is on its PYTHONPATH, read-only, so
@@ -38,6 +39,7 @@ typedef struct {
     char client[600];       /* this repro's Python client dir, read-only on the
                                program's PYTHONPATH (client.h); "": none */
     int no_sandbox;
+    int disk_capped;        /* a tmpfs of the disk limit is mounted on scratch */
     char build_status[260]; /* "none", "exited 0", "exited 2", ... */
     char run_status[260];   /* "not run", "exited 0", ... */
     long build_ms, run_ms;
