@@ -1,0 +1,159 @@
+/* `make bench`'s first table: how close the training step runs to one
+ * core's arithmetic ceiling. Per vector path with a goal (avx2, avx512:
+ * where the CPU has them), one thread:
+ *   - the multiply+add peak and the FMA peak (bench/peak.h);
+ *   - every product of the mlp and cnn steps (bench/shapes.h), GFLOP/s
+ *     and % of the path's mul+add peak, a GEMM's beside its goal;
+ *   - the whole unhashed step, GFLOP/s (the products' FLOPs over the
+ *     step's time) and %, and the share of the step's time outside the
+ *     products (bias, ReLU, pooling, loss, optimizer, dropout's Philox,
+ *     the loader's hand-off: the "rest").
+ * Side by side in one run, every figure the best of REPEATS interleaved
+ * repeats (each repeat runs every path, the steps and the products seconds
+ * apart): on a shared machine a slower run is someone else's time, and
+ * the ceiling is what the core gives when it is ours. Header-only, after
+ * the bench's one_run and load (bench/train.c). */
+#ifndef REPRO_BENCH_CEILING_H
+#define REPRO_BENCH_CEILING_H
+
+#include "goals.h"
+#include "peak.h"
+#include "shapes.h"
+
+enum { CEIL_REPEATS = 5 };
+#define GOAL_SHAPE_PCT 0.75 /* each GEMM shape */
+#define GOAL_MLP_STEP_PCT 0.65 /* the whole unhashed mlp step */
+
+typedef struct {
+    repro_isa isa[REPRO_ISA_COUNT];
+    int n;
+    double muladd[REPRO_ISA_COUNT], fma[REPRO_ISA_COUNT];
+} ceil_paths;
+
+/* Per experiment: its products, their best seconds per path, the best
+ * step rate per path. */
+typedef struct {
+    bench_shape shape[SHAPES_MAX];
+    int nshape;
+    double secs[REPRO_ISA_COUNT][SHAPES_MAX];
+    double rate[REPRO_ISA_COUNT];
+} ceil_exp;
+
+static void ceil_measure_exp(const char *path, long steps, const ceil_paths *p, int repeats,
+                             ceil_exp *x)
+{
+    static repro_config cfg;
+    static repro_trainer t; /* large: off the stack */
+    load(&cfg, path, 1);
+    if (repro_trainer_init(&t, &cfg) || repro_trainer_step(&t)) /* every buffer holds a step's values */
+        die();
+    int B = cfg.train_batch_size;
+    x->nshape = bench_shapes(&t.model, B, x->shape);
+    for (int i = 0; i < p->n; i++) {
+        x->rate[i] = 0;
+        for (int s = 0; s < x->nshape; s++)
+            x->secs[i][s] = 1e30;
+    }
+    for (int r = 0; r < repeats; r++)
+        for (int i = 0; i < p->n; i++) {
+            repro_isa_select(p->isa[i]);
+            double rate = one_run(&cfg, steps, NO_HASH);
+            if (rate > x->rate[i])
+                x->rate[i] = rate;
+            for (int s = 0; s < x->nshape; s++) {
+                double sec = shape_seconds(&t.model, &x->shape[s], B, 0.02);
+                if (sec < x->secs[i][s])
+                    x->secs[i][s] = sec;
+            }
+        }
+    repro_trainer_release(&t);
+    repro_isa_select(repro_isa_best());
+}
+
+static void ceil_print_exp(const char *arch, const ceil_exp *x, const ceil_paths *p)
+{
+    char what[96];
+    for (int s = 0; s < x->nshape; s++) {
+        const bench_shape *sh = &x->shape[s];
+        printf("%-4s %-30s %6.2f", arch, sh->what, sh->flops * 1e-6);
+        for (int i = 0; i < p->n; i++) {
+            double gf = sh->flops / x->secs[i][s] * 1e-9, pct = gf / p->muladd[i];
+            printf(" %7.1f %5.1f%%", gf, 100 * pct);
+            if (sh->gemm) {
+                snprintf(what, sizeof what, "%s %s of the %s mul+add peak", arch, sh->what,
+                         repro_isa_name(p->isa[i]));
+                printf(" %-12s", goal_note_pct(what, pct, GOAL_SHAPE_PCT));
+            } else {
+                printf(" %-12s", "(no goal)");
+            }
+        }
+        printf("\n");
+    }
+    double flops = shapes_flops(x->shape, x->nshape);
+    printf("%-4s %-30s %6.2f", arch, "whole step, unhashed", flops * 1e-6);
+    for (int i = 0; i < p->n; i++) {
+        double gf = flops * x->rate[i] * 1e-9, pct = gf / p->muladd[i];
+        printf(" %7.1f %5.1f%%", gf, 100 * pct);
+        if (strcmp(arch, "mlp") == 0) {
+            snprintf(what, sizeof what, "mlp whole unhashed step of the %s mul+add peak",
+                     repro_isa_name(p->isa[i]));
+            printf(" %-12s", goal_note_pct(what, pct, GOAL_MLP_STEP_PCT));
+        } else {
+            printf(" %-12s", "(no goal)");
+        }
+    }
+    printf("\n%-4s %-37s", arch, "steps/s; share of the step:");
+    for (int i = 0; i < p->n; i++)
+        printf(" %7.1f %18s", x->rate[i], "");
+    printf("\n%-4s %-37s", "", "  in the products above");
+    for (int i = 0; i < p->n; i++) {
+        double in = 0;
+        for (int s = 0; s < x->nshape; s++)
+            in += x->secs[i][s];
+        in *= x->rate[i];
+        printf(" %13.1f%% %12s", 100 * in, "");
+    }
+    printf("\n%-4s %-37s", "", "  the rest (not a product)");
+    for (int i = 0; i < p->n; i++) {
+        double in = 0;
+        for (int s = 0; s < x->nshape; s++)
+            in += x->secs[i][s];
+        printf(" %13.1f%% %12s", 100 * (1 - in * x->rate[i]), "");
+    }
+    printf("\n");
+}
+
+/* The ceiling table for the experiments of exps[] (bench/train.c). */
+static void ceiling_section(void)
+{
+    ceil_paths p = {.n = 0};
+    for (int i = REPRO_ISA_AVX2; i < REPRO_ISA_COUNT; i++)
+        if (repro_isa_supported((repro_isa)i) && peak_loop((repro_isa)i, 0))
+            p.isa[p.n++] = (repro_isa)i;
+    if (!p.n) {
+        printf("\none core's ceiling: no avx2 or avx512 path on this CPU (no goal on sse2)\n");
+        return;
+    }
+    static ceil_exp x[NEXPS];
+    for (int e = 0; e < NEXPS; e++)
+        ceil_measure_exp(exps[e].path, exps[e].steps / 2, &p, CEIL_REPEATS, &x[e]);
+    for (int i = 0; i < p.n; i++) { /* after the runs: the core as warm as for them */
+        p.muladd[i] = peak_gflops(p.isa[i], 0, CEIL_REPEATS, 0.1);
+        p.fma[i] = peak_gflops(p.isa[i], 1, CEIL_REPEATS, 0.1);
+    }
+    printf("\none core's ceiling, register-resident (bench/peak.h), best of %d:\n", CEIL_REPEATS);
+    for (int i = 0; i < p.n; i++)
+        printf("  %-6s mul+add %6.1f GFLOP/s (repro's arithmetic: no FMA), FMA %6.1f GFLOP/s,"
+               " mul+add / FMA %.2f\n",
+               repro_isa_name(p.isa[i]), p.muladd[i], p.fma[i], p.muladd[i] / p.fma[i]);
+    printf("\nproducts of a step, 1 thread, best of %d interleaved repeats; %% of the path's "
+           "mul+add peak\n%-4s %-30s %6s",
+           CEIL_REPEATS, "exp", "product (M x N x K)", "MFLOP");
+    for (int i = 0; i < p.n; i++)
+        printf(" %7s %6s %-12s", "GFLOP/s", repro_isa_name(p.isa[i]), " goal");
+    printf("\n");
+    for (int e = 0; e < NEXPS; e++)
+        ceil_print_exp(exps[e].arch, &x[e], &p);
+}
+
+#endif
