@@ -20,7 +20,7 @@
 #include "peak.h"
 #include "shapes.h"
 
-enum { CEIL_REPEATS = 5 };
+enum { CEIL_REPEATS = 7 };
 #define GOAL_SHAPE_PCT 0.75 /* each GEMM shape */
 #define GOAL_MLP_STEP_PCT 0.65 /* the whole unhashed mlp step */
 
@@ -39,34 +39,48 @@ typedef struct {
     double rate[REPRO_ISA_COUNT];
 } ceil_exp;
 
-static void ceil_measure_exp(const char *path, long steps, const ceil_paths *p, int repeats,
-                             ceil_exp *x)
+/* Every figure, interleaved: each repeat runs, per path, the peak loops,
+ * then each experiment's steps and products, so the peak and the work it
+ * bounds are measured seconds apart, and each keeps its best. */
+static void ceil_measure(ceil_paths *p, int repeats, ceil_exp *x)
 {
-    static repro_config cfg;
-    static repro_trainer t; /* large: off the stack */
-    load(&cfg, path, 1);
-    if (repro_trainer_init(&t, &cfg) || repro_trainer_step(&t)) /* every buffer holds a step's values */
-        die();
-    int B = cfg.train_batch_size;
-    x->nshape = bench_shapes(&t.model, B, x->shape);
-    for (int i = 0; i < p->n; i++) {
-        x->rate[i] = 0;
-        for (int s = 0; s < x->nshape; s++)
-            x->secs[i][s] = 1e30;
+    static repro_config cfg[NEXPS];
+    static repro_trainer t[NEXPS]; /* large: off the stack */
+    for (int e = 0; e < NEXPS; e++) {
+        load(&cfg[e], exps[e].path, 1);
+        if (repro_trainer_init(&t[e], &cfg[e]) || repro_trainer_step(&t[e])) /* buffers hold a
+                                                                               * step's values */
+            die();
+        x[e].nshape = bench_shapes(&t[e].model, cfg[e].train_batch_size, x[e].shape);
+        for (int i = 0; i < p->n; i++) {
+            x[e].rate[i] = 0;
+            for (int s = 0; s < x[e].nshape; s++)
+                x[e].secs[i][s] = 1e30;
+        }
     }
+    for (int i = 0; i < p->n; i++)
+        p->muladd[i] = p->fma[i] = 0;
     for (int r = 0; r < repeats; r++)
         for (int i = 0; i < p->n; i++) {
+            double gf = peak_gflops(p->isa[i], 0, 2, 0.05);
+            p->muladd[i] = gf > p->muladd[i] ? gf : p->muladd[i];
+            gf = peak_gflops(p->isa[i], 1, 2, 0.05);
+            p->fma[i] = gf > p->fma[i] ? gf : p->fma[i];
             repro_isa_select(p->isa[i]);
-            double rate = one_run(&cfg, steps, NO_HASH);
-            if (rate > x->rate[i])
-                x->rate[i] = rate;
-            for (int s = 0; s < x->nshape; s++) {
-                double sec = shape_seconds(&t.model, &x->shape[s], B, 0.02);
-                if (sec < x->secs[i][s])
-                    x->secs[i][s] = sec;
+            for (int e = 0; e < NEXPS; e++) {
+                double rate = one_run(&cfg[e], exps[e].steps / 2, NO_HASH);
+                if (rate > x[e].rate[i])
+                    x[e].rate[i] = rate;
+                for (int s = 0; s < x[e].nshape; s++) {
+                    double sec = shape_seconds(&t[e].model, &x[e].shape[s],
+                                               cfg[e].train_batch_size, 0.02);
+                    if (sec < x[e].secs[i][s])
+                        x[e].secs[i][s] = sec;
+                }
             }
         }
-    repro_trainer_release(&t);
+    for (int e = 0; e < NEXPS; e++)
+        repro_trainer_release(&t[e]);
     repro_isa_select(repro_isa_best());
 }
 
@@ -135,13 +149,9 @@ static void ceiling_section(void)
         return;
     }
     static ceil_exp x[NEXPS];
-    for (int e = 0; e < NEXPS; e++)
-        ceil_measure_exp(exps[e].path, exps[e].steps / 2, &p, CEIL_REPEATS, &x[e]);
-    for (int i = 0; i < p.n; i++) { /* after the runs: the core as warm as for them */
-        p.muladd[i] = peak_gflops(p.isa[i], 0, CEIL_REPEATS, 0.1);
-        p.fma[i] = peak_gflops(p.isa[i], 1, CEIL_REPEATS, 0.1);
-    }
-    printf("\none core's ceiling, register-resident (bench/peak.h), best of %d:\n", CEIL_REPEATS);
+    ceil_measure(&p, CEIL_REPEATS, x);
+    printf("\none core's ceiling, register-resident (bench/peak.h), best of %d x 2:\n",
+           CEIL_REPEATS);
     for (int i = 0; i < p.n; i++)
         printf("  %-6s mul+add %6.1f GFLOP/s (repro's arithmetic: no FMA), FMA %6.1f GFLOP/s,"
                " mul+add / FMA %.2f\n",
