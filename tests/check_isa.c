@@ -86,7 +86,8 @@ START_TEST(test_gemm_every_path)
 {
     /* K = 600 crosses the 256-deep cache blocks; 13 x 37 leaves tails on
      * every tile shape (4, 6, 8 rows; 8, 16, 32 columns). */
-    const int shapes[][3] = {{13, 37, 600}, {64, 256, 97}, {7, 3, 5}, {33, 70, 257}, {1, 1, 1}};
+    const int shapes[][3] = {{13, 37, 600}, {64, 256, 97}, {7, 3, 5},   {33, 70, 257},
+                             {1, 1, 1},     {64, 10, 400}, {10, 128, 64}};
     repro_isa p[REPRO_ISA_COUNT];
     int np = tu_isa_paths(p);
     repro_pool *pool2;
@@ -125,7 +126,8 @@ END_TEST
  * column counts with tails on every panel width. */
 START_TEST(test_linear_forward_every_path)
 {
-    const int shapes[][3] = {{64, 256, 784}, {13, 37, 601}, {7, 3, 5}, {6, 16, 4}};
+    const int shapes[][3] = {{64, 256, 784}, {13, 37, 601}, {7, 3, 5},
+                             {6, 16, 4},     {64, 10, 128}, {64, 10, 400}};
     repro_isa p[REPRO_ISA_COUNT];
     int np = tu_isa_paths(p);
     repro_pool *pool2;
@@ -166,7 +168,8 @@ END_TEST
 START_TEST(test_gemm_sharded_every_path)
 {
     const int shapes[][4] = {{256, 784, 64, 16}, {13, 37, 48, 16}, {7, 3, 6, 3},
-                             {33, 70, 256, 32}, {20, 40, 300, 4}, {6, 16, 16, 1}};
+                             {33, 70, 256, 32}, {20, 40, 300, 4}, {6, 16, 16, 1},
+                             {10, 400, 64, 16}, {256, 5, 64, 16}};
     repro_isa p[REPRO_ISA_COUNT];
     int np = tu_isa_paths(p);
     repro_pool *pool2;

@@ -239,10 +239,12 @@ static void gemm_ref(int M, int N, int K, const float *A, long a_rs, long a_cs, 
 START_TEST(test_gemm_bitwise_vs_plain_loop)
 {
     /* Bitwise: the plain loop in the stated order must give identical bits,
-     * for every tail shape (M % 4, N % 8), strided (transposed) A, bias,
-     * accumulate, K = 0 and ldc > N. */
-    const int shapes[][3] = {{1, 1, 1}, {4, 8, 3}, {5, 9, 7}, {37, 29, 19}, {16, 256, 4},
-                             {17, 263, 33}, {3, 7, 0}, {64, 70, 50}};
+     * for every tail shape (M % 4, N % 8), every tile height (1 .. 12
+     * rows), strided (transposed) A, bias, accumulate, K = 0 and ldc > N;
+     * narrow C (N = 10, 3) computed as its transpose, across a K block. */
+    const int shapes[][3] = {{1, 1, 1},    {4, 8, 3},    {5, 9, 7},     {37, 29, 19},
+                             {16, 256, 4}, {17, 263, 33}, {3, 7, 0},    {64, 70, 50},
+                             {64, 10, 400}, {23, 3, 300}, {10, 128, 64}, {12, 40, 9}};
     repro_pool *pools[NPOOLS];
     pools_new(pools);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -285,8 +287,9 @@ END_TEST
  * thread count; and a K over one block falls back to the same order. */
 START_TEST(test_gemm_sharded_equals_shard_buffers)
 {
-    const int shapes[][4] = {{256, 784, 64, 16}, {10, 128, 64, 4}, {37, 29, 48, 16},
-                             {5, 9, 6, 1},        {17, 263, 32, 32}, {8, 8, 512, 16}};
+    const int shapes[][4] = {{256, 784, 64, 16}, {10, 128, 64, 4},  {37, 29, 48, 16},
+                             {5, 9, 6, 1},        {17, 263, 32, 32}, {8, 8, 512, 16},
+                             {256, 5, 64, 16},    {64, 10, 64, 16}};
     repro_pool *pools[NPOOLS];
     pools_new(pools);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {

@@ -4,11 +4,15 @@
  * one in ascending k, each product rounded to float before the add (no FMA:
  * -ffp-contract=off, and the register tile multiplies then adds).
  *
- * How it is fast under that order (simd.h's register tile per vector
- * path): A is packed into mr-row panels and B into nr-column panels, the
- * tile keeps mr x nr sums in registers (many independent accumulators hide
- * the add latency), and K is cut into blocks of KC: between blocks each sum
- * is stored to C and reloaded, exactly, so its order stays ascending in k.
+ * How it is fast under that order (simd.h's register tiles per vector
+ * path): M is cut into panels of at most mr rows as evenly as can be, each
+ * run on the tile of its own height (no zero rows), B into nr-column
+ * panels; the tile keeps rows x nr sums in registers (many independent
+ * accumulators keep the multiply and add pipes busy), and K is cut into
+ * blocks of KC: between blocks each sum is stored to C and reloaded,
+ * exactly, so its order stays ascending in k. A narrow C (the 10 logits)
+ * or one whose B would need a transposing copy (linear's weights) may run
+ * as its transpose, C^T = B^T A^T, lanes along M (transposed_faster).
  * Vector lanes and tiles only ever group *different* C elements, so every
  * path (SSE2, AVX2, AVX-512) and the plain triple loop give the same bits.
  * Chunks are fixed blocks of C, each written by one chunk, so the thread
@@ -76,44 +80,33 @@ static void gemm_plain_sharded(int M, int N, int K, const float *A, long a_rs, l
         }
 }
 
-/* Ap[k*mr + r] = A(m0 + r, k0 + k), rows past M as 0. A row-major A
- * (a_cs = 1: the forward's inputs) is read row by row, contiguously; the
- * writes land mr floats apart inside the panel, which stays in L1. */
-static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, int mr, long k0,
-                   long kc, float *Ap)
+/* Ap[k*rows + r] = A(m0 + r, k0 + k), a panel of `rows` rows (its own
+ * tile's height: no zero rows). A row-major A (a_cs = 1) is read row by
+ * row, contiguously; the writes land `rows` floats apart inside the panel,
+ * which stays in L1. */
+static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, long k0, long kc,
+                   float *Ap)
 {
     if (a_cs == 1 && a_rs != 1) {
-        for (int r = 0; r < mr; r++) {
+        for (int r = 0; r < rows; r++) {
             const float *a = A + (m0 + r) * a_rs + k0;
-            if (r >= rows)
-                for (long k = 0; k < kc; k++)
-                    Ap[k * mr + r] = 0.0f;
-            else
-                for (long k = 0; k < kc; k++)
-                    Ap[k * mr + r] = a[k];
+            for (long k = 0; k < kc; k++)
+                Ap[k * rows + r] = a[k];
         }
         return;
     }
-    if (a_rs == 1 && rows == mr) { /* A transposed (the weight gradient's dy^T): each k's
-                                    * mr rows are contiguous, one fixed-size copy */
+    if (a_rs == 1) { /* A transposed (the weight gradient's dy^T): each k's rows are
+                      * contiguous, one copy */
         const float *a = A + m0 + k0 * a_cs;
         for (long k = 0; k < kc; k++, a += a_cs)
-            switch (mr) {
-            case 4: memcpy(Ap + k * 4, a, 4 * sizeof *a); break;
-            case 6: memcpy(Ap + k * 6, a, 6 * sizeof *a); break;
-            case 8: memcpy(Ap + k * 8, a, 8 * sizeof *a); break;
-            default: memcpy(Ap + k * mr, a, (size_t)mr * sizeof *a); break;
-            }
+            memcpy(Ap + k * rows, a, (size_t)rows * sizeof *a);
         return;
     }
     for (long k = 0; k < kc; k++) {
         const float *a = A + m0 * a_rs + (k0 + k) * a_cs;
-        float *d = Ap + k * mr;
-        int r = 0;
-        for (; r < rows; r++)
+        float *d = Ap + k * rows;
+        for (int r = 0; r < rows; r++)
             d[r] = a[r * a_rs];
-        for (; r < mr; r++)
-            d[r] = 0.0f;
     }
 }
 
@@ -186,30 +179,30 @@ static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long 
     }
 }
 
-/* The register tile on A packed (lda = 0) or read in place (lda: its row
- * stride; simd.h: gemm_tile_rows). */
-static void tile(const repro_simd *s, long kc, const float *A, long lda, const float *Bp,
-                 long ldb, float *C, long ldc)
+/* The `rows`-row register tile on A packed (lda = 0) or read in place
+ * (lda: its row stride; simd.h: gemm_tile_rows). */
+static void tile(const repro_simd *s, int rows, long kc, const float *A, long lda,
+                 const float *Bp, long ldb, float *C, long ldc)
 {
     if (lda)
-        s->gemm_tile_rows(kc, A, lda, Bp, ldb, C, ldc);
+        s->gemm_tile_rows[rows](kc, A, lda, Bp, ldb, C, ldc);
     else
-        s->gemm_tile(kc, A, Bp, ldb, C, ldc);
+        s->gemm_tile[rows](kc, A, Bp, ldb, C, ldc);
 }
 
-/* One tile, B's panel row k at Bp + k*ldb: a full tile in place, an edge
- * one through a padded copy of C. */
+/* One tile, B's panel row k at Bp + k*ldb: a full-width tile in place, a
+ * narrower one through a padded copy of C. */
 static void run_tile(const repro_simd *s, long kc, const float *A, long lda, const float *Bp,
                      long ldb, float *C, long ldc, int rows, int cols)
 {
-    if (rows == s->mr && cols == s->nr) {
-        tile(s, kc, A, lda, Bp, ldb, C, ldc);
+    if (cols == s->nr) {
+        tile(s, rows, kc, A, lda, Bp, ldb, C, ldc);
         return;
     }
-    float t[16 * 32]; /* mr x nr of the widest path */
+    float t[REPRO_MR_MAX * REPRO_NR_MAX];
     for (int r = 0; r < rows; r++)
         memcpy(t + r * s->nr, C + r * ldc, (size_t)cols * sizeof *t);
-    tile(s, kc, A, lda, Bp, ldb, t, s->nr);
+    tile(s, rows, kc, A, lda, Bp, ldb, t, s->nr);
     for (int r = 0; r < rows; r++)
         memcpy(C + r * ldc, t + r * s->nr, (size_t)cols * sizeof *t);
 }
@@ -218,19 +211,20 @@ static void run_tile(const repro_simd *s, long kc, const float *A, long lda, con
  * the register tile (simd.h: gemm_tile_shards) sums each shard from +0
  * (ascending k within the shard) and adds the partials in shard order,
  * total = P0 then total + P1 ...; C becomes total, or C + total with
- * accumulate. A full tile without accumulate keeps total in C itself;
- * otherwise total lives in an L1 buffer and C is read and written once. */
+ * accumulate. A full-width tile without accumulate keeps total in C
+ * itself; otherwise total lives in an L1 buffer and C is read and written
+ * once. */
 static void run_tile_sharded(const repro_simd *s, long kc, int S, const float *Ap,
                              const float *Bp, long ldb, float *C, long ldc, int rows, int cols,
                              int accumulate)
 {
-    if (!accumulate && rows == s->mr && cols == s->nr) {
-        s->gemm_tile_shards(kc, S, Ap, Bp, ldb, C, ldc);
+    if (!accumulate && cols == s->nr) {
+        s->gemm_tile_shards[rows](kc, S, Ap, Bp, ldb, C, ldc);
         return;
     }
-    float total[16 * 32]; /* mr x nr of the widest path */
-    int nr = s->nr;       /* a multiple of 4 on every path */
-    s->gemm_tile_shards(kc, S, Ap, Bp, ldb, total, nr);
+    float total[REPRO_MR_MAX * REPRO_NR_MAX];
+    int nr = s->nr; /* a multiple of 4 on every path */
+    s->gemm_tile_shards[rows](kc, S, Ap, Bp, ldb, total, nr);
     for (int r = 0; r < rows; r++) {
         float *c = C + r * ldc;
         const float *t = total + r * nr;
@@ -244,6 +238,14 @@ static void run_tile_sharded(const repro_simd *s, long kc, int S, const float *A
         for (; j < cols; j++)
             c[j] = c[j] + t[j];
     }
+}
+
+/* Panel p of M rows cut into np panels as evenly as can be (the first M %
+ * np one row taller), np = ceil(M / mr): every panel runs on a tile of its
+ * own height, so no lane multiplies a zero row. */
+static int panel_rows(long M, long np, long p)
+{
+    return (int)(M / np + (p < M % np));
 }
 
 /* The serial engine, B(k, n) = B[k*b_rs + n*b_cs]. B with contiguous rows
@@ -261,8 +263,11 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
     if (K <= 0)
         return;
     const repro_simd *s = repro_simd_get();
-    int mr = s->mr, nr = s->nr;
-    long nc = (long)nr * NC_PANELS;
+    /* a row-major A is read in place (each row its own stream: at most
+     * mr_rows of them); a transposed one, or any under shards, packed */
+    int in_place = !shard && a_cs == 1 && a_rs != 1;
+    int mr = in_place ? s->mr_rows : s->mr, nr = s->nr;
+    long nc = (long)nr * NC_PANELS, np = (M + mr - 1) / mr;
     float *Ap = repro_scratch(REPRO_SCRATCH_GEMM_A, (size_t)KC * mr);
     float *Bp = repro_scratch(REPRO_SCRATCH_GEMM_B, (size_t)KC * nc);
     if (!Ap || !Bp) {
@@ -280,14 +285,12 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
             long direct = b_cs == 1 ? ncols / nr * nr : 0;
             if (direct < ncols)
                 pack_b(B, b_rs, b_cs, k0, kc, n0 + direct, ncols - direct, nr, Bp);
-            for (long m0 = 0; m0 < M; m0 += mr) {
-                int rows = (int)lmin(mr, M - m0);
-                /* a row-major A's whole panels are read in place; the rest
-                 * (and every panel of a transposed A) is packed */
-                long lda = !shard && a_cs == 1 && a_rs != 1 && rows == mr ? a_rs : 0;
+            for (long p = 0, m0 = 0; p < np; m0 += panel_rows(M, np, p), p++) {
+                int rows = panel_rows(M, np, p);
+                long lda = in_place ? a_rs : 0;
                 const float *at = lda ? A + m0 * a_rs + k0 : Ap;
                 if (!lda)
-                    pack_a(A, a_rs, a_cs, m0, rows, mr, k0, kc, Ap);
+                    pack_a(A, a_rs, a_cs, m0, rows, k0, kc, Ap);
                 for (long n = 0; n < ncols; n += nr) {
                     int cols = (int)lmin(nr, ncols - n);
                     float *c = C + m0 * ldc + n0 + n;
@@ -303,6 +306,64 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
             }
         }
     }
+}
+
+/* dst[i*ldd + j] = src[j*lds + i] for i < rows, j < cols: 4 x 4 blocks
+ * through the register transpose, the edges one by one (copies only). */
+static void transpose_copy(const float *src, long lds, long rows, long cols, float *dst, long ldd)
+{
+    long j = pack_b_transposed4(src, lds, rows, cols, ldd, dst);
+    for (; j < cols; j++)
+        for (long i = 0; i < rows; i++)
+            dst[i * ldd + j] = src[j * lds + i];
+}
+
+/* The same C computed as its transpose, C^T = B^T A^T, in a per-thread
+ * buffer T (N x M), then copied into C: the lanes run along M. Each
+ * element's sum is the same: its start value (C^T, bias[n] along T's row,
+ * or +0), then the products A(m, k) * B(k, n) = B(k, n) * A(m, k) (IEEE
+ * multiplication commutes) in ascending k; sharded, the same shards in
+ * the same order. Chosen by transposed_faster. */
+static void gemm_serial_transposed(int M, int N, int K, const float *A, long a_rs, long a_cs,
+                                   const float *B, long b_rs, long b_cs, float *C, long ldc,
+                                   const float *bias, int accumulate, int shard)
+{
+    float *T = M > 0 && N > 0 ? repro_scratch(REPRO_SCRATCH_GEMM_T, (size_t)M * N) : NULL;
+    if (!T) {
+        gemm_serial_ex(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, bias, accumulate, shard);
+        return;
+    }
+    if (accumulate)
+        transpose_copy(C, ldc, N, M, T, M);
+    else if (!shard)
+        for (long n = 0; n < N; n++) {
+            float v = bias ? bias[n] : 0.0f;
+            for (long m = 0; m < M; m++)
+                T[n * M + m] = v;
+        }
+    gemm_serial_ex(N, M, K, B, b_cs, b_rs, A, a_cs, a_rs, T, M, NULL, shard ? accumulate : 1,
+                   shard);
+    transpose_copy(T, M, M, N, C, ldc);
+}
+
+/* Whether C^T = B^T A^T is the cheaper way for this shape on this path, in
+ * a rough count of vector multiply-adds: the lanes a tile fills (N in
+ * whole tiles of nr columns one way, M the other), plus half a one per
+ * float a transposing pack copies (a B read across k: linear's weights;
+ * turned, an A read across m) and two per float of C turned around and
+ * back (fitted to the mlp's and cnn's shapes on AVX2 and AVX-512). Only
+ * speed depends on it: both ways give the same bits. */
+static int transposed_faster(const repro_simd *s, long M, long N, long K, long a_rs, long b_cs)
+{
+    long nr = s->nr, lanes = s->lanes;
+    double normal = (double)M * ((N + nr - 1) / nr * nr / lanes) * K;
+    double turned = (double)N * ((M + nr - 1) / nr * nr / lanes) * K;
+    if (b_cs != 1)
+        normal += 0.5 * K * N;
+    if (a_rs != 1)
+        turned += 0.5 * K * M;
+    turned += 2.0 * M * N;
+    return turned < normal;
 }
 
 void repro_gemm_serial(int M, int N, int K, const float *A, long a_rs, long a_cs,
@@ -323,7 +384,8 @@ typedef struct {
     const float *bias;
     int accumulate;
     long row_block, col_block, col_chunks;
-    int shard; /* sharded mode's S, or 0 */
+    int shard;      /* sharded mode's S, or 0 */
+    int transposed; /* each block computed as its transpose (transposed_faster) */
 } gemm_ctx;
 
 static void gemm_chunk(void *vctx, long chunk)
@@ -332,7 +394,7 @@ static void gemm_chunk(void *vctx, long chunk)
     long m0 = (chunk / g->col_chunks) * g->row_block;
     long n0 = (chunk % g->col_chunks) * g->col_block;
     int rows = (int)lmin(g->row_block, g->M - m0), cols = (int)lmin(g->col_block, g->N - n0);
-    gemm_serial_ex(rows, cols, g->K, g->A + m0 * g->a_rs, g->a_rs, g->a_cs, g->B + n0 * g->b_cs,
+    (g->transposed ? gemm_serial_transposed : gemm_serial_ex)(rows, cols, g->K, g->A + m0 * g->a_rs, g->a_rs, g->a_cs, g->B + n0 * g->b_cs,
                    g->b_rs, g->b_cs, g->C + m0 * g->ldc + n0, g->ldc,
                    g->bias ? g->bias + n0 : NULL, g->accumulate, g->shard);
 }
@@ -367,7 +429,8 @@ static void gemm_run(repro_pool *pool, int M, int N, int K, const float *A, long
         nc = per < nr ? nr : (per + nr - 1) / nr * nr;
     }
     gemm_ctx g = {M, N, K < 0 ? 0 : K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, bias, accumulate,
-                  rows, nc, (N + nc - 1) / nc, shard};
+                  rows, nc, (N + nc - 1) / nc, shard,
+                  transposed_faster(s, lmin(rows, M), lmin(nc, N), K, a_rs, b_cs)};
     long nchunks = ((M + rows - 1) / rows) * g.col_chunks;
     repro_pool_run(pool, nchunks, gemm_chunk, &g);
 }

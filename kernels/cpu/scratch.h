@@ -12,6 +12,7 @@
 enum {
     REPRO_SCRATCH_GEMM_A = 0, /* GEMM: packed A panel */
     REPRO_SCRATCH_GEMM_B,     /* GEMM: packed B block */
+    REPRO_SCRATCH_GEMM_T,     /* GEMM: a block of C computed as its transpose */
     REPRO_SCRATCH_CONV,       /* conv: one sample's unfolded input */
     REPRO_SCRATCH_CALL,       /* one call's shared buffer (made before the chunks run) */
     REPRO_SCRATCH_NSLOTS

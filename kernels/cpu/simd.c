@@ -7,7 +7,7 @@ const repro_simd *repro_simd_for(repro_isa isa)
 {
     static const repro_simd *const tables[REPRO_ISA_COUNT] = {
         &repro_simd_sse2, &repro_simd_avx2, &repro_simd_avx512};
-    if ((int)isa < 0 || isa >= REPRO_ISA_COUNT || !tables[isa]->gemm_tile)
+    if ((int)isa < 0 || isa >= REPRO_ISA_COUNT || !tables[isa]->gemm_tile[1])
         return NULL;
     return tables[isa];
 }

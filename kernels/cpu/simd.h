@@ -15,26 +15,39 @@
 #include "kernels/isa.h"
 #include "kernels/shared/optim.h"
 
+/* The most rows of a GEMM register tile on any path (AVX-512's). */
+#define REPRO_MR_MAX 12
+/* The most columns (AVX-512: 2 x 16 floats). */
+#define REPRO_NR_MAX 32
+
 typedef struct {
     repro_isa isa;
     int lanes;  /* floats per vector */
-    int mr, nr; /* GEMM register tile: mr rows x nr (= 2 * lanes) columns */
-    /* The GEMM register tile: C[r][j] (r < mr, j < nr, row stride ldc) =
-     * C[r][j] + Ap[0*mr + r]*Bp[0*ldb + j] + Ap[1*mr + r]*Bp[1*ldb + j] + ...
-     * for k = 0 .. kc-1 in that order (Ap: mr x kc packed by k; Bp: kc rows
+    /* GEMM register tiles of 1 .. mr rows x nr (= 2 * lanes) columns:
+     * entry [n] of each table is the n-row tile (a panel of any height
+     * runs on its own tile, no zero rows). */
+    int mr, nr;
+    /* The most rows of gemm_tile_rows: each row of an A read in place is
+     * a stream of its own, and past 8 their addresses no longer fit the
+     * general registers (AVX-512's 12-row tile spilled them). */
+    int mr_rows;
+    /* The register tile: C[r][j] (r < n, j < nr, row stride ldc) =
+     * C[r][j] + Ap[0*n + r]*Bp[0*ldb + j] + Ap[1*n + r]*Bp[1*ldb + j] + ...
+     * for k = 0 .. kc-1 in that order (Ap: n x kc packed by k; Bp: kc rows
      * of nr floats, ldb apart). C holds the running sums: a caller that
      * splits K into blocks keeps each element's order ascending in k. */
-    void (*gemm_tile)(long kc, const float *Ap, const float *Bp, long ldb, float *C, long ldc);
+    void (*gemm_tile[REPRO_MR_MAX + 1])(long kc, const float *Ap, const float *Bp, long ldb,
+                                        float *C, long ldc);
     /* gemm_tile with A in place, A(r, k) = A[r*lda + k] (a row-major A:
      * no packing); the same sums in the same order. */
-    void (*gemm_tile_rows)(long kc, const float *A, long lda, const float *Bp, long ldb,
-                           float *C, long ldc);
+    void (*gemm_tile_rows[REPRO_MR_MAX + 1])(long kc, const float *A, long lda, const float *Bp,
+                                             long ldb, float *C, long ldc);
     /* The sharded register tile: K (kc) cut into shards of S (the last one
-     * may be short); shard q's partial Pq[r][j] = +0 + Ap[k*mr + r]*Bp[k*ldb
+     * may be short); shard q's partial Pq[r][j] = +0 + Ap[k*n + r]*Bp[k*ldb
      * + j] over its k ascending, and T[r][j] (row stride ldt) becomes P0,
      * then T + P1, T + P2 ... in shard order (T's old value is not read). */
-    void (*gemm_tile_shards)(long kc, long S, const float *Ap, const float *Bp, long ldb,
-                             float *T, long ldt);
+    void (*gemm_tile_shards[REPRO_MR_MAX + 1])(long kc, long S, const float *Ap, const float *Bp,
+                                               long ldb, float *T, long ldt);
     /* A direct convolution tile: 4 channels g x 2 rows r x `lanes` columns
      * l, out[g*ldg + r*ldr + l] = init[g] + wt[t*4 + g] * in[t_off[t] +
      * r*ws + l] for t = 0 .. nt-1 in that order. */

@@ -1,5 +1,6 @@
-/* The AVX2 path's inner loops (simd.h): 8-float vectors, a 6 x 16 GEMM tile
- * (12 accumulators of 16 registers). Only these functions are compiled for
+/* The AVX2 path's inner loops (simd.h): 8-float vectors, GEMM tiles of 1 to
+ * 6 rows x 16 columns (at most 12 accumulators of 16 registers: the two B
+ * vectors, the broadcast and a product take the rest). Only these functions are compiled for
  * AVX2 (target attribute), and only called when the CPU has it. target
  * "avx2" alone does not enable FMA, so no fused instruction can appear. */
 #include "simd.h"
@@ -9,16 +10,14 @@
 #define TGT __attribute__((target("avx2")))
 #define SFX(name) name##_avx2
 #define MR 6
-#define MR_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define SPLAT_INIT(a) {a, a, a, a, a, a, a, a}
 #include <immintrin.h>
 #define VSQRT(v) ((VF)_mm256_sqrt_ps((__m256)(v)))
 #include "simd_tmpl.h"
 
 const repro_simd repro_simd_avx2 = {
-    .isa = REPRO_ISA_AVX2, .lanes = LANES, .mr = MR, .nr = 2 * LANES,
-    .gemm_tile = gemm_tile_avx2, .gemm_tile_rows = gemm_tile_rows_avx2,
-    .gemm_tile_shards = gemm_tile_shards_avx2,
+    .isa = REPRO_ISA_AVX2, .lanes = LANES, .mr = MR, .nr = 2 * LANES, .mr_rows = 6,
+    GEMM_TABLES,
     .conv_tile = conv_tile_avx2, .colsum = colsum_avx2,
     .colsum_k = colsum_k_avx2, .rowsum = rowsum_avx2,
     .relu_fwd = relu_fwd_avx2, .relu_bwd = relu_bwd_avx2,

@@ -1,5 +1,6 @@
-/* The AVX-512F path's inner loops (simd.h): 16-float vectors, an 8 x 32
- * GEMM tile (16 accumulators of 32 registers). AVX-512F has FMA
+/* The AVX-512F path's inner loops (simd.h): 16-float vectors, GEMM tiles of
+ * 1 to 12 rows x 32 columns (at most 24 accumulators of 32 registers; 8
+ * rows where A is read in place, whose row addresses would spill). AVX-512F has FMA
  * instructions, but -ffp-contract=off keeps the compiler from fusing and
  * none is written: products are rounded before the add, as on every path. */
 #include "simd.h"
@@ -8,17 +9,15 @@
 #define LANES 16
 #define TGT __attribute__((target("avx512f,prfchw")))
 #define SFX(name) name##_avx512
-#define MR 8
-#define MR_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define MR 12
 #define SPLAT_INIT(a) {a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a}
 #include <immintrin.h>
 #define VSQRT(v) ((VF)_mm512_sqrt_ps((__m512)(v)))
 #include "simd_tmpl.h"
 
 const repro_simd repro_simd_avx512 = {
-    .isa = REPRO_ISA_AVX512, .lanes = LANES, .mr = MR, .nr = 2 * LANES,
-    .gemm_tile = gemm_tile_avx512, .gemm_tile_rows = gemm_tile_rows_avx512,
-    .gemm_tile_shards = gemm_tile_shards_avx512,
+    .isa = REPRO_ISA_AVX512, .lanes = LANES, .mr = MR, .nr = 2 * LANES, .mr_rows = 8,
+    GEMM_TABLES,
     .conv_tile = conv_tile_avx512, .colsum = colsum_avx512,
     .colsum_k = colsum_k_avx512, .rowsum = rowsum_avx512,
     .relu_fwd = relu_fwd_avx512, .relu_bwd = relu_bwd_avx512,

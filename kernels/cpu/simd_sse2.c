@@ -1,13 +1,12 @@
-/* The baseline path's inner loops (simd.h): 4-float vectors, a 4 x 8 GEMM
- * tile (8 accumulators: SSE2's two-operand instructions need spare
- * registers for copies). */
+/* The baseline path's inner loops (simd.h): 4-float vectors, GEMM tiles of 1
+ * to 4 rows x 8 columns (at most 8 accumulators: SSE2's two-operand
+ * instructions need spare registers for copies). */
 #include "simd.h"
 
 #define LANES 4
 #define TGT
 #define SFX(name) name##_sse2
 #define MR 4
-#define MR_ROWS(X) X(0) X(1) X(2) X(3)
 #define SPLAT_INIT(a) {a, a, a, a}
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -16,9 +15,8 @@
 #include "simd_tmpl.h"
 
 const repro_simd repro_simd_sse2 = {
-    .isa = REPRO_ISA_SSE2, .lanes = LANES, .mr = MR, .nr = 2 * LANES,
-    .gemm_tile = gemm_tile_sse2, .gemm_tile_rows = gemm_tile_rows_sse2,
-    .gemm_tile_shards = gemm_tile_shards_sse2,
+    .isa = REPRO_ISA_SSE2, .lanes = LANES, .mr = MR, .nr = 2 * LANES, .mr_rows = 4,
+    GEMM_TABLES,
     .conv_tile = conv_tile_sse2, .colsum = colsum_sse2,
     .colsum_k = colsum_k_sse2, .rowsum = rowsum_sse2,
     .relu_fwd = relu_fwd_sse2, .relu_bwd = relu_bwd_sse2,

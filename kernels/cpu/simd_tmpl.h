@@ -3,8 +3,8 @@
  *   LANES      floats per vector (4, 8, 16)
  *   TGT        the function attribute that enables the path
  *   SFX(name)  name with the path's suffix
- *   MR_ROWS(X) X(0) X(1) ... X(mr-1): the GEMM tile's rows
- *   MR         their count
+ *   MR         the GEMM tiles' most rows (4, 6, 8 or 12): tiles of 1 .. MR
+ *              rows are compiled, and GEMM_TABLES names them for the table
  *   SPLAT_INIT(a)  the initializer {a, a, ...} of LANES elements
  *   VSQRT(v)   optional: the path's vector square root (simd_pointwise_tmpl.h)
  * Everything here is elementwise IEEE arithmetic on GCC/Clang vector types:
@@ -34,7 +34,28 @@ TGT static inline VF SFX(splat)(float a)
     return v;
 }
 
-/* ---- GEMM register tile (simd.h: gemm_tile) ----------------------------- */
+/* ---- GEMM register tiles (simd.h: gemm_tile, gemm_tile_rows, gemm_tile_shards)
+ * One tile per row count n = 1 .. MR (ROWS_n(X) = X(0) ... X(n-1)), each n
+ * rows x 2 vectors of C in 2n accumulators, so a panel of any height runs
+ * without zero rows (a 10-row weight gradient ran on a 16-row tile). Per
+ * k: two B vectors loaded, one broadcast of A per row, and each
+ * accumulator gets its product (a multiply, then an add: the two pipes
+ * work side by side, 2n independent chains hide the add latency). */
+#ifndef ROWS_1
+#define ROWS_1(X) X(0)
+#define ROWS_2(X) ROWS_1(X) X(1)
+#define ROWS_3(X) ROWS_2(X) X(2)
+#define ROWS_4(X) ROWS_3(X) X(3)
+#define ROWS_5(X) ROWS_4(X) X(4)
+#define ROWS_6(X) ROWS_5(X) X(5)
+#define ROWS_7(X) ROWS_6(X) X(6)
+#define ROWS_8(X) ROWS_7(X) X(7)
+#define ROWS_9(X) ROWS_8(X) X(8)
+#define ROWS_10(X) ROWS_9(X) X(9)
+#define ROWS_11(X) ROWS_10(X) X(10)
+#define ROWS_12(X) ROWS_11(X) X(11)
+#endif
+
 #define TILE_LOAD(r)                                                                   \
     VF c##r##a = SFX(ld)(C + (r) * ldc), c##r##b = SFX(ld)(C + (r) * ldc + LANES);
 #define TILE_STEP(r)                                                                   \
@@ -46,43 +67,16 @@ TGT static inline VF SFX(splat)(float a)
 #define TILE_STORE(r)                                                                  \
     SFX(st)(C + (r) * ldc, c##r##a);                                                   \
     SFX(st)(C + (r) * ldc + LANES, c##r##b);
-
-TGT static void SFX(gemm_tile)(long kc, const float *Ap, const float *Bp, long ldb, float *C,
-                               long ldc)
-{
-    MR_ROWS(TILE_LOAD)
-    for (long k = 0; k < kc; k++, Ap += MR, Bp += ldb) {
-        VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);
-        MR_ROWS(TILE_STEP)
-    }
-    MR_ROWS(TILE_STORE)
-}
-
-/* ---- GEMM register tile, A read in place (simd.h: gemm_tile_rows) -------
- * The same sums as gemm_tile with A(r, k) = A[r*lda + k]: a row-major A
- * needs no packed copy (its rows are read along k, one stream each). */
+/* A read in place: A(r, k) = A[r*lda + k] (a row-major A needs no copy) */
 #define ROWS_STEP(r)                                                                   \
     {                                                                                  \
         VF a = SFX(splat)(A[(r) * lda]);                                               \
         c##r##a = c##r##a + a * b0;                                                    \
         c##r##b = c##r##b + a * b1;                                                    \
     }
-
-TGT static void SFX(gemm_tile_rows)(long kc, const float *A, long lda, const float *Bp,
-                                    long ldb, float *C, long ldc)
-{
-    MR_ROWS(TILE_LOAD)
-    for (long k = 0; k < kc; k++, A++, Bp += ldb) {
-        VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);
-        MR_ROWS(ROWS_STEP)
-    }
-    MR_ROWS(TILE_STORE)
-}
-
-/* ---- sharded GEMM register tile (simd.h: gemm_tile_shards) --------------
- * Each shard's partial starts from +0 in registers (no load), and goes to T
- * once: T = P0 for the first shard, T = T + Pq after it, so T's order is
- * the shard order and each partial's is ascending k. */
+/* Sharded: each shard's partial starts from +0 in registers (no load), and
+ * goes to T once: T = P0 for the first shard, T = T + Pq after it, so T's
+ * order is the shard order and each partial's is ascending k. */
 #define SHARD_ZERO(r) VF c##r##a = SFX(splat)(0.0f), c##r##b = c##r##a;
 #define SHARD_FIRST(r)                                                                 \
     SFX(st)(T + (r) * ldt, c##r##a);                                                   \
@@ -91,23 +85,83 @@ TGT static void SFX(gemm_tile_rows)(long kc, const float *A, long lda, const flo
     SFX(st)(T + (r) * ldt, SFX(ld)(T + (r) * ldt) + c##r##a);                          \
     SFX(st)(T + (r) * ldt + LANES, SFX(ld)(T + (r) * ldt + LANES) + c##r##b);
 
-TGT static void SFX(gemm_tile_shards)(long kc, long S, const float *Ap, const float *Bp,
-                                      long ldb, float *T, long ldt)
-{
-    for (long q0 = 0; q0 < kc; q0 += S) {
-        MR_ROWS(SHARD_ZERO)
-        long k1 = q0 + S < kc ? q0 + S : kc;
-        for (long k = q0; k < k1; k++, Ap += MR, Bp += ldb) {
-            VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);
-            MR_ROWS(TILE_STEP)
-        }
-        if (q0 == 0) {
-            MR_ROWS(SHARD_FIRST)
-        } else {
-            MR_ROWS(SHARD_ADD)
-        }
+#define GEMM_TILES(n)                                                                  \
+    TGT static void SFX(gemm_tile_##n)(long kc, const float *Ap, const float *Bp,       \
+                                       long ldb, float *C, long ldc)                   \
+    {                                                                                  \
+        ROWS_##n(TILE_LOAD) for (long k = 0; k < kc; k++, Ap += (n), Bp += ldb)        \
+        {                                                                              \
+            VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);                             \
+            ROWS_##n(TILE_STEP)                                                        \
+        }                                                                              \
+        ROWS_##n(TILE_STORE)                                                           \
+    }                                                                                  \
+    TGT static void SFX(gemm_tile_rows_##n)(long kc, const float *A, long lda,          \
+                                            const float *Bp, long ldb, float *C,       \
+                                            long ldc)                                  \
+    {                                                                                  \
+        ROWS_##n(TILE_LOAD) for (long k = 0; k < kc; k++, A++, Bp += ldb)              \
+        {                                                                              \
+            VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);                             \
+            ROWS_##n(ROWS_STEP)                                                        \
+        }                                                                              \
+        ROWS_##n(TILE_STORE)                                                           \
+    }                                                                                  \
+    TGT static void SFX(gemm_tile_shards_##n)(long kc, long S, const float *Ap,         \
+                                              const float *Bp, long ldb, float *T,     \
+                                              long ldt)                                \
+    {                                                                                  \
+        for (long q0 = 0; q0 < kc; q0 += S) {                                          \
+            ROWS_##n(SHARD_ZERO) long k1 = q0 + S < kc ? q0 + S : kc;                  \
+            for (long k = q0; k < k1; k++, Ap += (n), Bp += ldb) {                     \
+                VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);                         \
+                ROWS_##n(TILE_STEP)                                                    \
+            }                                                                          \
+            if (q0 == 0) {                                                             \
+                ROWS_##n(SHARD_FIRST)                                                  \
+            } else {                                                                   \
+                ROWS_##n(SHARD_ADD)                                                    \
+            }                                                                          \
+        }                                                                              \
     }
-}
+
+GEMM_TILES(1)
+GEMM_TILES(2)
+GEMM_TILES(3)
+GEMM_TILES(4)
+#if MR > 4
+GEMM_TILES(5)
+GEMM_TILES(6)
+#endif
+#if MR > 6
+GEMM_TILES(7)
+GEMM_TILES(8)
+#endif
+#if MR > 8
+GEMM_TILES(9)
+GEMM_TILES(10)
+GEMM_TILES(11)
+GEMM_TILES(12)
+#endif
+
+/* The tables of simd.h, indexed by row count (0 unused). */
+#define GEMM_ENTRY(n) [n] = SFX(gemm_tile_##n),
+#define GEMM_ROWS_ENTRY(n) [n] = SFX(gemm_tile_rows_##n),
+#define GEMM_SHARDS_ENTRY(n) [n] = SFX(gemm_tile_shards_##n),
+#define GEMM_TABLES                                                                    \
+    .gemm_tile = {MR_ENTRIES(GEMM_ENTRY)}, .gemm_tile_rows = {MR_ENTRIES(GEMM_ROWS_ENTRY)}, \
+    .gemm_tile_shards = {MR_ENTRIES(GEMM_SHARDS_ENTRY)}
+#if MR == 4
+#define MR_ENTRIES(X) X(1) X(2) X(3) X(4)
+#elif MR == 6
+#define MR_ENTRIES(X) X(1) X(2) X(3) X(4) X(5) X(6)
+#elif MR == 8
+#define MR_ENTRIES(X) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8)
+#elif MR == 12
+#define MR_ENTRIES(X) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12)
+#else
+#error "MR: 4, 6, 8 or 12"
+#endif
 
 /* ---- direct convolution tile (simd.h: conv_tile) -------------------------
  * 4 channels g x 2 rows r x LANES columns l, 8 accumulators:
@@ -378,5 +432,6 @@ TGT static void SFX(rowsum)(long nrows, long nv, const float *base, long row, fl
 #undef SHARD_ZERO
 #undef SHARD_FIRST
 #undef SHARD_ADD
+#undef GEMM_TILES
 #undef COLSUM_R3
 #undef COLSUM_K
