@@ -140,6 +140,7 @@ check-run: $(BUILD)/check_all $(BUILD)/repro examples $(BUILD)/stage-default.sta
 	@$(MAKE) --no-print-directory -s lib-names-self-test
 	@rm -f $(SKIP_LOG)
 	REPRO_BIN=$(BUILD)/repro REPRO_EXAMPLES=$(BUILD)/examples REPRO_STAGE=$(STAGE) \
+	    REPRO_STAGE_DEFAULT=$(STAGE_DEFAULT) \
 	    REPRO_LIB=$(if $(SAN),,$(abspath $(BUILD))/librepro.so) REPRO_SKIP_LOG=$(SKIP_LOG) \
 	    $(BUILD)/check_all || { $(SKIP_SUMMARY); exit 1; }
 	@REPRO_SKIP_LOG=$(SKIP_LOG) BUILD=$(BUILD) MAKE="$(MAKE)" \

@@ -132,7 +132,9 @@ END_TEST
 
 START_TEST(test_pool_that_differed_is_named)
 {
-    int rc = repro_prog("check --no-golden --threads 1,2");
+    /* Detail on every step: the 3-step program's steps are not detail
+     * steps at the default (every 10th). */
+    int rc = repro_prog("check --no-golden --threads 1,2 --set trace.every=1");
     ck_assert_msg(rc == 1, "exit %d\n%s%s", rc, out, err);
     ck_assert_msg(strstr(out, "== run 1 vs threads=2 (scope: thread count) ==") &&
                       !strstr(out, "vs threads=1") && !strstr(out, "vs run 2"),
@@ -147,7 +149,8 @@ START_TEST(test_pool_that_differed_is_named)
     /* The printed command, run verbatim, names the op in execution order. */
     char cmd[4096];
     printed_command(out, cmd, sizeof cmd);
-    ck_assert_msg(!strncmp(cmd, "bisect --threads 1,2 -- ", 24), "%s", cmd);
+    /* ... with the check's own settings (detail on every step, as asked). */
+    ck_assert_msg(!strncmp(cmd, "bisect --threads 1,2 --set trace.every=1 -- ", 44), "%s", cmd);
     rc = tu_run_repro(cmd, out, sizeof out, err, sizeof err);
     ck_assert_msg(rc == 1, "repro %s: exit %d\n%s%s", cmd, rc, out, err);
     ck_assert_msg(strstr(out, "first divergent op: fwd.mix (op 2 of 3 recorded at step 1)") &&
