@@ -145,9 +145,10 @@ int repro_multirun_check_external_trace(const repro_multirun *m, int idx, const 
  * of the script when argv[0] is an interpreter, without its extension. */
 void repro_program_name(char *const *cmd, char *buf, size_t len);
 
-/* The --threads and --workers scopes of m that were not exercised: their
- * runs and run 1 all recorded the same count ("threads_used",
- * "workers_used"), or one did not record it. Their number, and one line
+/* The --threads and --workers scopes of m (and a program's --ranks) that
+ * were not exercised: their runs and run 1 all recorded the same count
+ * ("threads_used", "workers_used", "world_size_used"), or one did not
+ * record it. Their number, and one line
  * per scope in msg (multirun_scopes.c). */
 int repro_multirun_unexercised(const repro_multirun *m, char *msg, size_t len);
 

@@ -25,6 +25,9 @@
  *    "threads_used": 2, "workers_used": 0,  the counts it says it really used
  *                                   (optional: absent when the program did not
  *                                   record them, repro_recorder_set_threads)
+ *    "world_size_used": 2,          the data-parallel world size it ran in
+ *                                   (optional: the Python client writes it,
+ *                                   torch.distributed's, 1 without a group)
  *    "env": {...},                  the environment fingerprint (env.h, `repro env --json`)
  *    "env_class": "cpu-x86_64-..."} its class id; goldens are keyed by it (absent in older traces)
  *
@@ -159,6 +162,7 @@ struct repro_trace {
     repro_digest_fn digest_fn; /* ... and which one it is */
     int level, every, threads, num_workers;
     int threads_used, workers_used; /* -1: not recorded */
+    int world_size_used;     /* -1: not recorded */
     void *header_json;       /* json_t *, owned: the whole header object */
     /* steps and trailer */
     long nsteps;             /* step lines read (streaming: so far) */

@@ -223,7 +223,6 @@ def _drift(step, lists):
             continue
         names = [n for n, d in lists[rank] if base.get(n) != d] or ["its parameter list"]
         return repro.ReproError(-1, "replica drift: after step %d's update, rank %d's %s left "
-                                "rank 0's (%d of %d parameter tensors differ): the replicas "
-                                "no longer hold the same model" % (
+                                "rank 0's (%d of %d parameter tensors differ)" % (
                                     step, rank, names[0], len(names), len(lists[0])))
     return repro.ReproError(-1, "replica drift after step %d" % step)
