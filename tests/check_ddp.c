@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "record/trace.h"
+#include "repro/repro.h"
 #include "testutil.h"
 
 #define PY "/usr/bin/python3"
@@ -239,11 +241,46 @@ START_TEST(test_program_without_group_does_not_exercise_ranks)
 }
 END_TEST
 
+/* "world_size_used" (the Python client writes it) is read strictly: a
+ * world of 4 reads as 4, absent as -1, 0 is refused naming the field. */
+static int read_with_header(const char *header_json, repro_trace *t)
+{
+    char path[256];
+    tu_write_temp(path, sizeof path, "w.jsonl", "");
+    repro_recorder_options o;
+    repro_recorder_options_init(&o);
+    o.header_json = header_json;
+    repro_run_info info = {"world", 1, NULL};
+    repro_recorder *r;
+    float w[2] = {1, 2};
+    int64_t shape[1] = {2};
+    ck_assert_int_eq(repro_recorder_open_ex(&r, path, &info, &o), 0);
+    ck_assert_int_eq(repro_recorder_tensor(r, "param.w", REPRO_F32, 1, shape, w), 0);
+    ck_assert_int_eq(repro_recorder_step(r, 1, 0.0), 0);
+    ck_assert_int_eq(repro_recorder_close(r, NULL), 0);
+    return repro_trace_read(t, path);
+}
+
+START_TEST(test_world_size_used_is_read_strictly)
+{
+    repro_trace t;
+    ck_assert_int_eq(read_with_header("{\"world_size_used\": 4}", &t), 0);
+    ck_assert_int_eq(t.world_size_used, 4);
+    repro_trace_release(&t);
+    ck_assert_int_eq(read_with_header(NULL, &t), 0);
+    ck_assert_int_eq(t.world_size_used, -1);
+    repro_trace_release(&t);
+    ck_assert_int_ne(read_with_header("{\"world_size_used\": 0}", &t), 0);
+    ck_assert_msg(strstr(repro_error_last(), "world_size_used"), "%s", repro_error_last());
+}
+END_TEST
+
 Suite *ddp_suite(void)
 {
     Suite *s = suite_create("ddp");
     TCase *tc = tcase_create("ranks");
     tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_world_size_used_is_read_strictly);
     tcase_add_test(tc, test_plain_ddp_fails_in_world_size);
     tcase_add_test(tc, test_invariant_example_passes_ranks_1_2_4);
     tcase_add_test(tc, test_killed_rank_ends_the_check);
