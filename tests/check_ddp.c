@@ -275,6 +275,21 @@ START_TEST(test_world_size_used_is_read_strictly)
 }
 END_TEST
 
+/* `repro compare --vary ranks=1,2` starts a program's ranks too, and names
+ * the scope: plain DDP's world size 2 departs from world size 1 at step 1. */
+START_TEST(test_compare_varies_a_programs_world_size)
+{
+    SKIP_UNLESS_READY();
+    int rc = tu_run_repro("compare --vary ranks=1,2 --runs 1 -- " PY
+                          " examples/torch_ddp.py --plain --steps 1",
+                          out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "exit %d\n%s%s", rc, out, err);
+    ck_assert_msg(strstr(out, "\nscope: world size\n"), "%s", out);
+    const char *row = strstr(out, "\n2 ");
+    ck_assert_msg(row && strstr(row, "step 1"), "%s", out);
+}
+END_TEST
+
 Suite *ddp_suite(void)
 {
     Suite *s = suite_create("ddp");
@@ -283,6 +298,7 @@ Suite *ddp_suite(void)
     tcase_add_test(tc, test_world_size_used_is_read_strictly);
     tcase_add_test(tc, test_plain_ddp_fails_in_world_size);
     tcase_add_test(tc, test_invariant_example_passes_ranks_1_2_4);
+    tcase_add_test(tc, test_compare_varies_a_programs_world_size);
     tcase_add_test(tc, test_killed_rank_ends_the_check);
     tcase_add_test(tc, test_rank_that_never_joins_is_not_waited_for);
     tcase_add_test(tc, test_drifting_replica_is_named);
