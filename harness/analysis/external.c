@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/external_ranks.h"
 #include "analysis/multirun.h"
 #include "util/child.h"
 #include "util/error.h"
@@ -145,6 +146,8 @@ static int env_add_option(env_block *e, const char *flag, const char *value)
         return env_add(e, "REPRO_SET_STEPS", value);
     if (!strcmp(flag, "--set"))
         return env_add_setting(e, value);
+    if (!strcmp(flag, "--ranks"))
+        return 0; /* ranks: external_ranks.c starts them */
     return repro_error_set(REPRO_EINVAL, "%s does not apply to an external program", flag);
 }
 
@@ -172,6 +175,11 @@ static int build_env(const repro_multirun *m, int idx, const char *trace, env_bl
     const repro_run_plan *p = &m->plan[idx];
     if (p->extra[0][0] && env_add_option(e, p->extra[0], p->extra[1]))
         return -1;
+    /* ranks: the torch.distributed protocol (external_ranks.h) */
+    repro_env_pair dist[REPRO_DIST_ENV_MAX];
+    for (int i = 0, n = repro_external_dist_env(repro_external_ranks(m, idx), dist); i < n; i++)
+        if (env_add(e, dist[i].key, dist[i].value))
+            return -1;
     return 0;
 }
 
@@ -284,13 +292,17 @@ int repro_multirun_run_external(repro_multirun *m, int idx, const char *dir)
     c.interrupt = m->interrupt;
     c.capture_limit = repro_child_capture_limit(); /* head and tail of a flood */
     repro_child_status st;
-    int rc = repro_child_run(&c, &st);
+    char rank_why[1024]; /* ranks: which failed, and err becomes its stderr */
+    int rc = repro_external_launch(m, idx, dir, &c, &st, rank_why, sizeof rank_why, err,
+                                   sizeof err);
     env_free(&e);
     if (rc) {
         char why[512]; /* the slot's own text cannot be formatted into the slot */
         snprintf(why, sizeof why, "%s", repro_error_message());
         return could_not_test(m, idx, why, err);
     }
+    if (rank_why[0])
+        return could_not_test(m, idx, rank_why, err);
     if (st.how != REPRO_CHILD_EXITED || st.code != 0) {
         char what[128], why[192];
         repro_child_status_text(&st, &c, what, sizeof what);

@@ -161,10 +161,11 @@ const char *repro_multirun_setting(const repro_multirun *m, int idx, const char 
  * "--set" "train.threads=2": "2"), or NULL when it gives none. */
 const char *repro_run_option_setting(const char *flag, const char *value, const char *what);
 
-/* The --threads and --workers scopes of m that were not exercised: their
- * runs and run 1 all recorded the same counts ("threads_used" and every
- * "thread_pools" entry, or "workers_used"), or one recorded none. Their
- * number, and one line per scope in msg. */
+/* The --threads and --workers scopes of m (and a program's --ranks) that
+ * were not exercised: their runs and run 1 all recorded the same counts
+ * ("threads_used" and every "thread_pools" entry, "workers_used", or
+ * "world_size_used"), or one recorded none. Their number, and one line
+ * per scope in msg. */
 int repro_multirun_unexercised(const repro_multirun *m, char *msg, size_t len);
 
 /* What the thread counts say about run idx's comparison with run 1 in the

@@ -1,4 +1,5 @@
-/* Whether a --threads or --workers scope was exercised, and what the
+/* Whether a --threads, --workers or (a program's) --ranks scope was
+ * exercised, and what the
  * thread counts the runs recorded say about a thread-count divergence
  * (see multirun.h). Runs that all used the same counts, or that do not say
  * what they used, compare nothing about that count: a PyTorch script that
@@ -102,9 +103,27 @@ static void threads_text(const repro_trace *t, char *buf, size_t len)
 
 /* ---- scopes not exercised ----------------------------------------------------- */
 
+enum { SCOPE_THREADS, SCOPE_WORKERS, SCOPE_WORLD };
+
+/* Whether t says the count of this scope, and whether a and b (both
+ * saying) differ in it. */
+static int says(const repro_trace *t, int kind)
+{
+    return kind == SCOPE_THREADS   ? says_threads(t)
+           : kind == SCOPE_WORKERS ? t->workers_used >= 0
+                                   : t->world_size_used >= 1;
+}
+
+static int differ_in(const repro_trace *a, const repro_trace *b, int kind)
+{
+    return kind == SCOPE_THREADS   ? threads_differ(a, b)
+           : kind == SCOPE_WORKERS ? a->workers_used != b->workers_used
+                                   : a->world_size_used != b->world_size_used;
+}
+
 /* The scope's runs and run 1 (the one they are compared with): the first
  * run that does not say (or -1), and whether two said different counts. */
-static int examine(const repro_multirun *m, const char *scope, int threads, int *silent,
+static int examine(const repro_multirun *m, const char *scope, int kind, int *silent,
                    int *first)
 {
     int nruns = 0, differ = 0;
@@ -115,14 +134,12 @@ static int examine(const repro_multirun *m, const char *scope, int threads, int 
             continue;
         nruns += i > 0;
         const repro_trace *t = &m->traces[i];
-        int says = threads ? says_threads(t) : t->workers_used >= 0;
-        if (!says) {
+        if (!says(t, kind)) {
             if (*silent < 0)
                 *silent = i;
         } else if (*first < 0) {
             *first = i;
-        } else if (threads ? threads_differ(&m->traces[*first], t)
-                           : t->workers_used != m->traces[*first].workers_used) {
+        } else if (differ_in(&m->traces[*first], t, kind)) {
             differ = 1;
         }
     }
@@ -133,34 +150,44 @@ int repro_multirun_unexercised(const repro_multirun *m, char *msg, size_t len)
 {
     static const struct {
         const char *scope, *flag, *one, *noun, *var, *key;
-        int threads;
+        int kind;
     } scopes[] = {
-        {"thread count", "--threads", "thread", "threads", "REPRO_THREADS", "threads_used", 1},
+        {"thread count", "--threads", "thread", "threads", "REPRO_THREADS", "threads_used",
+         SCOPE_THREADS},
         {"worker count", "--workers", "loader worker", "loader workers", "REPRO_WORKERS",
-         "workers_used", 0},
+         "workers_used", SCOPE_WORKERS},
+        /* a program's ranks (external_ranks.c); repro's own runs always form their world */
+        {"world size", "--ranks", "rank", "ranks", "WORLD_SIZE", "world_size_used", SCOPE_WORLD},
     };
     int n = 0;
     size_t o = 0;
     msg[0] = '\0';
     for (size_t s = 0; s < sizeof scopes / sizeof *scopes; s++) {
         int silent, first;
-        if (!examine(m, scopes[s].scope, scopes[s].threads, &silent, &first))
+        if ((scopes[s].kind == SCOPE_WORLD && !m->cmd) ||
+            !examine(m, scopes[s].scope, scopes[s].kind, &silent, &first))
             continue;
         char why[512], used[256];
         if (silent >= 0) {
             snprintf(why, sizeof why,
                      "%s does not record how many %s it used (\"%s\" in its trace: "
-                     "repro_recorder_set_threads, or the Python client with torch)",
+                     "repro_recorder_set_threads, or the Python client)",
                      m->plan[silent].label, scopes[s].noun, scopes[s].key);
         } else {
             const repro_trace *t = &m->traces[first];
-            if (scopes[s].threads)
+            int count = scopes[s].kind == SCOPE_WORKERS ? t->workers_used : t->world_size_used;
+            if (scopes[s].kind == SCOPE_THREADS)
                 threads_text(t, used, sizeof used);
             else
-                snprintf(used, sizeof used, "%d %s", t->workers_used,
-                         t->workers_used == 1 ? scopes[s].one : scopes[s].noun);
-            snprintf(why, sizeof why, "every run used %s (does the program ignore %s?)", used,
-                     scopes[s].var);
+                snprintf(used, sizeof used, "%d %s", count,
+                         count == 1 ? scopes[s].one : scopes[s].noun);
+            if (scopes[s].kind == SCOPE_WORLD)
+                snprintf(why, sizeof why, "every run formed a world of %s (does the program "
+                         "form its process group from %s, RANK, MASTER_ADDR and MASTER_PORT?)",
+                         used, scopes[s].var);
+            else
+                snprintf(why, sizeof why, "every run used %s (does the program ignore %s?)",
+                         used, scopes[s].var);
         }
         int w = snprintf(msg + o, o < len ? len - o : 0, "%s%s scope not exercised: %s, so "
                          "the runs may not differ in it", n ? "\n" : "", scopes[s].flag, why);

@@ -17,6 +17,7 @@
 #include "analysis/batchinv.h"
 #include "analysis/batchinv_rows.h"
 #include "analysis/compare.h"
+#include "analysis/external_ranks.h"
 #include "core/loader.h"
 #include "util/error.h"
 #include "golden/check_golden.h"
@@ -98,9 +99,9 @@ static const repro_cli_opt own_opts[] = {
      "bisection)",
      O_GIT_BISECT},
     {"strict-scopes", 0, NULL,
-     "a --threads or --workers scope whose runs all recorded\nthe same count, or none (the "
-     "program ignored\nREPRO_THREADS, or does not say), fails with exit 3\ninstead of a "
-     "warning",
+     "a --threads, --workers or (program) --ranks scope whose\nruns all recorded the same "
+     "count, or none (the program\nignored REPRO_THREADS, or does not say), fails with exit\n"
+     "3 instead of a warning",
      O_STRICT_SCOPES},
     {"jobs", 0, "N",
      "runs at once (default: as many as the CPUs hold:\nCPUs / (threads x ranks) of the widest "
@@ -498,6 +499,8 @@ static int report(repro_multirun *m, const check_opts *o)
         repro_multirun_print(m, stdout);
         if (!o->program)
             worker_notes(m, o);
+        else /* a world size that changed a gradient: what DDP does (external_ranks.h) */
+            repro_external_ranks_cause(m, stdout);
         if (gtext)
             fputs(gtext, stdout);
         if (m->failed == 0)

@@ -461,11 +461,28 @@ static int measure_value(compare_ctx *x, int i)
 
 /* ---- the report ---------------------------------------------------------------- */
 
+/* The scope of the determinism contract a key varies, or NULL: a value
+ * whose run departs from the first's breaks that scope. */
+static const char *scope_of_key(const char *key)
+{
+    static const struct {
+        const char *key, *scope;
+    } scopes[] = {{"ranks", "world size"},       {"train.ranks", "world size"},
+                  {"threads", "thread count"},   {"train.threads", "thread count"},
+                  {"num_workers", "worker count"}, {"data.num_workers", "worker count"}};
+    for (size_t i = 0; i < sizeof scopes / sizeof *scopes; i++)
+        if (!strcmp(key, scopes[i].key))
+            return scopes[i].scope;
+    return NULL;
+}
+
 static void report_json(const compare_ctx *x)
 {
     json_t *doc = json_object(), *arr = json_array();
     json_object_set_new(doc, "experiment", json_string(x->program ? x->name : x->cfg.name));
     json_object_set_new(doc, "key", json_string(x->key));
+    const char *scope = scope_of_key(x->key);
+    json_object_set_new(doc, "scope", scope ? json_string(scope) : json_null());
     json_object_set_new(doc, "runs_per_value", json_integer(x->runs));
     for (int i = 0; i < x->nv; i++) {
         const value_result *v = &x->v[i];
@@ -541,6 +558,8 @@ static void report_text(const compare_ctx *x)
     printf("repro compare %s --vary %s (%d run%s per value, %ld steps)\n",
            x->program ? x->name : x->cfg.name, x->vary,
            x->runs, x->runs == 1 ? "" : "s", x->v[0].m.traces[0].nsteps);
+    if (scope_of_key(x->key)) /* "vs first" then names where that scope broke */
+        printf("scope: %s\n", scope_of_key(x->key));
     int w = (int)strlen(x->key);
     for (int i = 0; i < x->nv; i++)
         if ((int)strlen(x->v[i].value) > w)

@@ -174,10 +174,13 @@ const repro_common_opt repro_common_opts[] = {
      pass_or_list, workers_help},
     {"ranks", 0, "N",
      "data-parallel processes (train.ranks): starts them with\nmpirun, or joins the MPI job it "
-     "runs in; rank 0 writes\nthe trace, every rank checks its replica after every update",
+     "runs in; rank 0 writes\nthe trace, every rank checks its replica after every update;\n"
+     "-- PROGRAM: N processes with RANK, WORLD_SIZE, MASTER_ADDR\nand MASTER_PORT set "
+     "(docs/PROTOCOL.md)",
      ALL, REPRO_CLI_CHECK | REPRO_CLI_BISECT, "LIST",
-     "one more run per data-parallel world size (MPI ranks),\ne.g. 1,2,4 (needs [train] "
-     "shard_size)",
+     "one more run per data-parallel world size (MPI ranks),\ne.g. 1,2,4 (an experiment needs "
+     "[train] shard_size;\na program gets RANK, WORLD_SIZE, MASTER_ADDR and\nMASTER_PORT, "
+     "docs/PROTOCOL.md)",
      "world size", "ranks", pass_or_list, ranks_help},
     {"level", 0, "LEVEL",
      "trace level of every run: step (digests only), tensor\n(each tensor's digest and stats), "

@@ -38,6 +38,9 @@
  *                                   name -> threads (>= 1), at most
  *                                   REPRO_TRACE_MAX_POOLS names of < 32 bytes; a BLAS
  *                                   library's pool has "blas" in its name. Not hashed
+ *    "world_size_used": 2,          the data-parallel world size it ran in
+ *                                   (optional: the Python client writes it,
+ *                                   torch.distributed's, 1 without a group)
  *    "env": {...},                  the environment fingerprint (env.h, `repro env --json`)
  *    "env_class": "cpu-x86_64-..."} its class id; goldens are keyed by it (absent in older traces)
  *
@@ -182,6 +185,7 @@ struct repro_trace {
         int threads;
     } pools[REPRO_TRACE_MAX_POOLS]; /* "thread_pools", in the header's key order */
     int npools;
+    int world_size_used;     /* -1: not recorded */
     void *header_json;       /* json_t *, owned: the whole header object */
     /* steps and trailer */
     long nsteps;             /* step lines read (streaming: so far) */

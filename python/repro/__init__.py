@@ -305,6 +305,12 @@ class Recorder:
         seed = _int(seed, "seed", _U64)
         exp = _cstr(experiment, "experiment")
         path = _cstr(trace_path, "trace_path") if trace_path is not None else None
+        # Data parallel (repro/ddp.py): only rank 0 writes the trace; the
+        # others check their replicas against it after every step.
+        from repro import ddp as _ddp
+        self._replicas = _ddp.Replicas()
+        if path is None and self._replicas.rank > 0:
+            path = b""  # the recorder's "no trace file"
         env = RunEnv.read(seed)
         o = _Options()
         _opts_init(ctypes.byref(o))
@@ -322,6 +328,7 @@ class Recorder:
         cfg = json.dumps(config, sort_keys=True).encode() if config is not None else None
         used = _threads_used()
         used["client"] = CLIENT
+        used.update(self._replicas.header())  # world_size_used
         hdr = json.dumps(used).encode()
         o.header_json = hdr
         self._info = _RunInfo(exp, seed, cfg)
@@ -347,6 +354,7 @@ class Recorder:
         dtype, shape, owner, addr = _as_buffer(x)
         _check(_tensor(self._r, cname, _DTYPES[dtype], len(shape), _shape(shape),
                        ctypes.c_void_p(addr)))
+        self._replicas.note(name, owner)  # param.* digests, for the replica check
         del owner  # kept alive through the call above
 
     def op(self, name, x):
@@ -360,6 +368,7 @@ class Recorder:
         step = _int(step, "step", _I64)
         _check(_step(self._r, step, float(loss)))
         self.last_step = step
+        self._replicas.check(step)  # every rank's parameters against rank 0's
 
     def close(self, trailer=None):
         """Writes the trailer; returns the final chain digest (hex)."""
