@@ -114,6 +114,12 @@ def main():
             repro.record_model(rec, model, loss)
             rec.step(step, float(loss))
     if not args.no_group:
+        # Tear DDP's reducer down while every rank is still here: left to
+        # the end of main(), its Gloo group was released after rank 0 had
+        # exited, and a rank could spin there (1 run in 6 hung on 2 cores).
+        dist.barrier()
+        if args.plain:
+            del ddp
         dist.destroy_process_group()
 
 

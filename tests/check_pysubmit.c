@@ -346,13 +346,21 @@ END_TEST
 START_TEST(test_own_repro_package_is_noted)
 {
     NEED_PYTORCH_AND_BWRAP();
-    static char init[1 << 16], torch_py[1 << 16], pools_py[1 << 16];
+    /* Every module of the client (a copy missing one fails at import). */
+    static const char *const modules[] = {"__init__", "torch", "pools", "ddp"};
+    enum { NMOD = sizeof modules / sizeof *modules };
+    static char text[NMOD][1 << 16], names[NMOD][64];
+    const char *files[2 * NMOD + 1];
+    for (int i = 0; i < NMOD; i++) {
+        char src[96];
+        snprintf(src, sizeof src, "python/repro/%s.py", modules[i]);
+        snprintf(names[i], sizeof names[i], "repro/%s.py", modules[i]);
+        tu_slurp(src, text[i], sizeof text[i]);
+        files[2 * i] = names[i];
+        files[2 * i + 1] = text[i];
+    }
+    files[2 * NMOD] = NULL;
     char own_repo[700], own_bundle[700];
-    tu_slurp("python/repro/__init__.py", init, sizeof init);
-    tu_slurp("python/repro/torch.py", torch_py, sizeof torch_py);
-    tu_slurp("python/repro/pools.py", pools_py, sizeof pools_py);
-    const char *files[] = {"repro/__init__.py", init, "repro/torch.py", torch_py,
-                           "repro/pools.py", pools_py, NULL};
     snprintf(own_repo, sizeof own_repo, "%s/own", base);
     snprintf(own_bundle, sizeof own_bundle, "%s/own-bundle", base);
     make_repo(own_repo, files);
