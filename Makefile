@@ -408,6 +408,17 @@ $(GPU_DIR)/repro: $(CLI_OBJ) $(GPU_DIR)/librepro.a
 $(GPU_DIR)/check_cuda_ops $(GPU_DIR)/step_time: $(GPU_DIR)/%: $(BUILD)/tests/gpu/%.o $(GPU_DIR)/librepro.a
 	$(CC) $(LDFLAGS) $(GPU_RPATH_BIN) -o $@ $^ $(GPU_LDLIBS)
 
+# check_cuda_ops against tests/gpu/fake_device.c, the CPU backend posing as
+# the device (no CUDA needed): tests/gpu/selftest.sh plants one fault at a
+# time in it to prove that each GPU check can fail, naming the fault.
+GPU_FAKE_SRC = tests/gpu/check_cuda_ops.c tests/gpu/fake_device.c
+.PHONY: gpu-fake
+gpu-fake: $(GPU_DIR)/check_cuda_ops_fake
+$(GPU_DIR)/check_cuda_ops_fake: $(GPU_FAKE_SRC) tests/gpu/ops_compare.h tests/gpu/fake_device.h \
+    kernels/cuda/cudnn_admit.h $(BUILD)/librepro.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DREPRO_GPU_FAKE_DEVICE $(LDFLAGS) -o $@ $(GPU_FAKE_SRC) $(BUILD)/librepro.a $(LDLIBS)
+
 $(BUILD)/bench_%: $(BUILD)/bench/%.o $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

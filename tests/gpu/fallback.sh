@@ -37,7 +37,7 @@ libdir=${CUDNN_LIB_DIR:-}
 # division and square root, denormals kept.
 CFLAGS="-std=c11 -D_GNU_SOURCE -O2 -ffp-contract=off -fno-fast-math -Wall -Wextra -Iinclude -I. -DREPRO_HAVE_CUDA -DREPRO_GPU_STANDALONE"
 NVCCFLAGS="-std=c++17 -O2 --fmad=false -prec-div=true -prec-sqrt=true -ftz=false $ARCH -Iinclude -I. -I$inc -DREPRO_HAVE_CUDA"
-newest=$(find kernels include tests/gpu/check_cuda_ops.c -type f -newer "$out/stamp" 2>/dev/null | head -n 1)
+newest=$(find kernels include tests/gpu/check_cuda_ops.c tests/gpu/ops_compare.h -type f -newer "$out/stamp" 2>/dev/null | head -n 1)
 [ -e "$out/stamp" ] && [ -z "$newest" ] && [ -x "$out/check_cuda_ops" ] && { echo "$out/check_cuda_ops"; exit 0; }
 
 # One compile job per source, in parallel.

@@ -60,7 +60,7 @@ done | sort -u | while read -r name path; do
 done | grep -q fail && exit 1
 
 # Sources and inputs of the checks.
-cp tests/gpu/*.sh tests/gpu/*.c "$STAGE/tests/gpu/" || exit 1
+cp tests/gpu/*.sh tests/gpu/*.c tests/gpu/*.h tests/gpu/*.py "$STAGE/tests/gpu/" || exit 1
 cp -R kernels "$STAGE/" && cp -R include/repro "$STAGE/include/" || exit 1
 cp experiments/*.ini "$STAGE/experiments/" || exit 1
 cp examples/torch/*.py "$STAGE/examples/torch/" || exit 1

@@ -78,6 +78,8 @@ for f in tests/gpu/*; do
     case "$f" in
     *.sh) sh -n "$f" || bad "$f: sh -n failed" ;;
     tests/gpu/check_cuda_ops.c | tests/gpu/step_time.c) ;; # built below
+    tests/gpu/ops_compare.h) ;;  # in check_cuda_ops, and the gpu_compare suite
+    tests/gpu/fake_device.[ch]) ;; # built below (make gpu-fake)
     tests/gpu/client_cuda.py) ;;                           # run below
     *) bad "$f: this test does not know how to compile it (add it here)" ;;
     esac
