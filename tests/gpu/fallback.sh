@@ -25,7 +25,7 @@ ARCH=${REPRO_GPU_NVCC_ARCH:--gencode arch=compute_80,code=sm_80 -gencode arch=co
 [ -x "$NVCC" ] || command -v "$NVCC" >/dev/null || { echo "fallback: no nvcc ($NVCC)"; exit 1; }
 
 inc=${CUDNN_INCLUDE:-}
-for d in "$(${PYTHON:-python3} -c 'import nvidia.cudnn as m; print(list(m.__path__)[0] + "/include")' 2>/dev/null)" \
+for d in "$(timeout 30 "${PYTHON:-python3}" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0] + "/include")' 2>/dev/null)" \
     "$CUDA_HOME/include" /usr/include; do
     [ -z "$inc" ] && [ -n "$d" ] && [ -e "$d/cudnn.h" ] && inc=$d
 done
