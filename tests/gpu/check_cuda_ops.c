@@ -15,7 +15,13 @@
  * (kernels/cuda/README.md), so any NaN equals any NaN in float
  * comparisons; how many NaN payloads differed is printed. cuDNN's
  * algorithms and the atomic variants round their own way: each element
- * must lie within 1e-5 * (sum of |terms| + 1e-30) of the CPU value.
+ * must lie within 1e-5 * (sum of |terms| + 1e-30) of the CPU value, and a
+ * NaN where the CPU has a number fails. Output buffers are poisoned before
+ * an op overwrites them, so an element it leaves unwritten fails instead of
+ * being judged on an earlier op's output. The judgements are
+ * tests/gpu/ops_compare.h (tested on the CPU by tests/check_gpu_compare.c);
+ * built with -DREPRO_GPU_FAKE_DEVICE, this program runs against
+ * tests/gpu/fake_device.c, a faulty stand-in, on any machine.
  *
  * Built two ways: against librepro (the tensor digest also through the
  * library's libxxhash and OpenSSL paths), or with -DREPRO_GPU_STANDALONE
@@ -561,10 +567,13 @@ static void check_hashing(void)
 
 /* cuDNN's own choice (conv_algo_choose): the heuristic (benchmark = 0)
  * and cudnnFindConvolutionForwardAlgorithmEx (benchmark = 1), each with
- * and without deterministic_only. The chosen algorithm must be eligible,
- * deterministic where that was required, timed where it was found by
- * timing, and its output within tolerance of the CPU's. cuDNN must offer at
- * least one admissible algorithm for the shape, or its path is untested. */
+ * and without deterministic_only. The pick is judged against what the
+ * chooser reported (gpu_pick_sound: eligible, deterministic where
+ * required; by timing, every timed algorithm admissible and the pick the
+ * fastest of them), and its output must be within tolerance of the CPU's.
+ * cuDNN's results for the shape are listed, admitted or dropped and why;
+ * it must offer at least one admissible algorithm, or its path is
+ * untested. */
 static void check_cudnn_choice(repro_conv_shape s)
 {
     size_t nx = (size_t)s.B * s.C * s.H * s.W, nw = (size_t)s.K * s.C * s.R * s.R;

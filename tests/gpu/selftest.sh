@@ -1,9 +1,19 @@
 #!/bin/sh
-# The GPU check's own test, run by `make check` (check-run) wherever nvcc and
-# cuDNN are found, so that tests/gpu/ cannot rot between the rare runs on a
-# GPU (issue 37). No GPU is needed, and a GPU machine gives the same result
-# (CUDA_VISIBLE_DEVICES is emptied for the dry runs):
+# The GPU check's own test, run by `make check` (check-run), so that
+# tests/gpu/ cannot rot between the rare runs on a GPU (issue 37): part 0
+# everywhere, the rest wherever nvcc and cuDNN are found. No GPU is needed,
+# and a GPU machine gives the same result (CUDA_VISIBLE_DEVICES is emptied
+# for the dry runs):
 #
+#  0. the checks' logic without a device, no nvcc needed (issue 47):
+#     check_cuda_ops against a fake device (make gpu-fake) passes when it
+#     is honest and fails,
+#     naming the fault, on a NaN, an unwritten output (and passes it with
+#     the poison off: the poison is what catches it), an ineligible cuDNN
+#     algorithm run instead of refused, a pick slower than another timed
+#     one, a timed ineligible algorithm; tests/gpu/verdict.py fails a CPU
+#     compare whose norm gap is within the tolerance and whose distance is
+#     not, a report of one run per value, runs that differ;
 #  1. every file under tests/gpu/ compiles: the check programs against
 #     librepro (make gpu-bins), check_cuda_ops alone (fallback.sh, the build
 #     a GPU machine without our deps falls back to; sm_90 only, objects
@@ -23,15 +33,7 @@
 #  6. negative controls: with a library removed from the stage the stage
 #     check fails naming it; with a staged library that cannot load, the
 #     run says the staged binaries cannot start and takes the fallback path;
-#  7. the checks' logic without a device (issue 47): check_cuda_ops against
-#     a fake device (make gpu-fake) passes when it is honest and fails,
-#     naming the fault, on a NaN, an unwritten output (and passes it with
-#     the poison off: the poison is what catches it), an ineligible cuDNN
-#     algorithm run instead of refused, a pick slower than another timed
-#     one, a timed ineligible algorithm; tests/gpu/verdict.py fails a CPU
-#     compare whose norm gap is within the tolerance and whose distance is
-#     not, a report of one run per value, runs that differ;
-#  8. the run itself: the stage's floors printed (glibc, driver) and a
+#  7. the run itself: the stage's floors printed (glibc, driver) and a
 #     driver older than the stage needs ending the run (exit 1); no C++
 #     runtime staged (staging it raises the glibc floor: the negative
 #     control); the python3 found in a venv when $PYTHON has no cuDNN
@@ -49,16 +51,6 @@ MAKE=${MAKE:-make}
 start=$(date +%s)
 if [ -n "${REPRO_GPU_SELFTEST_SKIP:-}" ]; then
     echo "gpu selftest: skipped: $REPRO_GPU_SELFTEST_SKIP"
-    exit 0
-fi
-probe=$($MAKE --no-print-directory -s BUILD="$BUILD" gpu-probe 2>/dev/null)
-val() { echo "$probe" | sed -n "s/^$1=//p"; }
-if [ -z "$(val nvcc)" ]; then
-    echo "gpu selftest: skipped: no nvcc"
-    exit 0
-fi
-if [ -z "$(val have_cuda)" ]; then
-    echo "gpu selftest: skipped: nvcc found but not cuDNN (cudnn.h: '$(val cudnn_h)', libcudnn: '$(val cudnn_lib)')"
     exit 0
 fi
 T=$(mktemp -d /tmp/repro-gpu-selftest.XXXXXX)
@@ -89,6 +81,74 @@ expect() {
     ok "$e_what"
 }
 
+# ---- 0. the checks' logic, without a device (no nvcc needed) -----------------------------
+if $MAKE --no-print-directory -j2 BUILD="$BUILD" gpu-fake >"$T/make-fake" 2>&1; then
+    FAKE=$BUILD/gpu/check_cuda_ops_fake
+    FAKE_GROUPS="linear conv cudnn pointwise softmax index_add hashing refusal"
+    fake_run() { # fake_run FAULT: check_cuda_ops against the fake device with FAULT planted
+        REPRO_GPU_FAKE_FAULT=$1 "$FAKE" $FAKE_GROUPS >"$T/fake-$1" 2>&1
+    }
+    fake_run none
+    expect "check_cuda_ops on an honest fake device: every check passes" 0 $? "$T/fake-none" \
+        '^[0-9]+ passed, 0 failed' '^info:     cudnn_implicit_precomp_gemm, tensor-op math: dropped: not FMA math' \
+        '^✓ refusal: ineligible cudnn_'
+    fake_run nan
+    expect "fake device returning a NaN: the check fails, naming it" 1 $? "$T/fake-nan" \
+        '^✗ conv2d.fwd cudnn_implicit_precomp_gemm .*GPU nan; 1 NaN where the CPU.s is not'
+    fake_run unwritten
+    expect "fake device leaving an output unwritten: the check fails, naming it" 1 $? "$T/fake-unwritten" \
+        '^✗ conv2d.fwd cudnn_implicit_precomp_gemm .* ([0-9]+) of \1 elements outside.* \1 never written'
+    REPRO_GPU_FAKE_NO_POISON=1 REPRO_GPU_FAKE_FAULT=unwritten "$FAKE" conv cudnn >"$T/fake-nopoison" 2>&1
+    expect "negative control: without the poison, the unwritten output passes on stale data" 0 $? \
+        "$T/fake-nopoison" '^[0-9]+ passed, 0 failed'
+    fake_run ineligible_runs
+    expect "fake device running an ineligible cuDNN algorithm instead of refusing it: fails" 1 $? \
+        "$T/fake-ineligible_runs" '^✗ refusal: ineligible cudnn_[a-z_]+ .*NOT refused.*output WRITTEN'
+    fake_run slow_pick
+    expect "fake cudnnFind picking a slower algorithm than one it timed: fails" 1 $? "$T/fake-slow_pick" \
+        '^✗ conv_algo_choose cudnnFind \(any\): .*timed faster'
+    fake_run timed_ineligible
+    expect "fake cudnnFind timing an ineligible algorithm: fails" 1 $? "$T/fake-timed_ineligible" \
+        '^✗ conv_algo_choose cudnnFind .*was timed but is not admissible'
+else
+    bad "make gpu-fake failed: $(tail -n 5 "$T/make-fake")"
+fi
+
+# the compare verdicts on reports recorded here, on the CPU: lr 0.003 vs
+# 0.0031 over 20 steps, a norm gap of ~0.007 (within 1e-2) and a distance
+# of ~0.03 (not)
+repro_abs=$(cd "$BUILD" && pwd)/repro cnn_abs=$(pwd)/experiments/cnn.ini
+(cd "$T" && "$repro_abs" compare "$cnn_abs" --vary lr=0.003,0.0031 --runs 2 --steps 20 --json -q \
+    >"$T/lr.json" 2>"$T/lr.err")
+python3 tests/gpu/verdict.py backends "$T/lr.json" 1e-2 >"$T/v1" 2>&1
+expect "verdict: a norm gap within the tolerance and a distance outside it fails" 1 $? "$T/v1" \
+    'distance .*: 0\.0[1-9][0-9]* \(tolerance 0\.01; norm gap 0\.00[0-9]+\); 2 runs each, each value.s runs identical'
+python3 tests/gpu/verdict.py backends "$T/lr.json" 5e-2 >"$T/v2" 2>&1
+expect "verdict: the same report passes a tolerance above its distance" 0 $? "$T/v2" 'tolerance 0\.05'
+(cd "$T" && "$repro_abs" compare "$cnn_abs" --vary lr=0.003,0.0031 --runs 1 --steps 5 --json -q \
+    >"$T/one.json" 2>"$T/one.err")
+python3 tests/gpu/verdict.py backends "$T/one.json" 1e-2 >"$T/v3" 2>&1
+expect "verdict: one run per value (identity untested) fails" 1 $? "$T/v3" '^1 run per value'
+sed '0,/"identical": true/s//"identical": false/' "$T/lr.json" >"$T/differ.json"
+python3 tests/gpu/verdict.py backends "$T/differ.json" 5e-2 >"$T/v4" 2>&1
+expect "verdict: a backend whose runs differ fails" 1 $? "$T/v4" 'runs DIFFER for 0\.003'
+sed -e 's/"value": "0\.003"/"value": "off"/' -e '0,/"identical": true/s//"identical": false/' "$T/lr.json" \
+    >"$T/bench-differ.json"
+python3 tests/gpu/verdict.py benchmark "$T/bench-differ.json" >"$T/v5" 2>&1
+expect "verdict: benchmark=off runs that differ fail" 1 $? "$T/v5" '^benchmark=off: runs DIFFER'
+
+# The rest needs nvcc and cuDNN.
+probe=$($MAKE --no-print-directory -s BUILD="$BUILD" gpu-probe 2>/dev/null)
+val() { echo "$probe" | sed -n "s/^$1=//p"; }
+skipped=
+[ -z "$(val have_cuda)" ] &&
+    skipped="nvcc found but not cuDNN (cudnn.h: '$(val cudnn_h)', libcudnn: '$(val cudnn_lib)')"
+[ -z "$(val nvcc)" ] && skipped="no nvcc"
+if [ -n "$skipped" ]; then
+    echo "gpu selftest: $([ $fails -eq 0 ] && echo passed || echo "FAILED ($fails)") without a device; the rest skipped: $skipped"
+    [ $fails -eq 0 ]
+    exit
+fi
 # ---- 1. everything under tests/gpu/ compiles -------------------------------------
 for f in tests/gpu/*; do
     case "$f" in
@@ -314,62 +374,6 @@ PATH="$T/fake:$PATH" CUDA_VISIBLE_DEVICES= REPRO_GPU_FALLBACK_DIR="$(pwd)/$BUILD
 expect "negative control: staged binaries that cannot start: the run says so and takes the fallback" 1 $? \
     "$T/broken" '^the staged binaries cannot start here: .*libcudart\.so\.13' '^path: FALLBACK' \
     '^✗ ops linear: no device, although nvidia-smi lists a GPU' '^✗ repro-level checks \(3-7\) not run'
-
-# ---- 7. the checks' logic, without a device -----------------------------------------------
-if $MAKE --no-print-directory -j2 BUILD="$BUILD" gpu-fake >"$T/make-fake" 2>&1; then
-    FAKE=$BUILD/gpu/check_cuda_ops_fake
-    FAKE_GROUPS="linear conv cudnn pointwise softmax index_add hashing refusal"
-    fake_run() { # fake_run FAULT: check_cuda_ops against the fake device with FAULT planted
-        REPRO_GPU_FAKE_FAULT=$1 "$FAKE" $FAKE_GROUPS >"$T/fake-$1" 2>&1
-    }
-    fake_run none
-    expect "check_cuda_ops on an honest fake device: every check passes" 0 $? "$T/fake-none" \
-        '^[0-9]+ passed, 0 failed' '^info:     cudnn_implicit_precomp_gemm, tensor-op math: dropped: not FMA math' \
-        '^✓ refusal: ineligible cudnn_'
-    fake_run nan
-    expect "fake device returning a NaN: the check fails, naming it" 1 $? "$T/fake-nan" \
-        '^✗ conv2d.fwd cudnn_implicit_precomp_gemm .*GPU nan; 1 NaN where the CPU.s is not'
-    fake_run unwritten
-    expect "fake device leaving an output unwritten: the check fails, naming it" 1 $? "$T/fake-unwritten" \
-        '^✗ conv2d.fwd cudnn_implicit_precomp_gemm .* ([0-9]+) of \1 elements outside.* \1 never written'
-    REPRO_GPU_FAKE_NO_POISON=1 REPRO_GPU_FAKE_FAULT=unwritten "$FAKE" conv cudnn >"$T/fake-nopoison" 2>&1
-    expect "negative control: without the poison, the unwritten output passes on stale data" 0 $? \
-        "$T/fake-nopoison" '^[0-9]+ passed, 0 failed'
-    fake_run ineligible_runs
-    expect "fake device running an ineligible cuDNN algorithm instead of refusing it: fails" 1 $? \
-        "$T/fake-ineligible_runs" '^✗ refusal: ineligible cudnn_[a-z_]+ .*NOT refused.*output WRITTEN'
-    fake_run slow_pick
-    expect "fake cudnnFind picking a slower algorithm than one it timed: fails" 1 $? "$T/fake-slow_pick" \
-        '^✗ conv_algo_choose cudnnFind \(any\): .*timed faster'
-    fake_run timed_ineligible
-    expect "fake cudnnFind timing an ineligible algorithm: fails" 1 $? "$T/fake-timed_ineligible" \
-        '^✗ conv_algo_choose cudnnFind .*was timed but is not admissible'
-else
-    bad "make gpu-fake failed: $(tail -n 5 "$T/make-fake")"
-fi
-
-# the compare verdicts on reports recorded here, on the CPU: lr 0.003 vs
-# 0.0031 over 20 steps, a norm gap of ~0.007 (within 1e-2) and a distance
-# of ~0.03 (not)
-repro_abs=$(cd "$BUILD" && pwd)/repro cnn_abs=$(pwd)/experiments/cnn.ini
-(cd "$T" && "$repro_abs" compare "$cnn_abs" --vary lr=0.003,0.0031 --runs 2 --steps 20 --json -q \
-    >"$T/lr.json" 2>"$T/lr.err")
-python3 tests/gpu/verdict.py backends "$T/lr.json" 1e-2 >"$T/v1" 2>&1
-expect "verdict: a norm gap within the tolerance and a distance outside it fails" 1 $? "$T/v1" \
-    'distance .*: 0\.0[1-9][0-9]* \(tolerance 0\.01; norm gap 0\.00[0-9]+\); 2 runs each, each value.s runs identical'
-python3 tests/gpu/verdict.py backends "$T/lr.json" 5e-2 >"$T/v2" 2>&1
-expect "verdict: the same report passes a tolerance above its distance" 0 $? "$T/v2" 'tolerance 0\.05'
-(cd "$T" && "$repro_abs" compare "$cnn_abs" --vary lr=0.003,0.0031 --runs 1 --steps 5 --json -q \
-    >"$T/one.json" 2>"$T/one.err")
-python3 tests/gpu/verdict.py backends "$T/one.json" 1e-2 >"$T/v3" 2>&1
-expect "verdict: one run per value (identity untested) fails" 1 $? "$T/v3" '^1 run per value'
-sed '0,/"identical": true/s//"identical": false/' "$T/lr.json" >"$T/differ.json"
-python3 tests/gpu/verdict.py backends "$T/differ.json" 5e-2 >"$T/v4" 2>&1
-expect "verdict: a backend whose runs differ fails" 1 $? "$T/v4" 'runs DIFFER for 0\.003'
-sed -e 's/"value": "0\.003"/"value": "off"/' -e '0,/"identical": true/s//"identical": false/' "$T/lr.json" \
-    >"$T/bench-differ.json"
-python3 tests/gpu/verdict.py benchmark "$T/bench-differ.json" >"$T/v5" 2>&1
-expect "verdict: benchmark=off runs that differ fail" 1 $? "$T/v5" '^benchmark=off: runs DIFFER'
 
 echo "gpu selftest: $([ $fails -eq 0 ] && echo passed || echo "FAILED ($fails)") in $(($(date +%s) - start)) s"
 [ $fails -eq 0 ]
