@@ -589,7 +589,7 @@ static void check_cudnn_choice(repro_conv_shape s)
         if (gpu->conv_workspace_bytes(gc, (repro_conv_algo)a, &s) > wsmax)
             wsmax = gpu->conv_workspace_bytes(gc, (repro_conv_algo)a, &s);
     }
-    char results[4096];
+    char results[8192];
     int admitted = cudnn_report(gc, &s, results, sizeof results);
     printf("info: cuDNN's results for B%d C%d %dx%d K%d R%d, %d admitted:\n", s.B, s.C, s.H, s.W,
            s.K, s.R, admitted);

@@ -220,6 +220,7 @@ echo "cudnn: $CUDNN_LIB_DIR/libcudnn.so.9" >>"$PYINFO"
 export CUDNN_LIB_DIR
 OURS_LD_LIBRARY_PATH="$CUDNN_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 BIN=$STAGE/bin
+chmod +x "$BIN"/* 2>/dev/null # a copy (the device tool's carry, an archive) may drop the bits
 if run_ours "start staged check_cuda_ops" 30 "$BIN/check_cuda_ops" --list && [ -s "$T/out" ] &&
     run_ours "start staged repro" 30 "$BIN/repro" --version; then
     PATH_TAKEN=staged
