@@ -194,10 +194,11 @@ glibc_here=$(getconf GNU_LIBC_VERSION 2>/dev/null | sed 's/^glibc //')
 driver_here=$(timeout -k 2 "$SMI_TIMEOUT" "$NVIDIA_SMI" --query-gpu=driver_version --format=csv,noheader 2>/dev/null |
     head -n 1 | grep -E '^[0-9]+(\.[0-9]+)*$')
 say "floors: the stage needs glibc >= ${glibc_min:-?} (here ${glibc_here:-unknown}) and an NVIDIA driver >= R${driver_min:-?} for its CUDA ${cuda_rt:-?} runtime (here ${driver_here:-unknown})"
-if [ -n "$glibc_min" ] && [ -n "$glibc_here" ] && stage_version_lt "$glibc_here" "$glibc_min"; then
+is_version() { case $1 in '' | *[!0-9.]*) return 1 ;; esac; } # "?": the stage did not know
+if is_version "$glibc_min" && is_version "$glibc_here" && stage_version_lt "$glibc_here" "$glibc_min"; then
     say "glibc $glibc_here here is older than the stage's $glibc_min: the staged binaries cannot start; the fallback will be tried"
 fi
-if [ -n "$driver_min" ] && [ -n "$driver_here" ] && [ "${driver_here%%.*}" -lt "$driver_min" ]; then
+if is_version "$driver_min" && is_version "$driver_here" && [ "${driver_here%%.*}" -lt "$driver_min" ]; then
     fail "the NVIDIA driver $driver_here is older than the stage's CUDA $cuda_rt runtime needs (R$driver_min or newer)"
     finish "FAILED: driver $driver_here older than R$driver_min (the GPU is there; nothing was run)" 1
 fi
