@@ -378,7 +378,14 @@ $(BUILD)/check_cuda_ops $(BUILD)/step_time: $(BUILD)/%: $(BUILD)/tests/gpu/%.o $
 # where ldd cannot see them to stage them) and nothing links MPI.
 GPU_DIR      = $(BUILD)/gpu
 GPU_LIB_OBJ  = $(filter-out $(BUILD)/harness/core/dist.o,$(LIB_OBJ)) $(GPU_DIR)/dist_nompi.o
-GPU_LDLIBS   = $(PKG_LIBS) $(CUDA_LIBS) -lpthread -lm
+# No search path into this machine's CUDA or cuDNN folders: the stage's
+# libcudart comes from its lib/, and cuDNN from the folder run.sh chose on
+# the GPU machine (LD_LIBRARY_PATH), which a DT_RPATH entry would override.
+GPU_CUDA_LINK = -L$(CUDA_HOME)/lib64 -Wl,-rpath-link,$(CUDA_HOME)/lib64 \
+                -L$(CUDNN_LIBDIR) -Wl,-rpath-link,$(CUDNN_LIBDIR) \
+                $(if $(filter %/libcudnn.so,$(CUDNN_LIBFILE)),-lcudnn,-l:libcudnn.so.9) -lcudart -lstdc++
+GPU_CUDA_LIBS = $(if $(HAVE_CUDA),$(GPU_CUDA_LINK))
+GPU_LDLIBS   = $(PKG_LIBS) $(GPU_CUDA_LIBS) -lpthread -lm
 # DT_RPATH (not RUNPATH): searched for the libraries' own dependencies too,
 # so the staged folder (bin/, lib/) finds its libraries wherever it is
 # copied, also when python3 dlopens lib/librepro.so.

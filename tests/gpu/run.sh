@@ -227,6 +227,12 @@ if run_ours "start staged check_cuda_ops" 30 "$BIN/check_cuda_ops" --list && [ -
     PATH_TAKEN=staged
     OPS=$BIN/check_cuda_ops
     say "path: staged binaries ($BIN)"
+    # what the loader gives them (they carry no search path of their own
+    # into CUDA's or cuDNN's folders, so this is the folder chosen above)
+    loaded=$(env "LD_LIBRARY_PATH=$OURS_LD_LIBRARY_PATH" ldd "$OPS" 2>/dev/null |
+        awk '$1 == "libcudnn.so.9" || $1 == "libcudart.so.13" { printf "%s %s; ", $1, $3 }')
+    say "loaded: ${loaded:-unknown (no ldd)}"
+    echo "loaded: ${loaded:-unknown}" >>"$PYINFO"
 else
     say "the staged binaries cannot start here: $(grep -m 1 -v '^$' "$T/out" || echo "absent: $BIN")"
     if run "fallback build" 300 sh tests/gpu/fallback.sh "${REPRO_GPU_FALLBACK_DIR:-$T/fallback}"; then

@@ -241,7 +241,7 @@ VENV_PY=$T/fs/opt/torch/.venv/bin/python3
 STAGE=$BUILD/gpu/stage
 REPRO_GPU_STAGE=$STAGE BUILD=$BUILD MAKE=$MAKE sh tests/gpu/run.sh --prepare >"$T/prep" 2>&1
 expect "run.sh --prepare stages into $STAGE and verifies it" 0 $? "$T/prep" '^✓ staged into' || exit 1
-if stage_verify "$STAGE" >"$T/verify"; then
+if LD_LIBRARY_PATH="$CUDNN_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" stage_verify "$STAGE" >"$T/verify"; then
     ok "every staged binary resolves its libraries in the stage or to glibc/driver/cuDNN ($(ls "$STAGE/lib" | wc -l) staged)"
 else
     bad "the stage needs libraries it does not hold: $(cat "$T/verify")"
@@ -282,6 +282,7 @@ expect "dry run with a fake nvidia-smi: FAILURE naming the missing device (exit 
     '^GPU: GPU 0: NVIDIA Fake' '^path: staged binaries' \
     "^floors: the stage needs glibc >= $glibc_min \\(here [0-9.]+\\) and an NVIDIA driver >= R580 for its CUDA 13\\.[0-9]+ runtime \\(here 580\\.95\\.05\\)" \
     "^python: $VENV_PY: .*a usual place" "^cuDNN: $T/fs/opt/torch/.venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9" \
+    "^loaded: libcudnn.so.9 $T/fs/opt/torch/.venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9; libcudart.so.13 [^ ]*/lib/libcudart.so.13;" \
     '^✗ ops linear: no device, although nvidia-smi lists a GPU: no GPU check: cuda backend unavailable' \
     '^gpu checks: FAILED \([0-9]+\): no usable CUDA device, although nvidia-smi lists a GPU'
 expect "dry run: the staged binaries started and reached device initialisation" 0 0 "$T/out/gpu-log.txt" \
@@ -361,7 +362,7 @@ expect "run.sh --prepare without nvcc: exit 3, saying so" 3 $? "$T/prep3" '^prep
 
 # ---- 6. negative controls ---------------------------------------------------------------
 cp -R "$STAGE" "$T/stage-minus" && rm "$T/stage-minus/lib/libjansson.so.4"
-if stage_verify "$T/stage-minus" >"$T/minus" 2>&1; then
+if LD_LIBRARY_PATH="$CUDNN_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" stage_verify "$T/stage-minus" >"$T/minus" 2>&1; then
     bad "negative control: the stage check passed with libjansson.so.4 removed from the stage"
 else
     expect "negative control: a library removed from the stage fails the stage check, named" 0 0 \
