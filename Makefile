@@ -431,7 +431,14 @@ $(BUILD)/check_cuda_ops $(BUILD)/step_time: $(BUILD)/%: $(BUILD)/tests/gpu/%.o $
 # where ldd cannot see them to stage them) and nothing links MPI.
 GPU_DIR      = $(BUILD)/gpu
 GPU_LIB_OBJ  = $(filter-out $(BUILD)/harness/core/dist.o,$(LIB_OBJ)) $(GPU_DIR)/dist_nompi.o
-GPU_LDLIBS   = $(PKG_LIBS) $(CUDA_LIBS) -lpthread -lm
+# No search path into this machine's CUDA or cuDNN folders: the stage's
+# libcudart comes from its lib/, and cuDNN from the folder run.sh chose on
+# the GPU machine (LD_LIBRARY_PATH), which a DT_RPATH entry would override.
+GPU_CUDA_LINK = -L$(CUDA_HOME)/lib64 -Wl,-rpath-link,$(CUDA_HOME)/lib64 \
+                -L$(CUDNN_LIBDIR) -Wl,-rpath-link,$(CUDNN_LIBDIR) \
+                $(if $(filter %/libcudnn.so,$(CUDNN_LIBFILE)),-lcudnn,-l:libcudnn.so.9) -lcudart -lstdc++
+GPU_CUDA_LIBS = $(if $(HAVE_CUDA),$(GPU_CUDA_LINK))
+GPU_LDLIBS   = $(PKG_LIBS) $(GPU_CUDA_LIBS) -lpthread -lm
 # DT_RPATH (not RUNPATH): searched for the libraries' own dependencies too,
 # so the staged folder (bin/, lib/) finds its libraries wherever it is
 # copied, also when python3 dlopens lib/librepro.so.
@@ -460,6 +467,17 @@ $(GPU_DIR)/repro: $(CLI_OBJ) $(GPU_DIR)/librepro.a
 	$(CC) $(LDFLAGS) $(GPU_RPATH_BIN) -o $@ $^ $(GPU_LDLIBS)
 $(GPU_DIR)/check_cuda_ops $(GPU_DIR)/step_time: $(GPU_DIR)/%: $(BUILD)/tests/gpu/%.o $(GPU_DIR)/librepro.a
 	$(CC) $(LDFLAGS) $(GPU_RPATH_BIN) -o $@ $^ $(GPU_LDLIBS)
+
+# check_cuda_ops against tests/gpu/fake_device.c, the CPU backend posing as
+# the device (no CUDA needed): tests/gpu/selftest.sh plants one fault at a
+# time in it to prove that each GPU check can fail, naming the fault.
+GPU_FAKE_SRC = tests/gpu/check_cuda_ops.c tests/gpu/fake_device.c
+.PHONY: gpu-fake
+gpu-fake: $(GPU_DIR)/check_cuda_ops_fake
+$(GPU_DIR)/check_cuda_ops_fake: $(GPU_FAKE_SRC) tests/gpu/ops_compare.h tests/gpu/fake_device.h \
+    kernels/cuda/cudnn_admit.h $(BUILD)/librepro.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DREPRO_GPU_FAKE_DEVICE $(LDFLAGS) -o $@ $(GPU_FAKE_SRC) $(BUILD)/librepro.a $(LDLIBS)
 
 $(BUILD)/bench_%: $(BUILD)/bench/%.o $(BUILD)/librepro.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

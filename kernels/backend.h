@@ -257,7 +257,9 @@ typedef struct repro_backend {
      *            v0 = d0 - d2, v1 = d1 + d2, v2 = d2 - d1, v3 = d1 - d3;
      *            M = +0 then M + U*V for c ascending; y0 = (m0 + m1) + m2,
      *            y1 = (m1 - m2) - m3; finally y = (b[k] or +0) + that.
-     * b may be NULL (no bias). An ineligible or unknown a computes direct.
+     * b may be NULL (no bias). An ineligible or unknown portable a computes
+     * direct; a vendor id (cuDNN's) that is ineligible for s is refused: an
+     * error (last_error), y untouched, never another algorithm under its name.
      * workspace holds conv_workspace_bytes(a, s) bytes (NULL when 0). */
     void (*conv2d_forward)(void *ctx, repro_conv_algo a, const repro_conv_shape *s,
                            const float *x, const float *w, const float *b, float *y,

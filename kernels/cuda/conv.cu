@@ -233,9 +233,10 @@ void repro_cuda_conv2d_forward(void *ctx, repro_conv_algo a, const repro_conv_sh
                                void *workspace)
 {
     repro_cuda_ctx *c = repro_cuda(ctx);
-    int det;
-    size_t ws;
-    if ((int)a >= REPRO_CONV_CUDNN_BASE && repro_cuda_cudnn_eligible(c, a, s, &det, &ws))
+    /* A cuDNN id runs cuDNN or nothing: an ineligible one is refused (an
+     * error, the output untouched), never computed by our direct kernel
+     * under its name, which the trace would then record as having run. */
+    if ((int)a >= REPRO_CONV_CUDNN_BASE && (int)a < REPRO_CONV_ALGO_LIMIT)
         repro_cuda_cudnn_forward(c, a, s, x, w, b, y, workspace);
     else
         repro_cuda_conv_own_forward(c, repro_cuda_conv_algo_eligible(ctx, a, s) ? a : REPRO_CONV_DIRECT,

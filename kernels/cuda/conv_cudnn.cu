@@ -3,9 +3,14 @@
  *
  *  - Eligibility, determinism and workspace come from
  *    cudnnGetConvolutionForwardAlgorithm_v7's perf results for the shape
- *    (cached per shape): an algorithm is eligible when its status is
- *    CUDNN_STATUS_SUCCESS, deterministic when its determinism is
- *    CUDNN_DETERMINISTIC. deterministic = on admits only those.
+ *    (cached per shape), all of them: the query asks for
+ *    cudnnGetConvolutionForwardAlgorithmMaxCount results, since one
+ *    algorithm may appear once per math type and TF32 entries alone could
+ *    fill a shorter list. cudnn_admit.h's rule admits a result or says why
+ *    it is dropped (repro_cuda_cudnn_report lists both); an algorithm is
+ *    eligible when a result of it is admitted, deterministic when that
+ *    result's determinism is CUDNN_DETERMINISTIC. deterministic = on admits
+ *    only those.
  *  - benchmark = off: the heuristic's first eligible result;
  *    benchmark = on: cudnnFindConvolutionForwardAlgorithmEx on the real
  *    buffers, the fastest eligible result, every timed one's time reported
@@ -25,6 +30,7 @@
  * it into the trace; `--algo-lock` replays it by name. */
 #include "ctx.cuh"
 
+#include <stdio.h>
 #include <string.h>
 
 static int set_descriptors(repro_cuda_ctx *c, const repro_conv_shape *s, cudnnMathType_t math)
@@ -51,6 +57,25 @@ static int same_shape(const repro_conv_shape *a, const repro_conv_shape *b)
 static int fma_math(cudnnMathType_t m)
 {
     return m == CUDNN_FMA_MATH;
+}
+
+/* How many results to ask cuDNN for: all it has (its count), within the
+ * room of the cache. */
+static int result_count(repro_cuda_ctx *c, int *max_count)
+{
+    *max_count = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    if (cudnnGetConvolutionForwardAlgorithmMaxCount(c->cudnn, max_count) != CUDNN_STATUS_SUCCESS ||
+        *max_count < 1)
+        *max_count = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    return *max_count < REPRO_CUDA_CUDNN_RESULTS ? *max_count : REPRO_CUDA_CUDNN_RESULTS;
+}
+
+/* The admission rule's view of a perf result (ws_known: a workspace size). */
+static repro_cudnn_result as_result(const cudnnConvolutionFwdAlgoPerf_t *p, int ws_known)
+{
+    repro_cudnn_result r = {(int)p->algo, p->status == CUDNN_STATUS_SUCCESS,
+                            fma_math(p->mathType), ws_known};
+    return r;
 }
 
 /* cuDNN's workspace size for p's algorithm on s with p's math type. A
@@ -87,11 +112,11 @@ static repro_cuda_shape_info *shape_info(repro_cuda_ctx *c, const repro_conv_sha
     memset(si, 0, sizeof *si);
     si->s = *s;
     if (cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, c->xd, c->wd, c->convd, c->yd,
-                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &si->nperf,
+                                               result_count(c, &si->max_count), &si->nperf,
                                                si->perf) != CUDNN_STATUS_SUCCESS)
         goto none;
     for (int i = 0; i < si->nperf; i++)
-        si->ws_ok[i] = workspace_size(c, s, &si->perf[i], &si->ws[i]) == 0;
+        si->res[i] = as_result(&si->perf[i], workspace_size(c, s, &si->perf[i], &si->ws[i]) == 0);
     si->valid = 1;
     return si;
 none:
@@ -108,8 +133,7 @@ int repro_cuda_cudnn_eligible(repro_cuda_ctx *c, repro_conv_algo a, const repro_
         return 0;
     repro_cuda_shape_info *si = shape_info(c, s);
     for (int i = 0; si && i < si->nperf; i++)
-        if ((int)si->perf[i].algo == algo && si->perf[i].status == CUDNN_STATUS_SUCCESS &&
-            si->ws_ok[i]) {
+        if ((int)si->perf[i].algo == algo && !repro_cudnn_drop_reason(si->res, i)) {
             *deterministic = si->perf[i].determinism == CUDNN_DETERMINISTIC;
             *workspace = si->ws[i];
             return 1;
@@ -122,7 +146,8 @@ static cudnnMathType_t result_math(repro_cuda_ctx *c, repro_conv_algo a, const r
 {
     repro_cuda_shape_info *si = shape_info(c, s);
     for (int i = 0; si && i < si->nperf; i++)
-        if ((int)si->perf[i].algo == (int)a - REPRO_CONV_CUDNN_BASE && si->ws_ok[i])
+        if ((int)si->perf[i].algo == (int)a - REPRO_CONV_CUDNN_BASE &&
+            !repro_cudnn_drop_reason(si->res, i))
             return si->perf[i].mathType;
     return CUDNN_FMA_MATH;
 }
@@ -141,8 +166,14 @@ int repro_cuda_cudnn_forward(repro_cuda_ctx *c, repro_conv_algo a, const repro_c
 {
     int det;
     size_t ws = 0;
-    if (!repro_cuda_cudnn_eligible(c, a, s, &det, &ws))
-        return repro_cuda_fail(c, __FILE__, __LINE__, "cudnn forward", "ineligible algorithm");
+    if (!repro_cuda_cudnn_eligible(c, a, s, &det, &ws)) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "%s is not eligible for B%d C%d H%d W%d K%d R%d pad%d: refused (no other "
+                 "algorithm runs under its name)",
+                 repro_conv_algo_name(a), s->B, s->C, s->H, s->W, s->K, s->R, s->pad);
+        return repro_cuda_fail(c, __FILE__, __LINE__, "cudnn forward", why);
+    }
     if (set_descriptors(c, s, result_math(c, a, s)))
         return -1;
     const float one = 1.0f, zero = 0.0f;
@@ -180,17 +211,18 @@ int repro_cuda_conv_algo_choose(void *ctx, const repro_conv_shape *s, int benchm
         return REPRO_CONV_DIRECT;
     if (!benchmark) {
         for (int i = 0; i < si->nperf; i++) /* best first */
-            if (si->ws_ok[i] && admitted(&si->perf[i], deterministic_only, si->ws[i], workspace_bytes))
+            if (!repro_cudnn_drop_reason(si->res, i) &&
+                admitted(&si->perf[i], deterministic_only, si->ws[i], workspace_bytes))
                 return REPRO_CONV_CUDNN_BASE + (int)si->perf[i].algo;
         return REPRO_CONV_DIRECT;
     }
     if (set_descriptors(c, s, CUDNN_FMA_MATH))
         return -1;
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int n = 0;
+    cudnnConvolutionFwdAlgoPerf_t perf[REPRO_CUDA_CUDNN_RESULTS];
+    int n = 0, max_count;
     cudnnCheck(c, cudnnFindConvolutionForwardAlgorithmEx(c->cudnn, c->xd, x, c->wd, w, c->convd,
-                                                         c->yd, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                         &n, perf, workspace, workspace_bytes));
+                                                         c->yd, y, result_count(c, &max_count), &n,
+                                                         perf, workspace, workspace_bytes));
     int best = -1;
     for (int i = 0; i < n; i++) { /* sorted fastest first */
         size_t need = 0;
@@ -203,4 +235,41 @@ int repro_cuda_conv_algo_choose(void *ctx, const repro_conv_shape *s, int benchm
             best = id;
     }
     return best < 0 ? REPRO_CONV_DIRECT : best;
+}
+
+static const char *math_name(cudnnMathType_t m)
+{
+    switch (m) {
+    case CUDNN_DEFAULT_MATH: return "default math";
+    case CUDNN_TENSOR_OP_MATH: return "tensor-op math";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op math with conversion";
+    case CUDNN_FMA_MATH: return "FMA math";
+    default: return "unknown math";
+    }
+}
+
+int repro_cuda_cudnn_report(void *ctx, const repro_conv_shape *s, char *buf, size_t len)
+{
+    repro_cuda_ctx *c = repro_cuda(ctx);
+    repro_cuda_shape_info *si = shape_info(c, s);
+    size_t at = 0;
+    buf[0] = '\0';
+    if (!si) {
+        snprintf(buf, len, "cuDNN gave no results for this shape\n");
+        return 0;
+    }
+    at += (size_t)snprintf(buf, len, "cuDNN returned %d result%s (it has %d)\n", si->nperf,
+                           si->nperf == 1 ? "" : "s", si->max_count);
+    for (int i = 0; i < si->nperf && at < len; i++) {
+        const cudnnConvolutionFwdAlgoPerf_t *p = &si->perf[i];
+        const char *why = repro_cudnn_drop_reason(si->res, i);
+        at += (size_t)snprintf(buf + at, len - at, "  %s, %s, %s, workspace %zu B: %s%s\n",
+                               repro_conv_algo_name((repro_conv_algo)(REPRO_CONV_CUDNN_BASE + (int)p->algo)),
+                               math_name(p->mathType),
+                               p->determinism == CUDNN_DETERMINISTIC ? "deterministic"
+                                                                     : "nondeterministic",
+                               si->res[i].ws_known ? si->ws[i] : 0, why ? "dropped: " : "admitted",
+                               why ? why : "");
+    }
+    return repro_cudnn_admitted(si->res, si->nperf);
 }

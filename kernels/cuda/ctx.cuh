@@ -22,8 +22,11 @@
 #include <stdint.h>
 
 #include "kernels/backend.h"
+#include "kernels/cuda/cudnn_admit.h"
 
-enum { REPRO_CUDA_PINNED_SLOTS = 4, REPRO_CUDA_SHAPE_CACHE = 16 };
+/* CUDNN_RESULTS: room for cuDNN's forward-algorithm results per shape, one
+ * per (algorithm, math type) it tried (8 algorithms x 4 math types). */
+enum { REPRO_CUDA_PINNED_SLOTS = 4, REPRO_CUDA_SHAPE_CACHE = 16, REPRO_CUDA_CUDNN_RESULTS = 32 };
 
 /* One pinned host staging buffer of the copy ring. */
 typedef struct {
@@ -33,18 +36,20 @@ typedef struct {
     int used;
 } repro_cuda_pinned;
 
-/* cuDNN's forward-algorithm verdicts for one convolution shape. The
- * workspace of each result is cudnnGetConvolutionForwardWorkspaceSize's
- * answer for that algorithm and math type (the perf result's `memory` is
- * the heuristic's estimate, not a size cuDNN promises to stay within);
- * ws_ok[i] is 0 where cuDNN gave no size (the result is then ineligible). */
+/* cuDNN's forward-algorithm verdicts for one convolution shape: every
+ * result cuDNN has (cudnnGetConvolutionForwardAlgorithmMaxCount of them, at
+ * most REPRO_CUDA_CUDNN_RESULTS), each with the admission rule's view of
+ * it (cudnn_admit.h). The workspace of each result is
+ * cudnnGetConvolutionForwardWorkspaceSize's answer for that algorithm and
+ * math type (the perf result's `memory` is the heuristic's estimate, not a
+ * size cuDNN promises to stay within). */
 typedef struct {
     repro_conv_shape s;
     int valid;
-    int nperf;
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    size_t ws[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int ws_ok[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int nperf, max_count; /* results returned; results cuDNN said it has */
+    cudnnConvolutionFwdAlgoPerf_t perf[REPRO_CUDA_CUDNN_RESULTS];
+    size_t ws[REPRO_CUDA_CUDNN_RESULTS];
+    repro_cudnn_result res[REPRO_CUDA_CUDNN_RESULTS];
 } repro_cuda_shape_info;
 
 struct repro_cuda_alloc; /* the caching allocator (alloc.cu) */

@@ -79,6 +79,12 @@ void repro_cuda_memory_stats(void *ctx, repro_memory_stats *out);
 void repro_cuda_empty_cache(void *ctx);
 int repro_cuda_describe_device(int device, repro_device_info *out, char *why, size_t why_len);
 
+/* Not a table entry: every result cuDNN's heuristic gave for s, one line
+ * each (algorithm, math type, determinism, workspace), admitted or dropped
+ * and why (cudnn_admit.h), into buf (at most len bytes). Returns how many
+ * were admitted. tests/gpu/check_cuda_ops prints it. */
+int repro_cuda_cudnn_report(void *ctx, const repro_conv_shape *s, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,7 +15,13 @@
  * (kernels/cuda/README.md), so any NaN equals any NaN in float
  * comparisons; how many NaN payloads differed is printed. cuDNN's
  * algorithms and the atomic variants round their own way: each element
- * must lie within 1e-5 * (sum of |terms| + 1e-30) of the CPU value.
+ * must lie within 1e-5 * (sum of |terms| + 1e-30) of the CPU value, and a
+ * NaN where the CPU has a number fails. Output buffers are poisoned before
+ * an op overwrites them, so an element it leaves unwritten fails instead of
+ * being judged on an earlier op's output. The judgements are
+ * tests/gpu/ops_compare.h (tested on the CPU by tests/check_gpu_compare.c);
+ * built with -DREPRO_GPU_FAKE_DEVICE, this program runs against
+ * tests/gpu/fake_device.c, a faulty stand-in, on any machine.
  *
  * Built two ways: against librepro (the tensor digest also through the
  * library's libxxhash and OpenSSL paths), or with -DREPRO_GPU_STANDALONE
@@ -36,6 +42,20 @@
 #include "kernels/shared/sha256.h"
 #include "kernels/shared/xxh3.h"
 #include "repro/digest.h"
+#include "tests/gpu/ops_compare.h"
+
+/* The device under test: the CUDA backend, or, built with
+ * -DREPRO_GPU_FAKE_DEVICE, tests/gpu/fake_device.c's stand-in on the CPU,
+ * whose faults prove on any machine that each check below can fail. */
+#ifdef REPRO_GPU_FAKE_DEVICE
+#include "tests/gpu/fake_device.h"
+#define device_backend() repro_gpu_fake_device()
+#define cudnn_report repro_gpu_fake_cudnn_report
+#else
+#include "kernels/cuda/entries.h"
+#define device_backend() repro_backend_get("cuda")
+#define cudnn_report repro_cuda_cudnn_report
+#endif
 
 static const repro_backend *cpu, *gpu;
 static void *cc, *gc; /* contexts */
@@ -84,40 +104,48 @@ static void *down(const void *d, size_t bytes)
     return h;
 }
 
-static int is_nan_bits(uint32_t u)
+/* A device buffer of n words filled with the poison (ops_compare.h):
+ * whatever of it an op leaves unwritten is caught, instead of being judged
+ * on what an earlier op or algorithm left there. */
+static void poison(void *d, size_t words)
 {
-    return (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu);
+#ifdef REPRO_GPU_FAKE_DEVICE
+    if (!repro_gpu_fake_poison_on()) /* the poison's own negative control */
+        return;
+#endif
+    uint32_t *h = malloc(words * 4 + 4);
+    gpu_poison_fill(h, words);
+    gpu->copy_h2d(gc, d, h, words * 4);
+    free(h);
 }
 
 /* Bitwise comparison of bytes/4 words; as_float: any NaN equals any NaN
- * (payloads not promised on the GPU). Reports and frees got. */
+ * (payloads not promised on the GPU), the poison excepted. Reports and
+ * frees got. */
 static void compare_words(const char *what, const void *want, void *got, size_t bytes,
                           int as_float)
 {
-    size_t n = bytes / 4, differ = 0, first = 0, nan_payloads = 0;
-    const uint32_t *a = want, *b = got;
-    for (size_t i = 0; i < n; i++) {
-        if (a[i] == b[i])
-            continue;
-        if (as_float && is_nan_bits(a[i]) && is_nan_bits(b[i])) {
-            nan_payloads++;
-            continue;
-        }
-        if (!differ++)
-            first = i;
+    gpu_compare_result r = gpu_compare_words(want, got, bytes / 4, as_float);
+    uint32_t a_first = 0, b_first = 0;
+    if (r.differ) {
+        memcpy(&a_first, (const char *)want + 4 * r.first, 4);
+        memcpy(&b_first, (const char *)got + 4 * r.first, 4);
     }
-    char nan_note[96] = "";
-    if (nan_payloads)
+    char nan_note[96] = "", unwritten[64] = "";
+    if (r.nan_payloads)
         snprintf(nan_note, sizeof nan_note, "; %zu NaN payload%s differ (not promised)",
-                 nan_payloads, nan_payloads == 1 ? "" : "s");
+                 r.nan_payloads, r.nan_payloads == 1 ? "" : "s");
+    if (r.unwritten)
+        snprintf(unwritten, sizeof unwritten, ", %zu never written (still the poison)",
+                 r.unwritten);
     if (gpu->synchronize(gc))
         report(0, "%s: device error: %s", what, gpu->last_error(gc));
-    else if (differ)
-        report(0, "%s: %zu of %zu elements differ from the CPU (first at %zu: %08x vs %08x), "
-                  "tolerance 0 (bitwise%s)%s", what, differ, n, first, a[first], b[first],
-               as_float ? ", any NaN = any NaN" : "", nan_note);
+    else if (r.differ)
+        report(0, "%s: %zu of %zu elements differ from the CPU%s (first at %zu: %08x vs %08x), "
+                  "tolerance 0 (bitwise%s)%s", what, r.differ, r.n, unwritten, r.first,
+               a_first, b_first, as_float ? ", any NaN = any NaN" : "", nan_note);
     else
-        report(1, "%s: bitwise equal to the CPU (%zu elements%s)%s", what, n,
+        report(1, "%s: bitwise equal to the CPU (%zu elements%s)%s", what, r.n,
                as_float ? ", any NaN = any NaN" : "", nan_note);
     free(got);
 }
@@ -134,24 +162,23 @@ static void expect_words(const char *what, const void *want, void *got, size_t b
     compare_words(what, want, got, bytes, 0);
 }
 
-/* Within tol * bound[i] (bound = sum of |terms| per element). */
+/* Within tol * bound[i] (bound = sum of |terms| per element); a NaN or an
+ * unwritten element where the CPU has a number fails (ops_compare.h).
+ * Reports and frees got. */
 static void expect_close(const char *what, const float *want, float *got, const double *bound,
                          size_t n, double tol)
 {
-    double worst = 0;
-    size_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)want[i] - (double)got[i]), lim = tol * (bound[i] + 1e-30);
-        if (d > lim)
-            bad++;
-        if (d / (bound[i] + 1e-30) > worst)
-            worst = d / (bound[i] + 1e-30);
-    }
+    gpu_compare_result r = gpu_compare_close(want, got, bound, n, tol);
+    char why[160] = "";
+    if (r.differ)
+        snprintf(why, sizeof why, " (first at %zu: CPU %.9g, GPU %.9g; %zu NaN where the CPU's "
+                                  "is not, %zu never written)",
+                 r.first, want[r.first], got[r.first], r.nan_vs_finite, r.unwritten);
     if (gpu->synchronize(gc))
         report(0, "%s: device error: %s", what, gpu->last_error(gc));
     else
-        report(bad == 0, "%s: %zu of %zu elements outside %.0e * sum|terms| (worst %.2e)", what,
-               bad, n, tol, worst);
+        report(r.differ == 0, "%s: %zu of %zu elements outside %.0e * sum|terms| (worst %.2e)%s",
+               what, r.differ, n, tol, r.worst, why);
     free(got);
 }
 
@@ -168,6 +195,7 @@ static void check_linear(void)
     float *gdy = up(dy, (size_t)B * out * 4), *gy = gpu->alloc(gc, (size_t)B * out * 4);
     float *gdx = gpu->alloc(gc, (size_t)B * in * 4);
     cpu->linear_forward(cc, REPRO_VARIANT_ORDERED, x, w, b, y, B, in, out, ws);
+    poison(gy, (size_t)B * out);
     gpu->linear_forward(gc, REPRO_VARIANT_ORDERED, gx, gw, gb, gy, B, in, out, NULL);
     expect_bits("linear.fwd", y, down(gy, (size_t)B * out * 4), (size_t)B * out * 4);
     /* split-K at 1, 4 and 2 chunks (B = 37, 5, 9 rows): the CPU's bits */
@@ -176,10 +204,12 @@ static void check_linear(void)
         snprintf(what, sizeof what, "linear.fwd splitk (%d rows, %d chunks)", rows,
                  repro_splitk_chunks(rows));
         cpu->linear_forward(cc, REPRO_VARIANT_SPLITK, x, w, b, y, rows, in, out, ws);
+        poison(gy, (size_t)B * out);
         gpu->linear_forward(gc, REPRO_VARIANT_SPLITK, gx, gw, gb, gy, rows, in, out, NULL);
         expect_bits(what, y, down(gy, (size_t)rows * out * 4), (size_t)rows * out * 4);
     }
     cpu->linear_backward_data(cc, dy, w, dx, B, in, out);
+    poison(gdx, (size_t)B * in);
     gpu->linear_backward_data(gc, gdy, gw, gdx, B, in, out);
     expect_bits("linear.bwd_data", dx, down(gdx, (size_t)B * in * 4), (size_t)B * in * 4);
     for (int acc = 0; acc < 2; acc++) { /* overwrite, then accumulate onto the result */
@@ -199,6 +229,7 @@ static void check_linear(void)
             for (int i = 0; i < in; i++)
                 bound[o * in + i] += fabs((double)dy[bb * out + o] * x[bb * in + i]);
     cpu->linear_backward_weight(cc, 0, dy, x, dw, B, in, out, 0);
+    poison(dwg0, (size_t)out * in);
     gpu->linear_backward_weight(gc, REPRO_VARIANT_ATOMIC, gdy, gx, dwg0, B, in, out, 0);
     expect_close("linear.bwd_weight atomic", dw, down(dwg0, (size_t)out * in * 4), bound,
                  (size_t)out * in, 1e-5);
@@ -207,6 +238,7 @@ static void check_linear(void)
         for (int o = 0; o < out; o++)
             bbound[o] += fabs((double)dy[bb * out + o]);
     cpu->linear_backward_bias(cc, 0, dy, db, B, out, 0);
+    poison(dbg0, out);
     gpu->linear_backward_bias(gc, REPRO_VARIANT_ATOMIC, gdy, dbg0, B, out, 0);
     expect_close("linear.bwd_bias atomic", db, down(dbg0, out * 4), bbound, out, 1e-5);
     free(bound), free(bbound);
@@ -241,6 +273,7 @@ static void check_conv_filter_atomic(const repro_conv_shape *s, const float *x, 
                             }
                 }
     cpu->conv2d_backward_filter(cc, 0, s, dy, x, dw, db, 0);
+    poison(gdw, nw), poison(gdb, s->K);
     gpu->conv2d_backward_filter(gc, REPRO_VARIANT_ATOMIC, s, gdy, gx, gdw, gdb, 0);
     expect_close("conv2d.bwd_filter atomic (dw)", dw, down(gdw, nw * 4), wbound, nw, 1e-5);
     expect_close("conv2d.bwd_filter atomic (db)", db, down(gdb, s->K * 4), bbound, s->K, 1e-5);
@@ -284,6 +317,7 @@ static void check_conv_shape(repro_conv_shape s)
     for (int a = 0; a < REPRO_CONV_ALGO_LIMIT; a++) {
         if (!gpu->conv_algo_eligible(gc, (repro_conv_algo)a, &s))
             continue;
+        poison(gy, ny); /* each algorithm judged on its own output */
         gpu->conv2d_forward(gc, (repro_conv_algo)a, &s, gx, gw, gb, gy, gws);
         snprintf(what, sizeof what, "conv2d.fwd %s (B%d C%d %dx%d K%d R%d pad%d%s)",
                  repro_conv_algo_name((repro_conv_algo)a), s.B, s.C, s.H, s.W, s.K, s.R, s.pad,
@@ -296,9 +330,11 @@ static void check_conv_shape(repro_conv_shape s)
         }
     }
     cpu->conv2d_backward_data(cc, &s, dy, w, dx);
+    poison(gdx, nx);
     gpu->conv2d_backward_data(gc, &s, gdy, gw, gdx);
     expect_bits("conv2d.bwd_data", dx, down(gdx, nx * 4), nx * 4);
     cpu->conv2d_backward_filter(cc, 0, &s, dy, x, dw, db, 0);
+    poison(gdw, nw), poison(gdb, s.K);
     gpu->conv2d_backward_filter(gc, 0, &s, gdy, gx, gdw, gdb, 0);
     expect_bits("conv2d.bwd_filter direct (dw)", dw, down(gdw, nw * 4), nw * 4);
     expect_bits("conv2d.bwd_filter direct (db)", db, down(gdb, s.K * 4), s.K * 4);
@@ -531,10 +567,13 @@ static void check_hashing(void)
 
 /* cuDNN's own choice (conv_algo_choose): the heuristic (benchmark = 0)
  * and cudnnFindConvolutionForwardAlgorithmEx (benchmark = 1), each with
- * and without deterministic_only. The chosen algorithm must be eligible,
- * deterministic where that was required, timed where it was found by
- * timing, and its output within tolerance of the CPU's. cuDNN must offer at
- * least one admissible algorithm for the shape, or its path is untested. */
+ * and without deterministic_only. The pick is judged against what the
+ * chooser reported (gpu_pick_sound: eligible, deterministic where
+ * required; by timing, every timed algorithm admissible and the pick the
+ * fastest of them), and its output must be within tolerance of the CPU's.
+ * cuDNN's results for the shape are listed, admitted or dropped and why;
+ * it must offer at least one admissible algorithm, or its path is
+ * untested. */
 static void check_cudnn_choice(repro_conv_shape s)
 {
     size_t nx = (size_t)s.B * s.C * s.H * s.W, nw = (size_t)s.K * s.C * s.R * s.R;
@@ -550,6 +589,12 @@ static void check_cudnn_choice(repro_conv_shape s)
         if (gpu->conv_workspace_bytes(gc, (repro_conv_algo)a, &s) > wsmax)
             wsmax = gpu->conv_workspace_bytes(gc, (repro_conv_algo)a, &s);
     }
+    char results[8192];
+    int admitted = cudnn_report(gc, &s, results, sizeof results);
+    printf("info: cuDNN's results for B%d C%d %dx%d K%d R%d, %d admitted:\n", s.B, s.C, s.H, s.W,
+           s.K, s.R, admitted);
+    for (char *line = strtok(results, "\n"); line; line = strtok(NULL, "\n"))
+        printf("info:   %s\n", line);
     report(ncudnn > 0, "cudnn: %d cuDNN algorithm%s eligible for B%d C%d %dx%d K%d R%d (FMA math, "
                        "workspace from cudnnGetConvolutionForwardWorkspaceSize)",
            ncudnn, ncudnn == 1 ? "" : "s", s.B, s.C, s.H, s.W, s.K, s.R);
@@ -582,21 +627,27 @@ static void check_cudnn_choice(repro_conv_shape s)
                 report(0, "conv_algo_choose %s (%s): failed: %s", how, mode, gpu->last_error(gc));
                 continue;
             }
-            int timed = 0;
-            for (int t = REPRO_CONV_CUDNN_BASE; t < REPRO_CONV_ALGO_LIMIT; t++)
+            int timed = 0, eligible[REPRO_CONV_ALGO_LIMIT], deterministic[REPRO_CONV_ALGO_LIMIT];
+            for (int t = 0; t < REPRO_CONV_ALGO_LIMIT; t++) {
                 timed += time_us[t] >= 0;
-            int ok = gpu->conv_algo_eligible(gc, (repro_conv_algo)a, &s) &&
-                     (!det || gpu->conv_algo_deterministic(gc, (repro_conv_algo)a, &s)) &&
-                     (!bench || a < REPRO_CONV_CUDNN_BASE || time_us[a] >= 0);
-            report(ok, "conv_algo_choose %s (%s): %s, eligible%s%s (%d cuDNN algorithms timed)", how,
-                   mode, repro_conv_algo_name((repro_conv_algo)a), det ? ", deterministic" : "",
-                   bench && a >= REPRO_CONV_CUDNN_BASE ? ", timed" : "", timed);
+                eligible[t] = gpu->conv_algo_eligible(gc, (repro_conv_algo)t, &s);
+                deterministic[t] = gpu->conv_algo_deterministic(gc, (repro_conv_algo)t, &s);
+            }
+            char why[160];
+            int ok = gpu_pick_sound(a, bench, det, time_us, eligible, deterministic,
+                                    REPRO_CONV_ALGO_LIMIT, REPRO_CONV_CUDNN_BASE, why, sizeof why);
+            report(ok, "conv_algo_choose %s (%s): %s: %s (%d algorithm%s timed%s)", how, mode,
+                   repro_conv_algo_name((repro_conv_algo)a),
+                   ok ? (det ? "eligible, deterministic" : "eligible") : why, timed,
+                   timed == 1 ? "" : "s",
+                   ok && bench && timed ? ", the pick the fastest of them" : "");
             if (bench)
                 report(timed > 0, "cudnnFind timed %d admissible algorithm%s", timed,
                        timed == 1 ? "" : "s");
             char what[128];
             snprintf(what, sizeof what, "conv2d.fwd with the %s choice (%s, %s)", how, mode,
                      repro_conv_algo_name((repro_conv_algo)a));
+            poison(gy, ny); /* not what cudnnFind or the previous pick left there */
             gpu->conv2d_forward(gc, (repro_conv_algo)a, &s, gx, gw, gb, gy, gws);
             expect_close(what, y, down(gy, ny * 4), bound, ny, 1e-5);
         }
@@ -618,6 +669,49 @@ static void group_cudnn(void)
     check_cudnn_choice((repro_conv_shape){64, 8, 13, 13, 16, 3, 0});
 }
 
+/* An ineligible cuDNN algorithm must be refused (an error, the output
+ * untouched), never computed by another kernel under its name: the trace
+ * would record an algorithm that did not run. The refusal is the
+ * context's sticky error, so this group runs last in its own process
+ * (main expects its error). A 7x7 filter: cuDNN's Winograd algorithms take
+ * 3x3 (and 5x5) only, so one id at least is ineligible. */
+static void group_refusal(void)
+{
+    repro_conv_shape s = {2, 3, 12, 12, 4, 7, 3};
+    int a = REPRO_CONV_CUDNN_BASE;
+    while (a < REPRO_CONV_ALGO_LIMIT && gpu->conv_algo_eligible(gc, (repro_conv_algo)a, &s))
+        a++;
+    if (a == REPRO_CONV_ALGO_LIMIT) {
+        report(0, "refusal: every cuDNN algorithm is eligible for B2 C3 12x12 K4 R7: the refusal "
+                  "of an ineligible one cannot be exercised");
+        return;
+    }
+    size_t nx = (size_t)s.B * s.C * s.H * s.W, nw = (size_t)s.K * s.C * s.R * s.R;
+    size_t ny = (size_t)s.B * s.K * repro_conv_oh(&s) * repro_conv_ow(&s);
+    float *x = hrand(nx), *w = hrand(nw), *b = hrand(s.K);
+    float *gx = up(x, nx * 4), *gw = up(w, nw * 4), *gb = up(b, s.K * 4), *gy = gpu->alloc(gc, ny * 4);
+    void *gws = gpu->alloc(gc, 4);
+    if (gpu->synchronize(gc)) {
+        report(0, "refusal: device error before the check: %s", gpu->last_error(gc));
+        free(x), free(w), free(b);
+        return;
+    }
+    poison(gy, ny);
+    gpu->conv2d_forward(gc, (repro_conv_algo)a, &s, gx, gw, gb, gy, gws);
+    int refused = gpu->synchronize(gc) != 0;
+    float *got = calloc(ny, 4);
+    gpu->copy_d2h(gc, got, gy, ny * 4);
+    float *want = malloc(ny * 4);
+    gpu_poison_fill(want, ny);
+    gpu_compare_result r = gpu_compare_words(want, got, ny, 0);
+    report(refused && r.differ == 0,
+           "refusal: ineligible %s for B2 C3 12x12 K4 R7: %s; output %s", repro_conv_algo_name(a),
+           refused ? gpu->last_error(gc) : "NOT refused (it ran something under its name)",
+           r.differ ? "WRITTEN" : "untouched");
+    free(x), free(w), free(b), free(got), free(want);
+    gpu->free(gc, gx), gpu->free(gc, gw), gpu->free(gc, gb), gpu->free(gc, gy), gpu->free(gc, gws);
+}
+
 static void group_memory(void)
 {
     /* something to cache first: a few allocations of assorted sizes */
@@ -636,13 +730,18 @@ static void group_memory(void)
     report(ms.cached == 0, "empty_cache: %zu B cached after it", ms.cached);
 }
 
+/* ends_in_error: the group leaves the context's sticky error on purpose
+ * (and judges it itself); it runs last. */
 static const struct {
     const char *name;
     void (*run)(void);
+    int ends_in_error;
 } groups[] = {
-    {"linear", check_linear},   {"conv", group_conv},         {"cudnn", group_cudnn},
-    {"pointwise", check_pointwise}, {"softmax", check_softmax}, {"index_add", check_index_add},
-    {"hashing", check_hashing}, {"memory", group_memory},
+    {"linear", check_linear, 0},       {"conv", group_conv, 0},
+    {"cudnn", group_cudnn, 0},         {"pointwise", check_pointwise, 0},
+    {"softmax", check_softmax, 0},     {"index_add", check_index_add, 0},
+    {"hashing", check_hashing, 0},     {"memory", group_memory, 0},
+    {"refusal", group_refusal, 1},
 };
 enum { NGROUPS = sizeof groups / sizeof *groups };
 
@@ -674,7 +773,7 @@ int main(int argc, char **argv)
     for (int g = 0; g < NGROUPS && argc == 1; g++)
         run[g] = 1;
     cpu = repro_backend_get("cpu");
-    gpu = repro_backend_get("cuda");
+    gpu = device_backend();
     if (!gpu) {
         printf("no GPU check: %s\n", repro_backend_missing("cuda"));
         return 3;
@@ -699,6 +798,8 @@ int main(int argc, char **argv)
         printf("group %s\n", groups[g].name);
         groups[g].run();
         /* a sticky error ends this process: later groups would only repeat it */
+        if (groups[g].ends_in_error)
+            break;
         if (gpu->synchronize(gc)) {
             report(0, "group %s: device error: %s (later groups of this process skipped)",
                    groups[g].name, gpu->last_error(gc));

@@ -25,7 +25,7 @@ ARCH=${REPRO_GPU_NVCC_ARCH:--gencode arch=compute_80,code=sm_80 -gencode arch=co
 [ -x "$NVCC" ] || command -v "$NVCC" >/dev/null || { echo "fallback: no nvcc ($NVCC)"; exit 1; }
 
 inc=${CUDNN_INCLUDE:-}
-for d in "$(${PYTHON:-python3} -c 'import nvidia.cudnn as m; print(list(m.__path__)[0] + "/include")' 2>/dev/null)" \
+for d in "$(timeout 30 "${PYTHON:-python3}" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0] + "/include")' 2>/dev/null)" \
     "$CUDA_HOME/include" /usr/include; do
     [ -z "$inc" ] && [ -n "$d" ] && [ -e "$d/cudnn.h" ] && inc=$d
 done
@@ -37,7 +37,7 @@ libdir=${CUDNN_LIB_DIR:-}
 # division and square root, denormals kept.
 CFLAGS="-std=c11 -D_GNU_SOURCE -O2 -ffp-contract=off -fno-fast-math -Wall -Wextra -Iinclude -I. -DREPRO_HAVE_CUDA -DREPRO_GPU_STANDALONE"
 NVCCFLAGS="-std=c++17 -O2 --fmad=false -prec-div=true -prec-sqrt=true -ftz=false $ARCH -Iinclude -I. -I$inc -DREPRO_HAVE_CUDA"
-newest=$(find kernels include tests/gpu/check_cuda_ops.c -type f -newer "$out/stamp" 2>/dev/null | head -n 1)
+newest=$(find kernels include tests/gpu/check_cuda_ops.c tests/gpu/ops_compare.h -type f -newer "$out/stamp" 2>/dev/null | head -n 1)
 [ -e "$out/stamp" ] && [ -z "$newest" ] && [ -x "$out/check_cuda_ops" ] && { echo "$out/check_cuda_ops"; exit 0; }
 
 # One compile job per source, in parallel.
