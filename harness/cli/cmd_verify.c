@@ -96,7 +96,8 @@ static const repro_cli_opt verify_opts[] = {
     {"max-memory", 0, "SIZE",
      "refuse a submission whose memory, estimated from its\nconfig before anything runs, plus "
      "what the verifier\nholds, is over SIZE (bytes, or with K, M, G, T: 512M,\n2G; default 4G), "
-     "and limit the re-run's address space\nto SIZE plus headroom",
+     "and limit the re-run's address space\nto SIZE plus headroom (a GPU program bundle's "
+     "memory\nto SIZE, by cgroup: see --gpu)",
      O_MAX_MEMORY},
     {"trusted-keys", 0, "FILE",
      "accept only bundles signed by a key in FILE: one\n\"ed25519 BASE64 NAME\" per line (the "
