@@ -677,7 +677,7 @@ START_TEST(test_host_environment_is_nowhere_in_proc)
     ck_assert(repro_sandbox_find_bwrap(bwrap, sizeof bwrap));
     ck_assert_ptr_nonnull(realpath(scratch, real));
     repro_argv a = {0};
-    ck_assert_int_eq(repro_sandbox_args(&a, bwrap, real, NULL, NULL, 1 << 20, NULL), 0);
+    ck_assert_int_eq(repro_sandbox_args(&a, bwrap, real, NULL, NULL, NULL, 1 << 20, NULL), 0);
     const char *tail[] = {"sh", "-c", proc_dump, NULL};
     for (int i = 0; tail[i]; i++)
         repro_argv_add(&a, tail[i]);

@@ -617,6 +617,44 @@ START_TEST(test_without_bubblewrap_exit_3)
 }
 END_TEST
 
+/* The submitter's class, as a CUDA class (and the fingerprint's, which
+ * must agree). */
+static void set_class(json_t *m, const char *v)
+{
+    json_object_set_new(m, "env_class", json_string(v));
+    json_object_set_new(json_object_get(m, "env"), "class", json_string(v));
+}
+
+/* A GPU program bundle (--gpu, or a CUDA class) on a host without NVIDIA
+ * device nodes: refused before anything runs, exit 3, no receipt, naming
+ * the missing nodes. Skipped on a host that has them. The control: the
+ * same bundle without --gpu reproduces (test_genuine_bundle_...). */
+START_TEST(test_gpu_bundle_without_gpu_exit_3)
+{
+    struct stat st;
+    if (stat("/dev/nvidia0", &st) == 0 && S_ISCHR(st.st_mode)) {
+        tu_skip("submit_program", "this host has /dev/nvidia0: no refusal to see");
+        return;
+    }
+    char rp[600], b[600];
+    snprintf(rp, sizeof rp, "%s/receipt.json", base);
+    json_t *rc = verify(good, "--gpu");
+    ck_assert_msg(r.rc == 3 && !rc, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_msg(strstr(r.err, "needs a GPU (--gpu), and this host has none to give it: no "
+                                "NVIDIA GPU device nodes: /dev/nvidia0 (no nvidiaN device), "
+                                "/dev/nvidiactl, /dev/nvidia-uvm missing"),
+                  "%s", r.err);
+    variant("cuda", set_class, "cuda-x86_64-0123456789ab", b, sizeof b);
+    rc = verify(b, "");
+    ck_assert_msg(r.rc == 3 && !rc, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+    ck_assert_msg(strstr(r.err, "needs a GPU (its environment class is a CUDA one)") &&
+                      strstr(r.err, "/dev/nvidia0"),
+                  "%s", r.err);
+    rc = verify(b, "--no-sandbox"); /* unsandboxed it could not run either */
+    ck_assert_msg(r.rc == 3 && !rc, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+}
+END_TEST
+
 START_TEST(test_dirty_tree_needs_allow_dirty)
 {
     char b[600], p[700];
@@ -715,6 +753,7 @@ Suite *submit_program_suite(void)
     tcase_add_test(tc, test_time_limit_and_writes_outside_scratch);
     tcase_add_test(tc, test_disk_and_memory_limits);
     tcase_add_test(tc, test_without_bubblewrap_exit_3);
+    tcase_add_test(tc, test_gpu_bundle_without_gpu_exit_3);
     tcase_add_test(tc, test_dirty_tree_needs_allow_dirty);
     tcase_add_test(tc, test_hostile_manifests_are_invalid);
     tcase_add_test(tc, test_experiment_score_is_the_rerun_eval);

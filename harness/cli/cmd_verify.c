@@ -44,9 +44,11 @@ static const char verify_synopsis[] =
     "scratch directory, built and run inside a sandbox (bubblewrap: no\n"
     "network, the bundle and repro read-only, limits from --max-memory and\n"
     "--max-seconds); without bubblewrap it is refused (exit 3) unless\n"
-    "--no-sandbox. Its declared outputs' SHA-256 and the host's score go\n"
-    "into the receipt; a declared output that is not the submitter's, byte\n"
-    "for byte, is \"outputs differ\" unless --unscored-output names it. A\n"
+    "--no-sandbox. A bundle of a CUDA environment class, or any with --gpu,\n"
+    "gets the host's GPU (see --gpu); a host without one refuses it (exit\n"
+    "3). Its declared outputs' SHA-256 and the host's score go into the\n"
+    "receipt; a declared output that is not the submitter's, byte for\n"
+    "byte, is \"outputs differ\" unless --unscored-output names it. A\n"
     "bundle submitted with --data runs on the host's data (--data DIR,\n"
     "read-only, REPRO_DATA): its outputs are scored, not compared with the\n"
     "submitter's, and the receipt records DIR's digest.\n";
@@ -74,7 +76,8 @@ enum {
     O_MAX_FILE_SIZE,
     O_DATA,
     O_UNSCORED_OUTPUT,
-    O_MAX_DISK
+    O_MAX_DISK,
+    O_GPU
 };
 
 /* As many as a bundle may declare. */
@@ -93,7 +96,8 @@ static const repro_cli_opt verify_opts[] = {
     {"max-memory", 0, "SIZE",
      "refuse a submission whose memory, estimated from its\nconfig before anything runs, plus "
      "what the verifier\nholds, is over SIZE (bytes, or with K, M, G, T: 512M,\n2G; default 4G), "
-     "and limit the re-run's address space\nto SIZE plus headroom",
+     "and limit the re-run's address space\nto SIZE plus headroom (a GPU program bundle's "
+     "memory\nto SIZE, by cgroup: see --gpu)",
      O_MAX_MEMORY},
     {"trusted-keys", 0, "FILE",
      "accept only bundles signed by a key in FILE: one\n\"ed25519 BASE64 NAME\" per line (the "
@@ -124,6 +128,13 @@ static const repro_cli_opt verify_opts[] = {
      "is nondeterministic by\nnature): one that is not the submitter's is reported,\nnot "
      "\"outputs differ\"; may be repeated",
      O_UNSCORED_OUTPUT},
+    {"gpu", 0, NULL,
+     "give a program bundle this host's NVIDIA GPU (also\nwithout it when the bundle's environment "
+     "class is a\nCUDA one, cuda-...): its device nodes and driver bound\ninto the sandbox, its "
+     "memory held to --max-memory by\na cgroup instead of its address space (CUDA reserves\n"
+     "tens of GiB of it); a host without /dev/nvidia0,\n/dev/nvidiactl and /dev/nvidia-uvm "
+     "refuses (exit 3)",
+     O_GPU},
     {"no-sandbox", 0, NULL,
      "run a program bundle without the sandbox (bubblewrap);\nthe receipt records it",
      O_NO_SANDBOX},
@@ -209,6 +220,7 @@ static int verify_option(void *ctx, int id, const char *v)
     case O_JSON: o->json = 1; return 0;
     case O_SCORE: o->v.score_cmd = v; return 0;
     case O_NO_SANDBOX: o->v.no_sandbox = 1; return 0;
+    case O_GPU: o->v.gpu = 1; return 0;
     case O_DATA: o->v.data_dir = v; return 0;
     case O_MAX_FILE_SIZE:
         return repro_parse_size("verify: --max-file-size", v, 1 << 10, &o->v.max_file_size);

@@ -261,7 +261,8 @@ _Noreturn static void child_exec(const repro_child *c, const char *prog, char **
     }
     if (!ok)
         fail_child(pipe_fd, STAGE_LIMITS);
-    if (c->cgroup_procs && join_cgroup(c->cgroup_procs))
+    if ((c->cgroup_procs && join_cgroup(c->cgroup_procs)) ||
+        (c->cgroup_procs2 && join_cgroup(c->cgroup_procs2)))
         fail_child(pipe_fd, STAGE_CGROUP);
     if (c->default_signals) {
         signal(SIGXFSZ, SIG_DFL);

@@ -79,6 +79,7 @@ typedef struct {
      * before exec (so that everything it starts is counted there from
      * its first fork: a pids.max). NULL: stay. Failing is an error of start. */
     const char *cgroup_procs;
+    const char *cgroup_procs2; /* a second one, in another v1 hierarchy (memory) */
     /* Non-zero: the signals repro itself ignores (SIGXFSZ, SIGPIPE) get
      * their default action back in the child, as a shell would start it:
      * a program past the file-size limit is then ended by SIGXFSZ, which

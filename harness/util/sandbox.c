@@ -13,6 +13,7 @@
 #include "util/child.h"
 #include "util/error.h"
 #include "util/sandbox_args.h"
+#include "util/sandbox_gpu.h"
 #include "util/sandbox_impl.h"
 #include "util/sandbox_pids.h"
 
@@ -91,7 +92,7 @@ int repro_sandbox_available(char *why, size_t why_len)
     repro_child c;
     memset(&c, 0, sizeof c);
     repro_child_status st = {0};
-    int ok = repro_sandbox_args(&a, bwrap, NULL, NULL, NULL, 1 << 20, NULL) == 0;
+    int ok = repro_sandbox_args(&a, bwrap, NULL, NULL, NULL, NULL, 1 << 20, NULL) == 0;
     repro_argv_add(&a, "true");
     if (ok && !a.failed) {
         c.argv = a.v;
@@ -122,36 +123,79 @@ void repro_sandbox_human_bytes(uint64_t b, char *buf, size_t len)
         snprintf(buf, len, "%llu KiB", (unsigned long long)(b >> 10));
 }
 
+int repro_sandbox_gpu_ready(const repro_sandbox_opts *o, char *why, size_t len)
+{
+    repro_sandbox_gpu g;
+    why[0] = '\0';
+    return !o->gpu || repro_sandbox_gpu_find(o->gpu_dev_dir, NULL, &g, why, len) == 0;
+}
+
+/* The process count and memory as their cgroups would hold them here
+ * (made and removed again), and with a GPU what is bound. */
+static void describe_cgroups(const repro_sandbox_opts *e, char *procs, size_t plen, char *mem,
+                             size_t mlen)
+{
+    char why[200], as[32];
+    repro_pids_cgroup g, m;
+    int have_pids = repro_pids_cgroup_make(&g, e->max_procs, why, sizeof why) == 0;
+    if (have_pids)
+        snprintf(procs, plen, "processes+threads %llu (cgroup pids.max)",
+                 (unsigned long long)e->max_procs);
+    else
+        snprintf(procs, plen, "processes NOT limited (%s)", why);
+    repro_sandbox_human_bytes(e->as_bytes, as, sizeof as);
+    if (!e->gpu)
+        snprintf(mem, mlen, "address space %s", as);
+    else if (e->as_bytes == UINT64_MAX)
+        snprintf(mem, mlen, "memory NOT limited (no --max-memory), no address-space limit");
+    else if (repro_mem_cgroup_make(&m, have_pids ? &g : NULL, e->as_bytes, why, sizeof why) == 0) {
+        snprintf(mem, mlen, "memory %s by cgroup (%s), no address-space limit", as,
+                 m.version == 2 ? "memory.max" : "memory.limit_in_bytes");
+        repro_pids_cgroup_remove(&m);
+    } else {
+        snprintf(mem, mlen, "memory NOT limited (%s), no address-space limit", why);
+    }
+    if (have_pids)
+        repro_pids_cgroup_remove(&g);
+}
+
+static void describe_gpu(const repro_sandbox_opts *e, char *buf, size_t len)
+{
+    repro_sandbox_gpu g;
+    char why[300];
+    buf[0] = '\0';
+    if (!e->gpu)
+        return;
+    if (repro_sandbox_gpu_find(e->gpu_dev_dir, NULL, &g, why, sizeof why) == 0)
+        repro_sandbox_gpu_describe(&g, buf, len);
+    else
+        snprintf(buf, len, "GPU: none (%s)", why);
+    if (strlen(buf) + 3 < len)
+        strcat(buf, "; ");
+}
+
 void repro_sandbox_describe(const repro_sandbox_opts *o, char *buf, size_t len)
 {
     repro_sandbox_opts e = repro_sandbox_effective(o);
-    char as[32], fs[32], tmp[32], procs[300], why[200], disk[80];
+    char fs[32], tmp[32], procs[300], mem[300], disk[80], gpu[600];
     repro_sandbox_human_bytes(e.disk_bytes, disk, sizeof disk);
     if (e.disk_capped)
         snprintf(disk + strlen(disk), sizeof disk - strlen(disk), " in all (tmpfs)");
     else
         snprintf(disk, sizeof disk, "total size NOT limited");
-    repro_sandbox_human_bytes(e.as_bytes, as, sizeof as);
     repro_sandbox_human_bytes(e.fsize_bytes, fs, sizeof fs);
     repro_sandbox_human_bytes(e.tmp_bytes, tmp, sizeof tmp);
-    repro_pids_cgroup g;
-    if (repro_pids_cgroup_make(&g, e.max_procs, why, sizeof why) == 0) {
-        repro_pids_cgroup_remove(&g);
-        snprintf(procs, sizeof procs, "processes+threads %llu (cgroup pids.max)",
-                 (unsigned long long)e.max_procs);
-    } else {
-        snprintf(procs, sizeof procs, "processes NOT limited (%s)", why);
-    }
+    describe_cgroups(&e, procs, sizeof procs, mem, sizeof mem);
+    describe_gpu(&e, gpu, sizeof gpu);
     if (e.no_sandbox)
         snprintf(buf, len, "NO SANDBOX (--no-sandbox): the host's network, files and processes; "
-                 "address space %s, cpu %llu s per process, file size %s, %s, wall %g s, "
-                 "scratch %s",
-                 as, (unsigned long long)e.cpu_seconds, fs, procs, e.wall_seconds, disk);
+                 "%s%s, cpu %llu s per process, file size %s, %s, wall %g s, scratch %s",
+                 gpu, mem, (unsigned long long)e.cpu_seconds, fs, procs, e.wall_seconds, disk);
     else
         snprintf(buf, len, "bubblewrap: no network, own pid namespace, no capabilities, "
                  "system and inputs read-only, scratch %s writable, private /tmp and /dev/shm %s each; "
-                 "address space %s, cpu %llu s per process, file size %s, %s, wall %g s, "
+                 "%s%s, cpu %llu s per process, file size %s, %s, wall %g s, "
                  "scratch %s",
-                 e.scratch_dir ? e.scratch_dir : "(none)", tmp, as,
+                 e.scratch_dir ? e.scratch_dir : "(none)", tmp, gpu, mem,
                  (unsigned long long)e.cpu_seconds, fs, procs, e.wall_seconds, disk);
 }

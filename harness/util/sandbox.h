@@ -41,6 +41,13 @@
  *   output to the host files passes through repro, which keeps the first
  *   and last repro_child_capture_limit() bytes of each.
  *
+ * With gpu (sandbox_gpu.h): the NVIDIA device nodes bound into /dev, the
+ * driver's libraries read-only (under /usr already, or their directory),
+ * and no RLIMIT_AS (CUDA reserves tens of GiB of address space at start):
+ * a memory cgroup holds the program's memory instead (sandbox_pids.h),
+ * or, where none can be made, memory is not limited and describe() says
+ * so. A host without the nodes refuses the run, naming what is missing.
+ *
  * no_sandbox runs the program directly (same limits, environment and
  * working directory, but the host's network, files and processes): the
  * caller records it. */
@@ -77,6 +84,13 @@ typedef struct {
     uint64_t disk_bytes;           /* the most scratch_dir holds in all (0: default); enforced
                                       only where the caller capped it (sandbox_disk.h) */
     int disk_capped;               /* the caller mounted a tmpfs of disk_bytes on scratch_dir */
+    int gpu;                       /* a GPU program: the NVIDIA device nodes bound
+                                      (sandbox_gpu.h; none here: the run is refused,
+                                      REPRO_EUNSUPPORTED), and as_bytes is a memory
+                                      cgroup's limit instead of RLIMIT_AS (UINT64_MAX:
+                                      none) */
+    const char *gpu_dev_dir;       /* where the device nodes are looked for (NULL:
+                                      /dev; a test's scratch directory of fake ones) */
 } repro_sandbox_opts;
 
 /* Where the sandbox shows python_client: a directory holding only repro/. */
@@ -112,11 +126,16 @@ typedef struct {
  * signal. Limits are named by their evidence: SIGXFSZ (file size);
  * SIGXCPU, or unsandboxed SIGKILL with the CPU time at the limit (cpu time);
  * the time limit (wall time); forks refused at the process limit (process
- * count); a failed run whose output says the memory ran out, as malloc,
+ * count); a failed gpu run whose memory cgroup's OOM killer killed a
+ * task (memory); a failed run whose output says the memory ran out, as malloc,
  * C++, Python and the shell word it (memory); a failed run in a capped
  * scratch directory whose output says "No space left on device" (disk). */
 int repro_sandbox_run(const repro_sandbox_opts *o, char *const argv[], const char *const *env_set,
                       const char *out_path, const char *err_path, repro_sandbox_result *res);
+
+/* The GPU a gpu sandbox would bind, from opts->gpu_dev_dir: 1, or 0 with
+ * why naming the missing device nodes (nothing to do without gpu: 1). */
+int repro_sandbox_gpu_ready(const repro_sandbox_opts *o, char *why, size_t len);
 
 /* The limits actually applied, for the receipt: one line, e.g.
  * "bubblewrap: no network, ...; address space 4.0 GiB, cpu 3600 s,

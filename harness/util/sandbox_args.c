@@ -123,8 +123,23 @@ static void add_python_client(repro_argv *a, const char *client_dir)
     add3(a, "--ro-bind", pkg, REPRO_SANDBOX_CLIENT_DIR "/repro");
 }
 
+/* Host device nodes (the GPU's) in /dev under their own names, with
+ * --dev-bind: a plain bind of /dev's tmpfs would be nodev. Before /dev is
+ * made read-only (bwrap makes their mount points in it); a device node
+ * opens for writing on a read-only mount all the same. */
+static void add_dev_nodes(repro_argv *a, const char *const *dev_nodes)
+{
+    char dest[300];
+    for (int i = 0; dev_nodes && dev_nodes[i]; i++) {
+        const char *slash = strrchr(dev_nodes[i], '/');
+        snprintf(dest, sizeof dest, "/dev/%s", slash ? slash + 1 : dev_nodes[i]);
+        add3(a, "--dev-bind", dev_nodes[i], dest);
+    }
+}
+
 int repro_sandbox_args(repro_argv *a, const char *bwrap, const char *scratch,
-                       const char *const *ro_paths, const char *client_dir, uint64_t tmp_bytes,
+                       const char *const *ro_paths, const char *client_dir,
+                       const char *const *dev_nodes, uint64_t tmp_bytes,
                        const char *const *env_set)
 {
     char size[32];
@@ -157,6 +172,7 @@ int repro_sandbox_args(repro_argv *a, const char *bwrap, const char *scratch,
     add3(a, "--dev", "/dev", NULL);
     add3(a, "--size", size, NULL);
     add3(a, "--tmpfs", "/dev/shm", NULL);
+    add_dev_nodes(a, dev_nodes);
     add3(a, "--remount-ro", "/dev", NULL);
     add3(a, "--size", size, NULL);
     add3(a, "--tmpfs", "/tmp", NULL);

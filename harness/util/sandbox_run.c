@@ -15,6 +15,7 @@
 #include "util/progress.h"
 #include "util/sandbox.h"
 #include "util/sandbox_args.h"
+#include "util/sandbox_gpu.h"
 #include "util/sandbox_impl.h"
 #include "util/sandbox_pids.h"
 
@@ -28,6 +29,9 @@ typedef struct {
     repro_argv env;            /* the whole environment the child starts with */
     repro_pids_cgroup pids;
     int have_pids;
+    repro_sandbox_gpu gpu;     /* with o.gpu: what is bound */
+    repro_pids_cgroup mem;     /* with o.gpu: the memory limit */
+    int have_mem;
 } sandbox_run;
 
 static void run_free(sandbox_run *r)
@@ -38,6 +42,7 @@ static void run_free(sandbox_run *r)
     free(r->client);
     repro_argv_free(&r->argv);
     repro_argv_free(&r->env);
+    repro_pids_cgroup_remove(&r->mem); /* first: it may be the pids one */
     repro_pids_cgroup_remove(&r->pids);
 }
 
@@ -51,12 +56,15 @@ static int resolve_paths(sandbox_run *r)
     size_t n = 0;
     while (r->o.ro_paths && r->o.ro_paths[n])
         n++;
-    if (!(r->ro = calloc(n + 1, sizeof *r->ro)))
+    if (!(r->ro = calloc(n + (size_t)r->gpu.nlibs + 1, sizeof *r->ro)))
         return repro_error_set(REPRO_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++)
         if (!(r->ro[i] = realpath(r->o.ro_paths[i], NULL)))
             return repro_error_set_errno(REPRO_EIO, "sandbox read-only path %s",
                                          r->o.ro_paths[i]);
+    for (int i = 0; i < r->gpu.nlibs; i++) /* the driver's libraries outside /usr */
+        if (!(r->ro[n + (size_t)i] = strdup(r->gpu.libs[i])))
+            return repro_error_set(REPRO_ENOMEM, "out of memory");
     if (r->o.python_client && !(r->client = realpath(r->o.python_client, NULL)))
         return repro_error_set_errno(REPRO_EIO, "sandbox: the Python client %s",
                                      r->o.python_client);
@@ -85,10 +93,30 @@ static void program_env(sandbox_run *r, const char *const *env_set)
         repro_argv_add(&r->env, env_set[j]);
 }
 
+/* The limits held by cgroups: the process count, and with a GPU the
+ * memory (its address space is not limited: see sandbox.h). Where one
+ * cannot be made, that limit is not enforced (describe() says so). */
+static void make_cgroups(sandbox_run *r)
+{
+    char why[200];
+    r->have_pids = repro_pids_cgroup_make(&r->pids, r->o.max_procs, why, sizeof why) == 0;
+    if (r->o.gpu && r->o.as_bytes != UINT64_MAX)
+        r->have_mem = repro_mem_cgroup_make(&r->mem, r->have_pids ? &r->pids : NULL,
+                                            r->o.as_bytes, why, sizeof why) == 0;
+}
+
 static int prepare(sandbox_run *r, char *const argv[], const char *const *env_set)
 {
+    const char *nodes[REPRO_GPU_NODES_MAX + 1] = {NULL}, *libs[REPRO_GPU_LIBS_MAX + 1];
+    char why[300];
     if (!argv || !argv[0])
         return repro_error_set(REPRO_EINVAL, "sandbox: no program to run");
+    if (r->o.gpu) {
+        if (repro_sandbox_gpu_find(r->o.gpu_dev_dir, NULL, &r->gpu, why, sizeof why))
+            return repro_error_set(REPRO_EUNSUPPORTED, "cannot run %s with a GPU: %s", argv[0],
+                                   why);
+        repro_sandbox_gpu_lists(&r->gpu, nodes, libs);
+    }
     if (resolve_paths(r))
         return -1;
     program_env(r, env_set);
@@ -98,15 +126,14 @@ static int prepare(sandbox_run *r, char *const argv[], const char *const *env_se
             return repro_error_set(REPRO_EIO, "cannot run %s in a sandbox: bubblewrap (bwrap) "
                                    "is not on PATH: " REPRO_SANDBOX_INSTALL_HINT, argv[0]);
         if (repro_sandbox_args(&r->argv, bwrap, r->scratch, (const char *const *)r->ro,
-                               r->client, r->o.tmp_bytes, env_set))
+                               r->client, nodes, r->o.tmp_bytes, env_set))
             return -1;
     }
     for (int i = 0; argv[i]; i++)
         repro_argv_add(&r->argv, argv[i]);
     if (r->argv.failed || r->env.failed)
         return repro_error_set(REPRO_ENOMEM, "out of memory");
-    char why[200];
-    r->have_pids = repro_pids_cgroup_make(&r->pids, r->o.max_procs, why, sizeof why) == 0;
+    make_cgroups(r);
     return 0;
 }
 
@@ -190,6 +217,7 @@ static void name_the_limit(const sandbox_run *r, repro_sandbox_result *res, doub
     char d[64];
     int failed = !(res->exited && res->code == 0);
     uint64_t refused = r->have_pids ? repro_pids_cgroup_refused(&r->pids) : 0;
+    uint64_t oom_kills = r->have_mem ? repro_mem_cgroup_oom_kills(&r->mem) : 0;
     if (res->timed_out) {
         snprintf(d, sizeof d, "%g s", r->o.wall_seconds);
         name_limit(res, "wall time", d);
@@ -207,6 +235,11 @@ static void name_the_limit(const sandbox_run *r, repro_sandbox_result *res, doub
     } else if (failed && r->o.disk_capped && disk_was_full(r, out_path, err_path)) {
         repro_sandbox_human_bytes(r->o.disk_bytes, d, sizeof d);
         name_limit(res, "disk", d);
+    } else if (failed && oom_kills > 0) {
+        char m[32];
+        repro_sandbox_human_bytes(r->o.as_bytes, m, sizeof m);
+        snprintf(d, sizeof d, "%s by cgroup; %llu killed", m, (unsigned long long)oom_kills);
+        name_limit(res, "memory", d);
     } else if (failed && (says_out_of_memory(err_path) || says_out_of_memory(out_path))) {
         repro_sandbox_human_bytes(r->o.as_bytes, d, sizeof d);
         name_limit(res, "memory", d);
@@ -258,13 +291,14 @@ int repro_sandbox_run(const repro_sandbox_opts *o, char *const argv[], const cha
     c.err_path = err_path;
     c.err_to_out = out_path && err_path && !strcmp(out_path, err_path);
     c.capture_limit = repro_child_capture_limit();
-    c.limits.as_bytes = r.o.as_bytes;
+    c.limits.as_bytes = r.o.gpu ? 0 : r.o.as_bytes; /* with a GPU: the memory cgroup */
     c.limits.cpu_seconds = r.o.cpu_seconds;
     c.limits.cpu_kill_seconds = r.o.cpu_seconds + CPU_GRACE_S;
     c.limits.fsize_bytes = r.o.fsize_bytes;
     c.limits.no_core_dumps = 1;
     c.default_signals = 1;
     c.cgroup_procs = r.have_pids ? r.pids.procs : NULL;
+    c.cgroup_procs2 = r.have_mem && r.mem.procs[0] ? r.mem.procs : NULL;
     c.timeout_s = r.o.wall_seconds;
     repro_child_status st;
     double cpu0 = children_cpu_s(), t0 = repro_now();

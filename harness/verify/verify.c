@@ -670,6 +670,16 @@ static int judge(verify_run *v)
 
 /* ---- a program bundle, and the score -------------------------------------- */
 
+/* Does the program need the host's GPU? Asked for, or the submitter's
+ * class is a CUDA one (env.c names a class by its backend first:
+ * "cuda-x86_64-...", "cpu-x86_64-..."). The class is the submitter's
+ * claim: it can only give the program the GPU a GPU host has to offer,
+ * or have a host without one refuse the bundle. */
+static int wants_gpu(const repro_verify_opts *o, const repro_bundle *b)
+{
+    return o->gpu || !strncmp(b->env_class, "cuda-", 5);
+}
+
 /* 5 for a program: build and run in the sandbox (verify_program.h). */
 static int rerun_program(verify_run *v, repro_program_run *pr)
 {
@@ -686,6 +696,7 @@ static int rerun_program(verify_run *v, repro_program_run *pr)
     so.fsize_bytes = o->max_file_size;
     so.disk_bytes = o->max_disk;
     so.cpu_seconds = o->max_seconds > 0 ? (uint64_t)ceil(o->max_seconds) : 0;
+    so.gpu = wants_gpu(o, v->b);
     r->ran = r->program_ran = 1;
     double t0 = repro_now();
     int rc = repro_program_rerun(v->b, &so, o->data_dir ? r->data_real : NULL, pr);
@@ -967,12 +978,20 @@ int repro_verify(const repro_verify_opts *o, repro_verify_result *r)
     repro_sandbox_opts so;
     repro_sandbox_opts_init(&so);
     so.no_sandbox = o->no_sandbox;
+    so.gpu = wants_gpu(o, &r->bundle);
     if (r->bundle.is_program && !repro_program_sandbox_ready(&so, why, sizeof why))
         return repro_error_set(REPRO_EUNSUPPORTED,
                                "verify: %s is a program bundle, and this host cannot sandbox "
                                "it: %s; or run it unsandboxed, with the host's privileges, with "
                                "--no-sandbox",
                                o->bundle_dir, why);
+    if (r->bundle.is_program && !repro_sandbox_gpu_ready(&so, why, sizeof why))
+        return repro_error_set(REPRO_EUNSUPPORTED,
+                               "verify: %s is a program bundle that needs a GPU (%s), and this "
+                               "host has none to give it: %s",
+                               o->bundle_dir,
+                               o->gpu ? "--gpu" : "its environment class is a CUDA one",
+                               why);
     if (check_data(o, r))
         return -1;
     if (r->bundle.steps > o->max_steps) {

@@ -69,7 +69,12 @@
  * is unpacked into a private scratch directory, and its build command and
  * then the program run inside the sandbox (verify_program.h; util/
  * sandbox.h), under --max-memory (address space) and --max-seconds (CPU
- * and wall time). Without the sandbox tool repro_verify fails (-1,
+ * and wall time). A bundle of a CUDA environment class ("cuda-..."), or
+ * any with opts.gpu, runs with the host's NVIDIA devices and driver bound
+ * and its memory held by a cgroup instead of its address space
+ * (util/sandbox_gpu.h); a host without them fails (-1, REPRO_EUNSUPPORTED,
+ * naming the missing device nodes), with or without the sandbox, since
+ * the program could not run. Without the sandbox tool repro_verify fails (-1,
  * REPRO_EUNSUPPORTED: exit 3, no receipt) saying what to install, unless
  * opts.no_sandbox, which the receipt records. A build that fails is
  * "build failed"; a program that fails, is killed, or leaves no complete
@@ -179,6 +184,8 @@ typedef struct {
                                           valid signature, or none, is accepted */
     const char *score_cmd;    /* the host's evaluator (--score); NULL: none */
     int no_sandbox;           /* run a program bundle without the sandbox */
+    int gpu;                  /* give a program bundle the host's GPU (--gpu; also
+                                 when its env class is a CUDA one, "cuda-...") */
     uint64_t max_file_size;   /* a program bundle's largest file (RLIMIT_FSIZE
                                  in the sandbox); 0: the sandbox's default */
     const char *data_dir;     /* --data DIR: the host's inputs for a bundle submitted
@@ -223,7 +230,7 @@ typedef struct {
     json_t *rerun_metrics; /* the re-run's final loss and eval (claims.h), owned */
     /* A program bundle (verify_program.h): */
     int program_ran;       /* the build or the program was started */
-    char sandbox[400];     /* repro_sandbox_describe of its sandbox */
+    char sandbox[1000];    /* repro_sandbox_describe of its sandbox */
     char build_status[260], run_status[260];
     long build_ms;
     json_t *outputs;       /* the declared outputs as re-run, owned (NULL: none) */

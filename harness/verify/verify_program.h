@@ -35,7 +35,7 @@ typedef struct {
     char scratch[600];      /* the private scratch directory */
     char workdir[1200];     /* where the program ran: scratch/tree/<cwd> */
     char trace[700];        /* the re-run's trace */
-    char sandbox[400];      /* repro_sandbox_describe */
+    char sandbox[1000];     /* repro_sandbox_describe */
     char client[600];       /* this repro's Python client dir, read-only on the
                                program's PYTHONPATH (client.h); "": none */
     int no_sandbox;
