@@ -1,0 +1,210 @@
+/* `repro screen`: a healthy machine passes (every rank matches the golden
+ * and the others); the negative controls: a bit flipped on rank 3 only
+ * names rank 3 and its core, the intermittent form is counted per rank
+ * over --repeat, a rank that cannot run is "could not test" (exit 3),
+ * never a match; and the fault selector's parsing. Runs oversubscribed on
+ * this machine (4 ranks on its cores); skipped, saying so, where mpirun
+ * cannot start. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "util/fault.h"
+
+static char out[1 << 18], err[1 << 16];
+
+#define MLP "experiments/mlp.ini"
+
+/* 1 when a 2-rank screen can start here; else says why not. */
+static int have_mpi(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        int rc = tu_run_repro("screen " MLP " --ranks 2 --steps 1", out, sizeof out, err,
+                              sizeof err);
+        known = rc == 0;
+        if (!known)
+            tu_skip("screen", "mpirun could not run a 2-rank screen (exit %d): %.300s", rc, err);
+    }
+    return known;
+}
+
+/* The line of the report about `rank`. */
+static const char *rank_line(const char *text, int rank, char *buf, size_t len)
+{
+    char key[32];
+    snprintf(key, sizeof key, "rank %-3d host ", rank);
+    const char *p = strstr(text, key);
+    ck_assert_msg(p != NULL, "no line for rank %d in: %.2000s", rank, text);
+    snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+    return buf;
+}
+
+START_TEST(test_healthy_machine_passes)
+{
+    if (!have_mpi())
+        return;
+    int rc = tu_run_repro("screen " MLP " --ranks 4 --steps 60", out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "exit %d: %.2000s %.2000s", rc, out, err);
+    ck_assert_msg(strstr(out, "4 of 4 ranks match the golden"), "%.2000s", out);
+    char line[512];
+    for (int r = 0; r < 4; r++)
+        ck_assert_msg(strstr(rank_line(out, r, line, sizeof line), " match "), "%s", line);
+}
+END_TEST
+
+/* The negative control: a bit flip on rank 3 only is found, named with
+ * its host and core, located to the step and tensor; the others match.
+ * The JUnit file has one case per rank, rank 3's failed. */
+START_TEST(test_rank_fault_is_named)
+{
+    if (!have_mpi())
+        return;
+    char dir[256], junit[300];
+    tu_tmp_template(dir, sizeof dir, "screen");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(junit, sizeof junit, "%s/screen.xml", dir);
+    char args[512];
+    snprintf(args, sizeof args, "screen " MLP " --ranks 4 --steps 20 --junit %s", junit);
+    setenv("REPRO_FAULT", "flip:step=9:tensor=param.fc1.weight:rank=3:element=5", 1);
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    unsetenv("REPRO_FAULT");
+    ck_assert_msg(rc == 1, "exit %d: %.2000s %.2000s", rc, out, err);
+    char line[512];
+    rank_line(out, 3, line, sizeof line);
+    ck_assert_msg(strstr(line, "diverged at step 9, tensor param.fc1.weight"), "%s", line);
+    ck_assert_msg(strstr(line, "core 1 "), "rank 3 is the 4th slot: core 1 of 2: %s", line);
+    for (int r = 0; r < 3; r++)
+        ck_assert_msg(strstr(rank_line(out, r, line, sizeof line), " match "), "%s", line);
+    ck_assert_msg(strstr(out, "3 of 4 ranks match the golden; rank 3 on host "), "%.2000s", out);
+    ck_assert_msg(!strstr(out, "; rank 0 ") && !strstr(out, "; rank 1 ") &&
+                      !strstr(out, "; rank 2 "),
+                  "only rank 3 is named: %.2000s", out);
+    static char xml[1 << 14];
+    tu_slurp(junit, xml, sizeof xml);
+    ck_assert_msg(strstr(xml, "tests=\"4\" failures=\"1\" errors=\"0\""), "%s", xml);
+    ck_assert_msg(strstr(xml, "rank 3 (host "), "%s", xml);
+}
+END_TEST
+
+/* The intermittent form fires on repeats 1 and 3 of 5: rank 3 is counted
+ * 2 of 5, the others 0 (JSON). */
+START_TEST(test_intermittent_fault_is_counted)
+{
+    if (!have_mpi())
+        return;
+    setenv("REPRO_FAULT", "flip:step=4:tensor=grad.fc2.weight:rank=3:repeat=1,3", 1);
+    int rc = tu_run_repro("screen " MLP " --ranks 4 --steps 6 --repeat 5 --json", out, sizeof out,
+                          err, sizeof err);
+    unsetenv("REPRO_FAULT");
+    ck_assert_msg(rc == 1, "exit %d: %.2000s %.2000s", rc, out, err);
+    for (int r = 0; r < 4; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"rank\": %d,", r);
+        const char *p = strstr(out, key);
+        ck_assert_msg(p != NULL, "%.3000s", out);
+        const char *f = strstr(p, "\"failures\": ");
+        ck_assert_ptr_nonnull(f);
+        int failures = atoi(f + 12);
+        if (r == 3)
+            ck_assert_msg(failures >= 1 && failures <= 4 && failures == 2, "rank 3: %d", failures);
+        else
+            ck_assert_msg(failures == 0, "rank %d: %d failures", r, failures);
+    }
+    ck_assert_msg(strstr(out, "\"verdict\": \"intermittent\""), "%.3000s", out);
+}
+END_TEST
+
+/* A rank that cannot run (here: runs/ is a file, so no trace can be
+ * written) is "could not test", exit 3, never a match. */
+START_TEST(test_untestable_rank_is_not_a_match)
+{
+    char dir[256], cwd[1024], args[1400];
+    tu_tmp_template(dir, sizeof dir, "screen-cwd");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    char runs[300];
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    FILE *f = fopen(runs, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    snprintf(args, sizeof args, "screen %s/" MLP " --steps 2", cwd);
+    char shell[3200], *bin = realpath(getenv("REPRO_BIN"), NULL);
+    ck_assert_ptr_nonnull(bin);
+    snprintf(shell, sizeof shell, "cd %s && %s %s 2>&1", dir, bin, args);
+    free(bin);
+    FILE *p = popen(shell, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    ck_assert_msg(WEXITSTATUS(status) == 3, "exit %d: %.2000s", WEXITSTATUS(status), out);
+    ck_assert_msg(strstr(out, "could not test"), "%.2000s", out);
+    ck_assert_msg(strstr(out, "0 of 1 ranks"), "%.2000s", out);
+}
+END_TEST
+
+START_TEST(test_usage_errors)
+{
+    static const struct {
+        const char *args, *says;
+    } cases[] = {
+        {"screen", "one experiment file"},
+        {"screen " MLP " --repeat 0", "--repeat"},
+        {"screen " MLP " --ranks x", "--ranks"},
+        {"screen " MLP " --set train.ranks=2", "set ranks = 1"},
+        {"screen " MLP " --runs 2", "runs"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = tu_run_repro(cases[i].args, out, sizeof out, err, sizeof err);
+        ck_assert_msg(rc == 2, "%s: exit %d: %s", cases[i].args, rc, err);
+        ck_assert_msg(strstr(err, cases[i].says), "%s: %s", cases[i].args, err);
+    }
+}
+END_TEST
+
+/* rank= selects the rank of a screen, repeat= the repeats it fires on. */
+START_TEST(test_fault_selector)
+{
+    repro_fault f;
+    unsetenv("REPRO_CHECK_RUN");
+    setenv("REPRO_FAULT", "flip:step=5:tensor=param.w:rank=3:repeat=1,3", 1);
+    ck_assert_int_eq(repro_fault_from_env(&f), 0);
+    float w[4] = {0};
+    for (int rank = 0; rank < 5; rank++)
+        for (int rep = 0; rep < 5; rep++) {
+            repro_fault g = f;
+            repro_fault_select_screen(&g, rank, rep);
+            int fires = rank == 3 && (rep == 1 || rep == 3);
+            ck_assert_int_eq(repro_fault_apply(&g, 5, "param.w", w, sizeof w), fires);
+        }
+    static const char *const bad[] = {"flip:step=5:tensor=t:repeat=",
+                                      "flip:step=5:tensor=t:repeat=64",
+                                      "flip:step=5:tensor=t:repeat=1,",
+                                      "flip:step=5:tensor=t:repeat=a"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("REPRO_FAULT", bad[i], 1);
+        ck_assert_msg(repro_fault_from_env(&f) == -1, "%s accepted", bad[i]);
+    }
+    unsetenv("REPRO_FAULT");
+}
+END_TEST
+
+Suite *screen_suite(void)
+{
+    Suite *s = suite_create("screen");
+    TCase *tc = tcase_create("screen");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_fault_selector);
+    tcase_add_test(tc, test_usage_errors);
+    tcase_add_test(tc, test_untestable_rank_is_not_a_match);
+    tcase_add_test(tc, test_healthy_machine_passes);
+    tcase_add_test(tc, test_rank_fault_is_named);
+    tcase_add_test(tc, test_intermittent_fault_is_counted);
+    suite_add_tcase(s, tc);
+    return s;
+}
