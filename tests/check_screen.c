@@ -194,6 +194,83 @@ START_TEST(test_fault_selector)
 }
 END_TEST
 
+/* The chain digest on the "chain HEX" line of `repro run`'s output. */
+static void chain_of(const char *text, char hex[65])
+{
+    const char *p = strstr(text, "\nchain ");
+    ck_assert_msg(p != NULL, "no chain line in: %.1500s", text);
+    snprintf(hex, 65, "%.64s", p + 7);
+}
+
+/* replay.every = K recomputes every K-th step before the update: the bits
+ * of a healthy run are unchanged; a gradient flipped in the replayed
+ * computation (the negative control) stops the run before step 10's
+ * update with exit 1, naming step, rank and tensor; a flip on a step that
+ * is not replayed is not caught by it. */
+START_TEST(test_replay_catches_fault_before_update)
+{
+    char plain[65], replayed[65], dir[256], args[600];
+    tu_tmp_template(dir, sizeof dir, "replay");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    int rc = tu_run_repro("run " MLP " --steps 12 --no-trace -q", out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "%s", err);
+    chain_of(out, plain);
+    rc = tu_run_repro("run " MLP " --steps 12 --no-trace -q --set replay.every=5", out, sizeof out,
+                      err, sizeof err);
+    ck_assert_msg(rc == 0, "%s", err);
+    chain_of(out, replayed);
+    ck_assert_str_eq(plain, replayed);
+
+    snprintf(args, sizeof args, "run " MLP " --steps 12 -q --set replay.every=5 -o %s/t.jsonl",
+             dir);
+    setenv("REPRO_FAULT", "flip:step=10:tensor=grad.fc2.weight:element=7", 1);
+    rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "replay: step 10, rank 0: grad.fc2.weight differs") &&
+                      strstr(err, "1 of 32768 elements") &&
+                      strstr(err, "hardware or nondeterminism") &&
+                      strstr(err, "before the update"),
+                  "%s", err);
+    static char trace[1 << 20];
+    char path[300];
+    snprintf(path, sizeof path, "%s/t.jsonl", dir);
+    tu_slurp(path, trace, sizeof trace);
+    ck_assert_msg(strstr(trace, "\"step\":9,") && !strstr(trace, "\"step\":10,"),
+                  "the trace ends at step 9: step 10's update never happened");
+
+    setenv("REPRO_FAULT", "flip:step=9:tensor=grad.fc2.weight:element=7", 1);
+    rc = tu_run_repro("run " MLP " --steps 12 --no-trace -q --set replay.every=5", out, sizeof out,
+                      err, sizeof err);
+    unsetenv("REPRO_FAULT");
+    ck_assert_msg(rc == 0, "step 9 is not replayed: exit %d: %s", rc, err);
+
+    rc = tu_run_repro("run " MLP " --steps 2 --set replay.every=1 --set accumulation_steps=2", out,
+                      sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 2 && strstr(err, "replay.every needs accumulation_steps = 1"), "%d %s",
+                  rc, err);
+}
+END_TEST
+
+/* Under screen, a replay that differs is that rank's divergence (exit 1),
+ * not a rank that could not be tested. */
+START_TEST(test_replay_under_screen)
+{
+    if (!have_mpi())
+        return;
+    setenv("REPRO_FAULT", "flip:step=5:tensor=grad.fc1.bias:rank=1", 1);
+    int rc = tu_run_repro("screen " MLP " --ranks 2 --steps 6 --set replay.every=5", out,
+                          sizeof out, err, sizeof err);
+    unsetenv("REPRO_FAULT");
+    ck_assert_msg(rc == 1, "exit %d: %.2000s %.2000s", rc, out, err);
+    char line[512];
+    rank_line(out, 1, line, sizeof line);
+    ck_assert_msg(strstr(line, "diverged at step 5, tensor grad.fc1.bias") &&
+                      strstr(line, "replay"),
+                  "%s", line);
+    ck_assert_msg(strstr(rank_line(out, 0, line, sizeof line), " match "), "%s", line);
+}
+END_TEST
+
 Suite *screen_suite(void)
 {
     Suite *s = suite_create("screen");
@@ -205,6 +282,8 @@ Suite *screen_suite(void)
     tcase_add_test(tc, test_healthy_machine_passes);
     tcase_add_test(tc, test_rank_fault_is_named);
     tcase_add_test(tc, test_intermittent_fault_is_counted);
+    tcase_add_test(tc, test_replay_catches_fault_before_update);
+    tcase_add_test(tc, test_replay_under_screen);
     suite_add_tcase(s, tc);
     return s;
 }

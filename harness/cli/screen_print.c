@@ -39,11 +39,13 @@ static const char *verdict_word(const repro_screen_tally *t)
 static void where(const repro_screen_tally *t, char *buf, size_t len)
 {
     const repro_screen_verdict *v = &t->first_failure;
-    char vs[48];
+    char vs[96];
     if (!strcmp(v->against, "ranks") && v->ref_rank >= 0)
         snprintf(vs, sizeof vs, "vs rank %d", v->ref_rank);
     else if (!strcmp(v->against, "ranks"))
         snprintf(vs, sizeof vs, "ranks disagree, no majority");
+    else if (!strcmp(v->against, "replay"))
+        snprintf(vs, sizeof vs, "replay: its own two computations differ");
     else
         snprintf(vs, sizeof vs, "vs the golden");
     if (!v->step)

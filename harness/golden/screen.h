@@ -42,6 +42,9 @@ typedef struct {
     long golden_step;           /* DIFFERS: first divergent step */
     char golden_tensor[64];     /* ... the first differing tensor ("" when unknown) */
     int golden_ntensors;        /* ... how many differ there */
+    long replay_step;           /* replay.every caught two computations differing at this
+                                   step (the run stopped before its update); 0: none */
+    char replay_tensor[48];     /* ... in this gradient */
     repro_digest chain;
     long nsteps;
     int ntensors;               /* tensors per step in its digest table */
@@ -51,7 +54,7 @@ typedef struct {
 typedef struct {
     int tested;
     int diverged;               /* from the golden or from the reference ranks */
-    const char *against;        /* "golden", "ranks" */
+    const char *against;        /* "golden", "ranks", "replay" */
     long step;                  /* first divergent step */
     char tensor[64];            /* first differing tensor there ("": unknown) */
     int ntensors;               /* how many differ there */

@@ -81,9 +81,10 @@ static void compare_golden(const repro_trace *run, const repro_screen_opts *o,
     repro_git_free(git);
 }
 
-/* The session of one repeat into trace_path. 0 or -1 (error slot). */
+/* The session of one repeat into trace_path. 0 or -1 (error slot); a
+ * replay mismatch (REPRO_EMISMATCH) fills r's replay fields. */
 static int train_once(const repro_config *cfg, const repro_screen_opts *o, int rank, int repeat,
-                      const char *trace_path)
+                      const char *trace_path, repro_screen_rank *r)
 {
     repro_session_opts so;
     memset(&so, 0, sizeof so);
@@ -97,6 +98,10 @@ static int train_once(const repro_config *cfg, const repro_screen_opts *o, int r
     if (repro_session_open(&s, cfg, &so))
         return -1;
     int rc = repro_session_run(s) || repro_session_finish(s) ? -1 : 0;
+    if (rc && repro_error_code() == REPRO_EMISMATCH && s->t.replay_differs[0]) {
+        r->replay_step = s->t.step + 1;
+        snprintf(r->replay_tensor, sizeof r->replay_tensor, "%s", s->t.replay_differs);
+    }
     repro_session_close(s);
     return rc;
 }
@@ -112,9 +117,13 @@ int repro_screen_rank_run(const repro_config *cfg, const repro_screen_opts *o, i
         snprintf(r->host, sizeof r->host, "?");
     int width = cfg->train_threads > 0 ? cfg->train_threads : 1;
     if (repro_cpus_pin_slot(local_rank(rank), width, r->cores, sizeof r->cores) ||
-        train_once(cfg, o, rank, repeat, trace_path) || repro_trace_read(t, trace_path)) {
+        train_once(cfg, o, rank, repeat, trace_path, r) || repro_trace_read(t, trace_path)) {
         snprintf(r->error, sizeof r->error, "%s", repro_error_message());
         repro_error_clear();
+        r->tested = r->replay_step > 0; /* a replay that differed is a verdict */
+        if (r->tested)
+            snprintf(r->golden_note, sizeof r->golden_note,
+                     "golden not compared: the run stopped at step %ld's replay", r->replay_step);
         return 0;
     }
     r->tested = 1;

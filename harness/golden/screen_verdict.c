@@ -13,15 +13,16 @@ static int reference_rank(const repro_screen_rank *ranks, int n, int *tie)
 {
     *tie = 0;
     for (int i = 0; i < n; i++)
-        if (ranks[i].tested && ranks[i].golden == REPRO_SCREEN_GOLDEN_MATCH)
+        if (ranks[i].tested && !ranks[i].replay_step &&
+            ranks[i].golden == REPRO_SCREEN_GOLDEN_MATCH)
             return i;
     int best = -1, best_size = 0;
     for (int i = 0; i < n; i++) {
-        if (!ranks[i].tested)
+        if (!ranks[i].tested || ranks[i].replay_step)
             continue;
         int size = 0, first = 1;
         for (int j = 0; j < n; j++)
-            if (ranks[j].tested && repro_digest_eq(&ranks[j].chain, &ranks[i].chain)) {
+            if (ranks[j].tested && !ranks[j].replay_step && repro_digest_eq(&ranks[j].chain, &ranks[i].chain)) {
                 size++;
                 first &= j >= i; /* count each group once, at its first rank */
             }
@@ -73,6 +74,14 @@ void repro_screen_judge(const repro_screen_rank *ranks, int n, const repro_diges
         v->ref_rank = ref;
         if (!v->tested)
             continue;
+        if (ranks[i].replay_step) { /* its own two computations differed */
+            v->diverged = 1;
+            v->against = "replay";
+            v->step = ranks[i].replay_step;
+            v->ntensors = 1;
+            snprintf(v->tensor, sizeof v->tensor, "%s", ranks[i].replay_tensor);
+            continue;
+        }
         int off_peers = tie || (ref >= 0 && !repro_digest_eq(&ranks[i].chain, &ranks[ref].chain));
         if (ranks[i].golden == REPRO_SCREEN_GOLDEN_DIFFERS) {
             v->diverged = 1;
