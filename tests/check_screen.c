@@ -58,7 +58,8 @@ START_TEST(test_healthy_machine_passes)
 END_TEST
 
 /* The negative control: a bit flip on rank 3 only is found, named with
- * its host and core, located to the step and tensor; the others match.
+ * its host and core, located to the step, tensor, elements and ULP; the
+ * others match.
  * The JUnit file has one case per rank, rank 3's failed. */
 START_TEST(test_rank_fault_is_named)
 {
@@ -70,13 +71,15 @@ START_TEST(test_rank_fault_is_named)
     snprintf(junit, sizeof junit, "%s/screen.xml", dir);
     char args[512];
     snprintf(args, sizeof args, "screen " MLP " --ranks 4 --steps 20 --junit %s", junit);
-    setenv("REPRO_FAULT", "flip:step=9:tensor=param.fc1.weight:rank=3:element=5", 1);
+    setenv("REPRO_FAULT", "flip:step=9:tensor=param.fc1.weight:rank=3:element=5:bit=3", 1);
     int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
     unsetenv("REPRO_FAULT");
     ck_assert_msg(rc == 1, "exit %d: %.2000s %.2000s", rc, out, err);
     char line[512];
     rank_line(out, 3, line, sizeof line);
-    ck_assert_msg(strstr(line, "diverged at step 9, tensor param.fc1.weight"), "%s", line);
+    /* bit 3 of one element's mantissa: 8 ULP, from both ranks' re-run dumps */
+    ck_assert_msg(strstr(line, "diverged at step 9, tensor param.fc1.weight, 1 element, max 8 ULP"),
+                  "%s", line);
     ck_assert_msg(strstr(line, "core 1 "), "rank 3 is the 4th slot: core 1 of 2: %s", line);
     for (int r = 0; r < 3; r++)
         ck_assert_msg(strstr(rank_line(out, r, line, sizeof line), " match "), "%s", line);

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "util/escape.h"
 #include "util/junit.h"
+#include "util/ulp.h"
 
 int repro_screen_exit_code(const repro_screen_result *r)
 {
@@ -48,11 +49,18 @@ static void where(const repro_screen_tally *t, char *buf, size_t len)
         snprintf(vs, sizeof vs, "replay: its own two computations differ");
     else
         snprintf(vs, sizeof vs, "vs the golden");
+    char elems[80] = "";
+    if (v->has_elements && v->max_ulp == REPRO_ULP_NAN)
+        snprintf(elems, sizeof elems, ", %ld element%s, NaN", v->elements,
+                 v->elements == 1 ? "" : "s");
+    else if (v->has_elements)
+        snprintf(elems, sizeof elems, ", %ld element%s, max %llu ULP", v->elements,
+                 v->elements == 1 ? "" : "s", v->max_ulp);
     if (!v->step)
         snprintf(buf, len, "(%s)", vs);
     else
-        snprintf(buf, len, "step %ld, tensor %s (%d tensor%s differ%s; %s)", v->step,
-                 v->tensor[0] ? repro_esc(v->tensor) : "?", v->ntensors,
+        snprintf(buf, len, "step %ld, tensor %s%s (%d tensor%s differ%s; %s)", v->step,
+                 v->tensor[0] ? repro_esc(v->tensor) : "?", elems, v->ntensors,
                  v->ntensors == 1 ? "" : "s", v->ntensors == 1 ? "s" : "", vs);
 }
 
@@ -146,6 +154,13 @@ static json_t *rank_json(const repro_screen_tally *t)
                                       t->first_failure_repeat, "step", (json_int_t)v->step,
                                       "tensor", v->tensor, "tensors_differing", v->ntensors,
                                       "against", v->against, "reference_rank", v->ref_rank));
+        if (v->has_elements) {
+            json_t *fd = json_object_get(o, "first_divergence");
+            json_object_set_new(fd, "elements", json_integer(v->elements));
+            json_object_set_new(fd, "max_ulp", v->max_ulp == REPRO_ULP_NAN
+                                                   ? json_string("NaN")
+                                                   : json_integer((json_int_t)v->max_ulp));
+        }
     }
     if (t->untested)
         json_object_set_new(o, "error", json_string(t->error));

@@ -100,20 +100,29 @@ static int one_repeat(const repro_config *cfg, const repro_screen_opts *o, repro
     repro_trace t;
     repro_screen_rank_run(cfg, o, rank, repeat, path, &mine, &t);
     int rc = gather_results(dist, &mine, x) || gather_tables(dist, &t, x, n) ? -1 : 0;
+    int exchanged = rc == 0;
+    repro_screen_verdict *v = rank == 0 ? calloc((size_t)n, sizeof *v) : NULL;
+    int *wanted = rank == 0 ? calloc((size_t)n, sizeof *wanted) : NULL;
+    if (!rc && rank == 0 && (!v || !wanted))
+        rc = repro_error_set(REPRO_ENOMEM, "screen: out of memory");
     if (!rc && rank == 0) {
-        repro_screen_verdict *v = calloc((size_t)n, sizeof *v);
-        if (!v) {
-            rc = repro_error_set(REPRO_ENOMEM, "screen: out of memory");
-        } else {
-            if (!x->names)
-                take_names(&t, x);
-            int tie = 0;
-            repro_screen_judge(x->ranks, n, x->tables, x->stride, x->ntensors, x->names, v, &tie);
-            out->no_majority |= tie;
-            tally(out, x, v, repeat);
-            free(v);
-        }
+        if (!x->names)
+            take_names(&t, x);
+        int tie = 0;
+        repro_screen_judge(x->ranks, n, x->tables, x->stride, x->ntensors, x->names, v, &tie);
+        out->no_majority |= tie;
+        for (int i = 0; i < n; i++) /* the detail of each rank's first failure only */
+            wanted[i] = out->ranks[i].failures == 0;
     }
+    /* Every rank takes part (MPI) even when rank 0 failed above: its
+     * empty plan ends the detail at once. */
+    if (exchanged && repro_screen_detail(cfg, o, dist, repeat, out->dir,
+                                         !rc && rank == 0 ? v : NULL, wanted, n))
+        rc = -1;
+    if (!rc && rank == 0)
+        tally(out, x, v, repeat);
+    free(v);
+    free(wanted);
     repro_trace_release(&t);
     free(x->tables);
     x->tables = NULL;

@@ -59,6 +59,9 @@ typedef struct {
     char tensor[64];            /* first differing tensor there ("": unknown) */
     int ntensors;               /* how many differ there */
     int ref_rank;               /* against "ranks": the reference rank compared with */
+    int has_elements;           /* the element detail below is known (screen_detail.c) */
+    long elements;              /* elements of `tensor` that differ at `step` */
+    unsigned long long max_ulp; /* their largest ULP distance (float32) */
 } repro_screen_verdict;
 
 /* A rank over all repeats (rank 0's tally). */
@@ -107,6 +110,17 @@ int repro_screen_rank_run(const repro_config *cfg, const repro_screen_opts *o, i
 /* The digest table of a trace: per step, the step digest then each of its
  * first `ntensors` tensors' digests (zeros where missing). */
 void repro_screen_table(const repro_trace *t, long nsteps, int ntensors, repro_digest *table);
+
+/* ---- element detail (screen_detail.c) --------------------------------- */
+/* Every rank calls it after rank 0 judged a repeat (v: rank 0's n
+ * verdicts, NULL elsewhere; wanted[i]: rank 0 wants rank i's detail).
+ * Each rank that diverged from a reference rank, and that reference, run
+ * again to the divergent step (traces under dir), and rank 0 fills
+ * v[i]'s element count and max ULP when the divergence came back. 0 or -1
+ * (error slot: MPI, memory). */
+int repro_screen_detail(const repro_config *cfg, const repro_screen_opts *o,
+                        struct repro_dist *dist, int repeat, const char *dir,
+                        repro_screen_verdict *v, const int *wanted, int n);
 
 /* ---- verdicts (screen_verdict.c) --------------------------------------- */
 /* The verdicts of one repeat: ranks[i] and its digest table at
