@@ -491,7 +491,8 @@ static void replay_cost(void)
     }
     double r_off = median(a, REPEATS), r_on = median(b, REPEATS);
     double cost = r_off / r_on - 1; /* extra time per step, in steps */
-    printf("\nreplay.every = %d, mlp, 1 thread: %.1f st/s off, %.1f st/s on: %+.1f%% per step %s\n",
+    printf("\nreplay.every = %d, mlp, 1 thread: %.1f st/s off, %.1f st/s on: %+.1f%% per step "
+           "%s\n",
            K, r_off, r_on, 100 * cost,
            goal_add("replay.every=10 cost per step (1/10 + 5%)", cost > 0 ? cost : 1e-9,
                     1.0 / K + 0.05, 1, 1));

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "golden/screen.h"
 #include "testutil.h"
 #include "util/fault.h"
 
@@ -274,6 +275,89 @@ START_TEST(test_replay_under_screen)
 }
 END_TEST
 
+static repro_screen_rank judged_rank(int rank, const char *cls, int golden, unsigned char chain)
+{
+    repro_screen_rank r;
+    memset(&r, 0, sizeof r);
+    r.rank = rank;
+    r.tested = 1;
+    snprintf(r.env_class, sizeof r.env_class, "%s", cls);
+    r.golden = golden;
+    memset(&r.chain, chain, sizeof r.chain);
+    r.nsteps = 3;
+    r.ntensors = 2;
+    return r;
+}
+
+/* The verdict rules without MPI: ranks are held to their own class only;
+ * within it the golden's matches, else the majority, are the reference,
+ * and the digest tables locate a divergence to its step and tensor; two
+ * ranks that disagree with no majority both fail; a rank that could not
+ * run is neither a match nor a divergence. */
+START_TEST(test_judge_rules)
+{
+    enum { N = 5, STRIDE = 3 * 3 };
+    repro_screen_rank r[N] = {
+        judged_rank(0, "A", REPRO_SCREEN_GOLDEN_NONE, 1),
+        judged_rank(1, "A", REPRO_SCREEN_GOLDEN_NONE, 1),
+        judged_rank(2, "B", REPRO_SCREEN_GOLDEN_MATCH, 7), /* other bits, its own golden */
+        judged_rank(3, "A", REPRO_SCREEN_GOLDEN_NONE, 9),
+        judged_rank(4, "", REPRO_SCREEN_GOLDEN_NONE, 0),
+    };
+    r[4].tested = 0;
+    repro_digest tables[N * STRIDE];
+    memset(tables, 0, sizeof tables);
+    tables[3 * STRIDE + 1 * 3 + 0].b[0] = 1; /* rank 3, step 2: its digest and tensor 1 */
+    tables[3 * STRIDE + 1 * 3 + 2].b[0] = 1;
+    char names[2][64] = {"param.a", "grad.b"};
+    repro_screen_verdict v[N];
+    int tie = -1;
+    repro_screen_judge(r, N, tables, STRIDE, 2, names, v, &tie);
+    ck_assert_int_eq(tie, 0);
+    ck_assert(!v[0].diverged && !v[1].diverged && !v[2].diverged);
+    ck_assert(v[3].diverged);
+    ck_assert_int_eq(v[3].ref_rank, 0);
+    ck_assert_int_eq(v[3].step, 2);
+    ck_assert_str_eq(v[3].tensor, "grad.b");
+    ck_assert_int_eq(v[3].ntensors, 1);
+    ck_assert(!v[4].tested && !v[4].diverged);
+
+    repro_screen_rank two[2] = {judged_rank(0, "A", REPRO_SCREEN_GOLDEN_NONE, 1),
+                                judged_rank(1, "A", REPRO_SCREEN_GOLDEN_NONE, 2)};
+    repro_screen_judge(two, 2, tables, STRIDE, 2, names, v, &tie);
+    ck_assert_int_eq(tie, 1);
+    ck_assert(v[0].diverged && v[1].diverged);
+
+    /* a golden match outvotes a majority of its class */
+    two[1].golden = REPRO_SCREEN_GOLDEN_MATCH;
+    two[0].golden = REPRO_SCREEN_GOLDEN_DIFFERS;
+    two[0].golden_step = 3;
+    repro_screen_judge(two, 2, tables, STRIDE, 2, names, v, &tie);
+    ck_assert_int_eq(tie, 0);
+    ck_assert(v[0].diverged && !v[1].diverged);
+    ck_assert_int_eq(v[0].ref_rank, 1);
+}
+END_TEST
+
+/* Started by mpirun itself (as with a hostfile), the ranks join the job. */
+START_TEST(test_joins_an_mpi_job)
+{
+    if (!have_mpi())
+        return;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 %s screen " MLP
+             " --steps 3 2>&1",
+             getenv("REPRO_BIN"));
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    ck_assert_msg(pclose(p) == 0, "%s: %.2000s", cmd, out);
+    ck_assert_msg(strstr(out, "2 of 2 ranks match the golden"), "%.2000s", out);
+}
+END_TEST
+
 Suite *screen_suite(void)
 {
     Suite *s = suite_create("screen");
@@ -281,6 +365,8 @@ Suite *screen_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_fault_selector);
     tcase_add_test(tc, test_usage_errors);
+    tcase_add_test(tc, test_judge_rules);
+    tcase_add_test(tc, test_joins_an_mpi_job);
     tcase_add_test(tc, test_untestable_rank_is_not_a_match);
     tcase_add_test(tc, test_healthy_machine_passes);
     tcase_add_test(tc, test_rank_fault_is_named);

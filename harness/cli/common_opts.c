@@ -153,12 +153,15 @@ static const struct repro_common_help ranks_help[] = {
  * as runs by check (cmd_check.c add_lists); a command added to a row's
  * list_commands must plan c->lists too (compare does not today). */
 const repro_common_opt repro_common_opts[] = {
-    {"quiet", 'q', NULL, "no progress on stderr", ALL | SCREEN, 0, NULL, NULL, NULL, NULL, set_quiet, NULL},
-    {"json", 0, NULL, "the result as one JSON document on stdout", ALL | SCREEN, 0, NULL, NULL, NULL, NULL,
+    {"quiet", 'q', NULL, "no progress on stderr", ALL | SCREEN, 0, NULL, NULL, NULL, NULL,
+     set_quiet, NULL},
+    {"json", 0, NULL, "the result as one JSON document on stdout", ALL | SCREEN, 0, NULL, NULL,
+     NULL, NULL,
      set_json, NULL},
     {"runs", 0, "N", "fresh-process runs that must agree (default 2)", MULTI, 0, NULL, NULL, NULL,
      NULL, set_runs, NULL},
-    {"steps", 0, "N", "train N steps (train.steps), every run", ALL | SCREEN, 0, NULL, NULL, NULL, NULL,
+    {"steps", 0, "N", "train N steps (train.steps), every run", ALL | SCREEN, 0, NULL, NULL, NULL,
+     NULL,
      pass_or_list, NULL},
     {"seed", 0, "S", "global seed (train.seed), every run", ALL | SCREEN, 0, NULL, NULL, NULL, NULL,
      pass_or_list, NULL},

@@ -54,6 +54,7 @@ static int mpirun_argv(char **argv, int cap, int ranks, char *self, const char *
 
 /* What the launcher learns of the job's ranks while it runs. */
 typedef struct {
+    const char *cmd;        /* the command the ranks run ("run", "screen") */
     const repro_child *job; /* mpirun */
     int ranks;
     pid_t *pid;             /* per rank; 0 until seen */
@@ -178,8 +179,9 @@ static int report_rank_death(const rank_watch *w, const repro_child_status *st)
     else
         snprintf(who, sizeof who, "rank %d of %d (pid %ld)", w->first_gone, w->ranks,
                  (long)w->pid[w->first_gone]);
-    repro_error_set(REPRO_EIO, "run: %s %s, and the MPI job stopped (mpirun exit %d): the run "
-                    "did not complete", who, text, code);
+    repro_error_set(REPRO_EIO, "%s: %s %s, and the MPI job stopped (mpirun exit %d): the %s "
+                    "did not complete", w->cmd, who, text, code,
+                    strcmp(w->cmd, "run") ? "job" : "run");
     return repro_report_error();
 }
 
@@ -202,7 +204,7 @@ int repro_launch_ranks(const char *cmd, int ranks, int argc, char **args)
     memset(&child, 0, sizeof child);
     child.argv = argv;
     child.inherit_output = 1; /* the job's output is ours */
-    rank_watch w = {&child, ranks, calloc((size_t)ranks, sizeof(pid_t)), -1, 0, -1};
+    rank_watch w = {cmd, &child, ranks, calloc((size_t)ranks, sizeof(pid_t)), -1, 0, -1};
     if (!w.pid) {
         free(argv);
         return REPRO_EXIT_ENV;

@@ -1,5 +1,7 @@
 /* Which ranks of one repeat of `repro screen` diverged, and where
- * (screen.h). The reference is what the golden vouches for: the ranks that
+ * (screen.h). Ranks are held only to ranks of their own environment class
+ * (another CPU model or GPU may compute other bits, rightly). Within a
+ * class the reference is what the golden vouches for: the ranks that
  * match it. Without a golden match, the largest group of ranks with the
  * same chain digest; a group no larger than another is no reference (two
  * ranks that disagree cannot say which one is wrong). */
@@ -8,21 +10,27 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The first rank of the reference group, or -1. */
-static int reference_rank(const repro_screen_rank *ranks, int n, int *tie)
+/* A rank that finished its run in class cls (one stopped by its replay
+ * has no chain to compare). */
+static int in_class(const repro_screen_rank *r, const char *cls)
+{
+    return r->tested && !r->replay_step && !strcmp(r->env_class, cls);
+}
+
+/* The first rank of class cls's reference group, or -1. */
+static int reference_rank(const repro_screen_rank *ranks, int n, const char *cls, int *tie)
 {
     *tie = 0;
     for (int i = 0; i < n; i++)
-        if (ranks[i].tested && !ranks[i].replay_step &&
-            ranks[i].golden == REPRO_SCREEN_GOLDEN_MATCH)
+        if (in_class(&ranks[i], cls) && ranks[i].golden == REPRO_SCREEN_GOLDEN_MATCH)
             return i;
     int best = -1, best_size = 0;
     for (int i = 0; i < n; i++) {
-        if (!ranks[i].tested || ranks[i].replay_step)
+        if (!in_class(&ranks[i], cls))
             continue;
         int size = 0, first = 1;
         for (int j = 0; j < n; j++)
-            if (ranks[j].tested && !ranks[j].replay_step && repro_digest_eq(&ranks[j].chain, &ranks[i].chain)) {
+            if (in_class(&ranks[j], cls) && repro_digest_eq(&ranks[j].chain, &ranks[i].chain)) {
                 size++;
                 first &= j >= i; /* count each group once, at its first rank */
             }
@@ -64,16 +72,16 @@ void repro_screen_judge(const repro_screen_rank *ranks, int n, const repro_diges
                         long stride, int ntensors, char (*names)[64], repro_screen_verdict *out,
                         int *no_majority)
 {
-    int tie;
-    int ref = reference_rank(ranks, n, &tie);
-    *no_majority = tie;
+    *no_majority = 0;
     for (int i = 0; i < n; i++) {
         repro_screen_verdict *v = &out[i];
         memset(v, 0, sizeof *v);
         v->tested = ranks[i].tested;
-        v->ref_rank = ref;
         if (!v->tested)
             continue;
+        int tie, ref = reference_rank(ranks, n, ranks[i].env_class, &tie);
+        *no_majority |= tie;
+        v->ref_rank = ref;
         if (ranks[i].replay_step) { /* its own two computations differed */
             v->diverged = 1;
             v->against = "replay";
