@@ -473,6 +473,31 @@ static void memory_table(void)
            "counted at 2 bytes each (a real implementation), st/s = the CPU emulation's speed\n");
 }
 
+/* replay.every = K (core/train_replay.h): the cost of recomputing every
+ * K-th step's forward and backward before the update, over the run
+ * without it (hashing off, so the figure is the replay's alone). The goal:
+ * at most 1/K of a step, plus 5% for the copies and the compare. */
+static void replay_cost(void)
+{
+    enum { K = 10 };
+    static repro_config off, on;
+    load(&off, "experiments/mlp.ini", 1);
+    load(&on, "experiments/mlp.ini", 1);
+    on.replay_every = K;
+    double a[REPEATS], b[REPEATS];
+    for (int r = 0; r < REPEATS; r++) { /* interleaved: the machine's drift hits both */
+        a[r] = one_run(&off, 60, NO_HASH);
+        b[r] = one_run(&on, 60, NO_HASH);
+    }
+    double r_off = median(a, REPEATS), r_on = median(b, REPEATS);
+    double cost = r_off / r_on - 1; /* extra time per step, in steps */
+    printf("\nreplay.every = %d, mlp, 1 thread: %.1f st/s off, %.1f st/s on: %+.1f%% per step "
+           "%s\n",
+           K, r_off, r_on, 100 * cost,
+           goal_add("replay.every=10 cost per step (1/10 + 5%)", cost > 0 ? cost : 1e-9,
+                    1.0 / K + 0.05, 1, 1));
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows as it comes */
@@ -486,6 +511,7 @@ int main(int argc, char **argv)
     versus_torch(python, script);
     hashing_levels();
     check_over_run(repro);
+    replay_cost();
     printf("\n");
     /* Convolution algorithms per shape (the CNN's two call sites), 1 thread. */
     static const repro_conv_shape shapes[] = {{64, 1, 28, 28, 8, 3, 0}, {64, 8, 13, 13, 16, 3, 0}};

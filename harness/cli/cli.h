@@ -55,10 +55,11 @@ int repro_cmd_verify(int argc, char **argv);
 int repro_cmd_verify_receipt(int argc, char **argv);
 int repro_cmd_keygen(int argc, char **argv);
 int repro_cmd_gc(int argc, char **argv);
+int repro_cmd_screen(int argc, char **argv);
 
 extern const repro_cli_spec repro_run_spec, repro_check_spec, repro_bless_spec,
     repro_compare_spec, repro_bisect_spec, repro_submit_spec, repro_diff_spec, repro_log_spec,
     repro_kernels_spec, repro_verify_spec, repro_verify_receipt_spec, repro_keygen_spec,
-    repro_env_spec, repro_gc_spec, repro_help_spec;
+    repro_env_spec, repro_gc_spec, repro_help_spec, repro_screen_spec;
 
 #endif

@@ -143,6 +143,7 @@ static const struct repro_common_help ranks_help[] = {
 };
 
 #define ALL REPRO_CLI_WORKLOAD
+#define SCREEN REPRO_CLI_SCREEN /* runs the workload, one rank per process */
 #define PROGRAM_CMDS (REPRO_CLI_RUN | REPRO_CLI_CHECK | REPRO_CLI_BLESS | REPRO_CLI_BISECT)
 #define MULTI (REPRO_CLI_CHECK | REPRO_CLI_BLESS | REPRO_CLI_COMPARE)
 
@@ -152,23 +153,26 @@ static const struct repro_common_help ranks_help[] = {
  * as runs by check (cmd_check.c add_lists); a command added to a row's
  * list_commands must plan c->lists too (compare does not today). */
 const repro_common_opt repro_common_opts[] = {
-    {"quiet", 'q', NULL, "no progress on stderr", ALL, 0, NULL, NULL, NULL, NULL, set_quiet, NULL},
-    {"json", 0, NULL, "the result as one JSON document on stdout", ALL, 0, NULL, NULL, NULL, NULL,
+    {"quiet", 'q', NULL, "no progress on stderr", ALL | SCREEN, 0, NULL, NULL, NULL, NULL,
+     set_quiet, NULL},
+    {"json", 0, NULL, "the result as one JSON document on stdout", ALL | SCREEN, 0, NULL, NULL,
+     NULL, NULL,
      set_json, NULL},
     {"runs", 0, "N", "fresh-process runs that must agree (default 2)", MULTI, 0, NULL, NULL, NULL,
      NULL, set_runs, NULL},
-    {"steps", 0, "N", "train N steps (train.steps), every run", ALL, 0, NULL, NULL, NULL, NULL,
+    {"steps", 0, "N", "train N steps (train.steps), every run", ALL | SCREEN, 0, NULL, NULL, NULL,
+     NULL,
      pass_or_list, NULL},
-    {"seed", 0, "S", "global seed (train.seed), every run", ALL, 0, NULL, NULL, NULL, NULL,
+    {"seed", 0, "S", "global seed (train.seed), every run", ALL | SCREEN, 0, NULL, NULL, NULL, NULL,
      pass_or_list, NULL},
     {"set", 0, "KEY=VALUE",
      "override any config key, as section.key or an unambiguous\nkey; validated like the file; "
      "may be repeated",
-     ALL, 0, NULL, NULL, NULL, NULL, pass_or_list, NULL},
-    {"threads", 0, "T", "kernel threads (train.threads); results do not depend on it", ALL,
+     ALL | SCREEN, 0, NULL, NULL, NULL, NULL, pass_or_list, NULL},
+    {"threads", 0, "T", "kernel threads (train.threads); results do not depend on it", ALL | SCREEN,
      REPRO_CLI_CHECK | REPRO_CLI_BISECT, "LIST", "one more run per kernel thread count, e.g. 1,2,3",
      "thread count", "threads", pass_or_list, threads_help},
-    {"workers", 0, "W", "data-loader workers (data.num_workers)", ALL,
+    {"workers", 0, "W", "data-loader workers (data.num_workers)", ALL | SCREEN,
      REPRO_CLI_CHECK | REPRO_CLI_BISECT, "LIST",
      "one more run per loader worker count, e.g. 0,1,3", "worker count", "workers",
      pass_or_list, workers_help},

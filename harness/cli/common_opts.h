@@ -33,6 +33,7 @@ enum {
     REPRO_CLI_ENV = 1u << 12,
     REPRO_CLI_GC = 1u << 13,
     REPRO_CLI_HELP_CMD = 1u << 14,
+    REPRO_CLI_SCREEN = 1u << 15,
 };
 #define REPRO_CLI_WORKLOAD                                                                    \
     (REPRO_CLI_RUN | REPRO_CLI_CHECK | REPRO_CLI_BLESS | REPRO_CLI_COMPARE | REPRO_CLI_BISECT | \

@@ -26,7 +26,8 @@
 /* mpirun's options for a job on this machine: root needs its consent
  * flag, more ranks than cores needs --oversubscribe, and no binding, since
  * each rank has its own kernel threads and loader workers. */
-static int mpirun_argv(char **argv, int cap, int ranks, char *self, int argc, char **args)
+static int mpirun_argv(char **argv, int cap, int ranks, char *self, const char *cmd, int argc,
+                       char **args)
 {
     static char np[16];
     snprintf(np, sizeof np, "%d", ranks);
@@ -42,7 +43,7 @@ static int mpirun_argv(char **argv, int cap, int ranks, char *self, int argc, ch
     argv[n++] = "-np";
     argv[n++] = np;
     argv[n++] = self;
-    argv[n++] = "run";
+    argv[n++] = (char *)cmd;
     for (int i = 1; i < argc && n < cap - 1; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
@@ -50,7 +51,8 @@ static int mpirun_argv(char **argv, int cap, int ranks, char *self, int argc, ch
 }
 
 /* After mpirun failed: which rank died and how, then exit 3. */
-static int report_rank_death(const repro_rank_watch *w, const repro_child_status *st)
+static int report_rank_death(const char *cmd, const repro_rank_watch *w,
+                             const repro_child_status *st)
 {
     int code = repro_child_status_code(st);
     repro_child_status how = repro_rank_watch_status(w, st);
@@ -64,12 +66,18 @@ static int report_rank_death(const repro_rank_watch *w, const repro_child_status
     else
         snprintf(who, sizeof who, "rank %d of %d (pid %ld)", w->first_gone, w->ranks,
                  (long)w->pid[w->first_gone]);
-    repro_error_set(REPRO_EIO, "run: %s %s, and the MPI job stopped (mpirun exit %d): the run "
-                    "did not complete", who, text, code);
+    repro_error_set(REPRO_EIO, "%s: %s %s, and the MPI job stopped (mpirun exit %d): the %s "
+                    "did not complete", cmd, who, text, code,
+                    strcmp(cmd, "run") ? "job" : "run");
     return repro_report_error();
 }
 
 int repro_run_launch_ranks(int ranks, int argc, char **args)
+{
+    return repro_launch_ranks("run", ranks, argc, args);
+}
+
+int repro_launch_ranks(const char *cmd, int ranks, int argc, char **args)
 {
     char self[4096];
     if (repro_child_self_path(self, sizeof self))
@@ -78,7 +86,7 @@ int repro_run_launch_ranks(int ranks, int argc, char **args)
     char **argv = calloc((size_t)cap, sizeof *argv);
     if (!argv)
         return REPRO_EXIT_ENV;
-    mpirun_argv(argv, cap, ranks, self, argc, args);
+    mpirun_argv(argv, cap, ranks, self, cmd, argc, args);
     repro_child child;
     memset(&child, 0, sizeof child);
     child.argv = argv;
@@ -98,18 +106,18 @@ int repro_run_launch_ranks(int ranks, int argc, char **args)
     if (rc) {
         repro_rank_watch_release(&w);
         repro_error_wrap(REPRO_EUNSUPPORTED,
-                         "run: ranks = %d needs Open MPI's mpirun (Debian: openmpi-bin)", ranks);
+                         "%s: %d ranks need Open MPI's mpirun (Debian: openmpi-bin)", cmd, ranks);
         return repro_report_error();
     }
     int code = repro_child_status_code(&st);
     int interrupted = repro_child_interrupted();
     if (interrupted) { /* a signal to us, passed on to the job by the CLI's trap */
-        fprintf(stderr, "repro: run: %s: the MPI job of %d ranks was stopped\n",
+        fprintf(stderr, "repro: %s: %s: the MPI job of %d ranks was stopped\n", cmd,
                 interrupted == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", ranks);
         code = 128 + interrupted;
     } else if (code > 128 || (code != 0 && w.first_gone >= 0 && w.status >= 0 &&
                               WIFSIGNALED(w.status))) {
-        code = report_rank_death(&w, &st); /* a rank died: not a verdict */
+        code = report_rank_death(cmd, &w, &st); /* a rank died: not a verdict */
     }
     repro_rank_watch_release(&w);
     return code;

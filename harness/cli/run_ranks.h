@@ -6,5 +6,8 @@
  * and stderr, forwarding SIGINT/SIGTERM, and returns its exit status (exit
  * 3 when mpirun cannot be started). */
 int repro_run_launch_ranks(int ranks, int argc, char **args);
+/* The same for another command (`repro screen`): `mpirun -np ranks <this
+ * repro> cmd args[1..argc-1]`. */
+int repro_launch_ranks(const char *cmd, int ranks, int argc, char **args);
 
 #endif

@@ -54,7 +54,7 @@ static const key_info keys[REPRO_KEY_COUNT] = {
 
 static void choice_name(const char *choices, int idx, char *buf, size_t len);
 
-static const char *const sections[] = {"model", "data", "train", "trace", "variant"};
+static const char *const sections[] = {"model", "data", "train", "trace", "replay", "variant"};
 
 int repro_config_key_bits_neutral(int key)
 {
@@ -71,6 +71,7 @@ int repro_config_key_bits_neutral(int key)
     case REPRO_KEY_trace_level:
     case REPRO_KEY_trace_every:
     case REPRO_KEY_trace_digest: /* how the bits are digested, not the bits */
+    case REPRO_KEY_replay_every: /* recomputes and compares; the update is the same */
     case REPRO_KEY_train_deterministic: /* permits variants; the variants change bits */
         return 1;
     }
@@ -454,7 +455,7 @@ static void check_section_line(parse_state *ps, const char *p)
     memcpy(name, p + 1, n);
     name[n] = '\0';
     if (!is_section(name)) {
-        record_error(ps, "unknown section [%s] (sections: model, data, train, trace, variant)%s",
+        record_error(ps, "unknown section [%s] (sections: model, data, train, trace, replay, variant)%s",
                      name, "");
         return;
     }
@@ -697,6 +698,11 @@ int repro_config_validate(const repro_config *cfg)
     if (validate_shards(cfg))
         return -1;
     char w[REPRO_CONFIG_PATH_MAX + 32];
+    /* The replay recomputes the step's one batch; under accumulation the
+     * loader has moved past the earlier micro-batches. */
+    if (cfg->replay_every > 0 && cfg->train_accumulation_steps > 1)
+        return repro_error_set(REPRO_EINVAL, "%sreplay.every needs accumulation_steps = 1",
+                               where(cfg, REPRO_KEY_replay_every, w, sizeof w));
     /* deterministic = on refuses nondeterministic variants by name, as
      * PyTorch's use_deterministic_algorithms(True) raises. */
     for (int k = 0; k < REPRO_KEY_COUNT; k++) {

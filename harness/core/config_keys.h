@@ -67,6 +67,8 @@ X(train, eval_every,    INT,  "0",      0, 100000000, "",  "evaluate the held-ou
 X(trace, level,         ENUM, "tensor", 0, 0,    "step|tensor|op", "trace detail: step (digests only), tensor (every tensor's digest and stats), op (also every kernel output)")
 X(trace, every,         INT,  "10",     1, 100000000, "",  "record tensors every K-th step (and the last); every step keeps its digests and loss")
 X(trace, digest,        ENUM, "xxh3",   0, 0,    "xxh3|sha256", "tensor leaf digest: xxh3 (XXH3-128, fast; catches accidental divergence, not a crafted collision) or sha256 (cryptographic at every step, ~5x the hashing time); roots, steps and chain are SHA-256 either way")
+/* [replay] */
+X(replay, every,        INT,  "0",      0, 100000000, "",  "recompute every K-th step's forward and backward a second time from the same state before the optimizer commits, and stop (exit 1) when the gradients differ: hardware or nondeterminism (0 = off; never changes training bits; needs accumulation_steps = 1)")
 /* [variant] */
 XV(linear_fwd,        "linear.fwd",        "ordered|splitk", "linear forward: ordered sums, or split-K with the split chosen from the batch size (deterministic, NOT batch-invariant: the negative control of check --batch-invariance)")
 XV(linear_bwd_weight, "linear.bwd_weight", "ordered|atomic", "linear backward weight: ordered sums, or atomic adds of per-chunk partial sums (nondeterministic)")

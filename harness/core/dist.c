@@ -233,6 +233,16 @@ int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *rec
     return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Send/Recv (to rank 0)");
 }
 
+int repro_dist_bcast(repro_dist *d, void *buf, size_t bytes)
+{
+    int count = 0;
+    if (count_of(bytes, &count))
+        return -1;
+    (void)d;
+    int rc = MPI_Bcast(buf, count, MPI_BYTE, 0, MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Bcast");
+}
+
 
 
 #else /* no MPI in this build: nothing can join; every collective is unreachable */
@@ -275,6 +285,11 @@ int repro_dist_gather(repro_dist *d, const void *send, size_t bytes, void *recv)
 int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *recv, size_t bytes)
 {
     (void)d, (void)from, (void)send, (void)recv, (void)bytes;
+    return no_mpi();
+}
+int repro_dist_bcast(repro_dist *d, void *buf, size_t bytes)
+{
+    (void)d, (void)buf, (void)bytes;
     return no_mpi();
 }
 #endif

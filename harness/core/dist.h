@@ -52,5 +52,7 @@ int repro_dist_allgather(repro_dist *d, const void *send, size_t bytes, void *re
 int repro_dist_gather(repro_dist *d, const void *send, size_t bytes, void *recv);
 /* Rank `from` sends `bytes` bytes to rank 0 (both call it; others no-op). */
 int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *recv, size_t bytes);
+/* Rank 0's `bytes` bytes of buf into every rank's buf (all call it). */
+int repro_dist_bcast(repro_dist *d, void *buf, size_t bytes);
 
 #endif

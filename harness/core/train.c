@@ -1,6 +1,7 @@
 /* The training step loop (see train.h): every kernel through the model's
  * backend table (kernels/backend.h). */
 #include "core/train.h"
+#include "core/train_replay.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -234,18 +235,16 @@ static void zero_grad(repro_trainer *t)
         t->model.be->zero(t->model.be_ctx, grads, bytes);
 }
 
-/* One micro-batch: forward, loss, class features, loss gradient (scaled),
- * backward (accumulating unless it is the first). Returns the mean loss in
- * *l; 0, or -1 with the error slot set. */
-static int micro_batch(repro_trainer *t, int j, double *l)
+/* The forward and backward of batch b as micro-batch j: forward, loss,
+ * class features, loss gradient (scaled), backward (accumulating unless
+ * it is the first). hooks: the observer's (a replay has none: its
+ * buffers hold the same values again). Returns the mean loss in *l; 0,
+ * or -1 with the error slot set. */
+static int forward_backward(repro_trainer *t, const repro_batch *b, int j, int hooks, double *l)
 {
-    const repro_train_observer_ops *obs = t->observer.ops;
+    const repro_train_observer_ops *obs = hooks ? t->observer.ops : NULL;
     repro_model *m = &t->model;
     int k = t->cfg.train_accumulation_steps;
-    const repro_batch *b;
-    if (repro_loader_next(t->loader, &b))
-        return -1;
-    m->be->copy_h2d(m->be_ctx, t->labels, b->y, (size_t)b->size * sizeof(int32_t));
     /* dropout stream: one per micro-batch (= the step when k = 1) */
     const float *logits =
         repro_model_forward(m, b->x, b->size, 1, t->cfg.train_seed, t->step * k + j);
@@ -272,19 +271,55 @@ static int micro_batch(repro_trainer *t, int j, double *l)
     return 0;
 }
 
+/* One micro-batch: the loader's next batch (into *bp), then its forward
+ * and backward. */
+static int micro_batch(repro_trainer *t, int j, const repro_batch **bp, double *l)
+{
+    if (repro_loader_next(t->loader, bp))
+        return -1;
+    const repro_batch *b = *bp;
+    t->model.be->copy_h2d(t->model.be_ctx, t->labels, b->y, (size_t)b->size * sizeof(int32_t));
+    return forward_backward(t, b, j, 1, l);
+}
+
+/* replay.every (train_replay.h): on every K-th step, the forward and
+ * backward of its batch again from the same state, before the optimizer
+ * commits; the two gradients must be the same bits. 0 or -1 (error slot;
+ * REPRO_EMISMATCH when they differ). */
+static int replay_step(repro_trainer *t, const repro_batch *b)
+{
+    long every = t->cfg.replay_every;
+    if (every <= 0 || (t->step + 1) % every != 0)
+        return 0;
+    repro_replay first;
+    if (repro_replay_save(&first, &t->model))
+        return -1;
+    double l;
+    int rc = forward_backward(t, b, 0, 0, &l) ||
+                     repro_replay_compare(&first, &t->model, &t->fault, t->step + 1, t->rank,
+                                          t->replay_differs, sizeof t->replay_differs)
+                 ? -1
+                 : 0;
+    repro_replay_release(&first);
+    return rc;
+}
+
 int repro_trainer_step(repro_trainer *t)
 {
     const repro_train_observer_ops *obs = t->observer.ops;
     int k = t->cfg.train_accumulation_steps;
     double loss_sum = 0;
+    const repro_batch *b = NULL;
     for (int j = 0; j < k; j++) {
         double l;
-        if (micro_batch(t, j, &l))
+        if (micro_batch(t, j, &b, &l))
             return -1;
         /* the step's loss: the mean over micro-batches, summed in order in double */
         loss_sum = j == 0 ? l : loss_sum + l;
     }
     t->loss = k == 1 ? loss_sum : loss_sum / k;
+    if (replay_step(t, b))
+        return -1;
     int skip = repro_scaler_unscale(&t->scaler, &t->model, t->step + 1);
     if (obs && (obs->after_backward(t->observer.ctx) || obs->before_update(t->observer.ctx)))
         return -1;

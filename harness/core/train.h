@@ -67,7 +67,10 @@ typedef struct repro_trainer_s {
     /* Data parallel (train_dist.h): the MPI group, or NULL in one process. */
     struct repro_dist *dist;
     int rank, world;        /* 0 and 1 in one process */
-    repro_fault fault;      /* a replica fault (util/fault.h), set before the first step */
+    repro_fault fault;      /* a replica fault (util/fault.h), set before the first step;
+                               replay.every: a grad.* flip lands in the replay */
+    char replay_differs[48]; /* replay.every: the gradient whose two computations
+                                differed (the step failed, REPRO_EMISMATCH); "" */
     struct repro_train_global *global; /* rank 0 of world > 1: the global batch the
                                           recorder hashes (gathered from every rank) */
     const float *logits_view; /* the recorder's logits: the global ones on rank 0 of

@@ -10,6 +10,37 @@
 
 static int flip(const repro_fault *f, void *data, size_t nbytes);
 
+/* "1,3": bits 1 and 3. 0, or -1 for anything but a comma list of 0..63. */
+static int parse_repeats(const char *v, unsigned long long *mask)
+{
+    unsigned long long m = 0;
+    for (const char *p = v; *p;) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            return -1;
+        long k = strtol(p, &end, 10);
+        if (k > 63 || (*end && *end != ','))
+            return -1;
+        m |= 1ULL << k;
+        p = *end ? end + 1 : end;
+        if (*end && !*p)
+            return -1;
+    }
+    if (!m)
+        return -1;
+    *mask = m;
+    return 0;
+}
+
+void repro_fault_select_screen(repro_fault *f, int rank, int repeat)
+{
+    if (f->replica && f->replica != rank + 1)
+        f->active = 0;
+    if (f->repeats && (repeat < 0 || repeat > 63 || !(f->repeats >> repeat & 1)))
+        f->active = 0;
+    f->replica = 0;
+}
+
 int repro_fault_from_env(repro_fault *out)
 {
     memset(out, 0, sizeof *out);
@@ -50,6 +81,8 @@ int repro_fault_from_env(repro_fault *out)
             run = n;
         else if (!strcmp(tok, "rank") && numeric && n < 65536)
             out->replica = (int)n + 1;
+        else if (!strcmp(tok, "repeat") && parse_repeats(v, &out->repeats) == 0)
+            ;
         else
             return repro_error_set(REPRO_EINVAL, "REPRO_FAULT=%s: bad '%s=%s'", spec, tok, v);
     }

@@ -1,6 +1,7 @@
 /* TEST-ONLY FAULT INJECTION — the negative control of every detector.
  *
  *   REPRO_FAULT=flip:step=37:tensor=param.fc1.weight[:element=0][:bit=0][:run=1][:rank=R]
+ *                                                   [:repeat=K[,K...]]
  *
  * flips one bit of one element of one recorded tensor at one step, in the
  * live buffer (so a flipped parameter or gradient really changes training
@@ -35,6 +36,8 @@ typedef struct {
     long element;
     int bit;
     int replica;  /* rank=R given: R + 1 (a replica fault, below); 0: none */
+    unsigned long long repeats; /* repeat=LIST given: bit K set fires on repeat K (0..63) of
+                                   a `repro screen --repeat`; 0: every repeat */
 } repro_fault;
 
 /* REPRO_FAULT's text when it injects a fault into training (flip:... or
@@ -52,6 +55,14 @@ int repro_fault_from_env(repro_fault *out);
  * only. Returns 1 if it flipped. */
 int repro_fault_apply_replica(const repro_fault *f, int rank, long step, const char *name,
                               void *data, size_t nbytes);
+/* `repro screen` (golden/screen.h): every rank runs the whole workload on
+ * its own, so `rank=R` there selects the rank that computes wrong, not a
+ * replica: on rank R this makes f a plain fault (applied by
+ * repro_fault_apply), on every other rank inactive. `repeat=LIST` (a
+ * comma list of 0-based repeats, e.g. repeat=1,3) is the intermittent
+ * form: the fault fires only on those repeats of `repro screen --repeat
+ * K`, as a marginal core fails only some of the time. */
+void repro_fault_select_screen(repro_fault *f, int rank, int repeat);
 /* Flips the bit if (step, name) match; element index is taken modulo the
  * element count (4-byte elements). Returns 1 if it flipped. */
 int repro_fault_apply(const repro_fault *f, long step, const char *name, void *data, size_t nbytes);
