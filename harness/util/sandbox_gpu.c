@@ -69,7 +69,7 @@ static int find_gpus(repro_sandbox_gpu *g)
     while ((e = readdir(d)) && n < REPRO_GPU_NODES_MAX - 8)
         if (is_gpu_name(e->d_name) && strlen(e->d_name) < sizeof names[0] &&
             has_node(g, e->d_name, 0))
-            snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+            snprintf(names[n++], sizeof names[0], "%.*s", (int)sizeof names[0] - 1, e->d_name);
     closedir(d);
     qsort(names, (size_t)n, sizeof names[0], cmp_names);
     for (int i = 0; i < n; i++)
@@ -111,7 +111,8 @@ static void scan_lib_dir(repro_sandbox_gpu *g, const char *dir)
         if (!strcmp(g->libs[i], real))
             return;
     if (g->nlibs < REPRO_GPU_LIBS_MAX && strlen(real) < sizeof g->libs[0])
-        snprintf(g->libs[g->nlibs++], sizeof g->libs[0], "%s", real);
+        snprintf(g->libs[g->nlibs++], sizeof g->libs[0], "%.*s", (int)sizeof g->libs[0] - 1,
+                 real);
 }
 
 /* The directories /etc/ld.so.conf.d/\*.conf name (what `ldconfig -p`
