@@ -214,7 +214,7 @@ static void name_limit(repro_sandbox_result *res, const char *name, const char *
 static void name_the_limit(const sandbox_run *r, repro_sandbox_result *res, double cpu_used_s,
                            const char *out_path, const char *err_path)
 {
-    char d[64];
+    char d[96];
     int failed = !(res->exited && res->code == 0);
     uint64_t refused = r->have_pids ? repro_pids_cgroup_refused(&r->pids) : 0;
     uint64_t oom_kills = r->have_mem ? repro_mem_cgroup_oom_kills(&r->mem) : 0;
@@ -238,7 +238,7 @@ static void name_the_limit(const sandbox_run *r, repro_sandbox_result *res, doub
     } else if (failed && oom_kills > 0) {
         char m[32];
         repro_sandbox_human_bytes(r->o.as_bytes, m, sizeof m);
-        snprintf(d, sizeof d, "%s by cgroup; %llu killed", m, (unsigned long long)oom_kills);
+        snprintf(d, sizeof d, "%.31s by cgroup; %llu killed", m, (unsigned long long)oom_kills);
         name_limit(res, "memory", d);
     } else if (failed && (says_out_of_memory(err_path) || says_out_of_memory(out_path))) {
         repro_sandbox_human_bytes(r->o.as_bytes, d, sizeof d);

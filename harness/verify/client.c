@@ -37,11 +37,9 @@ static int recorded_site(const char *prefix, char *out, size_t len)
     line[strcspn(line, "\n")] = '\0';
     if (!ok || !line[0] || strstr(line, ".."))
         return 0;
-    if (line[0] == '/')
-        snprintf(out, len, "%s", line);
-    else
-        snprintf(out, len, "%s/%s", prefix, line);
-    return 1;
+    int n = line[0] == '/' ? snprintf(out, len, "%s", line)
+                           : snprintf(out, len, "%s/%s", prefix, line);
+    return n > 0 && (size_t)n < len; /* a truncated path names another directory */
 }
 
 int repro_client_host_dir(char *out, size_t len)
