@@ -255,6 +255,7 @@ static void serve(void)
     repro_recorder_options o;
     repro_recorder_options_init(&o);
     repro_recorder_options_from_env(&o, &env);
+    o.total_steps = 1; /* its one step keeps every tensor's detail */
     repro_run_info info = {"charlm-infer", env.seed, "{\"mode\": \"infer\"}"};
     repro_recorder *r;
     if (repro_recorder_open_ex(&r, NULL, &info, &o))

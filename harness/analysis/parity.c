@@ -50,7 +50,9 @@ static void progress(const pe_state *s, const char *fmt, ...)
 static int trainer(pe_state *s)
 {
     repro_parity_result *r = s->r;
-    repro_session_opts so = {.no_recorder = 1, .no_eval = 1};
+    /* Hashed without a trace file: the checkpoint then carries its chain,
+     * so it can be restored here and resumed by `repro run`. */
+    repro_session_opts so = {.no_trace = 1, .no_eval = 1};
     long steps = s->o->steps > 0 ? s->o->steps : s->cfg->train_steps;
     if (s->o->checkpoint) {
         if (access(s->o->checkpoint, R_OK))
