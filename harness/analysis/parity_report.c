@@ -22,13 +22,15 @@ static void print_first(FILE *out, const repro_parity_result *r)
     fprintf(out, "  first difference: probe %d (line %d: %s), position %ld, element %ld\n",
             d->probe, d->line, d->text, d->position, d->element);
     if (d->train_batch >= 0)
-        fprintf(out, "    trainer   %.9g (0x%08x)  batch %d, row %d of %d\n", d->train_value,
-                bits_of(d->train_value), d->train_batch, d->train_row, d->train_bsize);
+        fprintf(out, "    trainer   %.9g (0x%08x)  in batches of %d: batch %d, row %d of %d\n",
+                d->train_value, bits_of(d->train_value), r->train_batch, d->train_batch,
+                d->train_row, d->train_bsize);
     else
         fprintf(out, "    trainer   %.9g (0x%08x)  in the program's own batches\n",
                 d->train_value, bits_of(d->train_value));
-    fprintf(out, "    inference %.9g (0x%08x)  %s: batch %d, row %d of %d\n", d->infer_value,
-            bits_of(d->infer_value), r->comps[d->comp].label, d->batch, d->row, d->bsize);
+    fprintf(out, "    inference %.9g (0x%08x)  in batches of %d: batch %d, row %d of %d\n",
+            d->infer_value, bits_of(d->infer_value), r->comps[d->comp].size, d->batch, d->row,
+            d->bsize);
     fprintf(out, "    %ld of %ld values of the probe's output differ, max |a-b| %.3g\n",
             d->ndiffer_values, d->npositions * d->nelements, d->max_abs);
     if (d->first_op[0])
