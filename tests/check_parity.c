@@ -97,6 +97,12 @@ START_TEST(test_cnn_parity)
     ck_assert_msg(rc == 0, "exit %d\n%s%s", rc, out, err);
     ck_assert_ptr_nonnull(strstr(out, "batch 64     identical"));
     ck_assert_ptr_nonnull(strstr(out, "parity: every probe's output identical"));
+    /* Its checkpoint is not the MLP's: bad input, named. */
+    char ckpt[TU_TMP_LEN + 32];
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt-2.bin", dir);
+    rc = parity("parity experiments/mlp.ini --checkpoint '%s' --dir '%s' -q", ckpt, dir);
+    ck_assert_msg(rc == 2, "exit %d\n%s%s", rc, out, err);
+    ck_assert_ptr_nonnull(strstr(err, "checkpoint of experiment 'cnn', not 'mlp'"));
 }
 END_TEST
 
