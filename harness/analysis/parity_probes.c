@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "util/error.h"
-#include "util/fsutil.h"
 #include "util/lines.h"
 #include "util/numparse.h"
 

@@ -163,8 +163,8 @@ static int run_program(parity_cli *o, char **program, const repro_parity_probes 
     default_dir(o, base);
     /* --set reaches a program as REPRO_SET_<KEY> on both sides. */
     for (int i = 0; i < o->nset; i++)
-        if (o->po.ninfer_set < REPRO_PARITY_MAX_SETS)
-            o->po.infer_set[o->po.ninfer_set++] = o->set[i];
+        if (add_set(o->po.infer_set, &o->po.ninfer_set, "--set and --infer-set", o->set[i]))
+            return -1;
     o->po.train_set = o->set;
     o->po.ntrain_set = o->nset;
     return repro_parity_run_program(program, base, probes, &o->po, r);
