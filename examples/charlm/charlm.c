@@ -38,15 +38,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <repro/repro.h>
+#include "charlm.h"
 
-enum { V = 27, D = 16, H = 32, T = 12, BATCH = 32, SHARD = 4, NSHARD = BATCH / SHARD };
 enum { CORPUS = 20000, PURPOSE_CORPUS = 100, PURPOSE_LOADER = 101, PURPOSE_INIT = 102,
        PURPOSE_AUGMENT = 103 };
-
-typedef struct {
-    float E[V * D], Wx[H * D], Wh[H * H], b[H], Wo[V * H], bo[V];
-} params;
 
 typedef struct {
     const unsigned char *windows; /* BATCH windows of T + 1 characters */
@@ -56,7 +51,7 @@ typedef struct {
 } batch_job;
 
 /* Exit 2 for a bad setting, 3 for anything else (repro's own codes). */
-static void die(const char *what)
+void die(const char *what)
 {
     fprintf(stderr, "charlm: %s: %s\n", what, repro_error_last());
     exit(repro_error_last_code() == REPRO_EINVAL ? 2 : 3);
@@ -118,6 +113,29 @@ static void init_params(params *p, uint64_t seed)
         f[i] = (repro_generator_unit(&g) - 0.5f) * 0.2f;
 }
 
+/* One position of the trainer's forward: the state after character ch
+ * from the state before it, and the logits that predict the next
+ * character (before the softmax). Every sum starts from the bias and adds
+ * its terms in index order. */
+void charlm_cell(const params *p, int ch, const float *h_prev, float *h_next, float *logits)
+{
+    const float *e = &p->E[ch * D];
+    for (int j = 0; j < H; j++) {
+        float a = p->b[j];
+        for (int k = 0; k < D; k++)
+            a += p->Wx[j * D + k] * e[k];
+        for (int k = 0; k < H; k++)
+            a += p->Wh[j * H + k] * h_prev[k];
+        h_next[j] = tanhf(a);
+    }
+    for (int v = 0; v < V; v++) {
+        float a = p->bo[v];
+        for (int k = 0; k < H; k++)
+            a += p->Wo[v * H + k] * h_next[k];
+        logits[v] = a;
+    }
+}
+
 /* Forward and backward of one window, gradients added into g (in the
  * window's order); returns the window's summed cross-entropy. */
 static double window_grad(const params *p, const unsigned char *c, params *g)
@@ -126,23 +144,10 @@ static double window_grad(const params *p, const unsigned char *c, params *g)
     double loss = 0;
     memset(h[0], 0, sizeof h[0]);
     for (int t = 0; t < T; t++) {
-        const float *e = &p->E[c[t] * D];
-        for (int j = 0; j < H; j++) {
-            float a = p->b[j];
-            for (int k = 0; k < D; k++)
-                a += p->Wx[j * D + k] * e[k];
-            for (int k = 0; k < H; k++)
-                a += p->Wh[j * H + k] * h[t][k];
-            h[t + 1][j] = tanhf(a);
-        }
+        charlm_cell(p, c[t], h[t], h[t + 1], pr[t]);
         float mx = -1e30f, sum = 0;
-        for (int v = 0; v < V; v++) {
-            float a = p->bo[v];
-            for (int k = 0; k < H; k++)
-                a += p->Wo[v * H + k] * h[t + 1][k];
-            pr[t][v] = a;
-            mx = a > mx ? a : mx;
-        }
+        for (int v = 0; v < V; v++)
+            mx = pr[t][v] > mx ? pr[t][v] : mx;
         for (int v = 0; v < V; v++)
             sum += (pr[t][v] = expf(pr[t][v] - mx));
         for (int v = 0; v < V; v++)
@@ -280,6 +285,7 @@ int main(int argc, char **argv)
 {
     /* The runner protocol: seed, threads, workers, trace level from repro
      * (defaults outside it). A malformed value stops the program. */
+    charlm_parity_serve_if_asked(); /* REPRO_PARITY=infer: serve, then exit */
     repro_run_env env;
     if (repro_run_env_read(&env, 1234))
         die("reading the REPRO_* environment");
@@ -371,6 +377,8 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < sizeof p / sizeof(float); k++)
             pf[k] -= 0.5f * gf[k];
         record(r, "param.", &p);
+        if (step == steps) /* REPRO_PARITY=train: checkpoint and probe outputs */
+            charlm_parity_after_training(r, &p);
         if (repro_recorder_step(r, step, loss))
             die("ending the step");
         if (step == 1 || step == steps)

@@ -62,4 +62,8 @@ extern const repro_cli_spec repro_run_spec, repro_check_spec, repro_bless_spec,
     repro_kernels_spec, repro_verify_spec, repro_verify_receipt_spec, repro_keygen_spec,
     repro_env_spec, repro_gc_spec, repro_help_spec, repro_screen_spec;
 
+/* `repro parity` (cmd_parity.c). */
+int repro_cmd_parity(int argc, char **argv);
+extern const repro_cli_spec repro_parity_spec;
+
 #endif

@@ -84,3 +84,46 @@ done:
     fclose(f);
     return data;
 }
+
+int repro_npy_shape(const char *path, const char *descr, int maxdim, long *shape, int *ndim)
+{
+    FILE *f = repro_fopen_regular(path, ".npy file");
+    if (!f)
+        return -1;
+    unsigned char pre[10];
+    char head[1024];
+    int rc = -1;
+    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) || pre[6] != 1) {
+        repro_error_set(REPRO_EINVAL, "%s: not a version 1 .npy file", path);
+        goto done;
+    }
+    size_t hlen = (size_t)(pre[8] | pre[9] << 8);
+    if (hlen >= sizeof head || fread(head, 1, hlen, f) != hlen) {
+        repro_error_set(REPRO_EINVAL, "%s: a .npy header that cannot be read", path);
+        goto done;
+    }
+    head[hlen] = '\0';
+    char want[64];
+    snprintf(want, sizeof want, "'descr': '%s'", descr);
+    const char *s = strstr(head, "'shape': (");
+    if (!strstr(head, want) || !s) {
+        repro_error_set(REPRO_EINVAL, "%s: expected dtype %s with a shape", path, descr);
+        goto done;
+    }
+    *ndim = 0;
+    for (s += 10; *s != ')';) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || *ndim == maxdim) {
+            repro_error_set(REPRO_EINVAL, "%s: a shape of at most %d sizes expected", path,
+                            maxdim);
+            goto done;
+        }
+        shape[(*ndim)++] = v;
+        s = end + strspn(end, ", ");
+    }
+    rc = 0;
+done:
+    fclose(f);
+    return rc;
+}

@@ -14,4 +14,7 @@ int repro_npy_write(const char *path, const char *dtype, int ndim, const long *s
 /* Reads a little-endian 4-byte-element .npy as written above: returns the
  * data (malloc'd) and its byte count, or NULL with the error slot set. */
 void *repro_npy_read(const char *path, size_t *nbytes);
+/* The shape of a .npy file whose dtype is descr ("<f4"): up to maxdim
+ * sizes into shape, their count into *ndim. 0 or -1 (error slot). */
+int repro_npy_shape(const char *path, const char *descr, int maxdim, long *shape, int *ndim);
 #endif
