@@ -273,7 +273,9 @@ static void legend(plot *pl, const repro_memtl *tl)
     int y = 70;
     fprintf(f, "<g class=\"legend\" font-size=\"11\" fill=\"#222\">\n");
     legend_row(f, y, "#222", 0, NULL, "allocated");
-    legend_row(f, y += 16, "#d62728", 0, NULL, "reserved (allocator holds)");
+    legend_row(f, y += 16, "#d62728", 0, NULL,
+               strstr(tl->measured, "as reserved") ? "reserved: process resident set"
+                                                   : "reserved (allocator holds)");
     int measured = 0;
     for (size_t i = 0; i < pl->n; i++)
         measured |= pl->p[i].m_alloc >= 0 || pl->p[i].m_reserved >= 0;

@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "analysis/memtl_svg.h"
 #include "analysis/multirun.h"
+#include "cli/run_memtl.h"
 #include "cli/run_train.h"
 #include "core/session.h"
 #include "golden/golden.h"
@@ -196,13 +197,18 @@ static int run_program(run_opts *o, char **program)
                         o->args[0]);
         return repro_report_error();
     }
+    char tl_tmp[4400];
+    if (o->memtl_path && (repro_memtl_check_path(o->memtl_path, "run: --memory-timeline") ||
+                          repro_run_memtl_begin(o->memtl_path, tl_tmp, sizeof tl_tmp)))
+        return repro_report_error();
     repro_multirun *m = repro_cli_program_runs(&o->co, program, o->co.name, o->co.timeout_s, "run");
     if (!m)
         return REPRO_EXIT_ENV;
-    int rc = repro_multirun_add(m, "run", "fresh-process run to run", NULL, NULL) ||
-                     repro_multirun_execute(m)
-                 ? repro_report_error()
-                 : 0;
+    int failed = repro_multirun_add(m, "run", "fresh-process run to run", NULL, NULL) ||
+                 repro_multirun_execute(m);
+    if (o->memtl_path && repro_run_memtl_end(o->memtl_path, tl_tmp, failed))
+        failed = 1;
+    int rc = failed ? repro_report_error() : 0;
     if (!rc) {
         char hex[65];
         repro_digest_hex(&m->traces[0].trailer_chain, hex);
