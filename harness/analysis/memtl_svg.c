@@ -43,6 +43,7 @@ typedef struct {
     int top, bottom; /* the plot's pixel rows */
     unsigned marks;  /* the marks present */
     unsigned cats;   /* the categories drawn (OTHER included) */
+    int clipped;     /* some line is above ymax: drawn along the top */
 } plot;
 
 static double px(const plot *pl, double x)
@@ -120,7 +121,7 @@ static void scale(plot *pl, const repro_memtl *tl)
         pl->x1 = (double)tl->planned_steps; /* a cut run: the steps it never took stay empty */
     if (pl->x1 <= pl->x0)
         pl->x1 = pl->x0 + 1;
-    pl->ymax = 1;
+    double core = 1, all = 1; /* the largest allocated; the largest of any line */
     pl->cats = tl->cats_known;
     for (size_t i = 0; i < pl->n; i++) {
         const point *q = &pl->p[i];
@@ -128,13 +129,20 @@ static void scale(plot *pl, const repro_memtl *tl)
         for (int c = 0; c <= OTHER; c++)
             sum += q->cat[c];
         double v[] = {sum, q->allocated, q->reserved, q->m_alloc, q->m_reserved};
-        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
-            if (v[k] > pl->ymax)
-                pl->ymax = v[k];
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+            if (k < 2 && v[k] > core)
+                core = v[k];
+            if (v[k] > all)
+                all = v[k];
+        }
         if (q->cat[OTHER] > 0)
             pl->cats |= 1u << OTHER;
     }
-    pl->ymax *= 1.08;
+    /* A line far above what is allocated (a CPU process's resident set:
+     * libraries, datasets) would flatten the picture: it runs along the
+     * top instead, and a note says how high it is. */
+    pl->clipped = all > 4 * core;
+    pl->ymax = (pl->clipped ? 1.6 * core : all) * 1.08;
     int lanes = 0;
     for (int b = 0; b < REPRO_MEMTL_NMARK; b++)
         lanes += (pl->marks >> b) & 1u;
@@ -218,6 +226,8 @@ static void line(plot *pl, const char *cls, size_t off, const char *color, doubl
         double v = *(const double *)((const char *)&pl->p[i] + off);
         if (v < 0)
             continue;
+        if (v > pl->ymax)
+            v = pl->ymax;
         if (!any)
             fprintf(f, "<path class=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%g\"%s%s%s d=\"",
                     cls, color, width, dash ? " stroke-dasharray=\"" : "", dash ? dash : "",
@@ -249,6 +259,41 @@ static void marks(plot *pl, const repro_memtl *tl)
             }
         fprintf(f, "\"%s/>\n", through ? " stroke-opacity=\"0.5\"" : "");
     }
+}
+
+/* Which lines run above the scale, and their range. */
+static void clip_note(plot *pl, const repro_memtl *tl)
+{
+    static const char *const what[] = {"reserved", "measured allocated", "measured reserved"};
+    const size_t off[] = {offsetof(point, reserved), offsetof(point, m_alloc),
+                          offsetof(point, m_reserved)};
+    char note[512] = "";
+    size_t len = 0;
+    for (int k = 0; k < 3; k++) {
+        double lo = -1, hi = -1;
+        for (size_t i = 0; i < pl->n; i++) {
+            double v = *(const double *)((const char *)&pl->p[i] + off[k]);
+            if (v > pl->ymax) {
+                lo = lo < 0 || v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+            }
+        }
+        if (hi > 0 && len < sizeof note)
+            len += (size_t)snprintf(note + len, sizeof note - len, "%s%s %.1f to %.1f MiB",
+                                    len ? "; " : "", what[k], lo / 1048576.0, hi / 1048576.0);
+    }
+    if (!len)
+        return;
+    fprintf(pl->f, "<text class=\"clipped\" x=\"%d\" y=\"%d\" font-size=\"11\" "
+                   "fill=\"#555\">above the scale, along the top: ",
+            LEFT + 6, pl->top + 12);
+    esc(pl->f, note);
+    if (tl->measured[0]) {
+        fprintf(pl->f, " (");
+        esc(pl->f, tl->measured);
+        fprintf(pl->f, ")");
+    }
+    fprintf(pl->f, "</text>\n");
 }
 
 static void legend_row(FILE *f, int y, const char *color, int swatch, const char *dash,
@@ -351,6 +396,8 @@ char *repro_memtl_svg(const repro_memtl *tl)
     line(&pl, "line-measured-reserved", offsetof(point, m_reserved), "#d62728", 1.2, "2 2");
     line(&pl, "line-measured-allocated", offsetof(point, m_alloc), "#555", 1.2, "2 2");
     marks(&pl, tl);
+    if (pl.clipped)
+        clip_note(&pl, tl);
     legend(&pl, tl);
     fprintf(f, "</svg>\n");
     free(pl.p);
