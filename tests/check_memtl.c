@@ -348,6 +348,7 @@ START_TEST(test_svg_render_synthetic)
         st.allocated = 1500;
         st.reserved = st.peak_reserved = 4000;
         st.marks = s % 5000 == 0 ? REPRO_MEMTL_MARK_CHECKPOINT : 0;
+        st.measured_device = 900000; /* far above: drawn along the top, with a note */
         ck_assert_int_eq(repro_memtl_push_step(&tl, &st), 0);
     }
     char *svg = repro_memtl_svg(&tl);
@@ -357,6 +358,10 @@ START_TEST(test_svg_render_synthetic)
     ck_assert_msg(strstr(svg, "class=\"area-other\"") && strstr(svg, "other (not categorized)"),
                   "the rest of allocated");
     ck_assert_msg(strstr(svg, "class=\"mark-checkpoint\""), "checkpoint marks");
+    ck_assert_msg(strstr(svg, "class=\"line-device-used\"") &&
+                      strstr(svg, "device used (cudaMemGetInfo)") &&
+                      strstr(svg, "above the scale, along the top: device used 0.9 to 0.9 MiB"),
+                  "the device's line, above the scale");
     ck_assert_msg(strstr(svg, "Python-client run, 20000 steps"), "subtitle");
     free(svg);
     repro_memtl_release(&tl);

@@ -32,7 +32,7 @@ typedef struct {
     double x;                       /* in steps */
     double cat[REPRO_MEMTL_NCAT + 1]; /* bytes, OTHER last; unknown: 0 */
     double allocated, reserved;     /* < 0: unknown */
-    double m_alloc, m_reserved;
+    double m_alloc, m_reserved, m_device;
 } point;
 
 typedef struct {
@@ -85,6 +85,7 @@ static void fill_point(point *q, double x, const int64_t *cats, int64_t alloc, i
     q->reserved = reserved < 0 ? -1 : (double)reserved;
     q->m_alloc = s->measured_allocated < 0 ? -1 : (double)s->measured_allocated;
     q->m_reserved = s->measured_reserved < 0 ? -1 : (double)s->measured_reserved;
+    q->m_device = s->measured_device < 0 ? -1 : (double)s->measured_device;
 }
 
 /* The points: per bin of steps its highest peak, then its last end. */
@@ -128,7 +129,7 @@ static void scale(plot *pl, const repro_memtl *tl)
         double sum = 0;
         for (int c = 0; c <= OTHER; c++)
             sum += q->cat[c];
-        double v[] = {sum, q->allocated, q->reserved, q->m_alloc, q->m_reserved};
+        double v[] = {sum, q->allocated, q->reserved, q->m_alloc, q->m_reserved, q->m_device};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
             if (k < 2 && v[k] > core)
                 core = v[k];
@@ -229,7 +230,8 @@ static void line(plot *pl, const char *cls, size_t off, const char *color, doubl
         if (v > pl->ymax)
             v = pl->ymax;
         if (!any)
-            fprintf(f, "<path class=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%g\"%s%s%s d=\"",
+            fprintf(f, "<path class=\"%s\" fill=\"none\" stroke=\"%s\" "
+                       "stroke-width=\"%g\"%s%s%s d=\"",
                     cls, color, width, dash ? " stroke-dasharray=\"" : "", dash ? dash : "",
                     dash ? "\"" : "");
         fprintf(f, "%c%.1f %.1f", any ? 'L' : 'M', px(pl, pl->p[i].x), py(pl, v));
@@ -264,12 +266,13 @@ static void marks(plot *pl, const repro_memtl *tl)
 /* Which lines run above the scale, and their range. */
 static void clip_note(plot *pl, const repro_memtl *tl)
 {
-    static const char *const what[] = {"reserved", "measured allocated", "measured reserved"};
+    static const char *const what[] = {"reserved", "measured allocated", "measured reserved",
+                                       "device used"};
     const size_t off[] = {offsetof(point, reserved), offsetof(point, m_alloc),
-                          offsetof(point, m_reserved)};
+                          offsetof(point, m_reserved), offsetof(point, m_device)};
     char note[512] = "";
     size_t len = 0;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         double lo = -1, hi = -1;
         for (size_t i = 0; i < pl->n; i++) {
             double v = *(const double *)((const char *)&pl->p[i] + off[k]);
@@ -304,7 +307,8 @@ static void legend_row(FILE *f, int y, const char *color, int swatch, const char
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"%s\"/>", x, y - 9,
                 color);
     else
-        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s%s%s/>",
+        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" "
+                   "stroke-width=\"2\"%s%s%s/>",
                 x, x + 14, y - 4, y - 4, color, dash ? " stroke-dasharray=\"" : "",
                 dash ? dash : "", dash ? "\"" : "");
     fprintf(f, "<text x=\"%d\" y=\"%d\">", x + 20, y);
@@ -321,9 +325,13 @@ static void legend(plot *pl, const repro_memtl *tl)
     legend_row(f, y += 16, "#d62728", 0, NULL,
                strstr(tl->measured, "as reserved") ? "reserved: process resident set"
                                                    : "reserved (allocator holds)");
-    int measured = 0;
-    for (size_t i = 0; i < pl->n; i++)
+    int measured = 0, device = 0;
+    for (size_t i = 0; i < pl->n; i++) {
         measured |= pl->p[i].m_alloc >= 0 || pl->p[i].m_reserved >= 0;
+        device |= pl->p[i].m_device >= 0;
+    }
+    if (device)
+        legend_row(f, y += 16, "#1f77b4", 0, "6 2 1 2", "device used (cudaMemGetInfo)");
     if (measured) {
         char t[128];
         snprintf(t, sizeof t, "measured: %s", tl->measured[0] ? tl->measured : "backend");
@@ -395,6 +403,7 @@ char *repro_memtl_svg(const repro_memtl *tl)
     line(&pl, "line-allocated", offsetof(point, allocated), "#222", 1.5, NULL);
     line(&pl, "line-measured-reserved", offsetof(point, m_reserved), "#d62728", 1.2, "2 2");
     line(&pl, "line-measured-allocated", offsetof(point, m_alloc), "#555", 1.2, "2 2");
+    line(&pl, "line-device-used", offsetof(point, m_device), "#1f77b4", 1.2, "6 2 1 2");
     marks(&pl, tl);
     if (pl.clipped)
         clip_note(&pl, tl);

@@ -125,7 +125,7 @@ static int train(const repro_common *co, repro_session_opts *so, const repro_con
     repro_memtl_init(&tl, "repro", cfg->name);
     snprintf(tl.measured, sizeof tl.measured, "%s",
              cfg->train_backend == REPRO_BACKEND_CPU ? "process resident set"
-                                                     : "backend caching allocator");
+                                                     : "CUDA caching allocator");
     so->memtl = memtl_path && rank == 0 ? &tl : NULL;
     int exit_code = train_session(co, so, cfg, rank, memtl_path);
     repro_memtl_release(&tl);

@@ -25,7 +25,7 @@ What is recorded, per step, at its peak and between steps:
   allocated, reserved: torch.cuda.memory_allocated / memory_reserved on
     CUDA; on the CPU, allocated is the sum of the tensors above and
     reserved the process's resident set (what the process holds from the
-    system).
+    system); on CUDA also the device's used bytes (torch.cuda.mem_get_info).
 Marks: zero_grad = none when every gradient is None between steps, else
 zero; accumulation boundaries (tl.step(..., accumulation=True)); working
 copies under autocast (tl.forward(autocast=True)); checkpoints
@@ -104,7 +104,10 @@ class Timeline:
         cats["activations"] = cats["working_copies"] = 0  # between steps, the graph is gone
         alloc, reserved = self._totals(cats)
         s = {"step": step, "allocated": alloc, "reserved": reserved, "at_end": cats,
-             "measured_allocated": -1, "measured_reserved": -1}
+             "measured_allocated": -1, "measured_reserved": -1, "measured_device_used": -1}
+        if self.cuda:  # the whole device's view (cudaMemGetInfo), beside the cache's
+            free, total = self._torch.cuda.mem_get_info()
+            s["measured_device_used"] = total - free
         if at_peak is None:
             at_peak, peak_alloc, peak_res = dict(cats), alloc, reserved
         else:
