@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "analysis/memtl_svg.h"
@@ -295,6 +297,43 @@ START_TEST(test_failed_run_is_cut)
 }
 END_TEST
 
+/* SIGTERM in the middle of a long run: the steps done are written, cut,
+ * and repro still ends by that signal. */
+START_TEST(test_signal_cut)
+{
+    char dir[256], errp[300], tlp[300];
+    tmpdir(dir, sizeof dir);
+    snprintf(errp, sizeof errp, "%s/err", dir);
+    snprintf(tlp, sizeof tlp, "%s/s.json", dir);
+    const char *bin = getenv("REPRO_BIN") ? getenv("REPRO_BIN") : "./build/repro";
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        FILE *e = freopen(errp, "w", stderr);
+        FILE *o = freopen("/dev/null", "w", stdout);
+        (void)e, (void)o;
+        execl(bin, bin, "run", CNN, "--steps", "1000000", "--no-trace", "--set", "log_every=1",
+              "--memory-timeline", tlp, (char *)NULL);
+        _exit(127);
+    }
+    struct stat st;
+    for (int i = 0; i < 1200 && (stat(errp, &st) != 0 || st.st_size < 200); i++)
+        usleep(50000); /* progress lines: it is training */
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
+                  "ends by the signal (status %#x)", status);
+    repro_memtl tl;
+    ck_assert_msg(repro_memtl_read(&tl, tlp) == 0, "%s", repro_error_message());
+    ck_assert_int_eq(tl.cut, 1);
+    ck_assert_int_ge(tl.nsteps, 2);
+    ck_assert_int_lt(tl.steps[tl.nsteps - 1].step, 1000000);
+    ck_assert_msg(strstr(tl.cut_reason, "interrupted by signal 15"), "%s", tl.cut_reason);
+    repro_memtl_release(&tl);
+}
+END_TEST
+
 /* Exit 2 before any training: a directory, a missing directory, a name
  * that is neither .svg nor .json, an unwritable file; and for a program. */
 START_TEST(test_bad_paths_refused_before_the_run)
@@ -511,6 +550,7 @@ Suite *memtl_suite(void)
     tcase_add_test(tc, test_tip_release_returns_reserved);
     tcase_add_test(tc, test_checkpoint_marked);
     tcase_add_test(tc, test_failed_run_is_cut);
+    tcase_add_test(tc, test_signal_cut);
     tcase_add_test(tc, test_bad_paths_refused_before_the_run);
     tcase_add_test(tc, test_svg_render_synthetic);
     tcase_add_test(tc, test_python_client_run_picture);

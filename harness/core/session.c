@@ -193,6 +193,11 @@ int repro_session_run(repro_session *s)
     double t1 = repro_now();
     int rc = 0;
     while (!rc && s->t.step < s->t.cfg.train_steps) {
+        if (s->o.stop && *s->o.stop) {
+            rc = repro_error_set(REPRO_EIO, "interrupted by signal %d after step %ld",
+                                 (int)*s->o.stop, s->t.step);
+            break;
+        }
         rc = repro_session_step(s);
         if (!rc && s->o.on_step)
             s->o.on_step(s->o.on_step_ctx, s->t.step, s->t.loss);
