@@ -407,6 +407,42 @@ START_TEST(test_svg_render_synthetic)
 }
 END_TEST
 
+/* What is not a timeline is refused, naming the file; a title from the
+ * file cannot break out of the SVG's text. */
+START_TEST(test_read_refuses_bad_json)
+{
+    static const char *const bad[] = {
+        "{\"segments\": []}",
+        "{\"repro_memory_timeline\": {\"version\": 2, \"steps\": []}}",
+        "{\"repro_memory_timeline\": {\"version\": 1, \"steps\": [7]}}",
+        "not json",
+    };
+    static const char *const why[] = {"no \"repro_memory_timeline\"", "version 2",
+                                      "steps[0]", "bad.json:1"};
+    for (int i = 0; i < 4; i++) {
+        char path[512];
+        tu_write_temp(path, sizeof path, "bad.json", bad[i]);
+        repro_memtl tl;
+        ck_assert_int_eq(repro_memtl_read(&tl, path), -1);
+        ck_assert_msg(strstr(repro_error_message(), why[i]) && strstr(repro_error_message(), path),
+                      "%d: %s", i, repro_error_message());
+        repro_memtl_release(&tl);
+    }
+    char path[512];
+    tu_write_temp(path, sizeof path, "t.json",
+                  "{\"repro_memory_timeline\": {\"version\": 1, \"source\": \"python\", "
+                  "\"title\": \"</text><script>x</script>\", \"steps\": [{\"step\": 0, "
+                  "\"allocated\": 10, \"reserved\": 20, \"at_end\": {\"params\": 10}}]}}");
+    repro_memtl tl;
+    ck_assert_int_eq(repro_memtl_read(&tl, path), 0);
+    char *svg = repro_memtl_svg(&tl);
+    ck_assert_ptr_nonnull(svg);
+    ck_assert_msg(!strstr(svg, "<script") && strstr(svg, "&lt;script&gt;"), "escaped");
+    free(svg);
+    repro_memtl_release(&tl);
+}
+END_TEST
+
 /* ---- the Python client ---- */
 
 static int py(const char *args)
@@ -553,6 +589,7 @@ Suite *memtl_suite(void)
     tcase_add_test(tc, test_signal_cut);
     tcase_add_test(tc, test_bad_paths_refused_before_the_run);
     tcase_add_test(tc, test_svg_render_synthetic);
+    tcase_add_test(tc, test_read_refuses_bad_json);
     tcase_add_test(tc, test_python_client_run_picture);
     tcase_add_test(tc, test_python_client_cut);
     tcase_add_test(tc, test_python_tips);
