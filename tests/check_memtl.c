@@ -357,6 +357,13 @@ START_TEST(test_bad_paths_refused_before_the_run)
     snprintf(args, sizeof args, "run %s --steps 1 --no-trace -q --memory-release-every 1", MLP);
     rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
     ck_assert_msg(rc == 2 && strstr(err, "needs --memory-timeline"), "%d %s", rc, err);
+    /* A directory no one may write into (root included: /proc/sys). */
+    if (access("/proc/sys", W_OK) != 0) {
+        snprintf(args, sizeof args, "run %s --steps 1000000 --memory-timeline /proc/sys/t.json",
+                 MLP);
+        rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+        ck_assert_msg(rc == 2 && strstr(err, "is not writable"), "exit %d: %s", rc, err);
+    }
     if (geteuid() == 0) {
         tu_skip("memtl", "an unwritable --memory-timeline file: root may write any file");
         return;
