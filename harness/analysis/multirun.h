@@ -27,7 +27,12 @@ typedef struct {
     char dir[1100];
     double seconds;      /* the run's wall time */
     double started;      /* when it began, seconds after the first run began */
+    int state;           /* REPRO_RUN_PLANNED, _RUNNING or _DONE (what a report cut
+                            short by a signal or a failed run can say of it) */
+    int rc;              /* once done: 0, the child's exit status, or -1 */
 } repro_run_plan;
+
+enum { REPRO_RUN_PLANNED = 0, REPRO_RUN_RUNNING, REPRO_RUN_DONE };
 
 typedef struct {
     const char *exp;
