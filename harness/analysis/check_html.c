@@ -63,8 +63,11 @@ static int run_result(FILE *f, const repro_check_html *r, int i, const char *cha
         return 0;
     }
     if (p->rc) {
-        fprintf(f, "<td class=\"bad\">failed (%s %d)</td>", p->rc > 0 ? "exit" : "error",
-                p->rc);
+        if (p->rc > 128) /* the child's 128 + signal: the check's interruption */
+            fprintf(f, "<td class=\"warn\">stopped by signal %d (cut)</td>", p->rc - 128);
+        else
+            fprintf(f, "<td class=\"bad\">failed (%s %d)</td>", p->rc > 0 ? "exit" : "error",
+                    p->rc);
         return 0;
     }
     if (r->compared && i < m->ntraces) {

@@ -57,8 +57,9 @@ static void tensor_row(FILE *f, const repro_tensor_diff *d, const char *mark)
     fputs("</tr>\n", f);
 }
 
+/* mark_name: the row that gets `mark` (NULL: none). */
 static void tensor_table(FILE *f, const char *caption, const repro_tensor_diff *list, int n,
-                         const char *first_mark)
+                         const char *mark_name, const char *mark)
 {
     if (n <= 0)
         return;
@@ -68,15 +69,18 @@ static void tensor_table(FILE *f, const char *caption, const repro_tensor_diff *
           "<th>l2 (this run)</th><th>max |x| (run 1)</th><th>max |x| (this run)</th></tr>\n",
           f);
     for (int i = 0; i < n && i < HTML_MAX_ROWS; i++)
-        tensor_row(f, &list[i], i == 0 ? first_mark : NULL);
+        tensor_row(f, &list[i], mark_name && !strcmp(list[i].name, mark_name) ? mark : NULL);
     if (n > HTML_MAX_ROWS)
         fprintf(f, "<tr><td colspan=\"6\">... and %d more (in the text report below)</td></tr>\n",
                 n - HTML_MAX_ROWS);
     fputs("</table>\n", f);
 }
 
-/* The tensors and op outputs at the detail step, and which of them the
- * order says is the origin. */
+/* The tensors and op outputs at the detail step, and which of them is the
+ * likely origin, as the text report says: at the divergent step the first
+ * in forward/backward order (a program's order says nothing: only an op
+ * output's execution order does); at a later step the one the dumps at the
+ * divergent step found. */
 static void tensor_lists(FILE *f, const repro_divergence *d)
 {
     char caption[200];
@@ -93,13 +97,20 @@ static void tensor_lists(FILE *f, const repro_divergence *d)
                 d->first_step, d->detail_step);
     snprintf(caption, sizeof caption, "tensors that differ at step %ld (%d), in %s order",
              d->detail_step, d->ntensors, d->order_unknown ? "the trace's" : "forward/backward");
-    const char *mark = !at_first ? NULL : d->order_unknown ? "first in digest order"
-                                                           : "likely origin";
-    tensor_table(f, caption, d->tensors, d->ntensors, mark);
+    const char *origin = NULL, *mark = "likely origin";
+    if (at_first && d->ntensors)
+        origin = d->tensors[0].name;
+    else if (!at_first && !d->order_unknown && d->element.valid && d->element.count > 0) {
+        origin = d->element.tensor;
+        mark = "likely origin (the dumps at the divergent step)";
+    }
+    if (d->order_unknown && at_first)
+        mark = "first in digest order";
+    tensor_table(f, caption, d->tensors, d->ntensors, origin, mark);
     snprintf(caption, sizeof caption, "op outputs that differ at step %ld (%d), in execution order",
              d->detail_step, d->nops);
-    tensor_table(f, caption, d->ops, d->nops,
-                 at_first ? "first in execution order: the likely origin" : NULL);
+    tensor_table(f, caption, d->ops, d->nops, at_first && d->nops ? d->ops[0].name : NULL,
+                 "first in execution order: the likely origin");
 }
 
 /* What the dumps of both sides at the divergent step say of one tensor. */
