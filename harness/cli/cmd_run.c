@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "analysis/memtl_svg.h"
 #include "analysis/multirun.h"
+#include "cli/run_memtl.h"
 #include "cli/run_train.h"
 #include "core/session.h"
 #include "golden/golden.h"
@@ -34,7 +36,8 @@ static const char epilogue[] =
     "train.log_every steps. Exit: 0 ok, 2 bad experiment or option, 3 environment.\n";
 
 enum { O_BACKEND = 1, O_OUTPUT, O_NO_TRACE, O_DUMP, O_DUMP_ONLY, O_TAP_WRITE, O_TAP_READ,
-       O_ALGO_LOCK, O_CKPT_EVERY, O_CKPT_DIR, O_RESUME, O_PRINT_CONFIG };
+       O_ALGO_LOCK, O_CKPT_EVERY, O_CKPT_DIR, O_RESUME, O_PRINT_CONFIG, O_MEMTL,
+       O_RELEASE_EVERY };
 
 static const repro_cli_opt own_opts[] = {
     {"backend", 0, "NAME",
@@ -73,6 +76,17 @@ static const repro_cli_opt own_opts[] = {
      "bitwise equal to the\nuninterrupted run's, its chain continuing the checkpoint's",
      O_RESUME},
     {"print-config", 0, NULL, "print the effective config (INI) and exit", O_PRINT_CONFIG},
+    {"memory-timeline", 0, "FILE",
+     "write the run's memory over steps to FILE: .svg (a picture:\ncategories stacked, "
+     "allocated and reserved as lines,\nzero_grad, accumulation, working copies, checkpoints "
+     "and\nreleases marked) or .json (a PyTorch memory snapshot);\nwith a program, what the "
+     "Python client records; a run\nthat fails still writes what it recorded, marked cut\n"
+     "(docs/memory.md)",
+     O_MEMTL},
+    {"memory-release-every", 0, "K",
+     "after every K-th step return the allocator's cached\nmemory to the system (empty_cache) "
+     "and mark it on the\nmemory timeline",
+     O_RELEASE_EVERY},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -83,6 +97,7 @@ typedef struct {
     repro_session_opts so; /* the session's: trace, dumps, taps, checkpoints, resume */
     char backend_set[80]; /* --backend NAME as train.backend=NAME */
     const char *exp_only; /* an option for EXP given (refused with a program) */
+    const char *memtl_path; /* --memory-timeline FILE, or NULL */
     int print_cfg;
     char **args; /* the operands: the experiment */
     int nargs;
@@ -99,6 +114,9 @@ static int run_option(run_opts *o, int id, const char *v)
         snprintf(o->backend_set, sizeof o->backend_set, "train.backend=%s", v);
         return repro_run_pass_add(&o->co.pass, "run", "set", o->backend_set) < 0 ? -1 : 0;
     case O_PRINT_CONFIG: o->print_cfg = 1; return 0;
+    case O_MEMTL: o->memtl_path = v; return 0;
+    case O_RELEASE_EVERY:
+        return repro_parse_count("run: --memory-release-every", v, 1, LONG_MAX, &so->release_every);
     case O_OUTPUT: so->output = v; return 0;
     case O_NO_TRACE: so->no_trace = 1; return 0;
     case O_ALGO_LOCK: so->algo_lock = v; return 0;
@@ -121,7 +139,8 @@ static int run_own(void *ctx, int id, const char *v)
     run_opts *o = ctx;
     if (run_option(o, id, v))
         return -1;
-    o->exp_only = own_opts[id - 1].name; /* ids are 1 + the row */
+    if (id != O_MEMTL) /* a program's run records one too (the Python client's) */
+        o->exp_only = own_opts[id - 1].name; /* ids are 1 + the row */
     return 0;
 }
 
@@ -155,6 +174,11 @@ static int load_config(repro_config *cfg, run_opts *o)
         return repro_error_set(REPRO_EINVAL, "run: --no-trace excludes -o and --dump");
     if (o->so.checkpoint_dir && !o->so.checkpoint_every)
         return repro_error_set(REPRO_EINVAL, "run: --checkpoint-dir needs --checkpoint-every");
+    if (o->so.release_every && !o->memtl_path)
+        return repro_error_set(REPRO_EINVAL, "run: --memory-release-every needs --memory-timeline");
+    /* Refused now, not after the training. */
+    if (o->memtl_path && repro_memtl_check_path(o->memtl_path, "run: --memory-timeline"))
+        return -1;
     return repro_config_validate(cfg);
 }
 
@@ -173,13 +197,18 @@ static int run_program(run_opts *o, char **program)
                         o->args[0]);
         return repro_report_error();
     }
+    char tl_tmp[4400];
+    if (o->memtl_path && (repro_memtl_check_path(o->memtl_path, "run: --memory-timeline") ||
+                          repro_run_memtl_begin(o->memtl_path, tl_tmp, sizeof tl_tmp)))
+        return repro_report_error();
     repro_multirun *m = repro_cli_program_runs(&o->co, program, o->co.name, o->co.timeout_s, "run");
     if (!m)
         return REPRO_EXIT_ENV;
-    int rc = repro_multirun_add(m, "run", "fresh-process run to run", NULL, NULL) ||
-                     repro_multirun_execute(m)
-                 ? repro_report_error()
-                 : 0;
+    int failed = repro_multirun_add(m, "run", "fresh-process run to run", NULL, NULL) ||
+                 repro_multirun_execute(m);
+    if (o->memtl_path && repro_run_memtl_end(o->memtl_path, tl_tmp, failed))
+        failed = 1;
+    int rc = failed ? repro_report_error() : 0;
     if (!rc) {
         char hex[65];
         repro_digest_hex(&m->traces[0].trailer_chain, hex);
@@ -218,7 +247,7 @@ int repro_cmd_run(int argc, char **argv)
         exit_code = run_program(&o, program);
     else if (rc == 0 && load_config(cfg, &o) == 0)
         exit_code = o.print_cfg ? (repro_config_dump(cfg, stdout), repro_finish_stdout(0))
-                                : repro_run_train(argc, argv, &o.co, &o.so, cfg);
+                                : repro_run_train(argc, argv, &o.co, &o.so, cfg, o.memtl_path);
     else
         exit_code = rc == 1 ? repro_finish_stdout(0) : repro_report_error();
     free(cfg);

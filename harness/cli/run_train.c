@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "analysis/memtl_svg.h"
 #include "cli/run_print.h"
 #include "cli/run_ranks.h"
 #include "core/dist.h"
@@ -66,10 +67,33 @@ static void show_progress(void *prog, long step, double loss)
     repro_progress_update(prog, step, loss);
 }
 
+/* The memory timeline, after the run: marked cut when it stopped short
+ * (rc != 0: the error slot's message says why). Returns 0 or -1 (error
+ * slot), and keeps the run's own error first: a failed run reports that. */
+static int write_memtl(repro_memtl *tl, const char *path, int rc)
+{
+    if (rc || (tl->nsteps && tl->steps[tl->nsteps - 1].step < tl->planned_steps))
+        repro_memtl_cut(tl, rc ? repro_error_message() : "stopped before the last step");
+    if (!tl->nsteps)
+        return 0; /* the session never opened: nothing was recorded */
+    if (rc) {
+        char saved[1024];
+        snprintf(saved, sizeof saved, "%s", repro_error_message());
+        int code = repro_error_code();
+        if (repro_memtl_write(tl, path))
+            fprintf(stderr, "repro: %s\n", repro_esc(repro_error_message()));
+        else
+            fprintf(stderr, "repro: memory timeline of the steps done: %s (cut)\n", path);
+        repro_error_set(code, "%s", saved);
+        return 0;
+    }
+    return repro_memtl_write(tl, path);
+}
+
 /* The session: its header, the steps with a progress line, the summary.
  * Returns the exit code. */
-static int train(const repro_common *co, repro_session_opts *so, const repro_config *cfg,
-                 int rank)
+static int train_session(const repro_common *co, repro_session_opts *so,
+                         const repro_config *cfg, int rank, const char *memtl_path)
 {
     repro_progress prog;
     so->on_step = show_progress;
@@ -84,14 +108,32 @@ static int train(const repro_common *co, repro_session_opts *so, const repro_con
     repro_progress_init(&prog, stderr, cfg->train_steps, cfg->train_log_every, co->quiet);
     int rc = repro_session_run(s);
     repro_progress_finish(&prog);
-    rc = rc || repro_session_finish(s) || (rank == 0 && repro_run_print_summary(s, co->json));
+    rc = rc || repro_session_finish(s);
+    if (so->memtl)
+        rc = write_memtl(so->memtl, memtl_path, rc) || rc;
+    rc = rc || (rank == 0 && repro_run_print_summary(s, co->json));
     int exit_code = rc ? report_rank_error(rank) : repro_finish_stdout(0);
     repro_session_close(s);
     return exit_code;
 }
 
+/* The session with its memory timeline when asked. Returns the exit code. */
+static int train(const repro_common *co, repro_session_opts *so, const repro_config *cfg,
+                 int rank, const char *memtl_path)
+{
+    repro_memtl tl;
+    repro_memtl_init(&tl, "repro", cfg->name);
+    snprintf(tl.measured, sizeof tl.measured, "%s",
+             cfg->train_backend == REPRO_BACKEND_CPU ? "process resident set"
+                                                     : "backend caching allocator");
+    so->memtl = memtl_path && rank == 0 ? &tl : NULL;
+    int exit_code = train_session(co, so, cfg, rank, memtl_path);
+    repro_memtl_release(&tl);
+    return exit_code;
+}
+
 int repro_run_train(int argc, char **argv, repro_common *co, repro_session_opts *so,
-                    repro_config *cfg)
+                    repro_config *cfg, const char *memtl_path)
 {
     if (cfg->train_ranks > 1 && !repro_dist_launched_size())
         return repro_run_launch_ranks(cfg->train_ranks, argc, argv);
@@ -101,7 +143,7 @@ int repro_run_train(int argc, char **argv, repro_common *co, repro_session_opts 
         exit_code = report_rank_error(rank);
     } else {
         so->dist = dist;
-        exit_code = train(co, so, cfg, rank);
+        exit_code = train(co, so, cfg, rank, memtl_path);
     }
     repro_dist_leave(dist);
     return exit_code;

@@ -226,6 +226,7 @@ static void estimate_data(shape_walk *s, uint64_t head_in)
                                       features));
     if (cfg->train_backend != REPRO_BACKEND_CPU)
         rec = sat_add(rec, sat_mul(2, sat_add(e->params, sat_add(e->grads, e->optimizer))));
+    e->recorder = rec;
     e->other = sat_add(step, sat_add(eval, rec));
 }
 

@@ -66,6 +66,7 @@ typedef struct {
     uint64_t dataset;     /* training and held-out images and labels (idx: from
                              train_size and test_size, as a stand-in) */
     uint64_t other;       /* step and eval buffers, the recorder's copies */
+    uint64_t recorder;    /* of `other`: the recorder's copies (not in total twice) */
     uint64_t total;
 } repro_memory_estimate;
 

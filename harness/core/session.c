@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/dist.h"
+#include "core/memtl.h"
 #include "core/train_dist.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -127,7 +128,9 @@ int repro_session_open(repro_session **out, const repro_config *cfg,
     }
     s->trainer_ready = 1;
     if ((opts->algo_lock && repro_algo_policy_lock(&s->t.model.algo, opts->algo_lock)) ||
-        resume(s) || start_recorder(s) || prepare_checkpoints(s)) {
+        resume(s) || start_recorder(s) || prepare_checkpoints(s) ||
+        (opts->memtl && s->rank == 0 &&
+         repro_memtl_begin(opts->memtl, &s->t.model, &s->t.cfg, s->rec != NULL))) {
         repro_session_close(s);
         return -1;
     }
@@ -136,6 +139,7 @@ int repro_session_open(repro_session **out, const repro_config *cfg,
     return 0;
 }
 
+/* 1 when a checkpoint was written, 0 when none was due, -1 on failure. */
 static int maybe_checkpoint(repro_session *s)
 {
     long every = s->o.checkpoint_every;
@@ -143,7 +147,30 @@ static int maybe_checkpoint(repro_session *s)
         return 0;
     char path[1400];
     snprintf(path, sizeof path, "%s/ckpt-%ld.bin", s->ckpt_dir, s->t.step);
-    return repro_checkpoint_save(&s->t, path);
+    return repro_checkpoint_save(&s->t, path) ? -1 : 1;
+}
+
+/* The step into the memory timeline: the backend's cache emptied when a
+ * release is due, and the backend's own figures beside the model's. */
+static int memtl_step(repro_session *s, int checkpointed)
+{
+    long every = s->o.release_every;
+    int rel = every > 0 && s->t.step % every == 0;
+    const repro_model *m = &s->t.model;
+    if (rel)
+        m->be->empty_cache(m->be_ctx);
+    int64_t alloc = -1, reserved = -1;
+    if (m->be->host_memory) {
+        alloc = repro_memtl_rss_bytes();
+    } else {
+        repro_memory_stats st;
+        m->be->memory_stats(m->be_ctx, &st);
+        alloc = (int64_t)st.in_use;
+        reserved = (int64_t)(st.in_use + st.cached);
+    }
+    return repro_memtl_step_done(s->o.memtl, s->t.step,
+                                 checkpointed ? REPRO_MEMTL_MARK_CHECKPOINT : 0, rel, alloc,
+                                 reserved);
 }
 
 int repro_session_step(repro_session *s)
@@ -152,7 +179,10 @@ int repro_session_step(repro_session *s)
     int rc = repro_trainer_step(&s->t);
     if (first)
         s->first_loss = s->t.loss;
-    return rc || maybe_checkpoint(s) ? -1 : 0;
+    int ck = rc ? -1 : maybe_checkpoint(s);
+    if (ck >= 0 && s->o.memtl && s->rank == 0 && memtl_step(s, ck))
+        return -1;
+    return ck < 0 ? -1 : 0;
 }
 
 /* Every step is hashed before the clock stops: hashing is part of a run. */

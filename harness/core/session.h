@@ -23,6 +23,7 @@
 #define REPRO_SESSION_MAX_DUMP 64
 
 struct repro_dist;
+struct repro_memtl;
 
 typedef struct {
     /* Recording. no_recorder: the steps are not hashed at all (a
@@ -49,6 +50,11 @@ typedef struct {
     const char *fault_spec;
     int no_eval;            /* finish skips the held-out eval (a benchmark's timing) */
     struct repro_dist *dist; /* data parallel: this process's MPI job, or NULL */
+    /* The memory timeline (core/memtl.h), or NULL: rank 0 records each
+     * step into it. release_every = K > 0: after every K-th step the
+     * backend's cache is emptied (empty_cache) and the timeline marks it. */
+    struct repro_memtl *memtl;
+    long release_every;
     /* Called after every step of repro_session_run (step = steps done). */
     void (*on_step)(void *ctx, long step, double loss);
     void *on_step_ctx;
