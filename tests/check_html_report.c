@@ -60,6 +60,19 @@ static void assert_self_contained(const char *page)
                   "the style sheet loads something");
 }
 
+/* Run 1's memory timeline is drawn inline (analysis/memtl_svg.h): its
+ * title and both lines' legend, inside an <svg> of the memory section. */
+static void assert_memory_drawn(const char *page)
+{
+    const char *mem = strstr(page, "<h2 id=\"memory\">");
+    ck_assert_msg(mem != NULL, "no memory section");
+    const char *end = strstr(mem, "<h2 id=\"environment\">");
+    const char *svg = strstr(mem, "<svg ");
+    ck_assert_msg(svg && end && svg < end, "no memory timeline drawn");
+    const char *title = strstr(svg, "memory timeline: mlp"), *res = strstr(svg, "reserved");
+    ck_assert_msg(title && title < end && res && res < end, "the timeline has no title or lines");
+}
+
 /* The chromium binary, or NULL. */
 static const char *chromium(void)
 {
@@ -157,6 +170,7 @@ START_TEST(test_failed_check_page_shows_the_divergence)
                   "no environment fingerprint");
     ck_assert_msg(strstr(page, "<svg class=\"timing\""), "no timing chart");
     ck_assert_msg(strstr(page, "History (repro log)"), "no golden history");
+    assert_memory_drawn(page);
     free(page);
 
     int taken;
@@ -317,6 +331,7 @@ START_TEST(test_interrupted_check_writes_a_cut_page)
                   "run 2 is not shown as cut");
     ck_assert_msg(strstr(page, "not known: the check was cut"), "a scope verdict on a cut check");
     ck_assert_msg(strstr(page, "(exit 130)"), "the page does not give the exit status");
+    assert_memory_drawn(page); /* run 1 finished: its timeline is there */
     free(page);
     int taken;
     tu_png_count n = shot_of(html, "cut", FAIL_BG, PASS_BG, CUT_BG, &taken);

@@ -63,6 +63,10 @@ typedef struct {
      * does not grow with the number of steps. traces[i].steps is NULL
      * then: for commands that need nothing else of a step (check). */
     int stream;
+    /* Each run of an experiment also writes its memory timeline to
+     * DIR/memory.json (`repro run --memory-timeline`): for the memory
+     * section of `repro check --report`. Recording it changes no bit. */
+    int memory_timeline;
     /* Runs at once (0 or 1: one after another). Each run is its own
      * process with its own directory, so this moves wall time, never
      * bits; see repro_multirun_auto_jobs for what fits the machine. */

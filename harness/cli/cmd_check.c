@@ -339,6 +339,7 @@ static int plan_runs(repro_multirun *m, check_opts *o)
     o->allreduce_ring = cfg.variant_allreduce == 1; /* ring (core/dist.h) */
     repro_multirun_init(m, o->exp, cfg.name, "check");
     snprintf(o->golden_name, sizeof o->golden_name, "%s", cfg.name);
+    m->memory_timeline = o->report_path != NULL; /* the page's memory section */
     m->stream = 1; /* memory independent of the number of steps */
     m->total_steps = cfg.train_steps;
     if (plan_common_runs(m, o))
@@ -512,7 +513,6 @@ static int write_report_page(check_opts *o, const repro_multirun *m, repro_check
     h->m = m;
     h->started_at = o->started_at;
     h->wall_s = repro_now() - o->t0;
-    h->memory_note = "No memory timeline was recorded for these runs.";
     repro_check_report_src src = {o->program ? NULL : o->exp, o->program,
                                   report_golden_name(o, m, h->compared)};
     return repro_check_report_write(&o->report, h, &src);
