@@ -8,7 +8,7 @@
 #include "util/html.h"
 
 static const char style[] =
-    "body{font-family:sans-serif;margin:24px auto;max-width:1000px;color:#222;"
+    "body{font-family:sans-serif;margin:24px auto;padding:0 16px;max-width:1000px;color:#222;"
     "background:#fff}\n"
     "h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;border-bottom:1px solid #ccc;"
     "padding-bottom:4px;margin-top:32px}h3{font-size:15px}\n"
