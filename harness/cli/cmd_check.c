@@ -80,8 +80,9 @@ static const repro_cli_opt own_opts[] = {
     {"junit", 0, "FILE", "also write a JUnit XML report for CI", O_JUNIT},
     {"report", 0, "FILE",
      "also write the check as one self-contained HTML page\n(verdict per scope, divergence "
-     "curve and tensors,\ngolden history, environment, timing; no script, nothing\nfetched); "
-     "written even when the check is cut short",
+     "curve and tensors,\ngolden history, memory timeline, environment, timing;\nno script, "
+     "nothing fetched); a path that cannot be\nwritten is exit 2 before any run; written "
+     "even when\nthe check is cut short (docs/report.md)",
      O_REPORT},
     {"require-golden", 0, NULL, "fail (exit 1) when this environment class has no golden",
      O_REQUIRE},
