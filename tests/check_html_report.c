@@ -362,6 +362,58 @@ START_TEST(test_html_escaping)
 }
 END_TEST
 
+/* A program whose experiment and tensor names carry markup, and whose
+ * second run records other bits (its run index): the names reach the page
+ * (in the divergence, the title, the runs) only as text. */
+static const char evil_prog[] =
+    "#include <repro/repro.h>\n"
+    "int main(void)\n{\n"
+    "    repro_run_env env;\n"
+    "    if (repro_run_env_read(&env, 7))\n        return 3;\n"
+    "    repro_run_info info = {\"evil<b>x\", env.seed, \"{}\"};\n"
+    "    repro_recorder *r;\n"
+    "    repro_recorder_options o;\n"
+    "    repro_recorder_options_init(&o);\n"
+    "    repro_recorder_options_from_env(&o, &env);\n"
+    "    o.every = 1;\n"
+    "    if (repro_recorder_open_ex(&r, NULL, &info, &o))\n        return 3;\n"
+    "    int64_t shape[1] = {4};\n"
+    "    float w[4] = {1, 2, 3, (float)env.run_index};\n"
+    "    for (long step = 1; step <= 3; step++)\n"
+    "        if (repro_recorder_tensor(r, \"param.<img src=x onerror=alert(1)>\", REPRO_F32, 1,\n"
+    "                                  shape, w) ||\n"
+    "            repro_recorder_step(r, step, 0.5))\n            return 3;\n"
+    "    return repro_recorder_close(r, NULL) ? 3 : 0;\n}\n";
+
+START_TEST(test_names_from_a_program_are_only_text)
+{
+    static char out[1 << 16], err[1 << 16];
+    char src[4200], prog[4200], html[4200], cmd[16384], args[8800];
+    mk_dir();
+    in_dir(src, sizeof src, "evil.c");
+    in_dir(prog, sizeof prog, "evil");
+    in_dir(html, sizeof html, "evil.html");
+    FILE *f = fopen(src, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(evil_prog, f);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(cmd, sizeof cmd, "cc -std=c11 -o %s %s %s", prog, src, tu_stage_flags());
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "check --no-golden --report %s -- %s", html, prog);
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "exit %d: %s%s", rc, out, err);
+    char *page = read_page(html);
+    assert_self_contained(page);
+    ck_assert_msg(!strstr(page, "<img") && !strstr(page, "<b>x"), "a name became markup");
+    ck_assert_msg(strstr(page, "param.&lt;img src=x onerror=alert(1)&gt;"),
+                  "the tensor is not named as text");
+    ck_assert_msg(strstr(page, "differs from run 1 at step 1"), "no divergence");
+    ck_assert_msg(strstr(page, "A program&#39;s check records no memory timeline"),
+                  "a program's check claims a memory timeline");
+    free(page);
+}
+END_TEST
+
 Suite *html_report_suite(void)
 {
     Suite *s = suite_create("html_report");
@@ -369,6 +421,7 @@ Suite *html_report_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, test_html_escaping);
     tcase_add_test(tc, test_report_path_refused_before_any_run);
+    tcase_add_test(tc, test_names_from_a_program_are_only_text);
     tcase_add_test(tc, test_blank_page_counts_as_blank);
     tcase_add_test(tc, test_failed_check_page_shows_the_divergence);
     tcase_add_test(tc, test_passing_check_page);
