@@ -65,6 +65,9 @@ static int run_result(FILE *f, const repro_check_html *r, int i, const char *cha
     if (p->rc) {
         if (p->rc > 128) /* the child's 128 + signal: the check's interruption */
             fprintf(f, "<td class=\"warn\">stopped by signal %d (cut)</td>", p->rc - 128);
+        else if (p->rc < 0 && r->signal) /* refused to start once interrupted */
+            fprintf(f, "<td class=\"warn\">not started: interrupted by signal %d (cut)</td>",
+                    r->signal);
         else
             fprintf(f, "<td class=\"bad\">failed (%s %d)</td>", p->rc > 0 ? "exit" : "error",
                     p->rc);

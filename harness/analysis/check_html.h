@@ -27,6 +27,7 @@ typedef struct {
     int exit_code;              /* the check's */
     const char *verdict;        /* the verdict line as printed */
     const char *cut;            /* NULL, or why the check stopped before its end */
+    int signal;                 /* the signal that interrupted it (0: none) */
     int golden_compared;        /* run 1 was compared with a golden */
     int golden_rc;              /* its result: 0 match (or none), 1 differs, else error */
     const char *golden_text;    /* the golden comparison's text report (NULL: none) */

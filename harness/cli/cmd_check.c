@@ -25,6 +25,7 @@
 #include "golden/golden.h"
 #include "analysis/multirun.h"
 #include "util/junit.h"
+#include "util/child.h"
 #include "util/escape.h"
 #include "util/numparse.h"
 #include "util/outpath.h"
@@ -483,6 +484,9 @@ static int open_report(check_opts *o)
     if (repro_outfile_open(&o->report, o->report_path, "HTML report"))
         return repro_error_wrap(REPRO_EINVAL, "check: --report");
     o->report_open = 1;
+    /* A Ctrl-C between two runs, or while the traces are compared, must
+     * not kill the check before its page is written (marked as cut). */
+    repro_child_trap_hold();
     return 0;
 }
 
@@ -505,6 +509,7 @@ static int write_report_page(check_opts *o, const repro_multirun *m, repro_check
     o->report_open = 0;
     char cut[300];
     int sig = repro_child_interrupted();
+    h->signal = sig;
     if (sig && !h->cut) {
         snprintf(cut, sizeof cut, "interrupted by signal %d (%s)", sig, strsignal(sig));
         h->cut = cut;
