@@ -117,9 +117,15 @@ static void runs_table(FILE *f, const repro_check_html *r, int *scope_bad)
         repro_html_text(f, p->label);
         fputs("</td><td>", f);
         repro_html_text(f, p->scope);
-        fputs("</td><td><code>", f);
-        repro_html_printf(f, "%s %s", p->extra[0], p->extra[1]);
-        fputs("</code></td>", f);
+        fputs("</td><td>", f);
+        if (p->extra[0][0]) {
+            fputs("<code>", f);
+            repro_html_printf(f, "%s %s", p->extra[0], p->extra[1]);
+            fputs("</code>", f);
+        } else if (p->resume_at > 0) {
+            fprintf(f, "<code>--resume-at %ld</code>", p->resume_at);
+        }
+        fputs("</td>", f);
         scope_bad[i] = run_result(f, r, i, chain0);
         if (p->state == REPRO_RUN_DONE)
             fprintf(f, "<td class=\"num\">%.2f</td></tr>\n", p->seconds);
