@@ -130,6 +130,7 @@ typedef struct {
     size_t peak;     /* the largest in_use so far */
     size_t cached;   /* freed blocks the backend keeps for reuse */
     size_t pinned;   /* page-locked host staging memory */
+    size_t device_free, device_total; /* the device's (cudaMemGetInfo); 0: a host backend */
 } repro_memory_stats;
 
 /* Summary statistics of a float buffer, in the recorder's fixed order

@@ -95,12 +95,13 @@ static json_t *step_json(const repro_memtl_step *s, unsigned known)
     for (int b = 0; b < REPRO_MEMTL_NMARK; b++)
         if ((s->marks >> b) & 1u)
             json_array_append_new(marks, json_string(repro_memtl_mark_key(b)));
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "step",
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "step",
                      (json_int_t)s->step, "peak_allocated", (json_int_t)s->peak_allocated,
                      "allocated", (json_int_t)s->allocated, "reserved", (json_int_t)s->reserved,
                      "peak_reserved", (json_int_t)s->peak_reserved, "measured_allocated",
                      (json_int_t)s->measured_allocated, "measured_reserved",
-                     (json_int_t)s->measured_reserved, "at_peak", by_cat(s->at_peak, known),
+                     (json_int_t)s->measured_reserved, "measured_device_used",
+                     (json_int_t)s->measured_device, "at_peak", by_cat(s->at_peak, known),
                      "at_end", by_cat(s->at_end, known), "marks", marks);
 }
 
@@ -165,6 +166,7 @@ static int read_step(repro_memtl *tl, const json_t *js, const char *what, size_t
     s.peak_reserved = get_int(js, "peak_reserved");
     s.measured_allocated = get_int(js, "measured_allocated");
     s.measured_reserved = get_int(js, "measured_reserved");
+    s.measured_device = get_int(js, "measured_device_used");
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)json_object_get(js, "at_peak"), k, v)

@@ -32,7 +32,7 @@ typedef struct {
     double x;                       /* in steps */
     double cat[REPRO_MEMTL_NCAT + 1]; /* bytes, OTHER last; unknown: 0 */
     double allocated, reserved;     /* < 0: unknown */
-    double m_alloc, m_reserved;
+    double m_alloc, m_reserved, m_device;
 } point;
 
 typedef struct {
@@ -43,6 +43,7 @@ typedef struct {
     int top, bottom; /* the plot's pixel rows */
     unsigned marks;  /* the marks present */
     unsigned cats;   /* the categories drawn (OTHER included) */
+    int clipped;     /* some line is above ymax: drawn along the top */
 } plot;
 
 static double px(const plot *pl, double x)
@@ -84,6 +85,7 @@ static void fill_point(point *q, double x, const int64_t *cats, int64_t alloc, i
     q->reserved = reserved < 0 ? -1 : (double)reserved;
     q->m_alloc = s->measured_allocated < 0 ? -1 : (double)s->measured_allocated;
     q->m_reserved = s->measured_reserved < 0 ? -1 : (double)s->measured_reserved;
+    q->m_device = s->measured_device < 0 ? -1 : (double)s->measured_device;
 }
 
 /* The points: per bin of steps its highest peak, then its last end. */
@@ -120,21 +122,28 @@ static void scale(plot *pl, const repro_memtl *tl)
         pl->x1 = (double)tl->planned_steps; /* a cut run: the steps it never took stay empty */
     if (pl->x1 <= pl->x0)
         pl->x1 = pl->x0 + 1;
-    pl->ymax = 1;
+    double core = 1, all = 1; /* the largest allocated; the largest of any line */
     pl->cats = tl->cats_known;
     for (size_t i = 0; i < pl->n; i++) {
         const point *q = &pl->p[i];
         double sum = 0;
         for (int c = 0; c <= OTHER; c++)
             sum += q->cat[c];
-        double v[] = {sum, q->allocated, q->reserved, q->m_alloc, q->m_reserved};
-        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
-            if (v[k] > pl->ymax)
-                pl->ymax = v[k];
+        double v[] = {sum, q->allocated, q->reserved, q->m_alloc, q->m_reserved, q->m_device};
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+            if (k < 2 && v[k] > core)
+                core = v[k];
+            if (v[k] > all)
+                all = v[k];
+        }
         if (q->cat[OTHER] > 0)
             pl->cats |= 1u << OTHER;
     }
-    pl->ymax *= 1.08;
+    /* A line far above what is allocated (a CPU process's resident set:
+     * libraries, datasets) would flatten the picture: it runs along the
+     * top instead, and a note says how high it is. */
+    pl->clipped = all > 4 * core;
+    pl->ymax = (pl->clipped ? 1.6 * core : all) * 1.08;
     int lanes = 0;
     for (int b = 0; b < REPRO_MEMTL_NMARK; b++)
         lanes += (pl->marks >> b) & 1u;
@@ -218,8 +227,11 @@ static void line(plot *pl, const char *cls, size_t off, const char *color, doubl
         double v = *(const double *)((const char *)&pl->p[i] + off);
         if (v < 0)
             continue;
+        if (v > pl->ymax)
+            v = pl->ymax;
         if (!any)
-            fprintf(f, "<path class=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%g\"%s%s%s d=\"",
+            fprintf(f, "<path class=\"%s\" fill=\"none\" stroke=\"%s\" "
+                       "stroke-width=\"%g\"%s%s%s d=\"",
                     cls, color, width, dash ? " stroke-dasharray=\"" : "", dash ? dash : "",
                     dash ? "\"" : "");
         fprintf(f, "%c%.1f %.1f", any ? 'L' : 'M', px(pl, pl->p[i].x), py(pl, v));
@@ -251,6 +263,42 @@ static void marks(plot *pl, const repro_memtl *tl)
     }
 }
 
+/* Which lines run above the scale, and their range. */
+static void clip_note(plot *pl, const repro_memtl *tl)
+{
+    static const char *const what[] = {"reserved", "measured allocated", "measured reserved",
+                                       "device used"};
+    const size_t off[] = {offsetof(point, reserved), offsetof(point, m_alloc),
+                          offsetof(point, m_reserved), offsetof(point, m_device)};
+    char note[512] = "";
+    size_t len = 0;
+    for (int k = 0; k < 4; k++) {
+        double lo = -1, hi = -1;
+        for (size_t i = 0; i < pl->n; i++) {
+            double v = *(const double *)((const char *)&pl->p[i] + off[k]);
+            if (v > pl->ymax) {
+                lo = lo < 0 || v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+            }
+        }
+        if (hi > 0 && len < sizeof note)
+            len += (size_t)snprintf(note + len, sizeof note - len, "%s%s %.1f to %.1f MiB",
+                                    len ? "; " : "", what[k], lo / 1048576.0, hi / 1048576.0);
+    }
+    if (!len)
+        return;
+    fprintf(pl->f, "<text class=\"clipped\" x=\"%d\" y=\"%d\" font-size=\"11\" "
+                   "fill=\"#555\">above the scale, along the top: ",
+            LEFT + 6, pl->top + 12);
+    esc(pl->f, note);
+    if (tl->measured[0]) {
+        fprintf(pl->f, " (");
+        esc(pl->f, tl->measured);
+        fprintf(pl->f, ")");
+    }
+    fprintf(pl->f, "</text>\n");
+}
+
 static void legend_row(FILE *f, int y, const char *color, int swatch, const char *dash,
                        const char *text)
 {
@@ -259,7 +307,8 @@ static void legend_row(FILE *f, int y, const char *color, int swatch, const char
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"%s\"/>", x, y - 9,
                 color);
     else
-        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s%s%s/>",
+        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" "
+                   "stroke-width=\"2\"%s%s%s/>",
                 x, x + 14, y - 4, y - 4, color, dash ? " stroke-dasharray=\"" : "",
                 dash ? dash : "", dash ? "\"" : "");
     fprintf(f, "<text x=\"%d\" y=\"%d\">", x + 20, y);
@@ -276,9 +325,13 @@ static void legend(plot *pl, const repro_memtl *tl)
     legend_row(f, y += 16, "#d62728", 0, NULL,
                strstr(tl->measured, "as reserved") ? "reserved: process resident set"
                                                    : "reserved (allocator holds)");
-    int measured = 0;
-    for (size_t i = 0; i < pl->n; i++)
+    int measured = 0, device = 0;
+    for (size_t i = 0; i < pl->n; i++) {
         measured |= pl->p[i].m_alloc >= 0 || pl->p[i].m_reserved >= 0;
+        device |= pl->p[i].m_device >= 0;
+    }
+    if (device)
+        legend_row(f, y += 16, "#1f77b4", 0, "6 2 1 2", "device used (cudaMemGetInfo)");
     if (measured) {
         char t[128];
         snprintf(t, sizeof t, "measured: %s", tl->measured[0] ? tl->measured : "backend");
@@ -350,7 +403,10 @@ char *repro_memtl_svg(const repro_memtl *tl)
     line(&pl, "line-allocated", offsetof(point, allocated), "#222", 1.5, NULL);
     line(&pl, "line-measured-reserved", offsetof(point, m_reserved), "#d62728", 1.2, "2 2");
     line(&pl, "line-measured-allocated", offsetof(point, m_alloc), "#555", 1.2, "2 2");
+    line(&pl, "line-device-used", offsetof(point, m_device), "#1f77b4", 1.2, "6 2 1 2");
     marks(&pl, tl);
+    if (pl.clipped)
+        clip_note(&pl, tl);
     legend(&pl, tl);
     fprintf(f, "</svg>\n");
     free(pl.p);

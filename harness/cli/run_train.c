@@ -4,8 +4,10 @@
  * header and summary (run_print.h) on stdout, errors reported once per job. */
 #include "cli/run_train.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analysis/memtl_svg.h"
 #include "cli/run_print.h"
@@ -117,18 +119,53 @@ static int train_session(const repro_common *co, repro_session_opts *so,
     return exit_code;
 }
 
+/* While a timeline is recorded, SIGINT and SIGTERM stop the run between
+ * steps instead of killing it, so the steps done are written (cut); the
+ * signal is raised again afterwards, and repro ends as it would have. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+static void catch_stop(int on, struct sigaction old[2])
+{
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        if (!on) {
+            sigaction(sigs[i], &old[i], NULL);
+            continue;
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, &old[i]);
+        if (old[i].sa_handler == SIG_IGN) /* ignored by our parent: stays ignored */
+            sigaction(sigs[i], &old[i], NULL);
+    }
+}
+
 /* The session with its memory timeline when asked. Returns the exit code. */
 static int train(const repro_common *co, repro_session_opts *so, const repro_config *cfg,
                  int rank, const char *memtl_path)
 {
+    if (!memtl_path || rank != 0)
+        return train_session(co, so, cfg, rank, NULL);
+    struct sigaction old[2];
+    catch_stop(1, old);
+    so->stop = &stop_signal;
     repro_memtl tl;
     repro_memtl_init(&tl, "repro", cfg->name);
     snprintf(tl.measured, sizeof tl.measured, "%s",
              cfg->train_backend == REPRO_BACKEND_CPU ? "process resident set"
-                                                     : "backend caching allocator");
-    so->memtl = memtl_path && rank == 0 ? &tl : NULL;
+                                                     : "CUDA caching allocator");
+    so->memtl = &tl;
     int exit_code = train_session(co, so, cfg, rank, memtl_path);
     repro_memtl_release(&tl);
+    catch_stop(0, old);
+    if (stop_signal) {
+        fflush(stdout);
+        raise(stop_signal); /* the handler before ours: repro ends as it would have */
+    }
     return exit_code;
 }
 

@@ -24,13 +24,11 @@ static const char *const mark_keys[REPRO_MEMTL_NMARK] = {
     "zero_grad_none", "zero_grad_zero", "accumulation_boundary", "working_copies",
     "checkpoint", "release"};
 
-const char *repro_memtl_cat_name(int c) { return c >= 0 && c < REPRO_MEMTL_NCAT ? cat_names[c] : "?"; }
-const char *repro_memtl_cat_key(int c) { return c >= 0 && c < REPRO_MEMTL_NCAT ? cat_keys[c] : "?"; }
-const char *repro_memtl_mark_key(int b) { return b >= 0 && b < REPRO_MEMTL_NMARK ? mark_keys[b] : "?"; }
-const char *repro_memtl_mark_name(int b)
-{
-    return b >= 0 && b < REPRO_MEMTL_NMARK ? mark_names[b] : "?";
-}
+static const char *pick(const char *const *v, int n, int i) { return i >= 0 && i < n ? v[i] : "?"; }
+const char *repro_memtl_cat_name(int c) { return pick(cat_names, REPRO_MEMTL_NCAT, c); }
+const char *repro_memtl_cat_key(int c) { return pick(cat_keys, REPRO_MEMTL_NCAT, c); }
+const char *repro_memtl_mark_key(int b) { return pick(mark_keys, REPRO_MEMTL_NMARK, b); }
+const char *repro_memtl_mark_name(int b) { return pick(mark_names, REPRO_MEMTL_NMARK, b); }
 
 void repro_memtl_init(repro_memtl *tl, const char *source, const char *title)
 {
@@ -54,7 +52,7 @@ void repro_memtl_step_blank(repro_memtl_step *s, long step)
     memset(s, 0, sizeof *s);
     s->step = step;
     s->peak_allocated = s->allocated = s->reserved = s->peak_reserved = -1;
-    s->measured_allocated = s->measured_reserved = -1;
+    s->measured_allocated = s->measured_reserved = s->measured_device = -1;
     for (int c = 0; c < REPRO_MEMTL_NCAT; c++)
         s->at_peak[c] = s->at_end[c] = -1;
 }
@@ -225,7 +223,8 @@ static int release(repro_memtl *tl)
 }
 
 int repro_memtl_step_done(repro_memtl *tl, long step, unsigned marks, int rel,
-                          int64_t measured_allocated, int64_t measured_reserved)
+                          int64_t measured_allocated, int64_t measured_reserved,
+                          int64_t measured_device)
 {
     start_step(tl, step);
     for (int j = 0; j < tl->size.accumulation; j++)
@@ -247,7 +246,10 @@ int repro_memtl_step_done(repro_memtl *tl, long step, unsigned marks, int rel,
     tl->cur.marks |= marks;
     if (rel && release(tl))
         return -1;
-    return end_step(tl, measured_allocated, measured_reserved);
+    if (end_step(tl, measured_allocated, measured_reserved))
+        return -1;
+    tl->steps[tl->nsteps - 1].measured_device = measured_device;
+    return 0;
 }
 
 void repro_memtl_cut(repro_memtl *tl, const char *reason)

@@ -72,6 +72,7 @@ typedef struct {
     int64_t at_end[REPRO_MEMTL_NCAT];
     int64_t peak_reserved;       /* the largest reserved during the step */
     int64_t measured_allocated, measured_reserved; /* the backend's own figures */
+    int64_t measured_device;     /* the device's used bytes (cudaMemGetInfo) */
     unsigned marks;
 } repro_memtl_step;
 
@@ -123,9 +124,11 @@ int repro_memtl_begin(repro_memtl *tl, const repro_model *m, const repro_config 
                       int recorder);
 /* Step `step` done: its allocations by the model above, then `marks`
  * extra (REPRO_MEMTL_MARK_CHECKPOINT); release: an explicit release
- * after it. measured_*: the backend's figures (-1: none). */
+ * after it. measured_*: the backend's figures and the device's used bytes
+ * (-1: none). */
 int repro_memtl_step_done(repro_memtl *tl, long step, unsigned marks, int release,
-                          int64_t measured_allocated, int64_t measured_reserved);
+                          int64_t measured_allocated, int64_t measured_reserved,
+                          int64_t measured_device);
 /* The run failed or stopped before `planned_steps`. */
 void repro_memtl_cut(repro_memtl *tl, const char *reason);
 

@@ -159,7 +159,7 @@ static int memtl_step(repro_session *s, int checkpointed)
     const repro_model *m = &s->t.model;
     if (rel)
         m->be->empty_cache(m->be_ctx);
-    int64_t alloc = -1, reserved = -1;
+    int64_t alloc = -1, reserved = -1, device = -1;
     if (m->be->host_memory) {
         alloc = repro_memtl_rss_bytes();
     } else {
@@ -167,10 +167,12 @@ static int memtl_step(repro_session *s, int checkpointed)
         m->be->memory_stats(m->be_ctx, &st);
         alloc = (int64_t)st.in_use;
         reserved = (int64_t)(st.in_use + st.cached);
+        if (st.device_total)
+            device = (int64_t)(st.device_total - st.device_free);
     }
     return repro_memtl_step_done(s->o.memtl, s->t.step,
                                  checkpointed ? REPRO_MEMTL_MARK_CHECKPOINT : 0, rel, alloc,
-                                 reserved);
+                                 reserved, device);
 }
 
 int repro_session_step(repro_session *s)
@@ -191,6 +193,11 @@ int repro_session_run(repro_session *s)
     double t1 = repro_now();
     int rc = 0;
     while (!rc && s->t.step < s->t.cfg.train_steps) {
+        if (s->o.stop && *s->o.stop) {
+            rc = repro_error_set(REPRO_EIO, "interrupted by signal %d after step %ld",
+                                 (int)*s->o.stop, s->t.step);
+            break;
+        }
         rc = repro_session_step(s);
         if (!rc && s->o.on_step)
             s->o.on_step(s->o.on_step_ctx, s->t.step, s->t.loss);

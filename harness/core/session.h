@@ -15,6 +15,8 @@
 #ifndef REPRO_SESSION_H
 #define REPRO_SESSION_H
 
+#include <signal.h>
+
 #include "core/checkpoint.h"
 #include "core/train.h"
 #include "core/train_record.h"
@@ -55,6 +57,10 @@ typedef struct {
      * backend's cache is emptied (empty_cache) and the timeline marks it. */
     struct repro_memtl *memtl;
     long release_every;
+    /* Nonzero (the number of a signal the caller caught): repro_session_run
+     * stops before the next step and fails (REPRO_EIO, "interrupted"), so
+     * the caller can still write what was recorded. NULL: never. */
+    volatile sig_atomic_t *stop;
     /* Called after every step of repro_session_run (step = steps done). */
     void (*on_step)(void *ctx, long step, double loss);
     void *on_step_ctx;

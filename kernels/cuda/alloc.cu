@@ -146,6 +146,15 @@ void repro_cuda_memory_stats(void *ctx, repro_memory_stats *out)
     out->cached = c->alloc->cached;
     for (int i = 0; i < REPRO_CUDA_PINNED_SLOTS; i++)
         out->pinned += c->pinned[i].bytes;
+    /* The whole device's view beside our cache's (other processes, the
+     * context, cuDNN's and cuBLAS's own memory included). */
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+        out->device_free = free_b;
+        out->device_total = total_b;
+    } else {
+        cudaGetLastError(); /* not sticky: the figure is only missing */
+    }
 }
 
 void repro_cuda_empty_cache(void *ctx)

@@ -19,11 +19,13 @@ What is recorded, per step, at its peak and between steps:
   parameters, gradients, optimizer state: the bytes of those tensors;
   activations: the bytes autograd saved for backward in the step's largest
     forward (torch.autograd.graph.saved_tensors_hooks; one storage counted
-    once);
+    once, the parameters' own storages not: they are parameters);
+  working copies: of those, the bf16/fp16 tensors of a parameter's shape
+    (autocast's casts of the weights);
   allocated, reserved: torch.cuda.memory_allocated / memory_reserved on
     CUDA; on the CPU, allocated is the sum of the tensors above and
     reserved the process's resident set (what the process holds from the
-    system).
+    system); on CUDA also the device's used bytes (torch.cuda.mem_get_info).
 Marks: zero_grad = none when every gradient is None between steps, else
 zero; accumulation boundaries (tl.step(..., accumulation=True)); working
 copies under autocast (tl.forward(autocast=True)); checkpoints
@@ -38,7 +40,7 @@ import os
 __all__ = ["Timeline", "ENV"]
 
 ENV = "REPRO_MEMORY_TIMELINE"
-CATEGORIES = ["params", "grads", "optimizer", "activations"]
+CATEGORIES = ["params", "grads", "optimizer", "activations", "working_copies"]
 MARKS = ["zero_grad_none", "zero_grad_zero", "accumulation_boundary", "working_copies",
          "checkpoint", "release"]
 
@@ -49,6 +51,11 @@ def _rss():
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return -1
+
+
+def _storage(t):
+    return (t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage")
+            else t.storage().data_ptr())
 
 
 def _bytes(t):
@@ -65,6 +72,7 @@ class Timeline:
         self.steps = []
         self._peak = None
         self._act = 0       # the largest forward's saved bytes this step
+        self._work = 0      # and the working copies among them
         self._marks = set()
         import torch
         self._torch = torch
@@ -93,10 +101,13 @@ class Timeline:
 
     def _sample(self, step, at_peak):
         cats = self._cats()
-        cats["activations"] = 0  # between steps, the graph is gone
+        cats["activations"] = cats["working_copies"] = 0  # between steps, the graph is gone
         alloc, reserved = self._totals(cats)
         s = {"step": step, "allocated": alloc, "reserved": reserved, "at_end": cats,
-             "measured_allocated": -1, "measured_reserved": -1}
+             "measured_allocated": -1, "measured_reserved": -1, "measured_device_used": -1}
+        if self.cuda:  # the whole device's view (cudaMemGetInfo), beside the cache's
+            free, total = self._torch.cuda.mem_get_info()
+            s["measured_device_used"] = total - free
         if at_peak is None:
             at_peak, peak_alloc, peak_res = dict(cats), alloc, reserved
         else:
@@ -113,19 +124,27 @@ class Timeline:
         if not self.path:
             yield
             return
-        seen, total = set(), [0]
+        # A parameter autograd keeps (a weight for the input's gradient) is
+        # counted as a parameter already.
+        # A reduced-precision tensor of a parameter's shape (or its
+        # transpose) is autocast's working copy of that parameter.
+        params = list(self.model.parameters()) if self.model is not None else []
+        seen = {_storage(p) for p in params}
+        shapes = {tuple(p.shape) for p in params} | {tuple(p.shape)[::-1] for p in params}
+        low = (self._torch.bfloat16, self._torch.float16)
+        total = [0, 0]  # activations, working copies
 
         def pack(t):
-            key = (t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage")
-                   else t.storage().data_ptr())
+            key = _storage(t)
             if key not in seen:
                 seen.add(key)
-                total[0] += _bytes(t)
+                total[t.dtype in low and tuple(t.shape) in shapes] += _bytes(t)
             return t
 
         with self._torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             yield
-        self._act = max(self._act, total[0])
+        if total[0] > self._act:
+            self._act, self._work = total
         if autocast:
             self._marks.add("working_copies")
 
@@ -134,7 +153,7 @@ class Timeline:
         if not self.path:
             return
         cats = self._cats()
-        cats["activations"] = self._act
+        cats["activations"], cats["working_copies"] = self._act, self._work
         alloc, reserved = self._totals(cats)
         if self.cuda:
             alloc = max(alloc, self._torch.cuda.max_memory_allocated())
@@ -166,7 +185,7 @@ class Timeline:
             marks.add("accumulation_boundary")
         s["marks"] = [m for m in MARKS if m in marks]
         self.steps.append(s)
-        self._peak, self._act, self._marks = None, 0, set()
+        self._peak, self._act, self._work, self._marks = None, 0, 0, set()
         if self.cuda:
             self._torch.cuda.reset_peak_memory_stats()
 

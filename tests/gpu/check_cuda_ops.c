@@ -728,6 +728,11 @@ static void group_memory(void)
     gpu->empty_cache(gc);
     gpu->memory_stats(gc, &ms);
     report(ms.cached == 0, "empty_cache: %zu B cached after it", ms.cached);
+#ifndef REPRO_GPU_FAKE_DEVICE /* the CPU posing as a device has no device memory */
+    report(ms.device_total > 0 && ms.device_free <= ms.device_total,
+           "cudaMemGetInfo beside the cache: %zu B free of %zu B", ms.device_free,
+           ms.device_total);
+#endif
 }
 
 /* ends_in_error: the group leaves the context's sticky error on purpose
