@@ -417,8 +417,9 @@ $(BUILD)/tests/%.o: tests/%.c $(BUILD)/cflags.stamp | $(BUILD)/build_info.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(CHECK_CFLAGS) $(TEST_XFLAGS_$*) -Itests -c $< -o $@
 
+# -lz: the HTML report's screenshot test decodes PNG (tests/tu_png.c).
 $(BUILD)/check_all: $(TEST_OBJ) $(BUILD)/librepro.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) -lz $(LDLIBS)
 
 # The GPU check programs (tests/gpu/run.sh runs them; they need a GPU).
 $(BUILD)/check_cuda_ops $(BUILD)/step_time: $(BUILD)/%: $(BUILD)/tests/gpu/%.o $(BUILD)/librepro.a

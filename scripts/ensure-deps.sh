@@ -6,8 +6,9 @@
 # With --tests (`make check`), also what the test suites need to run rather
 # than skip: bubblewrap (the sandbox of `repro verify`), Debian's python3
 # with NumPy and PyTorch (the Python client's tests and the PyTorch
-# examples) and the pthread OpenBLAS (without it PyTorch falls back to the
-# reference BLAS, ~20x slower). As root they are installed; otherwise, or
+# examples), the pthread OpenBLAS (without it PyTorch falls back to the
+# reference BLAS, ~20x slower) and chromium (the HTML report rendered
+# headless). As root they are installed; otherwise, or
 # when the install fails, the command is printed and the tests go on: each
 # test that needs a missing one skips, and `make check` ends with the count
 # of skips and their reasons.
@@ -53,6 +54,8 @@ if [ "$tests" = 1 ]; then
         ! dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null | grep -q 'ok installed'; then
         test_missing="$test_missing libopenblas0-pthread"
     fi
+    # `repro check --report`'s test renders the page in a headless browser.
+    command -v chromium >/dev/null 2>&1 || test_missing="$test_missing chromium"
 fi
 [ -z "$missing$test_missing" ] && exit 0
 

@@ -389,6 +389,31 @@ START_TEST(test_trap_without_children_is_the_default)
 }
 END_TEST
 
+/* With the trap held (check --report), a signal with no child running is
+ * only noted: the process goes on to write what it has, no new child
+ * starts, and it exits with the signal's code itself. */
+START_TEST(test_trap_held_notes_the_signal)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        repro_child_trap_signals();
+        repro_child_trap_hold();
+        raise(SIGTERM);
+        char *argv[] = {"true", NULL};
+        repro_child c = {0};
+        c.argv = argv;
+        repro_child_status st;
+        if (repro_child_run(&c, &st) == 0 || !strstr(repro_error_message(), "interrupted"))
+            _exit(2);
+        _exit(128 + repro_child_interrupted());
+    }
+    int wst;
+    ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
+    ck_assert_msg(WIFEXITED(wst) && WEXITSTATUS(wst) == 128 + SIGTERM, "status %#x", wst);
+}
+END_TEST
+
 /* Captured output keeps the first and the last capture_limit bytes of
  * each stream, and says how many were dropped between. */
 START_TEST(test_capture_keeps_head_and_tail)
@@ -517,6 +542,7 @@ Suite *child_suite(void)
     tcase_add_test(tc, test_orphan_that_left_the_group_is_killed);
     tcase_add_test(tc, test_trap_forwards_and_stops_starting);
     tcase_add_test(tc, test_trap_without_children_is_the_default);
+    tcase_add_test(tc, test_trap_held_notes_the_signal);
     tcase_add_test(tc, test_capture_keeps_head_and_tail);
     tcase_add_test(tc, test_capture_under_twice_the_limit_is_whole);
     tcase_add_test(tc, test_capture_limit_from_the_environment);

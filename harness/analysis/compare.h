@@ -125,5 +125,8 @@ int repro_report_json(FILE *out, const repro_trace *a, const repro_trace *b,
 const char *repro_curve_measure(const repro_divergence *d);
 /* SVG line chart of the divergence curve, log scale (plot.c). */
 int repro_plot_svg(const char *path, const repro_divergence *d, const char *title);
+/* The same chart as an <svg> element to put inside an HTML page (no XML
+ * declaration, no namespace: the page's parser supplies it). */
+void repro_plot_svg_element(FILE *f, const repro_divergence *d, const char *title);
 
 #endif

@@ -27,7 +27,12 @@ typedef struct {
     char dir[1100];
     double seconds;      /* the run's wall time */
     double started;      /* when it began, seconds after the first run began */
+    int state;           /* REPRO_RUN_PLANNED, _RUNNING or _DONE (what a report cut
+                            short by a signal or a failed run can say of it) */
+    int rc;              /* once done: 0, the child's exit status, or -1 */
 } repro_run_plan;
+
+enum { REPRO_RUN_PLANNED = 0, REPRO_RUN_RUNNING, REPRO_RUN_DONE };
 
 typedef struct {
     const char *exp;
@@ -58,6 +63,10 @@ typedef struct {
      * does not grow with the number of steps. traces[i].steps is NULL
      * then: for commands that need nothing else of a step (check). */
     int stream;
+    /* Each run of an experiment also writes its memory timeline to
+     * DIR/memory.json (`repro run --memory-timeline`): for the memory
+     * section of `repro check --report`. Recording it changes no bit. */
+    int memory_timeline;
     /* Runs at once (0 or 1: one after another). Each run is its own
      * process with its own directory, so this moves wall time, never
      * bits; see repro_multirun_auto_jobs for what fits the machine. */

@@ -36,6 +36,7 @@ static int claim(run_queue *q)
     if (i >= 0) {
         repro_run_plan *p = &q->m->plan[i];
         p->started = repro_now() - q->t0;
+        p->state = REPRO_RUN_RUNNING;
         if (!q->m->quiet) {
             repro_run_progress_hold();
             fprintf(stderr, "repro: %s (%d/%d) ...\n", p->label, i + 1, q->m->nplan);
@@ -54,7 +55,11 @@ static void *run_claimed(void *arg)
         repro_run_plan *p = &q->m->plan[i];
         double t0 = repro_now();
         int rc = repro_multirun_run_one(q->m, i, p->dir, 0);
+        pthread_mutex_lock(&q->lock);
         p->seconds = repro_now() - t0;
+        p->rc = rc;
+        p->state = REPRO_RUN_DONE;
+        pthread_mutex_unlock(&q->lock);
         q->rc[i] = rc;
         if (rc < 0) {
             q->code[i] = repro_error_code();

@@ -88,7 +88,7 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
 {
     if (m->cmd)
         return repro_multirun_run_external(m, idx, dir);
-    char trace[1200], dump[32], steps[32], ckpt[1300];
+    char trace[1200], dump[32], steps[32], ckpt[1300], memtl[1200];
     snprintf(trace, sizeof trace, "%s/trace.jsonl", dir);
     if (repro_mkdirs(dir))
         return -1;
@@ -121,6 +121,10 @@ int repro_multirun_run_one(repro_multirun *m, int idx, const char *dir, long dum
         argv[n++] = steps;
         argv[n++] = "--dump";
         argv[n++] = dump;
+    } else if (m->memory_timeline) {
+        snprintf(memtl, sizeof memtl, "%s/memory.json", dir);
+        argv[n++] = "--memory-timeline";
+        argv[n++] = memtl;
     }
     argv[n] = NULL;
     return run_child_progress(argv, idx, dir, p->label, trace, dump_step > 0 ? dump_step

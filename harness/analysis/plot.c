@@ -59,7 +59,9 @@ static double nice_step(double span)
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * mag;
 }
 
-static void plot(FILE *f, const repro_divergence *d, const char *title)
+/* standalone: a file of its own (XML declaration, namespace); else an
+ * <svg> element for an HTML page, which needs neither. */
+static void plot(FILE *f, const repro_divergence *d, const char *title, int standalone)
 {
     scale s = {0, 1, -12, -11};
     double vmin = INFINITY, vmax = 0;
@@ -87,11 +89,14 @@ static void plot(FILE *f, const repro_divergence *d, const char *title)
         s.e1 = (int)fmax(s.e0 + 1, ceil(log10(vmax)));
     }
 
+    if (standalone)
+        fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+              "<svg xmlns=\"http://www.w3.org/2000/svg\"", f);
+    else
+        fputs("<svg class=\"curve\"", f);
     fprintf(f,
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-            "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
-            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            " width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" "
+            "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             W, H, W, H);
     fprintf(f, "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" font-size=\"16\">", W / 2);
     xml_text(f, title ? title : "divergence curve");
@@ -197,6 +202,11 @@ int repro_plot_svg(const char *path, const repro_divergence *d, const char *titl
     repro_outfile out;
     if (repro_outfile_open(&out, path, "plot"))
         return -1;
-    plot(out.f, d, title);
+    plot(out.f, d, title, 1);
     return repro_outfile_commit(&out);
+}
+
+void repro_plot_svg_element(FILE *f, const repro_divergence *d, const char *title)
+{
+    plot(f, d, title, 0);
 }

@@ -21,10 +21,15 @@
 #include "core/loader.h"
 #include "util/error.h"
 #include "golden/check_golden.h"
+#include "golden/check_report.h"
 #include "golden/golden.h"
 #include "analysis/multirun.h"
 #include "util/junit.h"
+#include "util/child.h"
+#include "util/escape.h"
 #include "util/numparse.h"
+#include "util/outpath.h"
+#include "util/progress.h"
 #include "util/runs.h"
 #include "record/trace.h"
 
@@ -66,7 +71,7 @@ static const char epilogue[] =
     "Exit: 0 reproducible, 1 not, 2 bad experiment or option, 3 environment.\n";
 
 enum { O_RESUME_AT = 1, O_JUNIT, O_REQUIRE, O_NO_GOLDEN, O_KEEP, O_BATCHINV, O_BATCH_SIZES,
-       O_GIT_BISECT, O_JOBS, O_STRICT_SCOPES };
+       O_GIT_BISECT, O_JOBS, O_STRICT_SCOPES, O_REPORT };
 
 static const repro_cli_opt own_opts[] = {
     {"resume-at", 0, "K",
@@ -74,6 +79,12 @@ static const repro_cli_opt own_opts[] = {
      "steps K+1.. must equal\nrun 1's (scope checkpoint/resume)",
      O_RESUME_AT},
     {"junit", 0, "FILE", "also write a JUnit XML report for CI", O_JUNIT},
+    {"report", 0, "FILE",
+     "also write the check as one self-contained HTML page\n(verdict per scope, divergence "
+     "curve and tensors,\ngolden history, memory timeline, environment, timing;\nno script, "
+     "nothing fetched); a path that cannot be\nwritten is exit 2 before any run; written "
+     "even when\nthe check is cut short (docs/report.md)",
+     O_REPORT},
     {"require-golden", 0, NULL, "fail (exit 1) when this environment class has no golden",
      O_REQUIRE},
     {"no-golden", 0, NULL, "do not compare with the golden", O_NO_GOLDEN},
@@ -134,6 +145,15 @@ typedef struct {
     int bi_sizes_given, runs_given;
     int jobs;                       /* --jobs; 0: fit the machine */
     int strict_scopes;              /* --strict-scopes: an unexercised scope is exit 3 */
+    /* --report: the page is opened (its temporary file made) before the
+     * first run, so a path that cannot be written fails at once. */
+    const char *report_path;
+    repro_outfile report;
+    int report_open;
+    char command[4096];             /* the command line, for the page */
+    char started_at[32];            /* when the check began (UTC) */
+    double t0;
+    char golden_name[128];          /* the experiment's name (its goldens') */
 } check_opts;
 
 /* --batch-invariance is a scope of its own: the options of the other
@@ -149,6 +169,7 @@ static int batch_invariance_conflicts(const check_opts *o)
                         : o->co.nlists     ? o->co.lists[0].flag
                         : o->resume_at     ? "--resume-at"
                         : o->require_golden ? "--require-golden"
+                        : o->report_path    ? "--report"
                                             : NULL;
     if (other)
         return repro_error_set(REPRO_EINVAL,
@@ -170,6 +191,7 @@ static int check_option(void *ctx, int id, const char *v)
         return repro_batchinv_parse_sizes(&o->bi, "check: --batch-sizes", v);
     case O_RESUME_AT: return repro_parse_count("check: --resume-at", v, 1, LONG_MAX, &o->resume_at);
     case O_JUNIT: o->junit = v; return 0;
+    case O_REPORT: o->report_path = v; return 0;
     case O_REQUIRE: o->require_golden = 1; return 0;
     case O_GIT_BISECT: return 0; /* read before parsing (repro_cmd_check) */
     case O_KEEP: o->keep = 1; return 0;
@@ -318,6 +340,8 @@ static int plan_runs(repro_multirun *m, check_opts *o)
     o->augment_by_worker = cfg.data_augment_seed == REPRO_AUGMENT_SEED_WORKER;
     o->allreduce_ring = cfg.variant_allreduce == 1; /* ring (core/dist.h) */
     repro_multirun_init(m, o->exp, cfg.name, "check");
+    snprintf(o->golden_name, sizeof o->golden_name, "%s", cfg.name);
+    m->memory_timeline = o->report_path != NULL; /* the page's memory section */
     m->stream = 1; /* memory independent of the number of steps */
     m->total_steps = cfg.train_steps;
     if (plan_common_runs(m, o))
@@ -450,8 +474,81 @@ static int scope_verdict(const repro_multirun *m, const check_opts *o, json_t *d
     return fail ? REPRO_EXIT_ENV : exit_code;
 }
 
+/* --report: opens the page's file before the first run, so that a path
+ * that cannot be written (a directory, a missing or read-only directory)
+ * is an input error now rather than after the training. 0 or -1. */
+static int open_report(check_opts *o)
+{
+    if (!o->report_path)
+        return 0;
+    if (repro_outfile_open(&o->report, o->report_path, "HTML report"))
+        return repro_error_wrap(REPRO_EINVAL, "check: --report");
+    o->report_open = 1;
+    /* A Ctrl-C between two runs, or while the traces are compared, must
+     * not kill the check before its page is written (marked as cut). */
+    repro_child_trap_hold();
+    return 0;
+}
+
+/* The name of the goldens the page's history is of. */
+static const char *report_golden_name(const check_opts *o, const repro_multirun *m, int compared)
+{
+    if (o->program && o->name_given)
+        return o->name;
+    if (compared && m->ntraces > 0)
+        return m->traces[0].experiment;
+    return o->program ? "" : o->golden_name;
+}
+
+/* Writes the page (h: what the check knows), marked as cut when a signal
+ * interrupted the check. 0, or -1 (error slot). */
+static int write_report_page(check_opts *o, const repro_multirun *m, repro_check_html *h)
+{
+    if (!o->report_open)
+        return 0;
+    o->report_open = 0;
+    char cut[300];
+    int sig = repro_child_interrupted();
+    h->signal = sig;
+    if (sig && !h->cut) {
+        snprintf(cut, sizeof cut, "interrupted by signal %d (%s)", sig, strsignal(sig));
+        h->cut = cut;
+    }
+    h->title = o->program ? o->name : o->exp;
+    h->command = o->command;
+    h->m = m;
+    h->started_at = o->started_at;
+    h->wall_s = repro_now() - o->t0;
+    repro_check_report_src src = {o->program ? NULL : o->exp, o->program,
+                                  report_golden_name(o, m, h->compared)};
+    return repro_check_report_write(&o->report, h, &src);
+}
+
+/* A check that stopped before its verdict (a signal, a run that failed, a
+ * trace that could not be read): the page with what it had, marked as
+ * cut. The error that stopped it stays in the slot for the caller. */
+static void cut_report(check_opts *o, const repro_multirun *m, int exit_code)
+{
+    if (!o->report_open)
+        return;
+    int code = repro_error_code();
+    char msg[1024], cut[1200];
+    snprintf(msg, sizeof msg, "%s", repro_error_message());
+    int sig = repro_child_interrupted();
+    if (sig)
+        snprintf(cut, sizeof cut, "interrupted by signal %d (%s)", sig, strsignal(sig));
+    else
+        snprintf(cut, sizeof cut, "the check could not finish: %s", msg);
+    repro_check_html h = {0};
+    h.exit_code = sig ? 128 + sig : exit_code;
+    h.cut = cut;
+    if (write_report_page(o, m, &h))
+        fprintf(stderr, "repro: %s\n", repro_error_message());
+    repro_error_set(code, "%s", msg);
+}
+
 /* The verdict of the runs and the golden, as text or JSON; the exit code. */
-static int report(repro_multirun *m, const check_opts *o)
+static int report(repro_multirun *m, check_opts *o)
 {
     char chain[65];
     repro_digest_hex(&m->traces[0].trailer_chain, chain);
@@ -480,6 +577,15 @@ static int report(repro_multirun *m, const check_opts *o)
         exit_code = REPRO_EXIT_MISMATCH;
     else if (grc)
         exit_code = grc;
+    char verdict[1400];
+    if (m->failed == 0)
+        snprintf(verdict, sizeof verdict, "%s: %d run%s identical over %ld steps, chain %s\n",
+                 exit_code ? "NOT reproducible (golden)" : "reproducible", m->nplan,
+                 m->nplan == 1 ? "" : "s", m->traces[0].trailer_steps, chain);
+    else
+        snprintf(verdict, sizeof verdict,
+                 "NOT reproducible: %d of %d runs differ from %s (traces in %s)\n", m->failed,
+                 m->nplan - 1, m->plan[0].label, m->root);
     if (o->co.json) {
         json_t *doc = repro_multirun_json(m);
         json_object_set_new(doc, "experiment", json_string(m->traces[0].experiment));
@@ -503,14 +609,23 @@ static int report(repro_multirun *m, const check_opts *o)
             repro_external_ranks_cause(m, stdout);
         if (gtext)
             fputs(gtext, stdout);
-        if (m->failed == 0)
-            printf("%s: %d run%s identical over %ld steps, chain %s\n",
-                   exit_code ? "NOT reproducible (golden)" : "reproducible", m->nplan,
-                   m->nplan == 1 ? "" : "s", m->traces[0].trailer_steps, chain);
-        else
-            printf("NOT reproducible: %d of %d runs differ from %s (traces in %s)\n", m->failed,
-                   m->nplan - 1, m->plan[0].label, m->root);
+        fputs(verdict, stdout);
         exit_code = scope_verdict(m, o, NULL, exit_code);
+    }
+    if (o->report_open) {
+        char unexercised[1024];
+        repro_check_html h = {0};
+        h.compared = 1;
+        h.exit_code = exit_code;
+        h.verdict = verdict;
+        h.golden_compared = !o->no_golden;
+        h.golden_rc = grc;
+        h.golden_text = gtext;
+        h.unexercised = repro_multirun_unexercised(m, unexercised, sizeof unexercised)
+                            ? unexercised
+                            : NULL;
+        if (write_report_page(o, m, &h))
+            exit_code = repro_report_error();
     }
     if (o->junit && write_junit(m, o, grc, gtext))
         exit_code = repro_report_error();
@@ -646,6 +761,17 @@ static int check_main(int argc, char **argv, char **program)
     }
     check_opts o = {0};
     o.program = program;
+    o.t0 = repro_now();
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(o.started_at, sizeof o.started_at, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    snprintf(o.command, sizeof o.command, "repro check");
+    for (int i = 1; i < argc; i++)
+        repro_shell_word_append(o.command, sizeof o.command, argv[i]);
+    if (program)
+        repro_shell_word_append(o.command, sizeof o.command, "--");
+    for (int i = 0; program && program[i]; i++)
+        repro_shell_word_append(o.command, sizeof o.command, program[i]);
     int rc = parse_check_args(argc, argv, &o);
     if (rc == 1)
         rc = repro_finish_stdout(0); /* --help */
@@ -653,16 +779,20 @@ static int check_main(int argc, char **argv, char **program)
         rc = junit_error(&o, repro_report_error());
     else if (o.batch_invariance)
         rc = check_batch_invariance(m, &o);
-    else if (plan_runs(m, &o))
+    else if (plan_runs(m, &o) || open_report(&o))
         rc = junit_error(&o, repro_report_error());
     else if ((rc = repro_multirun_execute(m)) > 0) { /* a child's exit status, passed on */
         repro_error_set(rc == REPRO_EXIT_USAGE ? REPRO_EINVAL : REPRO_EIO,
                         "a run failed (exit %d): its stderr is shown above", rc);
+        cut_report(&o, m, rc);
         rc = junit_error(&o, rc);
-    } else if (rc < 0)
+    } else if (rc < 0) {
+        cut_report(&o, m, repro_exit_code_for(repro_error_code()));
         rc = junit_error(&o, repro_report_error());
-    else
+    } else
         rc = report(m, &o);
+    if (o.report_open)
+        repro_outfile_abort(&o.report);
     repro_multirun_release(m);
     free(m);
     return rc;

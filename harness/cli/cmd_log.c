@@ -11,9 +11,7 @@
 #include "core/config.h"
 #include "util/error.h"
 #include "util/escape.h"
-#include "history/git.h"
-#include "golden/golden.h"
-#include "golden/golden_program.h"
+#include "golden/golden_log.h"
 #include "analysis/multirun.h"
 #include "util/numparse.h"
 
@@ -52,24 +50,30 @@ static int log_option(void *ctx, int id, const char *v)
     return repro_parse_count("log: -n", v, 1, LONG_MAX, &o->max);
 }
 
-/* The trailer's chain digest in a golden file's text, or "" if none. */
-static void trailer_chain(const char *text, char *out, size_t len)
+/* The history as text: each commit, then each class's chain there. */
+static void print_log(const json_t *doc)
 {
-    out[0] = '\0';
-    const char *end = text + strlen(text);
-    while (end > text && (end[-1] == '\n' || end[-1] == '\r'))
-        end--;
-    const char *start = end;
-    while (start > text && start[-1] != '\n')
-        start--;
-    char *line = strndup(start, (size_t)(end - start));
-    json_t *j = line ? json_loads(line, 0, NULL) : NULL;
-    const char *chain = json_string_value(json_object_get(j, "chain"));
-    const char *type = json_string_value(json_object_get(j, "type"));
-    if (chain && type && !strcmp(type, "trailer"))
-        snprintf(out, len, "%s", chain);
-    json_decref(j);
-    free(line);
+    const char *name = json_string_value(json_object_get(doc, "experiment"));
+    const json_t *commits = json_object_get(doc, "commits");
+    size_t n = json_array_size(commits);
+    printf("golden history of %s (%zu commit%s changed golden/%s/)\n", repro_esc(name), n,
+           n == 1 ? "" : "s", repro_esc(name));
+    for (size_t i = 0; i < n; i++) {
+        const json_t *cm = json_array_get(commits, i);
+        printf("%.7s %s %s\n", json_string_value(json_object_get(cm, "commit")),
+               json_string_value(json_object_get(cm, "time")),
+               repro_esc(json_string_value(json_object_get(cm, "summary"))));
+        const char *cls;
+        json_t *chain;
+        json_object_foreach(json_object_get(cm, "chains"), cls, chain) {
+            const char *hex = json_string_value(chain);
+            printf("    %-28s chain %s\n", repro_esc(cls), hex[0] ? repro_esc(hex) : "(no trailer)");
+        }
+    }
+    if (json_is_true(json_object_get(doc, "incomplete"))) {
+        const char *note = json_string_value(json_object_get(doc, "note"));
+        printf("(history incomplete: %s)\n", note ? note : "shallow clone");
+    }
 }
 
 int repro_cmd_log(int argc, char **argv)
@@ -108,72 +112,16 @@ int repro_cmd_log(int argc, char **argv)
         repro_error_set(REPRO_EINVAL, "log: '%s' with --name or a program: give one", p.args[0]);
         return repro_report_error();
     }
-    repro_git *g = NULL;
-    repro_git_history *h = NULL;
-    char **classes = NULL;
-    int ncls = 0, rc = 0;
-    char prefix[300];
-    /* A program's golden is named after the experiment it records (or
-     * --name), as bless and check name it: found by the program its header
-     * records, since log does not run it. */
-    if (repro_golden_open_repo(&g, exp_file, program) ||
-        (!name[0] && repro_golden_name_for_program(repro_git_workdir(g), program, name,
-                                                   sizeof name))) {
+    json_t *doc = NULL;
+    int rc = 0;
+    if (repro_golden_log(exp_file, program, name, max, &doc))
         rc = repro_report_error();
-        goto done;
-    }
-    snprintf(prefix, sizeof prefix, "golden/%s/", name);
-    if (repro_git_path_history(g, prefix, (size_t)max, &h)) {
-        rc = repro_report_error();
-        goto done;
-    }
-    ncls = repro_golden_classes(repro_git_workdir(g), name, &classes);
-    json_t *arr = json_array();
-    if (!json)
-        printf("golden history of %s (%zu commit%s changed %s)\n", repro_esc(name), h->n,
-               h->n == 1 ? "" : "s", repro_esc(prefix));
-    for (size_t i = 0; i < h->n; i++) {
-        const repro_git_commit *cm = &h->commits[i];
-        json_t *o = json_pack("{s:s, s:s, s:s}", "commit", cm->id, "time", cm->time_iso,
-                              "summary", cm->summary);
-        json_t *chains = json_object();
-        if (!json)
-            printf("%s %s %s\n", cm->short_id, cm->time_iso, repro_esc(cm->summary));
-        for (int k = 0; k < ncls; k++) {
-            char path[400], chain[65];
-            snprintf(path, sizeof path, "%s%s.jsonl", prefix, classes[k]);
-            void *data = NULL;
-            size_t len = 0;
-            if (repro_git_read_blob(g, cm->id, path, &data, &len)) {
-                repro_error_clear();
-                continue; /* this class had no golden at that commit */
-            }
-            trailer_chain(data, chain, sizeof chain);
-            free(data);
-            json_object_set_new(chains, classes[k], json_string(chain));
-            if (!json)
-                printf("    %-28s chain %s\n", repro_esc(classes[k]),
-                       chain[0] ? repro_esc(chain) : "(no trailer)");
-        }
-        json_object_set_new(o, "chains", chains);
-        json_array_append_new(arr, o);
-    }
-    if (h->incomplete && !json)
-        printf("(history incomplete: %s)\n", h->note ? h->note : "shallow clone");
-    if (json) {
-        json_t *doc = json_pack("{s:s, s:o, s:b}", "experiment", name, "commits", arr,
-                                "incomplete", h->incomplete);
-        if (h->note)
-            json_object_set_new(doc, "note", json_string(h->note));
+    else if (json) {
         json_dumpf(doc, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
-        json_decref(doc);
     } else {
-        json_decref(arr);
+        print_log(doc);
     }
-done:
-    repro_golden_classes_free(classes, ncls);
-    repro_git_history_free(h);
-    repro_git_free(g);
+    json_decref(doc);
     return repro_finish_stdout(rc);
 }

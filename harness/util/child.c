@@ -281,6 +281,7 @@ _Noreturn static void child_exec(const repro_child *c, const char *prog, char **
 static volatile sig_atomic_t trapped_signal;
 static atomic_int children_running;
 static int trap_installed;
+static volatile sig_atomic_t trap_hold; /* repro_child_trap_hold */
 
 /* Held while the count goes up, and while it reaches 0 and the orphans
  * are killed: a sweep then never meets a child that a thread is just
@@ -309,7 +310,7 @@ static void child_done(void)
 static void on_trapped_signal(int sig)
 {
     trapped_signal = sig;
-    if (atomic_load(&children_running) == 0) {
+    if (atomic_load(&children_running) == 0 && !trap_hold) {
         signal(sig, SIG_DFL);
         raise(sig); /* delivered when this handler returns */
     }
@@ -330,6 +331,11 @@ void repro_child_trap_signals(void)
             sigaction(sigs[i], &old, NULL);
     }
     trap_installed = 1;
+}
+
+void repro_child_trap_hold(void)
+{
+    trap_hold = 1;
 }
 
 int repro_child_interrupted(void)

@@ -138,6 +138,11 @@ int repro_child_kill(const repro_child *c, int sig);
 void repro_child_trap_signals(void);
 /* The signal that interrupted repro while a child ran, or 0. */
 int repro_child_interrupted(void);
+/* From now on a trapped signal with no child running is only noted, as
+ * with one running, never acted on: for a command that must write what it
+ * has before it exits (`check --report`, whose page says it was cut). The
+ * work unwinds by itself, since no new child starts. */
+void repro_child_trap_hold(void);
 
 /* How much of a program's captured output is kept at each end (see
  * capture_limit): $REPRO_CAPTURE_LIMIT in bytes, with an optional K, M or
