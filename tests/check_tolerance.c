@@ -20,8 +20,10 @@
 #include <unistd.h>
 
 #include "analysis/tolerance.h"
+#include "util/npy.h"
 #include "repro/repro.h"
 #include "testutil.h"
+#include "util/error.h"
 #include "util/ulp.h"
 
 static char out[65536], err[8192];
@@ -328,6 +330,90 @@ START_TEST(t_measure)
 }
 END_TEST
 
+/* Memory per tensor is bounded: past REPRO_TOL_ROWS (64) compared steps
+ * only the first step past the rule and the last are kept as rows, and
+ * the report says how many steps it does not show. */
+START_TEST(t_rows_bounded)
+{
+    static int drift[70];
+    for (int i = 0; i < 70; i++)
+        drift[i] = i >= 65 ? 5 : 1; /* past ulp:2 from step 66 */
+    fresh(dir_a, "tol-a");
+    fresh(dir_b, "tol-b");
+    write_prog(dir_a, &(prog){"w", 70, NULL, 1, 0, 1});
+    write_prog(dir_b, &(prog){"w", 70, drift, 1, 0, 1});
+    ck_assert_int_eq(diff("--tolerance ulp:2"), 1);
+    ck_assert_ptr_nonnull(strstr(out, "diverged at step 66: w is the first"));
+    ck_assert_ptr_nonnull(strstr(out, "... 6 more steps"));
+    ck_assert_int_eq(diff("--json --tolerance ulp:2"), 1);
+    json_t *j = json_loads(out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    json_t *ts = json_object_get(j, "tensors"), *w = NULL;
+    for (size_t i = 0; i < json_array_size(ts); i++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(ts, i), "name")), "w"))
+            w = json_array_get(ts, i);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_int_eq(json_integer_value(json_object_get(w, "steps_compared")), 70);
+    json_t *rows = json_object_get(w, "steps");
+    ck_assert_int_eq(json_array_size(rows), 66);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(rows, 64), "step")), 66);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(rows, 65), "step")), 70);
+    json_decref(j);
+}
+END_TEST
+
+/* The values files are untrusted input: a header that does not say what
+ * the reader needs, or data of another length, is refused naming the file. */
+static void npy_file(const char *path, const char *dict, size_t ndata)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = strlen(dict);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)n, 0};
+    fwrite(pre, 1, 10, f);
+    fwrite(dict, 1, n, f);
+    for (size_t i = 0; i < ndata; i++)
+        fputc(0, f);
+    fclose(f);
+}
+
+START_TEST(t_bad_npy)
+{
+    char dir[TU_TMP_LEN], path[TU_TMP_LEN + 16];
+    fresh(dir, "tol-npy");
+    snprintf(path, sizeof path, "%s/x.npy", dir);
+    repro_npy v;
+    npy_file(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", 24);
+    ck_assert_int_eq(repro_npy_load(path, &v), 0);
+    ck_assert_str_eq(v.dtype, "f32");
+    ck_assert_int_eq(v.ndim, 2);
+    ck_assert_int_eq(v.shape[1], 3);
+    repro_npy_free(&v);
+    static const struct {
+        const char *dict;
+        size_t ndata;
+        const char *why;
+    } bad[] = {
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", 20, "bytes its shape"},
+        {"{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", 8, "dtype"},
+        {"{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }\n", 4, "dtype"},
+        {"{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }\n", 8, "Fortran"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (x,), }\n", 8, "shape"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }\n", 8, "shape"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }\n", 8,
+         "shape"},
+        {"{'descr': '<f4', 'fortran_order': False}\n", 8, "without"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        npy_file(path, bad[i].dict, bad[i].ndata);
+        ck_assert_msg(repro_npy_load(path, &v) == -1, "%s loaded", bad[i].dict);
+        ck_assert_msg(strstr(repro_error_message(), path) &&
+                          strstr(repro_error_message(), bad[i].why),
+                      "%s: %s", bad[i].dict, repro_error_message());
+    }
+}
+END_TEST
+
 static int sh(const char *cmd)
 {
     char full[4096];
@@ -446,6 +532,8 @@ Suite *tolerance_suite(void)
     tcase_add_test(tc, t_bad_map);
     tcase_add_test(tc, t_bad_traces);
     tcase_add_test(tc, t_measure);
+    tcase_add_test(tc, t_rows_bounded);
+    tcase_add_test(tc, t_bad_npy);
     tcase_add_test(tc, t_python_client_values);
     tcase_add_test(tc, t_torch_mlp_forward);
     suite_add_tcase(s, tc);

@@ -188,7 +188,8 @@ int repro_recorder_tensor_leaves(repro_recorder *r, const char *name, repro_dtyp
  * --dump`, so that `repro diff --tolerance` can measure how far two traces'
  * tensors are apart (a trace holds only their digests). dir NULL: `dump/`
  * beside the trace (REPRO_EINVAL when the recorder writes no trace). f16
- * and bf16 tensors have no .npy form here and are left out. Takes effect
+ * and bf16 tensors have no .npy form here, and tensors given as leaf
+ * digests (repro_recorder_tensor_leaves) no bytes: both are left out. Takes effect
  * from the next tensor recorded; a directory of at most 1,000 bytes. */
 int repro_recorder_values(repro_recorder *r, const char *dir);
 

@@ -340,7 +340,7 @@ class Recorder:
         o.header_json = hdr
         self._info = _RunInfo(exp, seed, cfg)
         _check(_open_ex(ctypes.byref(self._r), path, ctypes.byref(self._info), ctypes.byref(o)))
-        if values:
+        if values and path != b"":  # a rank without a trace has nothing beside it
             vdir = None if values is True else _cstr(values, "values")
             rc = _values(self._r, vdir)
             if rc:
