@@ -520,6 +520,53 @@ START_TEST(t_torch_mlp_forward)
 }
 END_TEST
 
+/* The Python side's pieces: record_forward names a list of probe batches
+ * .0, .1, restores the training mode and writes values; load_checkpoint
+ * refuses a checkpoint whose digest does not match; values= without a
+ * trace is refused by the C recorder, named. */
+START_TEST(t_python_forward_api)
+{
+    const char *why = tu_no_python("torch");
+    if (*why) {
+        tu_skip("tolerance", "%s", why);
+        return;
+    }
+    char base[TU_TMP_LEN], args[3072];
+    fresh(base, "tol-fwd");
+    snprintf(args, sizeof args, "run experiments/mlp.ini -q --steps 2 --checkpoint-every 2 "
+             "-o %s/train/trace.jsonl", base);
+    ck_assert_msg(tu_run_repro(args, out, sizeof out, err, sizeof err) == 0, "%s", err);
+    snprintf(args, sizeof args,
+             "cd '%s' && PYTHONPATH=$OLDPWD/python /usr/bin/python3 -c '\n"
+             "import os, torch, repro\n"
+             "ck = repro.load_checkpoint(\"train/ckpt-2.bin\")\n"
+             "print(\"step\", ck[\"step\"], sorted(ck[\"params\"])[:2], ck[\"params\"][\"fc1.weight\"].shape)\n"
+             "m = torch.nn.Linear(3, 2)\n"
+             "m.train()\n"
+             "repro.record_forward(m, [torch.ones(1, 3), torch.zeros(4, 3)], \"f/trace.jsonl\", step=5)\n"
+             "print(\"training\", m.training, sorted(os.listdir(\"f/dump/step-000005\")))\n"
+             "data = bytearray(open(\"train/ckpt-2.bin\", \"rb\").read())\n"
+             "data[100] ^= 1\n"
+             "open(\"bad.bin\", \"wb\").write(data)\n"
+             "try:\n"
+             "    repro.load_checkpoint(\"bad.bin\")\n"
+             "except ValueError as e:\n"
+             "    print(\"refused:\", e)\n"
+             "try:\n"
+             "    repro.Recorder(\"x\", 1, trace_path=\"\", values=True)\n"
+             "except repro.ReproError as e:\n"
+             "    print(\"values:\", e)\n'",
+             base);
+    int rc = sh(args);
+    ck_assert_msg(rc == 0, "exit %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "step 2 ['fc1.bias', 'fc1.weight'] (256, 784)"), "%s", out);
+    ck_assert_msg(strstr(out, "training True ['infer.input.0.npy', 'infer.input.1.npy', "
+                              "'infer.output.0.npy', 'infer.output.1.npy']"), "%s", out);
+    ck_assert_msg(strstr(out, "refused: bad.bin: corrupted checkpoint"), "%s", out);
+    ck_assert_msg(strstr(out, "values: recorder: values: no trace is written"), "%s", out);
+}
+END_TEST
+
 Suite *tolerance_suite(void)
 {
     Suite *s = suite_create("tolerance");
@@ -536,6 +583,7 @@ Suite *tolerance_suite(void)
     tcase_add_test(tc, t_bad_npy);
     tcase_add_test(tc, t_python_client_values);
     tcase_add_test(tc, t_torch_mlp_forward);
+    tcase_add_test(tc, t_python_forward_api);
     suite_add_tcase(s, tc);
     return s;
 }

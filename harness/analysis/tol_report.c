@@ -86,6 +86,10 @@ static void names_text(FILE *out, const char *label, char (*v)[64], int n)
 
 static void tolerance_text(FILE *out, const repro_tolerance *tol)
 {
+    if (!tol->n) {
+        fprintf(out, "tolerance: exact (no --tolerance given)\n");
+        return;
+    }
     fprintf(out, "tolerance:");
     int def = 0;
     for (int i = 0; i < tol->n; i++) {

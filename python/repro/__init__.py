@@ -315,7 +315,8 @@ class Recorder:
         # others check their replicas against it after every step.
         from repro import ddp as _ddp
         self._replicas = _ddp.Replicas()
-        if path is None and self._replicas.rank > 0:
+        follower = path is None and self._replicas.rank > 0
+        if follower:
             path = b""  # the recorder's "no trace file"
         env = RunEnv.read(seed)
         o = _Options()
@@ -340,7 +341,7 @@ class Recorder:
         o.header_json = hdr
         self._info = _RunInfo(exp, seed, cfg)
         _check(_open_ex(ctypes.byref(self._r), path, ctypes.byref(self._info), ctypes.byref(o)))
-        if values and path != b"":  # a rank without a trace has nothing beside it
+        if values and not follower:  # a rank without a trace has nothing beside it
             vdir = None if values is True else _cstr(values, "values")
             rc = _values(self._r, vdir)
             if rc:
