@@ -38,8 +38,9 @@ static const repro_cli_opt own_opts[] = {
     {"json", 0, NULL, "the report as one JSON document on stdout", O_JSON},
     {"plot", 0, "FILE.svg", "also write the divergence curve as an SVG chart", O_PLOT},
     {"tolerance", 0, "SPEC",
-     "compare values under a tolerance: ulp:N, rtol:X[,atol:Y], atol:Y or\n"
-     "exact; GLOB=RULE for some tensors ('grad.*=ulp:64'); repeatable", O_TOL},
+     "compare values under a tolerance: ulp:N[,atol:Y], rtol:X[,atol:Y],\n"
+     "atol:Y or exact; GLOB=RULE for some tensors ('grad.*=ulp:64');\n"
+     "repeatable", O_TOL},
     {"map", 0, "FILE", "B's tensor names as A's, one 'B_NAME = A_NAME' a line", O_MAP},
     {NULL, 0, NULL, NULL, 0},
 };
