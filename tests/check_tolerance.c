@@ -23,6 +23,7 @@
 #include "util/npy.h"
 #include "repro/repro.h"
 #include "testutil.h"
+#include "tu_procs.h"
 #include "util/error.h"
 #include "util/ulp.h"
 
@@ -414,6 +415,57 @@ START_TEST(t_bad_npy)
 }
 END_TEST
 
+/* Streamed: `repro diff --tolerance` peaks within 10% at 3,000 and 30,000
+ * detail steps (every tensor compared at every step); the negative
+ * control is the whole-trace reader on the same trace, which grows. */
+static void prog_in_child(const char *dir, long nsteps)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        write_prog(dir, &(prog){"w", nsteps, NULL, 0, 0, 1});
+        _exit(0);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+START_TEST(t_memory_independent_of_steps)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    tu_skip("tolerance",
+            "an ASan build: ASan's shadow memory and quarantine make RSS no measure of this");
+    return;
+#endif
+    const long lengths[2] = {3000, 30000};
+    long kib[2], whole[2];
+    for (int i = 0; i < 2; i++) {
+        fresh(dir_a, "tol-a");
+        fresh(dir_b, "tol-b");
+        prog_in_child(dir_a, lengths[i]);
+        prog_in_child(dir_b, lengths[i]);
+        char pa[256], pb[256];
+        snprintf(pa, sizeof pa, "%s/trace.jsonl", dir_a);
+        snprintf(pb, sizeof pb, "%s/trace.jsonl", dir_b);
+        const char *const args[] = {"repro", "diff", pa, pb, "--tolerance", "ulp:0", NULL};
+        int status;
+        kib[i] = tu_peak_kib(args, NULL, &status);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+        whole[i] = tu_peak_kib(NULL, pa, &status);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    long floor_kib = tu_own_rss_kib();
+    ck_assert_msg(kib[0] > floor_kib, "the diff's peak %ld KiB is no more than this process's "
+                  "%ld KiB: the measure cannot see it", kib[0], floor_kib);
+    ck_assert_msg(kib[1] <= kib[0] * 11 / 10 && kib[0] <= kib[1] * 11 / 10,
+                  "diff --tolerance peaks at %ld KiB for 3,000 steps, %ld KiB for 30,000",
+                  kib[0], kib[1]);
+    ck_assert_msg(whole[1] > whole[0] * 3 / 2, "whole-trace reading peaks at %ld KiB for 3,000 "
+                  "steps, %ld KiB for 30,000", whole[0], whole[1]);
+}
+END_TEST
+
 static int sh(const char *cmd)
 {
     char full[4096];
@@ -581,6 +633,7 @@ Suite *tolerance_suite(void)
     tcase_add_test(tc, t_measure);
     tcase_add_test(tc, t_rows_bounded);
     tcase_add_test(tc, t_bad_npy);
+    tcase_add_test(tc, t_memory_independent_of_steps);
     tcase_add_test(tc, t_python_client_values);
     tcase_add_test(tc, t_torch_mlp_forward);
     tcase_add_test(tc, t_python_forward_api);
