@@ -109,6 +109,7 @@ static const char *table_value(const shown_opt *o)
         {"backend", "cpu"}, {"policy", "bitwise"}, {"vary", "train.lr=0.1,0.2"},
         {"tap-write", "linear.fwd=x.bin"}, {"tap-read", "linear.fwd=x.bin"},
         {"batch-sizes", "1,7"}, {"quarantine", "bwd.fc1.dw"}, {"claim-score", "0.5"}, {"max-file-size", "1M"},
+        {"tolerance", "ulp:4"},
         /* by placeholder */
         {"N", "2"}, {"K", "1"}, {"S", "1"}, {"T", "1"}, {"W", "0"}, {"LIST", "1,2"},
         {"SECONDS", "5"}, {"SIZE", "1G"}, {"NAME", "somename"}, {"KEY=VALUE", "train.steps=2"},

@@ -128,20 +128,20 @@ static int read_outputs(const repro_parity_opts *o, const char *sub, int n,
     char path[1300];
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s/probe-%d.npy", o->dir, sub, i);
-        long shape[2];
-        int ndim;
-        size_t nbytes;
-        if (repro_npy_shape(path, "<f4", 2, shape, &ndim) ||
-            !(out->out[i] = repro_npy_read(path, &nbytes))) {
+        repro_npy npy;
+        if (repro_npy_load(path, &npy)) {
             char why[400];
             snprintf(why, sizeof why, "%s", repro_error_message());
             return repro_error_set(REPRO_EIO, "parity: the %s run gave no output for probe %d: %s",
                                    sub, i, why);
         }
-        long npos = ndim == 2 ? shape[0] : 1, nelem = ndim == 2 ? shape[1] : ndim ? shape[0] : 1;
-        if (nbytes != (size_t)(npos * nelem) * sizeof(float) || (i && nelem != out->nelem))
-            return repro_error_set(REPRO_EIO, "parity: %s: %zu bytes for a %ld x %ld output",
-                                   path, nbytes, npos, nelem);
+        long npos = npy.ndim == 2 ? npy.shape[0] : 1,
+             nelem = npy.ndim == 2 ? npy.shape[1] : npy.ndim ? npy.shape[0] : 1;
+        out->out[i] = npy.data;
+        if (strcmp(npy.dtype, "f32") || npy.ndim > 2 || (i && nelem != out->nelem))
+            return repro_error_set(REPRO_EIO, "parity: %s: a %s output of %d dimensions where "
+                                   "a float32 probe x %ld output was expected",
+                                   path, npy.dtype, npy.ndim, out->nelem);
         out->npos[i] = npos;
         out->nelem = nelem;
     }

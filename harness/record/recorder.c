@@ -14,6 +14,7 @@
 
 #include "record/stats.h"
 #include "record/trace.h"
+#include "record/values.h"
 #include "util/error.h"
 #include "util/version.h"
 
@@ -38,6 +39,8 @@ struct repro_recorder {
     repro_digest *final;
     size_t nfinal, final_cap;
     int final_partial;
+    char trace_path[1024];     /* "" when no trace is written */
+    char *values;              /* repro_recorder_values' directory, or NULL */
 };
 
 void repro_recorder_options_init(repro_recorder_options *o)
@@ -214,6 +217,7 @@ int repro_recorder_open_ex(repro_recorder **out, const char *trace_path,
             return repro_error_code();
         }
         r->header = h; /* kept: repro_recorder_set_threads may add to it */
+        snprintf(r->trace_path, sizeof r->trace_path, "%s", trace_path);
     }
     *out = r;
     return 0;
@@ -400,9 +404,37 @@ static int hash_into(repro_recorder *r, tensor_list *l, const char *name, repro_
         return mark(r);
     if (l == &r->tensors && note_final(r, t, shape, data, nbytes))
         return r->failed;
-    if (detail_step(r, r->step + 1))
+    if (detail_step(r, r->step + 1)) {
         repro_tensor_stats_compute(t->dtype, data, (size_t)nbytes, &t->l2, &t->sum, &t->max_abs,
                                    &t->nonfinite);
+        if (r->values && repro_values_write(r->values, (long)r->step + 1, t->name, t->dtype,
+                                            t->ndim, t->shape, data, (size_t)nbytes) < 0)
+            return mark(r);
+    }
+    return 0;
+}
+
+int repro_recorder_values(repro_recorder *r, const char *dir)
+{
+    int rc = check_alive(r);
+    if (rc)
+        return rc;
+    char def[1100];
+    if (!dir) {
+        if (!r->trace_path[0])
+            return fail(r, REPRO_EINVAL, "recorder: values: %s", "no trace is written, so "
+                        "there is no directory beside it: name one");
+        repro_values_default_dir(def, sizeof def, r->trace_path);
+        dir = def;
+    }
+    if (!dir[0] || strlen(dir) > 1000)
+        return fail(r, REPRO_EINVAL, "recorder: values: directory \"%.80s\" is empty or over "
+                    "1,000 bytes", dir);
+    char *copy = strdup(dir);
+    if (!copy)
+        return fail(r, REPRO_ENOMEM, "out of memory recording %s", "values");
+    free(r->values);
+    r->values = copy;
     return 0;
 }
 
@@ -548,6 +580,7 @@ int64_t repro_recorder_chain(const repro_recorder *r, repro_digest *chain)
 static void free_recorder(repro_recorder *r)
 {
     json_decref(r->header);
+    free(r->values);
     free(r->final);
     free(r->tensors.v);
     free(r->ops.v);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,45 +86,117 @@ done:
     return data;
 }
 
-int repro_npy_shape(const char *path, const char *descr, int maxdim, long *shape, int *ndim)
+/* ---- the header (repro_npy_load) ------------------------------------------ */
+
+static const struct {
+    const char *descr, *dtype;
+    size_t size;
+} npy_types[] = {{"<f4", "f32", 4}, {"<f8", "f64", 8}, {"<i4", "i32", 4},
+                 {"<u4", "u32", 4}, {"<i8", "i64", 8}, {"|u1", "u8", 1}};
+
+/* The value of 'key' in the header dict (a Python literal): a pointer just
+ * past "'key':" and its spaces, or NULL. */
+static const char *dict_value(const char *dict, const char *key)
 {
+    char pat[32];
+    snprintf(pat, sizeof pat, "'%s':", key);
+    const char *p = strstr(dict, pat);
+    if (!p)
+        return NULL;
+    p += strlen(pat);
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
+static int parse_shape(const char *p, repro_npy *out, size_t *numel)
+{
+    if (*p++ != '(')
+        return -1;
+    *numel = 1;
+    out->ndim = 0;
+    for (;;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == ')')
+            return 0;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || out->ndim == 8 || (v > 0 && *numel > SIZE_MAX / 16 / (size_t)v))
+            return -1;
+        out->shape[out->ndim++] = v;
+        *numel *= (size_t)v;
+        p = end;
+    }
+}
+
+static int parse_header(const char *path, const char *dict, repro_npy *out)
+{
+    const char *d = dict_value(dict, "descr"), *fo = dict_value(dict, "fortran_order"),
+               *sh = dict_value(dict, "shape");
+    if (!d || !fo || !sh)
+        return repro_error_set(REPRO_EINVAL, "%s: .npy header without descr, fortran_order "
+                                             "or shape", path);
+    if (strncmp(fo, "False", 5) != 0)
+        return repro_error_set(REPRO_EINVAL, "%s: Fortran-order .npy data is not read", path);
+    size_t i, n = sizeof npy_types / sizeof npy_types[0];
+    for (i = 0; i < n; i++)
+        if (d[0] == '\'' && !strncmp(d + 1, npy_types[i].descr, 3) && d[4] == '\'')
+            break;
+    if (i == n)
+        return repro_error_set(REPRO_EINVAL, "%s: .npy dtype %.6s is not one repro reads "
+                                             "(<f4 <f8 <i4 <u4 <i8 |u1)", path, d);
+    snprintf(out->dtype, sizeof out->dtype, "%s", npy_types[i].dtype);
+    size_t numel;
+    if (parse_shape(sh, out, &numel))
+        return repro_error_set(REPRO_EINVAL, "%s: .npy shape does not parse", path);
+    out->nbytes = numel * npy_types[i].size;
+    return 0;
+}
+
+int repro_npy_load(const char *path, repro_npy *out)
+{
+    memset(out, 0, sizeof *out);
     FILE *f = repro_fopen_regular(path, ".npy file");
     if (!f)
         return -1;
     unsigned char pre[10];
-    char head[1024];
+    static _Thread_local char dict[65536];
     int rc = -1;
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) || pre[6] != 1) {
         repro_error_set(REPRO_EINVAL, "%s: not a version 1 .npy file", path);
         goto done;
     }
-    size_t hlen = (size_t)(pre[8] | pre[9] << 8);
-    if (hlen >= sizeof head || fread(head, 1, hlen, f) != hlen) {
-        repro_error_set(REPRO_EINVAL, "%s: a .npy header that cannot be read", path);
+    size_t hlen = pre[8] | (size_t)pre[9] << 8;
+    if (fread(dict, 1, hlen, f) != hlen) {
+        repro_error_set(REPRO_EINVAL, "%s: truncated .npy header", path);
         goto done;
     }
-    head[hlen] = '\0';
-    char want[64];
-    snprintf(want, sizeof want, "'descr': '%s'", descr);
-    const char *s = strstr(head, "'shape': (");
-    if (!strstr(head, want) || !s) {
-        repro_error_set(REPRO_EINVAL, "%s: expected dtype %s with a shape", path, descr);
+    dict[hlen] = 0;
+    if (parse_header(path, dict, out))
+        goto done;
+    long here = ftell(f);
+    if (here < 0 || fseek(f, 0, SEEK_END) || ftell(f) - here != (long)out->nbytes ||
+        fseek(f, here, SEEK_SET)) {
+        repro_error_set(REPRO_EINVAL, "%s: the data is not the %zu bytes its shape says", path,
+                        out->nbytes);
         goto done;
     }
-    *ndim = 0;
-    for (s += 10; *s != ')';) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 0 || *ndim == maxdim) {
-            repro_error_set(REPRO_EINVAL, "%s: a shape of at most %d sizes expected", path,
-                            maxdim);
-            goto done;
-        }
-        shape[(*ndim)++] = v;
-        s = end + strspn(end, ", ");
+    out->data = malloc(out->nbytes ? out->nbytes : 1);
+    if (!out->data || fread(out->data, 1, out->nbytes, f) != out->nbytes) {
+        repro_error_set(REPRO_EINVAL, "%s: cannot read .npy data", path);
+        goto done;
     }
     rc = 0;
 done:
     fclose(f);
+    if (rc)
+        repro_npy_free(out);
     return rc;
+}
+
+void repro_npy_free(repro_npy *n)
+{
+    free(n->data);
+    n->data = NULL;
 }

@@ -183,6 +183,16 @@ int repro_recorder_tensor_leaves(repro_recorder *r, const char *name, repro_dtyp
                                  const int64_t *shape, uint64_t nbytes,
                                  const repro_digest *leaves, const repro_tensor_stats *stats);
 
+/* Also writes the values of every tensor (and op output) recorded on a
+ * detail step as DIR/step-NNNNNN/NAME.npy, the layout of `repro run
+ * --dump`, so that `repro diff --tolerance` can measure how far two traces'
+ * tensors are apart (a trace holds only their digests). dir NULL: `dump/`
+ * beside the trace (REPRO_EINVAL when the recorder writes no trace). f16
+ * and bf16 tensors have no .npy form here, and tensors given as leaf
+ * digests (repro_recorder_tensor_leaves) no bytes: both are left out. Takes effect
+ * from the next tensor recorded; a directory of at most 1,000 bytes. */
+int repro_recorder_values(repro_recorder *r, const char *dir);
+
 /* At level OP: records an op output of the current step (in call order; not
  * part of the step digest, so digests agree across levels). Ignored at
  * lower levels. */

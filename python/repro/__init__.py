@@ -44,8 +44,8 @@ __version__ = "0.1.0"  # repro's (harness/util/version.h; a test holds them equa
 PROTOCOL = 1           # the client protocol (REPRO_CLIENT_PROTOCOL in version.h)
 
 __all__ = ["Recorder", "RunEnv", "ReproError", "tensor_digest", "record_model", "loader_kwargs",
-           "seed_everything", "worker_init_fn", "data_generator", "LEVEL_STEP",
-           "LEVEL_TENSOR", "LEVEL_OP"]
+           "seed_everything", "worker_init_fn", "data_generator", "record_forward",
+           "load_checkpoint", "LEVEL_STEP", "LEVEL_TENSOR", "LEVEL_OP"]
 
 LEVEL_STEP, LEVEL_TENSOR, LEVEL_OP = 0, 1, 2
 _DTYPES = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i32": 4, "i64": 5, "u8": 6, "u32": 7}
@@ -132,6 +132,7 @@ _step = _sig("repro_recorder_step", ctypes.c_int, ctypes.c_void_p, ctypes.c_int6
 _close_ex = _sig("repro_recorder_close_ex", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
                  ctypes.c_char_p)
 _abort = _sig("repro_recorder_abort", None, ctypes.c_void_p)
+_values = _sig("repro_recorder_values", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)
 _set_threads = _sig("repro_recorder_set_threads", ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
                     ctypes.c_int)
 _header_set = _sig("repro_recorder_header_set", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
@@ -300,7 +301,12 @@ class Recorder:
     """One trace. trace_path None: $REPRO_TRACE (nothing written if unset)."""
 
     def __init__(self, experiment, seed, config=None, trace_path=None, level=None, every=None,
-                 total_steps=0, threads=None, workers=None):
+                 total_steps=0, threads=None, workers=None, values=False, start_step=0):
+        """values: also write each tensor of a detail step as
+        dump/step-NNNNNN/NAME.npy beside the trace (True), or under the
+        directory given (a str), for `repro diff --tolerance`. start_step:
+        the step before the first this recorder ends (the first is
+        start_step + 1), to line up with a trace that starts there."""
         self._r = ctypes.c_void_p()
         seed = _int(seed, "seed", _U64)
         exp = _cstr(experiment, "experiment")
@@ -309,7 +315,8 @@ class Recorder:
         # others check their replicas against it after every step.
         from repro import ddp as _ddp
         self._replicas = _ddp.Replicas()
-        if path is None and self._replicas.rank > 0:
+        follower = path is None and self._replicas.rank > 0
+        if follower:
             path = b""  # the recorder's "no trace file"
         env = RunEnv.read(seed)
         o = _Options()
@@ -323,6 +330,7 @@ class Recorder:
         if every is not None:  # else 10, or what --set trace.every gave
             o.every = _int(every, "every", _I32)
         o.total_steps = _int(total_steps, "total_steps", _I64)
+        o.start_step = _int(start_step, "start_step", _I64)
         o.threads = _int(env.threads if threads is None else threads, "threads", _I32)
         o.workers = _int(env.workers if workers is None else workers, "workers", _I32)
         cfg = json.dumps(config, sort_keys=True).encode() if config is not None else None
@@ -333,6 +341,12 @@ class Recorder:
         o.header_json = hdr
         self._info = _RunInfo(exp, seed, cfg)
         _check(_open_ex(ctypes.byref(self._r), path, ctypes.byref(self._info), ctypes.byref(o)))
+        if values and not follower:  # a rank without a trace has nothing beside it
+            vdir = None if values is True else _cstr(values, "values")
+            rc = _values(self._r, vdir)
+            if rc:
+                self.abort()
+                _check(rc)
 
     def set_threads(self, threads=-1, workers=-1):
         """Says the thread and loader-worker counts the run really uses
@@ -486,3 +500,8 @@ def loader_kwargs(seed=None):
 def worker_seed(base_seed, worker_id):
     """base_seed + worker_id (mod 2^64): the C library's repro_worker_seed."""
     return _worker_seed(_int(base_seed, "base_seed", _U64), _int(worker_id, "worker_id", _I32))
+
+
+# After everything they use is defined (they import from this module).
+from repro.forward import record_forward  # noqa: E402
+from repro.checkpoint import load_checkpoint  # noqa: E402
