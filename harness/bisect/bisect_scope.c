@@ -214,14 +214,7 @@ void repro_bisect_scope_report_builtin(FILE *out, const repro_bisect_ops_opts *o
     repro_bisect_ops_report_first(NULL, r, doc);
     if (!out)
         return;
-    fprintf(out, "first divergence: step %ld, %s, layer %s, %s (op %s, variant %s%s)\n",
-            r->first_step,
-            !strcmp(r->phase, "fwd")   ? "forward"
-            : !strcmp(r->phase, "bwd") ? "backward"
-                                       : "-",
-            r->layer[0] ? r->layer : "-", r->name, r->op[0] ? r->op : "?",
-            r->variant[0] ? r->variant : "?",
-            r->has_info ? (r->deterministic ? ", deterministic" : ", NONdeterministic") : "");
+    repro_bisect_ops_print_first(out, r);
     if (r->repeat_differs) {
         fprintf(out, "the two runs at %s %s already differ there: %s is nondeterministic run to "
                      "run, before any %s could change it (`repro bisect %s` names the culprit "
