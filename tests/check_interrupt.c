@@ -231,53 +231,26 @@ static void leaves_no_orphan(const char *tag, const char *const *args, int sig)
                   sig ? " (signalled)" : "", alive);
 }
 
-START_TEST(test_check_leaves_no_orphan)
-{
-    const char *args[] = {"check", "--no-golden", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("check", args, 0);
-}
-END_TEST
+/* Each command that runs a program, ended normally or by a signal; the
+ * submit's bundle goes beside the repository (not in it: the tree stays
+ * clean). */
+static const struct {
+    const char *tag;
+    const char *args[8];
+    int sig;
+} orphan_cases[] = {
+    {"check", {"check", "--no-golden", "--", "sh", "prog.sh", NULL}, 0},
+    {"run", {"run", "--", "sh", "prog.sh", NULL}, 0},
+    {"bless", {"bless", "--", "sh", "prog.sh", NULL}, 0},
+    {"bisect", {"bisect", "--", "sh", "prog.sh", NULL}, 0},
+    {"submit", {"submit", "-o", "../bundle", "--", "sh", "prog.sh", NULL}, 0},
+    {"check-sigterm", {"check", "--no-golden", "--", "sh", "prog.sh", NULL}, SIGTERM},
+    {"run-sigint", {"run", "--", "sh", "prog.sh", NULL}, SIGINT},
+};
 
-START_TEST(test_run_leaves_no_orphan)
+START_TEST(test_leaves_no_orphan)
 {
-    const char *args[] = {"run", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("run", args, 0);
-}
-END_TEST
-
-START_TEST(test_bless_leaves_no_orphan)
-{
-    const char *args[] = {"bless", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("bless", args, 0);
-}
-END_TEST
-
-START_TEST(test_bisect_leaves_no_orphan)
-{
-    const char *args[] = {"bisect", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("bisect", args, 0);
-}
-END_TEST
-
-START_TEST(test_submit_leaves_no_orphan)
-{
-    /* The bundle beside the repository (not in it: the tree stays clean). */
-    const char *args[] = {"submit", "-o", "../bundle", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("submit", args, 0);
-}
-END_TEST
-
-START_TEST(test_sigterm_leaves_no_orphan)
-{
-    const char *args[] = {"check", "--no-golden", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("check-sigterm", args, SIGTERM);
-}
-END_TEST
-
-START_TEST(test_sigint_leaves_no_orphan)
-{
-    const char *args[] = {"run", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("run-sigint", args, SIGINT);
+    leaves_no_orphan(orphan_cases[_i].tag, orphan_cases[_i].args, orphan_cases[_i].sig);
 }
 END_TEST
 
@@ -293,13 +266,8 @@ Suite *interrupt_suite(void)
     suite_add_tcase(s, tc);
     TCase *orphans = tcase_create("orphans");
     tcase_set_timeout(orphans, 180);
-    tcase_add_test(orphans, test_check_leaves_no_orphan);
-    tcase_add_test(orphans, test_run_leaves_no_orphan);
-    tcase_add_test(orphans, test_bless_leaves_no_orphan);
-    tcase_add_test(orphans, test_bisect_leaves_no_orphan);
-    tcase_add_test(orphans, test_submit_leaves_no_orphan);
-    tcase_add_test(orphans, test_sigterm_leaves_no_orphan);
-    tcase_add_test(orphans, test_sigint_leaves_no_orphan);
+    tcase_add_loop_test(orphans, test_leaves_no_orphan, 0,
+                        (int)(sizeof orphan_cases / sizeof orphan_cases[0]));
     suite_add_tcase(s, orphans);
     return s;
 }
