@@ -176,20 +176,22 @@ START_TEST(test_first_step_has_detail_by_default)
     record_program_every(a, 0, h, 0);
     record_program_every(c1, 1, h, 0);
     record_program_every(c2, 2, h, 0);
-    repro_trace *ta, *t1, *t2;
-    ck_assert_int_eq(repro_trace_load(&ta, a), 0);
-    ck_assert_int_eq(repro_trace_load(&t1, c1), 0);
-    ck_assert_int_eq(repro_trace_load(&t2, c2), 0);
-    repro_trace_diff d;
-    ck_assert_int_eq(repro_trace_compare(ta, t1, &d), 0);
-    ck_assert_int_eq(d.first_step, 1);
-    ck_assert_str_eq(d.tensor, "fc.weight");
-    ck_assert_int_eq(repro_trace_compare(ta, t2, &d), 0);
-    ck_assert_int_eq(d.first_step, 2);
-    ck_assert_str_eq(d.tensor, "");
-    repro_trace_free(ta);
-    repro_trace_free(t1);
-    repro_trace_free(t2);
+    const struct {
+        const char *other;
+        int step;
+        const char *tensor;
+    } want[] = {{c1, 1, "fc.weight"}, {c2, 2, ""}};
+    for (int i = 0; i < 2; i++) {
+        repro_trace *ta, *tb;
+        ck_assert_int_eq(repro_trace_load(&ta, a), 0);
+        ck_assert_int_eq(repro_trace_load(&tb, want[i].other), 0);
+        repro_trace_diff d;
+        ck_assert_int_eq(repro_trace_compare(ta, tb, &d), 0);
+        ck_assert_int_eq(d.first_step, want[i].step);
+        ck_assert_str_eq(d.tensor, want[i].tensor);
+        repro_trace_free(ta);
+        repro_trace_free(tb);
+    }
     char args[700], out[8192], err[4096];
     snprintf(args, sizeof args, "diff '%s' '%s'", a, c1);
     ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 1);
