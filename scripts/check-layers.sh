@@ -26,6 +26,15 @@
 #     a file split by size, not along a seam), except the command table
 #     (harness/cli/commands.c and the cmd_*.c files it names). There is no
 #     allowlist in the tree: a loop is fixed at its seam, not excused.
+#   - only the files in SPAWNERS (below) use a call that starts a process
+#     (fork, vfork, clone, posix_spawn*, system, popen, daemon, forkpty).
+#     repro is a child subreaper (util/orphans.h): once none of the
+#     children util/child.c started is running, it kills every child it
+#     still has as a program's orphan. A process started any other way
+#     would be killed as one, so every start goes through util/child.c,
+#     which counts its children from before the fork. (Only our objects
+#     are read: a library's own fork is not seen. Open MPI is joined only
+#     under its launcher, never as a singleton that forks its daemon.)
 #
 # Usage: check-layers.sh [--objects DIR] [ROOT]
 #                                    exit 0 clean, 1 with one line per violation
@@ -34,6 +43,11 @@
 #                                    and in objects it compiles (symbols);
 #                                    each must be reported, and nothing else
 set -eu
+
+# The files that may start processes, and why:
+#   harness/util/child.c  every child (fork, then exec) and its group's guard
+SPAWNERS="harness/util/child.c"
+SPAWN_CALLS='^(fork|vfork|_Fork|clone|clone3|__clone|posix_spawn.*|system|popen|daemon|forkpty)$'
 
 rank_of() { # path of a source file or include target -> rank, or "" if not ours
     case "$1" in
@@ -158,11 +172,14 @@ check_symbols() {
         { o = substr($0, 1, index($0, ":") - 1); print src[o], rank[o], $NF }' \
         "$tmp_objs" - >"$tmp_uses"
     [ -n "$allow" ] && [ -f "$allow" ] || allow=/dev/null
-    awk '
+    awk -v spawners="$SPAWNERS" -v spawn_calls="$SPAWN_CALLS" '
+        BEGIN { n = split(spawners, s, " "); for (i = 1; i <= n; i++) spawner[s[i]] = 1 }
         FILENAME == ARGV[1] { if ($0 !~ /^[ \t]*(#|$)/) allowed[$1 " " $2] = allowed[$2 " " $1] = 1; next }
         FILENAME == ARGV[2] { if (!($1 in def)) { def[$1] = $2; drank[$1] = $3 }; next }
         {   # a use: file rank symbol
             f = $1; r = $2; sym = $3
+            if (sym ~ spawn_calls && !(sym in def) && !(f in spawner))
+                print f ": uses " sym ", which starts a process outside harness/util/child.c (the subreaper would kill it: util/orphans.h)"
             if (!(sym in def) || def[sym] == f) next
             g = def[sym]
             if (drank[sym] > r)
@@ -188,10 +205,11 @@ check_symbols() {
 }
 
 # Plants, in objects of its own (no build needed), an upward call through a
-# hand-written prototype (util/ -> cli/) and a two-file loop; beside them,
+# hand-written prototype (util/ -> cli/), a two-file loop, and processes
+# started outside util/child.c (system, posix_spawnp); beside them,
 # negative controls that must pass: a downward call, a libc call, a call
-# within a layer in one direction, an allowlisted loop, and the command
-# table's loop (commands.c <-> a cmd_*.c).
+# within a layer in one direction, an allowlisted loop, the command
+# table's loop (commands.c <-> a cmd_*.c) and fork in util/child.c.
 symbol_self_test() {
     src=$scratch/sym/src
     obj=$scratch/sym/obj
@@ -237,8 +255,21 @@ C
 int repro_planted_run_cmd(int x);
 int repro_cmd_planted(int x) { return x > 0 ? repro_planted_run_cmd(x - 1) : 0; }
 C
+    cat >"$src/harness/cli/planted_shell.c" <<'C'
+#include <stdlib.h>
+int repro_planted_shell(void) { return system("true"); } /* a process outside child.c */
+C
+    cat >"$src/harness/record/planted_spawn.c" <<'C'
+#include <spawn.h>
+#include <stddef.h>
+int repro_planted_spawn(pid_t *pid, char **argv) { return posix_spawnp(pid, argv[0], NULL, NULL, argv, NULL); }
+C
+    cat >"$src/harness/util/child.c" <<'C'
+#include <unistd.h>
+int repro_planted_child(void) { return fork(); } /* the one place allowed */
+C
     for c in cli/commands cli/cmd_planted cli/planted_cmd util/planted_up util/planted_down util/planted_a util/planted_b util/planted_c \
-             record/planted_p record/planted_q; do
+             record/planted_p record/planted_q cli/planted_shell record/planted_spawn util/child; do
         ${CC:-cc} -c -o "$obj/harness/$c.o" "$src/harness/$c.c" ||
             { echo "✗ layer check: the symbol self-test could not compile $c.c"; return 1; }
     done
@@ -248,15 +279,17 @@ C
         echo "✗ layer check: planted symbol violations were not caught"; return 1
     fi
     for want in "harness/util/planted_up.c: uses repro_planted_cli, defined in harness/cli/planted_cmd.c, a layer above" \
-                "harness/util/planted_a.c <-> harness/util/planted_b.c: a two-file loop"; do
+                "harness/util/planted_a.c <-> harness/util/planted_b.c: a two-file loop" \
+                "harness/cli/planted_shell.c: uses system, which starts a process outside harness/util/child.c" \
+                "harness/record/planted_spawn.c: uses posix_spawnp, which starts a process outside"; do
         echo "$out" | grep -qF "$want" ||
             { echo "✗ layer check: not reported: $want (got: $out)"; return 1; }
     done
-    if [ "$(echo "$out" | wc -l)" -ne 2 ]; then
-        echo "✗ layer check: wrong symbol report (downward, libc, one-way, allowed and command-table uses pass): $out"
+    if [ "$(echo "$out" | wc -l)" -ne 4 ]; then
+        echo "✗ layer check: wrong symbol report (downward, libc, one-way, allowed, command-table uses and util/child.c's fork pass): $out"
         return 1
     fi
-    echo "✓ layer check catches a planted upward call (no #include) and a two-file loop:"
+    echo "✓ layer check catches a planted upward call (no #include), a two-file loop and processes started outside util/child.c:"
     echo "$out"
 }
 
@@ -315,9 +348,9 @@ else
 fi
 if [ -n "$objects" ]; then
     if check_symbols "$objects" "" "$root"; then
-        echo "✓ layers: every symbol an object uses is defined in its layer or below; no two-file loops"
+        echo "✓ layers: every symbol an object uses is defined in its layer or below; no two-file loops; only util/child.c starts processes"
     else
-        echo "✗ layers: symbols used from a layer above, or two-file loops (see docs/DESIGN.md, \"Layers\")"
+        echo "✗ layers: symbols used from a layer above, two-file loops, or processes started outside util/child.c (see docs/DESIGN.md, \"Layers\")"
         status=1
     fi
 fi

@@ -22,14 +22,16 @@ static void temp_trace(char *buf, size_t len)
 
 /* Three steps of a small program: weights (f32), a bias (f64), labels
  * (i32), a mask (u8); `poke_step` > 0 flips one byte of the weights at that
- * step. Returns the final chain in hex. */
-static void record_program(const char *path, int poke_step, char chain[65])
+ * step; detail every `every`-th step (0: the recorder's default). Returns
+ * the final chain in hex. */
+static void record_program_every(const char *path, int poke_step, char chain[65], int every)
 {
     repro_recorder *r;
     repro_run_info info = {"tiny", 42, "{\"lr\": 0.1, \"hidden\": 8}"};
     repro_recorder_options o;
     repro_recorder_options_init(&o);
-    o.every = 1; /* detail on each step: the tensor that differs is named */
+    if (every)
+        o.every = every;
     ck_assert_int_eq(repro_recorder_open_ex(&r, path, &info, &o), 0);
     float w[6] = {0.5f, -1.0f, 2.0f, 0.25f, -0.0f, 3.0f};
     double b[2] = {0.1, -0.2};
@@ -48,6 +50,12 @@ static void record_program(const char *path, int poke_step, char chain[65])
         ck_assert_int_eq(repro_recorder_step(r, step, 1.0 / (double)step), 0);
     }
     ck_assert_int_eq(repro_recorder_close(r, chain), 0);
+}
+
+/* Detail on each step: the tensor that differs is named wherever. */
+static void record_program(const char *path, int poke_step, char chain[65])
+{
+    record_program_every(path, poke_step, chain, 1);
 }
 
 /* The counts a program says it used go into the header before step 1,
@@ -151,6 +159,45 @@ START_TEST(test_three_steps_compare_identical_then_changed)
     snprintf(args, sizeof args, "diff '%s' '%s'", a, c);
     ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 1);
     ck_assert_msg(strstr(out, "step 2") && strstr(out, "fc.weight"), "diff said: %s", out);
+}
+END_TEST
+
+/* With the default every (10), a program's first step has detail too: a
+ * run that parts at step 1 (a seed, a thread count, a world size) names
+ * the tensor there however short it is. Step 2, neither the first nor a
+ * 10th nor known as the last, has none (the control: only step 1 was
+ * added). */
+START_TEST(test_first_step_has_detail_by_default)
+{
+    char a[256], c1[256], c2[256], h[65];
+    temp_trace(a, sizeof a);
+    temp_trace(c1, sizeof c1);
+    temp_trace(c2, sizeof c2);
+    record_program_every(a, 0, h, 0);
+    record_program_every(c1, 1, h, 0);
+    record_program_every(c2, 2, h, 0);
+    const struct {
+        const char *other;
+        int step;
+        const char *tensor;
+    } want[] = {{c1, 1, "fc.weight"}, {c2, 2, ""}};
+    for (int i = 0; i < 2; i++) {
+        repro_trace *ta, *tb;
+        ck_assert_int_eq(repro_trace_load(&ta, a), 0);
+        ck_assert_int_eq(repro_trace_load(&tb, want[i].other), 0);
+        repro_trace_diff d;
+        ck_assert_int_eq(repro_trace_compare(ta, tb, &d), 0);
+        ck_assert_int_eq(d.first_step, want[i].step);
+        ck_assert_str_eq(d.tensor, want[i].tensor);
+        repro_trace_free(ta);
+        repro_trace_free(tb);
+    }
+    char args[700], out[8192], err[4096];
+    snprintf(args, sizeof args, "diff '%s' '%s'", a, c1);
+    ck_assert_int_eq(tu_run_repro(args, out, sizeof out, err, sizeof err), 1);
+    ck_assert_msg(strstr(out, "DIVERGED at step 1") && strstr(out, "fc.weight") &&
+                      !strstr(out, "no tensor detail at step 1"),
+                  "diff said: %s", out);
 }
 END_TEST
 
@@ -556,6 +603,7 @@ Suite *api_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_three_steps_compare_identical_then_changed);
+    tcase_add_test(tc, test_first_step_has_detail_by_default);
     tcase_add_test(tc, test_leaf_digests_equal_host_bytes);
     tcase_add_test(tc, test_final_params_sha256_in_the_trailer);
     tcase_add_test(tc, test_truncated_side_is_never_identical);

@@ -45,7 +45,7 @@ static const char *cannot_run(void)
     do {                                                          \
         const char *why_ = cannot_run();                          \
         if (*why_) {                                              \
-            fprintf(stderr, "ddp: skipped: %s\n", why_);          \
+            tu_skip("ddp", "%s", why_);                           \
             return;                                               \
         }                                                         \
     } while (0)
@@ -60,6 +60,18 @@ static void chain_of(const char *text, char *hex)
     ck_assert_int_eq(sscanf(c, "chain %64[0-9a-f]", hex), 1);
 }
 
+/* `repro ARGS` must exit `want` with each of said (NULL-ended) on its
+ * stderr; returns the seconds it took. */
+static long expect_exit(int want, const char *args, const char *const said[])
+{
+    time_t t0 = time(NULL);
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == want, "exit %d\n%s%s", rc, out, err);
+    for (int i = 0; said[i]; i++)
+        ck_assert_msg(strstr(err, said[i]), "no \"%s\" in:\n%s", said[i], err);
+    return (long)(time(NULL) - t0);
+}
+
 /* Plain DDP averages per-rank means with an all-reduce: 1 and 2 ranks
  * differ at step 1, first at a gradient, in the scope "world size" (text
  * and JUnit), and the report says what DDP does. */
@@ -71,8 +83,9 @@ START_TEST(test_plain_ddp_fails_in_world_size)
     ck_assert_ptr_nonnull(mkdtemp(junit));
     strcat(junit, "/j.xml");
     char args[600];
-    /* Detail on every step: a 2-step run has none at step 1 by default. */
-    snprintf(args, sizeof args, "check --no-golden --runs 1 --ranks 1,2 --set trace.every=1 "
+    /* No --set trace.every: a program's first step has detail by default,
+     * so the gradient is named at step 1 of a 2-step run. */
+    snprintf(args, sizeof args, "check --no-golden --runs 1 --ranks 1,2 "
              "--junit %s -- " PY " examples/torch_ddp.py --plain --steps 2", junit);
     int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
     ck_assert_msg(rc == 1, "exit %d\n%s%s", rc, out, err);
@@ -124,16 +137,12 @@ END_TEST
 START_TEST(test_killed_rank_ends_the_check)
 {
     SKIP_UNLESS_READY();
-    time_t t0 = time(NULL);
-    int rc = tu_run_repro("check --no-golden --runs 1 --ranks 2 -- " PY
-                          " tests/python/ddp_faults.py kill",
-                          out, sizeof out, err, sizeof err);
-    ck_assert_msg(rc == 3, "exit %d\n%s%s", rc, out, err);
-    ck_assert_msg(strstr(err, "ranks=2 of `" PY "` could not be tested: rank 1 of 2 was killed "
-                              "by signal 9"),
-                  "%s", err);
-    ck_assert_msg(strstr(err, "rank 1 kills itself in step 2"), "%s", err);
-    ck_assert_msg(time(NULL) - t0 < 60, "took %lds", (long)(time(NULL) - t0));
+    static const char *const said[] = {
+        "ranks=2 of `" PY "` could not be tested: rank 1 of 2 was killed by signal 9",
+        "rank 1 kills itself in step 2", NULL};
+    long took = expect_exit(3, "check --no-golden --runs 1 --ranks 2 -- " PY
+                               " tests/python/ddp_faults.py kill", said);
+    ck_assert_msg(took < 60, "took %lds", took);
 }
 END_TEST
 
@@ -143,17 +152,13 @@ END_TEST
 START_TEST(test_rank_that_never_joins_is_not_waited_for)
 {
     SKIP_UNLESS_READY();
+    static const char *const said[] = {
+        "rank 1 of 2 ", "while the others ran on for 2 s (REPRO_RANK_WAIT)",
+        "forming the process group", NULL};
     setenv("REPRO_RANK_WAIT", "2", 1);
-    time_t t0 = time(NULL);
-    int rc = tu_run_repro("run --ranks 2 -- " PY " tests/python/ddp_faults.py early", out,
-                          sizeof out, err, sizeof err);
+    long took = expect_exit(3, "run --ranks 2 -- " PY " tests/python/ddp_faults.py early", said);
     unsetenv("REPRO_RANK_WAIT");
-    ck_assert_msg(rc == 3, "exit %d\n%s%s", rc, out, err);
-    ck_assert_msg(strstr(err, "rank 1 of 2 ") && strstr(err, "while the others ran on for 2 s "
-                                                             "(REPRO_RANK_WAIT)"),
-                  "%s", err);
-    ck_assert_msg(strstr(err, "forming the process group"), "%s", err);
-    ck_assert_msg(time(NULL) - t0 < 60, "took %lds", (long)(time(NULL) - t0));
+    ck_assert_msg(took < 60, "took %lds", took);
 }
 END_TEST
 
@@ -162,17 +167,13 @@ END_TEST
 START_TEST(test_drifting_replica_is_named)
 {
     SKIP_UNLESS_READY();
-    int rc = tu_run_repro("run --ranks 2 -- " PY " tests/python/ddp_faults.py drift", out,
-                          sizeof out, err, sizeof err);
-    ck_assert_msg(rc == 3, "exit %d\n%s%s", rc, out, err);
-    ck_assert_msg(strstr(err, "replica drift: after step 2's update, rank 1's param.weight "
-                              "left rank 0's"),
-                  "%s", err);
+    static const char *const said[] = {
+        "replica drift: after step 2's update, rank 1's param.weight left rank 0's", NULL};
+    static const char *const nothing[] = {NULL};
+    expect_exit(3, "run --ranks 2 -- " PY " tests/python/ddp_faults.py drift", said);
     /* the same program without the nudge: the check passes (the detector
      * fires on the fault, not on every run) */
-    rc = tu_run_repro("run --ranks 2 -- " PY " tests/python/ddp_faults.py none", out,
-                      sizeof out, err, sizeof err);
-    ck_assert_msg(rc == 0, "exit %d\n%s%s", rc, out, err);
+    expect_exit(0, "run --ranks 2 -- " PY " tests/python/ddp_faults.py none", nothing);
 }
 END_TEST
 
@@ -181,19 +182,13 @@ END_TEST
 START_TEST(test_indivisible_batch_shows_the_programs_error)
 {
     SKIP_UNLESS_READY();
-    int rc = tu_run_repro("run --ranks 3 -- " PY " examples/torch_ddp.py --steps 1", out,
-                          sizeof out, err, sizeof err);
-    ck_assert_msg(rc == 3, "exit %d\n%s%s", rc, out, err);
-    ck_assert_msg(strstr(err, "could not be tested: rank ") &&
-                      strstr(err, "torch_ddp.py: a global batch of 256 samples does not divide "
-                                  "among 3 ranks"),
-                  "%s", err);
-    rc = tu_run_repro("run --ranks 2 -- " PY " tests/python/ddp_faults.py batch=12", out,
-                      sizeof out, err, sizeof err);
-    ck_assert_msg(rc == 3, "exit %d\n%s%s", rc, out, err);
-    ck_assert_msg(strstr(err, "3 shards of 4 samples (a global batch of 12) do not divide among "
-                              "2 ranks"),
-                  "%s", err);
+    static const char *const example[] = {
+        "could not be tested: rank ",
+        "torch_ddp.py: a global batch of 256 samples does not divide among 3 ranks", NULL};
+    static const char *const client[] = {
+        "3 shards of 4 samples (a global batch of 12) do not divide among 2 ranks", NULL};
+    expect_exit(3, "run --ranks 3 -- " PY " examples/torch_ddp.py --steps 1", example);
+    expect_exit(3, "run --ranks 2 -- " PY " tests/python/ddp_faults.py batch=12", client);
 }
 END_TEST
 
@@ -234,12 +229,10 @@ END_TEST
 START_TEST(test_program_without_group_does_not_exercise_ranks)
 {
     SKIP_UNLESS_READY();
-    int rc = tu_run_repro("check --no-golden --runs 1 --ranks 2 --strict-scopes -- " PY
-                          " tests/python/ddp_faults.py nogroup",
-                          out, sizeof out, err, sizeof err);
-    ck_assert_msg(rc == 3, "exit %d\n%s%s", rc, out, err);
-    ck_assert_msg(strstr(err, "--ranks scope not exercised: every run formed a world of 1 rank"),
-                  "%s", err);
+    static const char *const said[] = {
+        "--ranks scope not exercised: every run formed a world of 1 rank", NULL};
+    expect_exit(3, "check --no-golden --runs 1 --ranks 2 --strict-scopes -- " PY
+                   " tests/python/ddp_faults.py nogroup", said);
 }
 END_TEST
 

@@ -43,26 +43,46 @@ static void mk_dir_with_program(const char *script)
     ck_assert_int_eq(fclose(f), 0);
 }
 
-/* `repro check --no-golden -- sh prog.sh` in dir, started directly (no
- * shell between: signals go to repro itself), output to dir/log. */
-static pid_t start_check(void)
+/* `bin ARGS...` (args NULL-ended, at most 14) in cwd, its stdout and
+ * stderr in logdir/log, started directly (no shell between: a signal goes
+ * to repro itself); git_env: a scratch repository's (HOME=logdir, no
+ * system config, no GIT_DIR or MAKEFLAGS inherited). */
+static pid_t spawn_repro(const char *bin, const char *cwd, const char *logdir,
+                         const char *const *args, int git_env)
 {
-    const char *bin = tu_repro_bin();
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        char log[TU_TMP_LEN + 8];
-        snprintf(log, sizeof log, "%s/log", dir);
+        char log[PATH_MAX + 8];
+        snprintf(log, sizeof log, "%s/log", logdir);
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || chdir(dir) != 0)
+        if (fd < 0 || chdir(cwd) != 0)
             _exit(120);
         dup2(fd, 1);
         dup2(fd, 2);
-        execl(bin, "repro", "check", "--no-golden", "--", "sh",
-              "prog.sh", (char *)NULL);
+        if (git_env) {
+            setenv("HOME", logdir, 1);
+            setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+            unsetenv("GIT_DIR");
+            unsetenv("MAKEFLAGS");
+        }
+        char *argv[16];
+        int n = 0;
+        argv[n++] = "repro";
+        for (int i = 0; args[i] && n < 15; i++)
+            argv[n++] = (char *)args[i];
+        argv[n] = NULL;
+        execv(bin, argv);
         _exit(121);
     }
     return pid;
+}
+
+/* `repro check --no-golden -- sh prog.sh` in dir, output to dir/log. */
+static pid_t start_check(void)
+{
+    static const char *const args[] = {"check", "--no-golden", "--", "sh", "prog.sh", NULL};
+    return spawn_repro(tu_repro_bin(), dir, dir, args, 0);
 }
 
 /* waitpid with a deadline; the status, or -1 (then the process is killed). */
@@ -163,34 +183,10 @@ static void orphans_setup(const char *tag, char marks[3][48], char go[PATH_MAX +
     tu_git_commit_all(orepo, "a program that leaves daemons", NULL);
 }
 
-/* repro ARGS... in the repository, its output in obase/log (no shell
- * between: a signal goes to repro itself). */
+/* repro ARGS... in the repository, its output in obase/log. */
 static pid_t start_repro(const char *const *args)
 {
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        char log[PATH_MAX + 8];
-        snprintf(log, sizeof log, "%s/log", obase);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || chdir(orepo) != 0)
-            _exit(120);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        setenv("HOME", obase, 1);
-        setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-        unsetenv("GIT_DIR");
-        unsetenv("MAKEFLAGS");
-        char *argv[16];
-        int n = 0;
-        argv[n++] = "repro";
-        for (int i = 0; args[i] && n < 15; i++)
-            argv[n++] = (char *)args[i];
-        argv[n] = NULL;
-        execv(obin, argv);
-        _exit(121);
-    }
-    return pid;
+    return spawn_repro(obin, orepo, obase, args, 1);
 }
 
 /* Runs repro ARGS on prog.sh; once the three sleeps run, lets the program
@@ -231,53 +227,26 @@ static void leaves_no_orphan(const char *tag, const char *const *args, int sig)
                   sig ? " (signalled)" : "", alive);
 }
 
-START_TEST(test_check_leaves_no_orphan)
-{
-    const char *args[] = {"check", "--no-golden", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("check", args, 0);
-}
-END_TEST
+/* Each command that runs a program, ended normally or by a signal; the
+ * submit's bundle goes beside the repository (not in it: the tree stays
+ * clean). */
+static const struct {
+    const char *tag;
+    const char *args[8];
+    int sig;
+} orphan_cases[] = {
+    {"check", {"check", "--no-golden", "--", "sh", "prog.sh", NULL}, 0},
+    {"run", {"run", "--", "sh", "prog.sh", NULL}, 0},
+    {"bless", {"bless", "--", "sh", "prog.sh", NULL}, 0},
+    {"bisect", {"bisect", "--", "sh", "prog.sh", NULL}, 0},
+    {"submit", {"submit", "-o", "../bundle", "--", "sh", "prog.sh", NULL}, 0},
+    {"check-sigterm", {"check", "--no-golden", "--", "sh", "prog.sh", NULL}, SIGTERM},
+    {"run-sigint", {"run", "--", "sh", "prog.sh", NULL}, SIGINT},
+};
 
-START_TEST(test_run_leaves_no_orphan)
+START_TEST(test_leaves_no_orphan)
 {
-    const char *args[] = {"run", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("run", args, 0);
-}
-END_TEST
-
-START_TEST(test_bless_leaves_no_orphan)
-{
-    const char *args[] = {"bless", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("bless", args, 0);
-}
-END_TEST
-
-START_TEST(test_bisect_leaves_no_orphan)
-{
-    const char *args[] = {"bisect", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("bisect", args, 0);
-}
-END_TEST
-
-START_TEST(test_submit_leaves_no_orphan)
-{
-    /* The bundle beside the repository (not in it: the tree stays clean). */
-    const char *args[] = {"submit", "-o", "../bundle", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("submit", args, 0);
-}
-END_TEST
-
-START_TEST(test_sigterm_leaves_no_orphan)
-{
-    const char *args[] = {"check", "--no-golden", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("check-sigterm", args, SIGTERM);
-}
-END_TEST
-
-START_TEST(test_sigint_leaves_no_orphan)
-{
-    const char *args[] = {"run", "--", "sh", "prog.sh", NULL};
-    leaves_no_orphan("run-sigint", args, SIGINT);
+    leaves_no_orphan(orphan_cases[_i].tag, orphan_cases[_i].args, orphan_cases[_i].sig);
 }
 END_TEST
 
@@ -293,13 +262,8 @@ Suite *interrupt_suite(void)
     suite_add_tcase(s, tc);
     TCase *orphans = tcase_create("orphans");
     tcase_set_timeout(orphans, 180);
-    tcase_add_test(orphans, test_check_leaves_no_orphan);
-    tcase_add_test(orphans, test_run_leaves_no_orphan);
-    tcase_add_test(orphans, test_bless_leaves_no_orphan);
-    tcase_add_test(orphans, test_bisect_leaves_no_orphan);
-    tcase_add_test(orphans, test_submit_leaves_no_orphan);
-    tcase_add_test(orphans, test_sigterm_leaves_no_orphan);
-    tcase_add_test(orphans, test_sigint_leaves_no_orphan);
+    tcase_add_loop_test(orphans, test_leaves_no_orphan, 0,
+                        (int)(sizeof orphan_cases / sizeof orphan_cases[0]));
     suite_add_tcase(s, orphans);
     return s;
 }

@@ -140,8 +140,8 @@ END_TEST
 /* `repro ... --set trace.every=K` and `--set trace.digest=F` reach a
  * Python recorder as they reach a C one (REPRO_SET_TRACE_EVERY and
  * _DIGEST, read by the library's repro_recorder_options_from_env): detail
- * every K-th step and the last, under that digest function; an `every`
- * the program passes wins. */
+ * on the first step, every K-th and the last, under that digest function;
+ * an `every` the program passes wins. */
 static int detail_lines(const char *trace, const char *every_arg, char *out, size_t len)
 {
     char cmd[2 * PATH_MAX + 1024], py[PATH_MAX];
@@ -170,7 +170,7 @@ START_TEST(test_set_trace_settings_reach_the_client)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(trace, sizeof trace, "%s/t.jsonl", dir);
     int rc = detail_lines(trace, "", out, sizeof out);
-    ck_assert_msg(rc == 0 && !strncmp(out, "3\n", 2), "exit %d, want steps 3, 6, 7:\n%s", rc,
+    ck_assert_msg(rc == 0 && !strncmp(out, "4\n", 2), "exit %d, want steps 1, 3, 6, 7:\n%s", rc,
                   out);
     ck_assert_msg(strstr(out, "\"tensor_hash\":\"repro-tensor/v1\""), "not sha256:\n%s", out);
     rc = detail_lines(trace, ", every=1", out, sizeof out);

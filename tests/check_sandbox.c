@@ -28,34 +28,19 @@
 #include "util/sandbox_impl.h"
 #include "testutil.h"
 #include "tu_procs.h"
+#include "tu_sandbox.h"
 
 /* One test's directories: scratch (the program's, writable), bundle (a
  * read-only input), outside (neither: a host directory it must not touch). */
-static char root[TU_TMP_LEN], scratch[TU_TMP_LEN + 16], bundle[TU_TMP_LEN + 16],
-    outside[TU_TMP_LEN + 16], out_path[TU_TMP_LEN + 16], err_path[TU_TMP_LEN + 16];
+static char root[TU_TMP_LEN], scratch[TU_SB_LEN], bundle[TU_SB_LEN], outside[TU_SB_LEN],
+    out_path[TU_SB_LEN], err_path[TU_SB_LEN];
 
 static void setup_dirs(void)
 {
-    tu_tmp_template(root, sizeof root, "sandbox");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-    snprintf(scratch, sizeof scratch, "%s/scratch", root);
-    snprintf(bundle, sizeof bundle, "%s/bundle", root);
-    snprintf(outside, sizeof outside, "%s/outside", root);
-    snprintf(out_path, sizeof out_path, "%s/out.txt", root);
-    snprintf(err_path, sizeof err_path, "%s/err.txt", root);
-    ck_assert_int_eq(mkdir(scratch, 0755), 0);
-    ck_assert_int_eq(mkdir(bundle, 0755), 0);
-    ck_assert_int_eq(mkdir(outside, 0755), 0);
-}
-
-static void write_file(const char *dir, const char *name, const char *text)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "cannot write %s", path);
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
+    const tu_sb_path paths[] = {{"scratch", scratch, 1}, {"bundle", bundle, 1},
+                                {"outside", outside, 1}, {"out.txt", out_path, 0},
+                                {"err.txt", err_path, 0}, {NULL, NULL, 0}};
+    tu_sandbox_dirs("sandbox", root, paths);
 }
 
 static const char *slurp(const char *path)
@@ -138,7 +123,7 @@ static char hostile[TU_TMP_LEN + 32];
 static void build_hostile(void)
 {
     char src[TU_TMP_LEN + 32];
-    write_file(bundle, "hostile.c", hostile_c);
+    tu_sandbox_write(bundle, "hostile.c", hostile_c);
     snprintf(src, sizeof src, "%s/hostile.c", bundle);
     snprintf(hostile, sizeof hostile, "%s/hostile", bundle);
     char *argv[] = {"cc", "-O0", "-o", hostile, src, NULL};
@@ -196,7 +181,7 @@ START_TEST(test_bwrap_that_cannot_sandbox_is_reported)
 {
     setup_dirs();
     /* A bwrap that fails as it does where namespaces are not allowed. */
-    write_file(outside, "bwrap",
+    tu_sandbox_write(outside, "bwrap",
                "#!/bin/sh\necho 'bwrap: Creating new namespace failed: Operation not permitted' >&2\n"
                "exit 1\n");
     char fake[TU_TMP_LEN + 32];
@@ -438,7 +423,7 @@ START_TEST(test_writes_outside_scratch_fail)
 {
     NEED_SANDBOX();
     setup_dirs();
-    write_file(bundle, "claims.txt", "original\n");
+    tu_sandbox_write(bundle, "claims.txt", "original\n");
     const char *home = getenv("HOME");
     char probe_home[512], probe_work[128], probe_etc[128], probe_root[128], targets[2048],
         script[4096], inside[TU_TMP_LEN + 32], claims[TU_TMP_LEN + 32];
@@ -524,13 +509,13 @@ START_TEST(test_make_and_cc_build_inside)
 {
     NEED_SANDBOX();
     setup_dirs();
-    write_file(bundle, "data.txt", "input 42\n");
-    write_file(scratch, "hello.c",
+    tu_sandbox_write(bundle, "data.txt", "input 42\n");
+    tu_sandbox_write(scratch, "hello.c",
                "#include <stdio.h>\nint main(int argc, char **argv) {\n"
                "  FILE *f = fopen(argv[1], \"r\"); char line[64];\n"
                "  if (!f || !fgets(line, sizeof line, f)) return 1;\n"
                "  printf(\"read %s\", line); return 0;\n}\n");
-    write_file(scratch, "Makefile", "hello: hello.c\n\tcc -O2 -o $@ hello.c\n");
+    tu_sandbox_write(scratch, "Makefile", "hello: hello.c\n\tcc -O2 -o $@ hello.c\n");
     repro_sandbox_opts o;
     repro_sandbox_result res;
     opts_for(&o, 0);
@@ -617,8 +602,8 @@ START_TEST(test_python_client_is_bound_read_only)
     char pkg[TU_TMP_LEN + 32];
     snprintf(pkg, sizeof pkg, "%s/repro", outside);
     ck_assert_int_eq(mkdir(pkg, 0755), 0);
-    write_file(pkg, "__init__.py", "WHERE = __file__\n");
-    write_file(outside, "neighbour.py", "");
+    tu_sandbox_write(pkg, "__init__.py", "WHERE = __file__\n");
+    tu_sandbox_write(outside, "neighbour.py", "");
     const char *env[] = {"PYTHONPATH=" REPRO_SANDBOX_CLIENT_DIR, NULL};
     char *argv[] = {"/usr/bin/python3", "-c",
                     "import repro, os\n"

@@ -26,33 +26,23 @@
 #include "util/sandbox_gpu.h"
 #include "util/sandbox_pids.h"
 #include "testutil.h"
+#include "tu_sandbox.h"
 
-static char root[TU_TMP_LEN], dev[TU_TMP_LEN + 16], libs[TU_TMP_LEN + 16],
-    nolibs[TU_TMP_LEN + 16], scratch[TU_TMP_LEN + 16], out_path[TU_TMP_LEN + 16],
-    err_path[TU_TMP_LEN + 16];
+static char root[TU_TMP_LEN], dev[TU_SB_LEN], libs[TU_SB_LEN], nolibs[TU_SB_LEN],
+    scratch[TU_SB_LEN], out_path[TU_SB_LEN], err_path[TU_SB_LEN];
 
 static void setup_dirs(void)
 {
-    tu_tmp_template(root, sizeof root, "sandbox-gpu");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-    snprintf(dev, sizeof dev, "%s/dev", root);
-    snprintf(libs, sizeof libs, "%s/opt-driver", root);
-    snprintf(nolibs, sizeof nolibs, "%s/other-libs", root);
-    snprintf(scratch, sizeof scratch, "%s/scratch", root);
-    snprintf(out_path, sizeof out_path, "%s/out.txt", root);
-    snprintf(err_path, sizeof err_path, "%s/err.txt", root);
-    const char *dirs[] = {dev, libs, nolibs, scratch, NULL};
-    for (int i = 0; dirs[i]; i++)
-        ck_assert_int_eq(mkdir(dirs[i], 0755), 0);
+    const tu_sb_path paths[] = {{"dev", dev, 1},         {"opt-driver", libs, 1},
+                                {"other-libs", nolibs, 1}, {"scratch", scratch, 1},
+                                {"out.txt", out_path, 0}, {"err.txt", err_path, 0},
+                                {NULL, NULL, 0}};
+    tu_sandbox_dirs("sandbox-gpu", root, paths);
 }
 
 static void touch(const char *dir, const char *name)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fclose(f), 0);
+    tu_sandbox_write(dir, name, "");
 }
 
 /* dev/ with nvidia0, nvidia1, nvidiactl, nvidia-uvm, nvidia-uvm-tools
@@ -223,6 +213,27 @@ START_TEST(test_host_without_gpu_is_refused)
 }
 END_TEST
 
+/* A real sandbox's options with the fake nodes: gpu on, dev/ as /dev. */
+static void gpu_opts(repro_sandbox_opts *o)
+{
+    repro_sandbox_opts_init(o);
+    o->scratch_dir = scratch;
+    o->wall_seconds = 60;
+    o->gpu = 1;
+    o->gpu_dev_dir = dev;
+}
+
+/* Runs argv in it (failing the test if it cannot start), its stdout and
+ * stderr into out and err (4096 bytes each). */
+static void run_read(const repro_sandbox_opts *o, char **argv, repro_sandbox_result *res,
+                     char *out, char *err)
+{
+    ck_assert_msg(repro_sandbox_run(o, argv, NULL, out_path, err_path, res) == 0, "%s",
+                  repro_error_message());
+    tu_slurp(out_path, out, 4096);
+    tu_slurp(err_path, err, 4096);
+}
+
 /* A real sandbox with the fake nodes: they are character devices in its
  * /dev, and nothing limits the address space (CUDA's reservations); the
  * control, the same run without gpu, has neither. */
@@ -237,22 +248,14 @@ START_TEST(test_gpu_run_sees_nodes_and_no_address_space_limit)
         "test -e /dev/nvidia2 && echo plain-file; echo as=$(ulimit -v)";
     char *argv[] = {"sh", "-c", (char *)script, NULL};
     repro_sandbox_opts o;
-    repro_sandbox_opts_init(&o);
-    o.scratch_dir = scratch;
-    o.wall_seconds = 60;
-    o.gpu = 1;
-    o.gpu_dev_dir = dev;
+    gpu_opts(&o);
     repro_sandbox_result res;
-    ck_assert_msg(repro_sandbox_run(&o, argv, NULL, out_path, err_path, &res) == 0, "%s",
-                  repro_error_message());
     char out[4096], err[4096];
-    tu_slurp(out_path, out, sizeof out);
-    tu_slurp(err_path, err, sizeof err);
+    run_read(&o, argv, &res, out, err);
     ck_assert_msg(res.exited && res.code == 0, "%s: %s", res.what, err);
     ck_assert_msg(!strcmp(out, "as=unlimited\n"), "gpu sandbox:\n%s\n%s", out, err);
     o.gpu = 0;
-    ck_assert_int_eq(repro_sandbox_run(&o, argv, NULL, out_path, err_path, &res), 0);
-    tu_slurp(out_path, out, sizeof out);
+    run_read(&o, argv, &res, out, err);
     ck_assert_msg(strstr(out, "no-nvidia0\n") && strstr(out, "no-caps\n") &&
                       strstr(out, "as=4194304\n"),
                   "the control:\n%s", out);
@@ -279,11 +282,7 @@ START_TEST(test_gpu_memory_is_held_by_a_cgroup)
         "/usr/bin/python3 -c \"b = b'x' * (256 << 20); print(len(b))\"";
     char *argv[] = {"sh", "-c", (char *)hog, NULL};
     repro_sandbox_opts o;
-    repro_sandbox_opts_init(&o);
-    o.scratch_dir = scratch;
-    o.wall_seconds = 60;
-    o.gpu = 1;
-    o.gpu_dev_dir = dev;
+    gpu_opts(&o);
     o.as_bytes = 64 << 20;
     char d[1200];
     repro_sandbox_describe(&o, d, sizeof d);
@@ -292,11 +291,8 @@ START_TEST(test_gpu_memory_is_held_by_a_cgroup)
                       strstr(d, "no address-space limit") && !strstr(d, "address space 64"),
                   "%s", d);
     repro_sandbox_result res;
-    ck_assert_msg(repro_sandbox_run(&o, argv, NULL, out_path, err_path, &res) == 0, "%s",
-                  repro_error_message());
     char out[4096], err[4096];
-    tu_slurp(out_path, out, sizeof out);
-    tu_slurp(err_path, err, sizeof err);
+    run_read(&o, argv, &res, out, err);
     ck_assert_msg(!strstr(out, "268435456"), "256 MiB under a 64 MiB cgroup: %s", out);
     ck_assert_msg(res.limit_hit && !strcmp(res.limit_name, "memory") &&
                       strstr(res.what, "the memory limit (64.0 MiB by cgroup; "),
@@ -304,9 +300,7 @@ START_TEST(test_gpu_memory_is_held_by_a_cgroup)
     o.as_bytes = UINT64_MAX; /* the control: no memory limit asked */
     repro_sandbox_describe(&o, d, sizeof d);
     ck_assert_msg(strstr(d, "memory NOT limited (no --max-memory)"), "%s", d);
-    ck_assert_int_eq(repro_sandbox_run(&o, argv, NULL, out_path, err_path, &res), 0);
-    tu_slurp(out_path, out, sizeof out);
-    tu_slurp(err_path, err, sizeof err);
+    run_read(&o, argv, &res, out, err);
     ck_assert_msg(res.exited && res.code == 0 && strstr(out, "268435456"), "the control: %s: %s",
                   res.what, err);
 }

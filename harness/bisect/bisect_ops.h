@@ -82,6 +82,9 @@ int repro_bisect_ops_culprits(const repro_bisect_ops_opts *o, repro_bisect_ops_r
 void repro_bisect_ops_report_first(FILE *out, const repro_bisect_ops_result *r, json_t *doc);
 void repro_bisect_ops_report_culprits(FILE *out, const repro_bisect_ops_result *r, int repeat,
                                       json_t *cul);
+/* The first divergent op's first line alone, "first divergence: step N,
+ * forward, layer L, NAME (op O, variant V, deterministic)", on out. */
+void repro_bisect_ops_print_first(FILE *out, const repro_bisect_ops_result *r);
 
 /* ---- batch invariance (bisect_batchinv.c) ---------------------------------
  * `repro bisect EXP --batch-invariance`: the batch-invariance check

@@ -8,6 +8,20 @@
 #include <stdio.h>
 #include <string.h>
 
+/* "first divergence: step N, forward, layer L, NAME (op O, variant V,
+ * deterministic)": the line every op-level report starts with. */
+void repro_bisect_ops_print_first(FILE *out, const repro_bisect_ops_result *r)
+{
+    fprintf(out, "first divergence: step %ld, %s, layer %s, %s (op %s, variant %s%s)\n",
+            r->first_step,
+            !strcmp(r->phase, "fwd")   ? "forward"
+            : !strcmp(r->phase, "bwd") ? "backward"
+                                       : "-",
+            r->layer[0] ? r->layer : "-", r->name, r->op[0] ? r->op : "?",
+            r->variant[0] ? r->variant : "?",
+            r->has_info ? (r->deterministic ? ", deterministic" : ", NONdeterministic") : "");
+}
+
 /* The first divergent op, in words and in doc. */
 void repro_bisect_ops_report_first(FILE *out, const repro_bisect_ops_result *r, json_t *doc)
 {
@@ -24,14 +38,7 @@ void repro_bisect_ops_report_first(FILE *out, const repro_bisect_ops_result *r, 
     json_object_set_new(doc, "first_divergent_op", fo);
     if (!out)
         return;
-    fprintf(out, "first divergence: step %ld, %s, layer %s, %s (op %s, variant %s%s)\n",
-            r->first_step,
-            !strcmp(r->phase, "fwd")   ? "forward"
-            : !strcmp(r->phase, "bwd") ? "backward"
-                                       : "-",
-            r->layer[0] ? r->layer : "-", r->name, r->op[0] ? r->op : "?",
-            r->variant[0] ? r->variant : "?",
-            r->has_info ? (r->deterministic ? ", deterministic" : ", NONdeterministic") : "");
+    repro_bisect_ops_print_first(out, r);
     if (r->no_op_differs)
         fprintf(out, "  (no op output differs there: the first differing tensor is shown)\n");
     if (r->inputs_identical)

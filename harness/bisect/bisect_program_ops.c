@@ -41,17 +41,6 @@ static int start_state_known(const repro_trace *t, long step)
     return 0;
 }
 
-/* The position (1-based) of op `name` in run 1's list at `step`. */
-static int op_position(const repro_trace *t, long step, const char *name, int *nops)
-{
-    const repro_trace_step *s = repro_trace_find_step(t, step);
-    *nops = s ? s->nops : 0;
-    for (int i = 0; s && i < s->nops; i++)
-        if (!strcmp(s->ops[i].name, name))
-            return i + 1;
-    return 0;
-}
-
 /* Runs 1 and i+1 differ: where, which op, and whether its inputs did;
  * in words on out, or into doc for --json. */
 static void report(FILE *out, const repro_multirun *m, int i, json_t *doc)
@@ -73,7 +62,7 @@ static void report(FILE *out, const repro_multirun *m, int i, json_t *doc)
         return;
     }
     const char *op = d->ops[0].name, *input = input_that_differs(d);
-    int nops, pos = op_position(&m->traces[0], d->first_step, op, &nops);
+    int nops, pos = repro_trace_op_position(&m->traces[0], d->first_step, op, &nops);
     int state = start_state_known(&m->traces[0], d->first_step);
     json_t *fo = json_pack("{s:s, s:i, s:i, s:b}", "name", op, "position", pos, "ops", nops,
                            "starting_state_recorded", state);

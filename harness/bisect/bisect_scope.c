@@ -103,17 +103,6 @@ static const char *input_differs(const repro_divergence *d)
     return NULL;
 }
 
-/* The position (1-based) of op `name` among t's ops at `step`, and their number. */
-static int op_position(const repro_trace *t, long step, const char *name, int *nops)
-{
-    const repro_trace_step *s = repro_trace_find_step(t, step);
-    *nops = s ? s->nops : 0;
-    for (int i = 0; s && i < s->nops; i++)
-        if (!strcmp(s->ops[i].name, name))
-            return i + 1;
-    return 0;
-}
-
 /* "fwd.2 (Linear) gives different bits at thread count 1 and 2 from
  * identical inputs: ..." for a program's first divergent op. */
 static void program_verdict(FILE *out, const repro_multirun *m, const scope_words *w,
@@ -122,7 +111,7 @@ static void program_verdict(FILE *out, const repro_multirun *m, const scope_word
     const repro_divergence *d = &m->divs[2];
     const char *op = d->ops[0].name, *kind = module_kind(&m->traces[0], op);
     const char *input = input_differs(d);
-    int nops, pos = op_position(&m->traces[0], d->first_step, op, &nops);
+    int nops, pos = repro_trace_op_position(&m->traces[0], d->first_step, op, &nops);
     char blas[320] = "", pools[320] = "", kindtext[96] = "";
     if (!strcmp(w->flag, "--threads"))
         pools_text(&m->traces[0], &m->traces[2], blas, pools, sizeof pools);
@@ -214,14 +203,7 @@ void repro_bisect_scope_report_builtin(FILE *out, const repro_bisect_ops_opts *o
     repro_bisect_ops_report_first(NULL, r, doc);
     if (!out)
         return;
-    fprintf(out, "first divergence: step %ld, %s, layer %s, %s (op %s, variant %s%s)\n",
-            r->first_step,
-            !strcmp(r->phase, "fwd")   ? "forward"
-            : !strcmp(r->phase, "bwd") ? "backward"
-                                       : "-",
-            r->layer[0] ? r->layer : "-", r->name, r->op[0] ? r->op : "?",
-            r->variant[0] ? r->variant : "?",
-            r->has_info ? (r->deterministic ? ", deterministic" : ", NONdeterministic") : "");
+    repro_bisect_ops_print_first(out, r);
     if (r->repeat_differs) {
         fprintf(out, "the two runs at %s %s already differ there: %s is nondeterministic run to "
                      "run, before any %s could change it (`repro bisect %s` names the culprit "

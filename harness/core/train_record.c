@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "record/leaf_share.h"
+#include "record/recorder.h"
 #include "record/stats.h"
 #include "repro/repro.h"
 #include "util/cpus.h"
@@ -369,8 +370,9 @@ static int dump_optim(const repro_train_recorder *r, long step)
     return 0;
 }
 
-/* Whether the public recorder keeps step n's tensor detail (its own rule:
- * level above step, and every K-th step or the last). */
+/* Whether the public recorder keeps step n's tensor detail (its rule for
+ * the built-in experiments, repro_recorder_no_first_detail: level above
+ * step, and every K-th step or the last). */
 static int detail_step(const repro_train_recorder *r, long step)
 {
     return r->o.level != REPRO_TRACE_STEP &&
@@ -903,7 +905,10 @@ static int open_public(repro_train_recorder *r)
      * for NULL, which the built-in workload must not). */
     int rc = repro_recorder_open_ex(&r->pub, r->o.trace_path ? r->o.trace_path : "", &info, &ro);
     free(hjson);
-    return rc ? -1 : 0;
+    if (rc)
+        return -1;
+    repro_recorder_no_first_detail(r->pub);
+    return 0;
 }
 
 /* A fault whose tensor this run does not record would flip nothing, and a

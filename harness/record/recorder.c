@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/recorder.h"
 #include "record/stats.h"
 #include "record/trace.h"
 #include "record/values.h"
@@ -33,6 +34,7 @@ struct repro_recorder {
     int failed;                /* a REPRO_E* code once something failed */
     json_t *header;            /* the header written, until the first step ends */
     int64_t first_step;        /* the step before the first this recorder ends */
+    int first_detail;          /* the first step gets detail (recorder.h) */
     /* The last step's param.* tensors (total_steps known): their SHA-256
      * tree digests, for the trailer's final_params_sha256; partial when one
      * came as leaf digests of another function (no bytes to SHA-256). */
@@ -52,6 +54,11 @@ void repro_recorder_options_init(repro_recorder_options *o)
      * its digests and loss; repro bisect asks for every step itself. */
     o->every = 10;
     o->threads = 1;
+}
+
+void repro_recorder_no_first_detail(repro_recorder *r)
+{
+    r->first_detail = 0;
 }
 
 static int fail(repro_recorder *r, int code, const char *fmt, const char *arg)
@@ -208,6 +215,9 @@ int repro_recorder_open_ex(repro_recorder **out, const char *trace_path,
         r->chain = *o.start_chain;
     r->o.start_chain = NULL;
     r->first_step = o.start_step;
+    /* Detail on the first step too: where a program's seed, thread count
+     * or world size shows first, and a short run has no 10th step. */
+    r->first_detail = 1;
     if (trace_path && trace_path[0]) {
         json_t *h = build_header(info, &o);
         int rc = h ? repro_trace_writer_open(&r->w, trace_path, h) : -1;
@@ -307,7 +317,8 @@ int repro_recorder_header_set(repro_recorder *r, const char *key, const char *js
 static int detail_step(const repro_recorder *r, int64_t step)
 {
     return r->o.level != REPRO_LEVEL_STEP &&
-           (step % r->o.every == 0 || step == r->o.total_steps);
+           (step % r->o.every == 0 || step == r->o.total_steps ||
+            (r->first_detail && step == r->first_step + 1));
 }
 
 static repro_trace_tensor *list_push(repro_recorder *r, tensor_list *l)

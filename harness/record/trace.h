@@ -259,5 +259,8 @@ int repro_trace_scan(repro_trace *out, const char *path);
 
 /* The step record with number `step`, or NULL. */
 const repro_trace_step *repro_trace_find_step(const repro_trace *t, long step);
+/* The position (1-based) of op `name` among t's ops at `step` (0: not
+ * there), and in *nops their number. */
+int repro_trace_op_position(const repro_trace *t, long step, const char *name, int *nops);
 
 #endif

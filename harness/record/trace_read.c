@@ -766,3 +766,13 @@ const repro_trace_step *repro_trace_find_step(const repro_trace *t, long step)
         return NULL;
     return &t->steps[step - first];
 }
+
+int repro_trace_op_position(const repro_trace *t, long step, const char *name, int *nops)
+{
+    const repro_trace_step *s = repro_trace_find_step(t, step);
+    *nops = s ? s->nops : 0;
+    for (int i = 0; s && i < s->nops; i++)
+        if (!strcmp(s->ops[i].name, name))
+            return i + 1;
+    return 0;
+}

@@ -356,27 +356,33 @@ static int out_of_memory(const repro_child_status *st, const char *line)
             (strstr(line, "cannot start") && strstr(line, "thread")));
 }
 
+/* Two malloc arenas at most: each thread arena reserves 64 MiB of address
+ * space, which the limit would otherwise have to allow for every thread.
+ * Allocation never changes the bits. */
+static const char *const rerun_env[] = {"MALLOC_ARENA_MAX=2", NULL};
+
+/* The repro that re-runs: the caller's, or this executable. */
+static const char *rerun_bin(const verify_run *v, char *self, size_t len)
+{
+    if (v->o->repro_bin)
+        return v->o->repro_bin;
+    return repro_child_self_path(self, len) ? NULL : self;
+}
+
 /* Starts `repro run CONFIG --seed S --steps N -o TRACE -q` and waits for it
  * under the time and resource limits. */
 static int run_child(verify_run *v, repro_child_status *st)
 {
     char self[PATH_MAX], steps[32];
-    const char *bin = v->o->repro_bin;
-    if (!bin) {
-        if (repro_child_self_path(self, sizeof self))
-            return -1;
-        bin = self;
-    }
+    const char *bin = rerun_bin(v, self, sizeof self);
+    if (!bin)
+        return -1;
     snprintf(steps, sizeof steps, "%ld", v->b->steps);
     char *argv[] = {(char *)bin, "run", v->p_cfg, "--seed", (char *)v->b->seed, "--steps", steps,
                     "-o", v->p_trace, "-q", NULL};
-    /* Two malloc arenas at most: each thread arena reserves 64 MiB of
-     * address space, which the limit below would otherwise have to allow
-     * for every thread. Allocation never changes the bits. */
-    static const char *const env_set[] = {"MALLOC_ARENA_MAX=2", NULL};
     repro_child c = {0};
     c.argv = argv;
-    c.env_set = env_set;
+    c.env_set = rerun_env;
     c.out_path = v->p_out;
     c.err_path = v->p_err;
     c.timeout_s = v->o->max_seconds;
@@ -384,6 +390,76 @@ static int run_child(verify_run *v, repro_child_status *st)
     c.limits.as_bytes = v->r->as_bytes = address_space_limit(v);
     c.capture_limit = repro_child_capture_limit();
     return repro_child_run(&c, st);
+}
+
+/* Can repro start at all under the re-run's limits? `repro --version`
+ * under the same ones: 1 yes; 0 no, with how it ended in why; -1 error.
+ * A re-run that died under an address-space limit is the workload's doing
+ * only if repro itself fits there. If not, how it dies depends on the
+ * build, not on the submission: the kernel's exec kills an executable
+ * whose image is larger than the limit (SIGSEGV: an ASan repro is ~9 MiB),
+ * ASan aborts when its shadow memory cannot be mapped, the loader of a
+ * plain one fails to map its libraries (exit 127). Only the call tells
+ * them all apart from a workload's own SIGSEGV or abort. */
+static int starts_under_limits(const verify_run *v, char *why, size_t len)
+{
+    char self[PATH_MAX];
+    const char *bin = rerun_bin(v, self, sizeof self);
+    if (!bin)
+        return -1;
+    char *argv[] = {(char *)bin, "--version", NULL};
+    repro_child c = {0};
+    c.argv = argv;
+    c.env_set = rerun_env;
+    c.timeout_s = 60;
+    c.limits = v->o->limits;
+    c.limits.as_bytes = v->r->as_bytes;
+    repro_child_status st;
+    if (repro_child_run(&c, &st))
+        return -1;
+    if (st.how == REPRO_CHILD_EXITED && st.code == 0)
+        return 1;
+    repro_child_status_text(&st, &c, why, len);
+    return 0;
+}
+
+/* A re-run that ended non-zero: the host's failure (-1, REPRO_EIO) if
+ * repro cannot even start under its address-space limit, whatever the
+ * build (see starts_under_limits); "exceeded limits" if it ran out of
+ * memory; "invalid submission" if it refused the input; else the host's
+ * failure again. */
+static int rerun_failed(verify_run *v, const repro_child_status *st)
+{
+    repro_verify_result *r = v->r;
+    int code = repro_child_status_code(st);
+    char line[600], why[160];
+    child_error_line(v->p_err, line, sizeof line);
+    int fits = r->as_bytes ? starts_under_limits(v, why, sizeof why) : 1;
+    if (fits < 0)
+        return -1;
+    if (!fits)
+        return repro_error_set(REPRO_EIO,
+                               "verify: the re-run failed on this host: repro cannot start in "
+                               "the %.1f MiB of address space this host allows it (`repro "
+                               "--version` there %s)",
+                               mib(r->as_bytes), why);
+    if (r->as_bytes && out_of_memory(st, line))
+        return decide(r, REPRO_VERDICT_EXCEEDED, 0,
+                      "the re-run ran out of memory in the %.1f MiB of address space this "
+                      "host allows it (--max-memory %.1f MiB plus headroom; the estimate "
+                      "was %.1f MiB): %s",
+                      mib(r->as_bytes), mib(v->o->max_memory), mib(r->memory.total),
+                      line[0] ? line : repro_child_status_text(st, NULL, line, sizeof line));
+    if (code == RUN_EXIT_INPUT)
+        return decide(r, REPRO_VERDICT_INVALID, 0, "the re-run refused the submission: %s", line);
+    char silence[1600];
+    if (!line[0] && repro_child_explain_silence(v->p_err, silence, sizeof silence))
+        return repro_error_set(REPRO_EIO,
+                               "verify: the re-run failed on this host (exit %d) and said "
+                               "nothing: %s",
+                               code, silence);
+    return repro_error_set(REPRO_EIO, "verify: the re-run failed on this host (exit %d): %s",
+                           code, line);
 }
 
 /* 5. The re-run: a fresh process, argv only, under the limits. */
@@ -400,29 +476,8 @@ static int rerun(verify_run *v)
     if (st.how == REPRO_CHILD_TIMED_OUT)
         return decide(r, REPRO_VERDICT_EXCEEDED, 0,
                       "the re-run was stopped after %g s (--max-seconds)", v->o->max_seconds);
-    int code = repro_child_status_code(&st);
-    if (code != 0) {
-        char line[600];
-        child_error_line(v->p_err, line, sizeof line);
-        if (r->as_bytes && out_of_memory(&st, line))
-            return decide(r, REPRO_VERDICT_EXCEEDED, 0,
-                          "the re-run ran out of memory in the %.1f MiB of address space this "
-                          "host allows it (--max-memory %.1f MiB plus headroom; the estimate "
-                          "was %.1f MiB): %s",
-                          mib(r->as_bytes), mib(v->o->max_memory), mib(r->memory.total),
-                          line[0] ? line : repro_child_status_text(&st, NULL, line, sizeof line));
-        if (code == RUN_EXIT_INPUT)
-            return decide(r, REPRO_VERDICT_INVALID, 0, "the re-run refused the submission: %s",
-                          line);
-        char silence[1600];
-        if (!line[0] && repro_child_explain_silence(v->p_err, silence, sizeof silence))
-            return repro_error_set(REPRO_EIO,
-                                   "verify: the re-run failed on this host (exit %d) and said "
-                                   "nothing: %s",
-                                   code, silence);
-        return repro_error_set(REPRO_EIO, "verify: the re-run failed on this host (exit %d): %s",
-                               code, line);
-    }
+    if (repro_child_status_code(&st) != 0)
+        return rerun_failed(v, &st);
     if (repro_trace_scan(&v->re, v->p_trace))
         return -1;
     r->have_host_chain = v->re.has_trailer;

@@ -24,9 +24,12 @@
  *      for what the estimate leaves out (this executable's own mappings,
  *      thread stacks, malloc arenas), so an estimate that is wrong still
  *      cannot take the host's memory: a re-run that runs out of memory
- *      there gets "exceeded limits" too. Not for backend = cuda (the CUDA
- *      driver reserves far more address space than it uses) nor in an
- *      AddressSanitizer build (its shadow memory does the same).
+ *      there gets "exceeded limits" too — unless repro itself cannot start
+ *      under that limit (checked with `repro --version` after a failure):
+ *      that is the host's failure (-1, REPRO_EIO), in every build. Not
+ *      for backend = cuda (the CUDA driver reserves far more address
+ *      space than it uses) nor in an AddressSanitizer build (its shadow
+ *      memory does the same).
  *   6. the comparison, under the host's policy (opts.policy, `--policy`;
  *      default bitwise): bitwise compares chain digests; ulp:N and rtol:X
  *      compare per step from the loss bits and the tensor stats. The policy
