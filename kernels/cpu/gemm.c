@@ -191,29 +191,32 @@ static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long 
 }
 
 /* The `rows`-row register tile on A packed (lda = 0) or read in place
- * (lda: its row stride; simd.h: gemm_tile_rows). */
+ * (lda: its row stride; simd.h: gemm_tile_rows); init: NULL (C holds the
+ * running sums) or the nr start values of every row. */
 static void tile(const repro_simd *s, int rows, long kc, const float *A, long lda,
-                 const float *Bp, long ldb, float *C, long ldc)
+                 const float *Bp, long ldb, float *C, long ldc, const float *init)
 {
     if (lda)
-        s->gemm_tile_rows[rows](kc, A, lda, Bp, ldb, C, ldc);
+        s->gemm_tile_rows[rows](kc, A, lda, Bp, ldb, C, ldc, init);
     else
-        s->gemm_tile[rows](kc, A, Bp, ldb, C, ldc);
+        s->gemm_tile[rows](kc, A, Bp, ldb, C, ldc, init);
 }
 
 /* One tile, B's panel row k at Bp + k*ldb: a full-width tile in place, a
- * narrower one through a padded copy of C. */
+ * narrower one through a padded copy of C (its running sums copied in
+ * only where they are the start). */
 static void run_tile(const repro_simd *s, long kc, const float *A, long lda, const float *Bp,
-                     long ldb, float *C, long ldc, int rows, int cols)
+                     long ldb, float *C, long ldc, int rows, int cols, const float *init)
 {
     if (cols == s->nr) {
-        tile(s, rows, kc, A, lda, Bp, ldb, C, ldc);
+        tile(s, rows, kc, A, lda, Bp, ldb, C, ldc, init);
         return;
     }
     float t[REPRO_MR_MAX * REPRO_NR_MAX];
-    for (int r = 0; r < rows; r++)
-        memcpy(t + r * s->nr, C + r * ldc, (size_t)cols * sizeof *t);
-    tile(s, rows, kc, A, lda, Bp, ldb, t, s->nr);
+    if (!init)
+        for (int r = 0; r < rows; r++)
+            memcpy(t + r * s->nr, C + r * ldc, (size_t)cols * sizeof *t);
+    tile(s, rows, kc, A, lda, Bp, ldb, t, s->nr, init);
     for (int r = 0; r < rows; r++)
         memcpy(C + r * ldc, t + r * s->nr, (size_t)cols * sizeof *t);
 }
@@ -280,10 +283,14 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
 {
     if (M <= 0 || N <= 0)
         return;
-    if (!accumulate && (!shard || K <= 0)) /* sharded tiles write C themselves */
-        write_init(M, N, C, ldc, bias);
-    if (K <= 0)
+    if (K <= 0) {
+        if (!accumulate)
+            write_init(M, N, C, ldc, bias);
         return;
+    }
+    /* Without accumulate the first K block's tiles start their sums from
+     * the bias or +0 in registers (the same start write_init would store),
+     * sharded tiles from their first shard: C is written, never read. */
     const repro_simd *s = repro_simd_get();
     /* a row-major A is read in place (each row its own stream: at most
      * mr_rows of them); a transposed one, or any under shards, packed */
@@ -318,6 +325,17 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
             }
             for (long n = 0; n < N; n += nr) {
                 int cols = (int)lmin(nr, N - n);
+                static const float zeros[REPRO_NR_MAX]; /* +0 */
+                float padded[REPRO_NR_MAX];
+                const float *init = NULL;
+                if (k0 == 0 && !accumulate && !shard) {
+                    init = bias ? bias + n : zeros;
+                    if (bias && cols < nr) {
+                        memcpy(padded, bias + n, (size_t)cols * sizeof *padded);
+                        memset(padded + cols, 0, (size_t)(nr - cols) * sizeof *padded);
+                        init = padded;
+                    }
+                }
                 const float *bt = Bp;
                 long ldbt = nr;
                 if (b_cs == 1 && cols == nr && (in_place || g1 - g0 < 4))
@@ -332,7 +350,7 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
                                          accumulate);
                     else
                         run_tile(s, kc, at, in_place ? a_rs : 0, bt, ldbt, c, ldc, prows[p],
-                                 cols);
+                                 cols, init);
                 }
             }
         }
