@@ -11,7 +11,8 @@
  *   - convolution algorithms per shape; peak memory per precision.
  * The figures the performance goals bound are marked PASS or MISS beside
  * their goal (bench/goals.h) and summed up at the end.
- * Usage: bench_train [REPRO_BIN [PYTHON [TORCH_REF]]]. Not a test: a MISS
+ * Usage: bench_train [REPRO_BIN [PYTHON [TORCH_REF]]]; REPRO_BENCH_ONLY=ceiling
+ * (or torch) prints that table alone. Not a test: a MISS
  * is reported, never an exit status (speed here is the machine's too). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,8 +508,18 @@ int main(int argc, char **argv)
     char isa[256];
     repro_isa_describe(isa, sizeof isa);
     printf("vector paths: %s\n", isa);
-    ceiling_section();
+    /* REPRO_BENCH_ONLY=ceiling or torch: that table alone (a kernel's
+     * before and after in a minute, not the whole bench's ten) */
+    const char *only = getenv("REPRO_BENCH_ONLY");
+    if (!only || strcmp(only, "torch") != 0)
+        ceiling_section();
+    if (only && strcmp(only, "ceiling") == 0)
+        return 0;
     versus_torch(python, script);
+    if (only && strcmp(only, "torch") == 0) {
+        goals_summary();
+        return 0;
+    }
     hashing_levels();
     check_over_run(repro);
     replay_cost();

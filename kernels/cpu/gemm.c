@@ -28,7 +28,7 @@
 #include "simd.h"
 #include "vec4.h"
 
-enum { KC = 256, NC_PANELS = 8, MC_PANELS = 16 };
+enum { KC = 256, NC_PANELS = 8, MC_PANELS = 16, MC_PANELS_IN_PLACE = 64 };
 /* Products of fewer multiply-adds than this run on the calling thread. */
 #define SHARE_MIN_MACS 1e6
 
@@ -83,7 +83,9 @@ static void gemm_plain_sharded(int M, int N, int K, const float *A, long a_rs, l
 /* Ap[k*rows + r] = A(m0 + r, k0 + k), a panel of `rows` rows (its own
  * tile's height: no zero rows). A row-major A (a_cs = 1) is read row by
  * row, contiguously; the writes land `rows` floats apart inside the panel,
- * which stays in L1. */
+ * which stays in L1. A transposed A (a_rs = 1: the weight gradient's
+ * dy^T) has each k's rows contiguous: a short copy per k, inline (a
+ * memcpy call per 6 floats cost more than the copy). */
 static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, long k0, long kc,
                    float *Ap)
 {
@@ -95,11 +97,20 @@ static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, long
         }
         return;
     }
-    if (a_rs == 1) { /* A transposed (the weight gradient's dy^T): each k's rows are
-                      * contiguous, one copy */
+    if (a_rs == 1) {
         const float *a = A + m0 + k0 * a_cs;
-        for (long k = 0; k < kc; k++, a += a_cs)
-            memcpy(Ap + k * rows, a, (size_t)rows * sizeof *a);
+        long k = 0;
+        if (rows >= 4) /* whole copies of 4: a row of up to 12 in three (x86: movups) */
+            for (; k < kc; k++, a += a_cs, Ap += rows) {
+                int r = 0;
+                for (; r + 4 <= rows; r += 4)
+                    v4_store(Ap + r, v4_load(a + r));
+                if (r < rows)
+                    v4_store(Ap + rows - 4, v4_load(a + rows - 4));
+            }
+        for (; k < kc; k++, a += a_cs, Ap += rows)
+            for (int r = 0; r < rows; r++)
+                Ap[r] = a[r];
         return;
     }
     for (long k = 0; k < kc; k++) {
@@ -180,29 +191,32 @@ static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long 
 }
 
 /* The `rows`-row register tile on A packed (lda = 0) or read in place
- * (lda: its row stride; simd.h: gemm_tile_rows). */
+ * (lda: its row stride; simd.h: gemm_tile_rows); init: NULL (C holds the
+ * running sums) or the nr start values of every row. */
 static void tile(const repro_simd *s, int rows, long kc, const float *A, long lda,
-                 const float *Bp, long ldb, float *C, long ldc)
+                 const float *Bp, long ldb, float *C, long ldc, const float *init)
 {
     if (lda)
-        s->gemm_tile_rows[rows](kc, A, lda, Bp, ldb, C, ldc);
+        s->gemm_tile_rows[rows](kc, A, lda, Bp, ldb, C, ldc, init);
     else
-        s->gemm_tile[rows](kc, A, Bp, ldb, C, ldc);
+        s->gemm_tile[rows](kc, A, Bp, ldb, C, ldc, init);
 }
 
 /* One tile, B's panel row k at Bp + k*ldb: a full-width tile in place, a
- * narrower one through a padded copy of C. */
+ * narrower one through a padded copy of C (its running sums copied in
+ * only where they are the start). */
 static void run_tile(const repro_simd *s, long kc, const float *A, long lda, const float *Bp,
-                     long ldb, float *C, long ldc, int rows, int cols)
+                     long ldb, float *C, long ldc, int rows, int cols, const float *init)
 {
     if (cols == s->nr) {
-        tile(s, rows, kc, A, lda, Bp, ldb, C, ldc);
+        tile(s, rows, kc, A, lda, Bp, ldb, C, ldc, init);
         return;
     }
     float t[REPRO_MR_MAX * REPRO_NR_MAX];
-    for (int r = 0; r < rows; r++)
-        memcpy(t + r * s->nr, C + r * ldc, (size_t)cols * sizeof *t);
-    tile(s, rows, kc, A, lda, Bp, ldb, t, s->nr);
+    if (!init)
+        for (int r = 0; r < rows; r++)
+            memcpy(t + r * s->nr, C + r * ldc, (size_t)cols * sizeof *t);
+    tile(s, rows, kc, A, lda, Bp, ldb, t, s->nr, init);
     for (int r = 0; r < rows; r++)
         memcpy(C + r * ldc, t + r * s->nr, (size_t)cols * sizeof *t);
 }
@@ -248,29 +262,47 @@ static int panel_rows(long M, long np, long p)
     return (int)(M / np + (p < M % np));
 }
 
-/* The serial engine, B(k, n) = B[k*b_rs + n*b_cs]. B with contiguous rows
- * is read in place by the full-width panels (no copy: the tile loads nr
- * floats per k wherever they are); only a transposed B, and the last
- * narrow panel (zero-padded to nr), are packed. */
+/* The first row of panel p (panel_rows' cut). */
+static long panel_start(long M, long np, long p)
+{
+    return p * (M / np) + lmin(p, M % np);
+}
+
+/* The serial engine, B(k, n) = B[k*b_rs + n*b_cs]. Loops as BLIS orders
+ * them: per K block and group of up to MC_PANELS panels of A (packed once
+ * for the group, or read in place), per nr-wide tile of B (packed: kc x
+ * nr contiguous, so it stays in L1 whatever B's row stride; a row stride
+ * of 1 KiB mapped a B read in place onto 4 of L1's 64 sets), every panel
+ * of the group. Where B's rows are contiguous, a full-width tile is read
+ * in place beside an A read in place, or by fewer than 4 packed panels
+ * (measured on the mlp's and cnn's shapes: the copy paid where a packed A
+ * streams past many panels, the weight gradients, and lost elsewhere). */
 static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long a_cs,
                            const float *B, long b_rs, long b_cs, float *C, long ldc,
                            const float *bias, int accumulate, int shard)
 {
     if (M <= 0 || N <= 0)
         return;
-    if (!accumulate && (!shard || K <= 0)) /* sharded tiles write C themselves */
-        write_init(M, N, C, ldc, bias);
-    if (K <= 0)
+    if (K <= 0) {
+        if (!accumulate)
+            write_init(M, N, C, ldc, bias);
         return;
+    }
+    /* Without accumulate the first K block's tiles start their sums from
+     * the bias or +0 in registers (the same start write_init would store),
+     * sharded tiles from their first shard: C is written, never read. */
     const repro_simd *s = repro_simd_get();
     /* a row-major A is read in place (each row its own stream: at most
      * mr_rows of them); a transposed one, or any under shards, packed */
     int in_place = !shard && a_cs == 1 && a_rs != 1;
     int mr = in_place ? s->mr_rows : s->mr, nr = s->nr;
-    long nc = (long)nr * NC_PANELS, np = (M + mr - 1) / mr;
-    float *Ap = repro_scratch(REPRO_SCRATCH_GEMM_A, (size_t)KC * mr);
-    float *Bp = repro_scratch(REPRO_SCRATCH_GEMM_B, (size_t)KC * nc);
-    if (!Ap || !Bp) {
+    long np = (M + mr - 1) / mr;
+    /* panels per group: a packed group stays in L2; an A read in place is
+     * no copy, so its group is larger (the B tile packed fewer times) */
+    long gp = in_place ? MC_PANELS_IN_PLACE : MC_PANELS, group = lmin(np, gp) * mr;
+    float *Ap = in_place ? NULL : repro_scratch(REPRO_SCRATCH_GEMM_A, (size_t)KC * group);
+    float *Bp = repro_scratch(REPRO_SCRATCH_GEMM_B, (size_t)KC * nr);
+    if ((!in_place && !Ap) || !Bp) {
         if (shard)
             gemm_plain_sharded(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, shard, accumulate);
         else
@@ -279,29 +311,46 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
     }
     for (long k0 = 0; k0 < K; k0 += KC) {
         long kc = lmin(KC, K - k0);
-        for (long n0 = 0; n0 < N; n0 += nc) {
-            long ncols = lmin(nc, N - n0);
-            /* in place: whole panels of a row-major B; packed: the rest */
-            long direct = b_cs == 1 ? ncols / nr * nr : 0;
-            if (direct < ncols)
-                pack_b(B, b_rs, b_cs, k0, kc, n0 + direct, ncols - direct, nr, Bp);
-            for (long p = 0, m0 = 0; p < np; m0 += panel_rows(M, np, p), p++) {
-                int rows = panel_rows(M, np, p);
-                long lda = in_place ? a_rs : 0;
-                const float *at = lda ? A + m0 * a_rs + k0 : Ap;
-                if (!lda)
-                    pack_a(A, a_rs, a_cs, m0, rows, k0, kc, Ap);
-                for (long n = 0; n < ncols; n += nr) {
-                    int cols = (int)lmin(nr, ncols - n);
-                    float *c = C + m0 * ldc + n0 + n;
-                    const float *bt = n < direct ? B + k0 * b_rs + n0 + n
-                                                 : Bp + (n - direct) / nr * kc * nr;
-                    long ldbt = n < direct ? b_rs : nr;
+        for (long g0 = 0; g0 < np; g0 += gp) {
+            long g1 = lmin(np, g0 + gp), gm0 = panel_start(M, np, g0);
+            /* each panel's first row and height, once */
+            long pm0[MC_PANELS_IN_PLACE];
+            int prows[MC_PANELS_IN_PLACE];
+            for (long p = g0; p < g1; p++) {
+                pm0[p - g0] = panel_start(M, np, p);
+                prows[p - g0] = panel_rows(M, np, p);
+                if (!in_place)
+                    pack_a(A, a_rs, a_cs, pm0[p - g0], prows[p - g0], k0, kc,
+                           Ap + (pm0[p - g0] - gm0) * kc);
+            }
+            for (long n = 0; n < N; n += nr) {
+                int cols = (int)lmin(nr, N - n);
+                static const float zeros[REPRO_NR_MAX]; /* +0 */
+                float padded[REPRO_NR_MAX];
+                const float *init = NULL;
+                if (k0 == 0 && !accumulate && !shard) {
+                    init = bias ? bias + n : zeros;
+                    if (bias && cols < nr) {
+                        memcpy(padded, bias + n, (size_t)cols * sizeof *padded);
+                        memset(padded + cols, 0, (size_t)(nr - cols) * sizeof *padded);
+                        init = padded;
+                    }
+                }
+                const float *bt = Bp;
+                long ldbt = nr;
+                if (b_cs == 1 && cols == nr && (in_place || g1 - g0 < 4))
+                    bt = B + k0 * b_rs + n, ldbt = b_rs;
+                else
+                    pack_b(B, b_rs, b_cs, k0, kc, n, cols, nr, Bp);
+                for (long p = 0; p < g1 - g0; p++) {
+                    float *c = C + pm0[p] * ldc + n;
+                    const float *at = in_place ? A + pm0[p] * a_rs + k0 : Ap + (pm0[p] - gm0) * kc;
                     if (shard)
-                        run_tile_sharded(s, kc, shard, Ap, bt, ldbt, c, ldc, rows, cols,
+                        run_tile_sharded(s, kc, shard, at, bt, ldbt, c, ldc, prows[p], cols,
                                          accumulate);
                     else
-                        run_tile(s, kc, at, lda, bt, ldbt, c, ldc, rows, cols);
+                        run_tile(s, kc, at, in_place ? a_rs : 0, bt, ldbt, c, ldc, prows[p],
+                                 cols, init);
                 }
             }
         }
@@ -400,9 +449,10 @@ static void gemm_chunk(void *vctx, long chunk)
 }
 
 /* Blocks of C: whole tiles, rows split evenly in up to MC_PANELS-panel
- * blocks, columns in NC_PANELS-panel blocks, narrower when that leaves
- * fewer chunks than `want` and the work is worth sharing: 2 on one thread
- * (as before threads were weighed), 8 per thread on more, so the last
+ * blocks; on one thread every column in one block (each row block's A
+ * packed once); on more, columns in NC_PANELS-panel blocks, narrower when
+ * that leaves fewer chunks than `want` and the work is worth sharing: 8
+ * per thread, so the last
  * chunk a thread finishes is short and the other waits little for it
  * (MLP at 2 threads: 4 -> 16 chunks, +7% steps/s; 32 was slower). Only
  * speed depends on them (each element's order never does). */
@@ -422,7 +472,9 @@ static void gemm_run(repro_pool *pool, int M, int N, int K, const float *A, long
      * and 63 on two, its operands having been written on both cores. */
     if ((double)M * N * K < SHARE_MIN_MACS)
         pool = NULL;
-    long threads = repro_pool_threads(pool), want = threads > 1 ? 8 * threads : 2;
+    long threads = repro_pool_threads(pool), want = threads > 1 ? 8 * threads : 1;
+    if (threads <= 1) /* one block of columns: A packed once per row block */
+        nc = (N + nr - 1) / nr * nr;
     long have = row_blocks * ((N + nc - 1) / nc);
     if (have < want && (double)M * N * K >= 1e5) { /* narrower column blocks */
         long per = (N + want / row_blocks - 1) / (want / row_blocks > 0 ? want / row_blocks : 1);

@@ -35,13 +35,16 @@ typedef struct {
      * C[r][j] + Ap[0*n + r]*Bp[0*ldb + j] + Ap[1*n + r]*Bp[1*ldb + j] + ...
      * for k = 0 .. kc-1 in that order (Ap: n x kc packed by k; Bp: kc rows
      * of nr floats, ldb apart). C holds the running sums: a caller that
-     * splits K into blocks keeps each element's order ascending in k. */
+     * splits K into blocks keeps each element's order ascending in k. With
+     * init (nr floats) the sums start from init[j] instead, C is only
+     * written: C[r][j] = init[j] + Ap[0*n + r]*Bp[j] + ... (a first K block
+     * from +0 or the bias, without writing C first and reading it back). */
     void (*gemm_tile[REPRO_MR_MAX + 1])(long kc, const float *Ap, const float *Bp, long ldb,
-                                        float *C, long ldc);
+                                        float *C, long ldc, const float *init);
     /* gemm_tile with A in place, A(r, k) = A[r*lda + k] (a row-major A:
      * no packing); the same sums in the same order. */
     void (*gemm_tile_rows[REPRO_MR_MAX + 1])(long kc, const float *A, long lda, const float *Bp,
-                                             long ldb, float *C, long ldc);
+                                             long ldb, float *C, long ldc, const float *init);
     /* The sharded register tile: K (kc) cut into shards of S (the last one
      * may be short); shard q's partial Pq[r][j] = +0 + Ap[k*n + r]*Bp[k*ldb
      * + j] over its k ascending, and T[r][j] (row stride ldt) becomes P0,

@@ -56,8 +56,10 @@ TGT static inline VF SFX(splat)(float a)
 #define ROWS_12(X) ROWS_11(X) X(11)
 #endif
 
+/* start values: C's running sums, or the row vector init (every row) */
 #define TILE_LOAD(r)                                                                   \
-    VF c##r##a = SFX(ld)(C + (r) * ldc), c##r##b = SFX(ld)(C + (r) * ldc + LANES);
+    VF c##r##a = init ? i0 : SFX(ld)(C + (r) * ldc),                                   \
+       c##r##b = init ? i1 : SFX(ld)(C + (r) * ldc + LANES);
 #define TILE_STEP(r)                                                                   \
     {                                                                                  \
         VF a = SFX(splat)(Ap[r]);                                                      \
@@ -87,8 +89,11 @@ TGT static inline VF SFX(splat)(float a)
 
 #define GEMM_TILES(n)                                                                  \
     TGT static void SFX(gemm_tile_##n)(long kc, const float *Ap, const float *Bp,       \
-                                       long ldb, float *C, long ldc)                   \
+                                       long ldb, float *C, long ldc, const float *init) \
     {                                                                                  \
+        VF i0 = SFX(splat)(0.0f), i1 = i0;                                             \
+        if (init)                                                                      \
+            i0 = SFX(ld)(init), i1 = SFX(ld)(init + LANES);                            \
         ROWS_##n(TILE_LOAD) for (long k = 0; k < kc; k++, Ap += (n), Bp += ldb)        \
         {                                                                              \
             VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);                             \
@@ -98,8 +103,11 @@ TGT static inline VF SFX(splat)(float a)
     }                                                                                  \
     TGT static void SFX(gemm_tile_rows_##n)(long kc, const float *A, long lda,          \
                                             const float *Bp, long ldb, float *C,       \
-                                            long ldc)                                  \
+                                            long ldc, const float *init)               \
     {                                                                                  \
+        VF i0 = SFX(splat)(0.0f), i1 = i0;                                             \
+        if (init)                                                                      \
+            i0 = SFX(ld)(init), i1 = SFX(ld)(init + LANES);                            \
         ROWS_##n(TILE_LOAD) for (long k = 0; k < kc; k++, A++, Bp += ldb)              \
         {                                                                              \
             VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);                             \
