@@ -120,7 +120,7 @@ static const char *cannot_run(void)
 #define NEED_PYTORCH_AND_BWRAP()                                                       \
     do {                                                                               \
         if (skip_why[0]) {                                                             \
-            fprintf(stderr, "pysubmit: %s skipped: %s\n", __func__, skip_why);         \
+            tu_skip("pysubmit", "%s: %s", __func__, skip_why);       \
             return;                                                                    \
         }                                                                              \
     } while (0)
@@ -181,7 +181,7 @@ static void suite_teardown(void)
 START_TEST(test_install_puts_the_client_where_python_looks)
 {
     if (access("/usr/bin/python3", X_OK) != 0) {
-        fprintf(stderr, "pysubmit: %s skipped: no /usr/bin/python3\n", __func__);
+        tu_skip("pysubmit", "%s: no /usr/bin/python3", __func__);
         return;
     }
     ck_assert_msg(def_rel[0] && def_rel[0] != '/', "python-site: '%s'", def_rel);

@@ -595,7 +595,7 @@ START_TEST(test_python_client_is_bound_read_only)
 {
     NEED_SANDBOX();
     if (access("/usr/bin/python3", X_OK) != 0) {
-        fprintf(stderr, "sandbox: %s skipped: no /usr/bin/python3\n", __func__);
+        tu_skip("sandbox", "%s: no /usr/bin/python3", __func__);
         return;
     }
     setup_dirs();
@@ -712,7 +712,7 @@ START_TEST(test_total_disk_cap)
     snprintf(capped, sizeof capped, "%s/capped", root);
     ck_assert_int_eq(mkdir(capped, 0700), 0);
     if (repro_sandbox_disk_cap(capped, o.disk_bytes, why, sizeof why) != 0) {
-        fprintf(stderr, "sandbox: %s skipped: %s\n", __func__, why);
+        tu_skip("sandbox", "%s: %s", __func__, why);
         return;
     }
     o.scratch_dir = capped;
