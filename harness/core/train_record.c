@@ -82,6 +82,10 @@ struct repro_train_recorder {
     repro_leaf_queue lq;     /* inline jobs: large tensors' leaves, queued for
                                 idle kernel threads; uses mu and cv below */
     repro_leaf_batch batch[2]; /* by phase: the queued job's large tensors */
+    repro_leaf_batch stats_batch; /* inline, detail steps: the job's large
+                                     tensors' stats, as tasks of two threads */
+    struct stats_task { entry *a, *b; } *tasks; /* room for nentries */
+    long tasks_step;
     repro_fault fault;
     FILE *tap;
     int nentries;
@@ -439,6 +443,55 @@ static entry *stats_partner(repro_train_recorder *r, int i, long step)
     return best;
 }
 
+/* Inline jobs, a stats task: entry a's stats, with b's interleaved. */
+static void stats_task(void *arg, int k)
+{
+    repro_train_recorder *r = arg;
+    struct stats_task *t = &r->tasks[k];
+    long step = r->tasks_step;
+    if (t->b) {
+        repro_tensor_stats_f32_pair(entry_data(t->a, step), t->a->nbytes / 4, &t->a->stats,
+                                    entry_data(t->b, step), t->b->nbytes / 4, &t->b->stats);
+        t->b->stats_step = step;
+    } else {
+        long nf = 0;
+        repro_tensor_stats_compute(t->a->dtype, entry_data(t->a, step), t->a->nbytes,
+                                   &t->a->stats.l2, &t->a->stats.sum, &t->a->stats.max_abs,
+                                   &nf);
+        t->a->stats.nonfinite = nf;
+    }
+    t->a->stats_step = step;
+}
+
+/* Inline jobs on a detail step: the large tensors' stats, in pairs as
+ * stats_partner pairs them, computed by this thread and an idle kernel
+ * thread (which would only spin while the job runs): record_entry then
+ * finds them ready. A pair's stats are each tensor's alone, bit for bit
+ * (stats.h), so who pairs with whom changes nothing. */
+static int stats_tasks(repro_train_recorder *r, job j)
+{
+    int n = 0;
+    for (int i = 0; i < r->nentries; i++) {
+        entry *e = &r->entries[i];
+        if (e->phase != j.phase || !e->leaves || e->stats_step == j.step)
+            continue;
+        entry *partner = pairable(e) ? stats_partner(r, i, j.step) : NULL;
+        r->tasks[n++] = (struct stats_task){e, partner};
+        e->stats_step = j.step; /* taken: stats_partner skips it and its partner */
+        if (partner)
+            partner->stats_step = j.step;
+    }
+    repro_leaf_batch_clear(&r->stats_batch);
+    repro_leaf_batch_tasks(&r->stats_batch, stats_task, r, n);
+    r->tasks_step = j.step;
+    if (n == 0)
+        return 0;
+    return repro_leaf_queue_post_first(&r->lq, &r->stats_batch) ||
+                   repro_leaf_queue_finish(&r->lq, &r->stats_batch)
+               ? -1
+               : 0;
+}
+
 /* Entry i into the public recorder (and its dump). A large tensor goes in
  * as its leaf digests, hashed by this thread and a waiting training thread,
  * with the stats the recorder would have computed on a detail step: the
@@ -482,8 +535,11 @@ static int start_leaf_share(repro_train_recorder *r)
     r->share.fn = (repro_digest_fn)r->o.digest;
     repro_leaf_queue_init(&r->lq, &r->mu, &r->cv, (repro_digest_fn)r->o.digest);
     if (repro_leaf_batch_init(&r->batch[PHASE_G], r->nentries) ||
-        repro_leaf_batch_init(&r->batch[PHASE_P], r->nentries))
+        repro_leaf_batch_init(&r->batch[PHASE_P], r->nentries) ||
+        repro_leaf_batch_init(&r->stats_batch, 0))
         return -1;
+    if (!(r->tasks = calloc((size_t)r->nentries, sizeof *r->tasks)))
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
     if (most == 0)
         return 0;
     r->leaves = malloc(repro_leaf_count(most) * sizeof *r->leaves);
@@ -528,7 +584,8 @@ static char *line_extra(repro_train_recorder *r, long step, step_slot *s)
  * last), then the step ends: digest, chain, trace line. */
 static int run_job(repro_train_recorder *r, job j)
 {
-    if (r->inline_jobs && repro_leaf_queue_finish(&r->lq, &r->batch[j.phase]))
+    if (r->inline_jobs && (repro_leaf_queue_finish(&r->lq, &r->batch[j.phase]) ||
+                           (detail_step(r, j.step) && stats_tasks(r, j))))
         return -1;
     for (int i = 0; i < r->nentries; i++)
         if (r->entries[i].phase == j.phase && i != r->rng_entry && record_entry(r, i, j.step))
@@ -1195,6 +1252,8 @@ void repro_train_recorder_free(repro_train_recorder *r)
         repro_leaf_queue_finish(&r->lq, &r->batch[r->queue[r->qhead].phase]);
     repro_leaf_batch_release(&r->batch[PHASE_G]);
     repro_leaf_batch_release(&r->batch[PHASE_P]);
+    repro_leaf_batch_release(&r->stats_batch);
+    free(r->tasks);
     repro_recorder_abort(r->pub);
     free(r->leaves);
     if (r->tap)

@@ -39,6 +39,9 @@ void repro_leaf_batch_release(repro_leaf_batch *b)
 void repro_leaf_batch_clear(repro_leaf_batch *b)
 {
     b->ntensors = 0;
+    b->task = NULL;
+    b->task_arg = NULL;
+    b->ntasks = 0;
     b->nunits = 0;
     b->helpers = 0;
     atomic_init(&b->next, 0);
@@ -59,9 +62,17 @@ int repro_leaf_batch_add(repro_leaf_batch *b, const void *data, size_t nbytes,
     return 0;
 }
 
-int repro_leaf_queue_post(repro_leaf_queue *q, repro_leaf_batch *b)
+void repro_leaf_batch_tasks(repro_leaf_batch *b, void (*task)(void *arg, int k), void *arg,
+                            int ntasks)
 {
-    size_t u = 0;
+    b->task = task;
+    b->task_arg = arg;
+    b->ntasks = task ? ntasks : 0;
+}
+
+static int post(repro_leaf_queue *q, repro_leaf_batch *b, int first)
+{
+    size_t u = (size_t)b->ntasks; /* the tasks' units come first */
     for (int i = 0; i < b->ntensors; i++) { /* units never span two tensors */
         b->t[i].first_unit = u;
         u += (b->t[i].nleaves + q->unit_leaves - 1) / q->unit_leaves;
@@ -77,15 +88,33 @@ int repro_leaf_queue_post(repro_leaf_queue *q, repro_leaf_batch *b)
         return repro_error_set(REPRO_EINVAL, "leaf queue: more than %d batches posted",
                                REPRO_LEAF_QUEUE_MAX);
     }
-    q->q[q->nq++] = b;
+    for (int i = q->nq; first && i > 0; i--)
+        q->q[i] = q->q[i - 1];
+    q->q[first ? 0 : q->nq] = b;
+    q->nq++;
     atomic_store(&q->posted, q->nq);
     pthread_mutex_unlock(q->mu);
     return 0;
 }
 
-/* Hashes unit u of b (claimed by this thread). */
+int repro_leaf_queue_post(repro_leaf_queue *q, repro_leaf_batch *b)
+{
+    return post(q, b, 0);
+}
+
+int repro_leaf_queue_post_first(repro_leaf_queue *q, repro_leaf_batch *b)
+{
+    return post(q, b, 1);
+}
+
+/* Runs unit u of b (claimed by this thread): a task, or leaves. */
 static void hash_unit(const repro_leaf_queue *q, repro_leaf_batch *b, size_t u)
 {
+    if (u < (size_t)b->ntasks) {
+        b->task(b->task_arg, (int)u);
+        atomic_fetch_add(&b->done, 1);
+        return;
+    }
     int i = 0;
     while (i + 1 < b->ntensors && b->t[i + 1].first_unit <= u)
         i++;

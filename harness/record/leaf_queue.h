@@ -12,6 +12,8 @@
  * The digests are the one-thread tree hash's: who hashed a leaf, and
  * when, changes nothing.
  *
+ * A batch may also carry other work as units (repro_leaf_batch_tasks).
+ *
  * Like leaf_share.h it has no lock of its own: it uses its owner's mutex
  * and condition variable. A posted batch's tensors must not change until
  * repro_leaf_queue_finish returns for it. */
@@ -36,6 +38,11 @@ typedef struct {
     /* Set by repro_leaf_batch_add before the post; constant while posted. */
     int ntensors, cap;
     repro_leaf_tensor *t;
+    /* Other work of the batch, as units of their own before the leaves
+     * (repro_leaf_batch_tasks): task(task_arg, k) for k < ntasks. */
+    void (*task)(void *arg, int k);
+    void *task_arg;
+    int ntasks;
     size_t nunits;
     atomic_size_t next; /* the first unit not yet taken */
     atomic_size_t done; /* units hashed */
@@ -69,10 +76,19 @@ void repro_leaf_batch_clear(repro_leaf_batch *b);
 int repro_leaf_batch_add(repro_leaf_batch *b, const void *data, size_t nbytes,
                          repro_digest *leaves);
 
+/* Adds `ntasks` units of other work to a batch that is not posted: any
+ * thread may run task(arg, k) once for each k, before the leaves (the
+ * longer units first, so that two threads end close together). */
+void repro_leaf_batch_tasks(repro_leaf_batch *b, void (*task)(void *arg, int k), void *arg,
+                            int ntasks);
+
 /* Called WITHOUT mu, by the batch's owner: any thread may now hash its
  * leaves. At most REPRO_LEAF_QUEUE_MAX batches are posted at once (-1,
  * error slot set, past that; nothing is posted). */
 int repro_leaf_queue_post(repro_leaf_queue *q, repro_leaf_batch *b);
+/* The same, ahead of the batches posted already: for work its owner is
+ * about to wait for. */
+int repro_leaf_queue_post_first(repro_leaf_queue *q, repro_leaf_batch *b);
 
 /* Called WITHOUT mu by a thread with a moment to spare (a kernel thread
  * between two jobs): hashes one unit of the oldest posted batch with
