@@ -792,12 +792,19 @@ static void *queue_helper(void *arg)
     return NULL;
 }
 
+/* A batch's task: counts its runs of task k. */
+static void count_task(void *arg, int k)
+{
+    atomic_fetch_add(&((atomic_int *)arg)[k], 1);
+}
+
 /* Two batches posted at once, of empty, one-leaf, odd-count, short-last-
  * leaf and multi-unit tensors, hashed by an idle thread and finished by
  * their owner: every leaf is the one-thread tree hash's, under XXH3-128
  * (_i 0) and SHA-256 (_i 1); the idle thread takes part (the owner waits
  * up to 10 s for its first unit before finishing); a batch refuses a
- * tensor past its room. */
+ * tensor past its room; the second batch, posted first, also carries
+ * tasks, each run exactly once. */
 START_TEST(test_leaf_queue_equals_tree_hash)
 {
     static const size_t sizes[2][4] = {{0, 100, 4096, (1 << 20) + 3},
@@ -812,6 +819,9 @@ START_TEST(test_leaf_queue_equals_tree_hash)
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, queue_helper, &g), 0);
     for (int round = 0; round < 2; round++) {
+        atomic_int runs[5];
+        for (int k = 0; k < 5; k++)
+            atomic_init(&runs[k], 0);
         repro_leaf_batch b[2];
         unsigned char *data[2][4];
         repro_digest *got[2][4];
@@ -827,7 +837,11 @@ START_TEST(test_leaf_queue_equals_tree_hash)
                 ck_assert_int_eq(repro_leaf_batch_add(&b[k], data[k][j], n, got[k][j]), 0);
             }
             ck_assert_int_eq(repro_leaf_batch_add(&b[k], data[k][0], 0, got[k][0]), -1);
-            ck_assert_int_eq(repro_leaf_queue_post(&g.q, &b[k]), 0);
+            if (k == 1)
+                repro_leaf_batch_tasks(&b[k], count_task, runs, 5);
+            ck_assert_int_eq(k ? repro_leaf_queue_post_first(&g.q, &b[k])
+                               : repro_leaf_queue_post(&g.q, &b[k]),
+                             0);
         }
         for (int i = 0; i < 10000 && atomic_load(&g.units) == 0; i++)
             usleep(1000);
@@ -845,6 +859,8 @@ START_TEST(test_leaf_queue_equals_tree_hash)
             }
             repro_leaf_batch_release(&b[k]);
         }
+        for (int k = 0; k < 5; k++)
+            ck_assert_int_eq(atomic_load(&runs[k]), 1);
     }
     ck_assert_int_eq(atomic_load(&g.q.posted), 0);
     atomic_store(&g.stop, 1);
