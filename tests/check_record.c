@@ -4,6 +4,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "core/train.h"
 #include "testutil.h"
 #include "record/hash.h"
+#include "record/leaf_queue.h"
 #include "record/leaf_share.h"
 #include "record/stats.h"
 #include "kernels/isa.h"
@@ -168,13 +170,35 @@ START_TEST(test_hashing_never_changes_training)
 }
 END_TEST
 
+/* A trace file's text after its header line (malloc'd), or NULL. */
+static char *trace_steps_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    int c, past_header = 0;
+    while ((c = fgetc(f)) != EOF)
+        if (past_header)
+            fputc(c, m);
+        else if (c == '\n')
+            past_header = 1;
+    fclose(f);
+    fclose(m);
+    return buf;
+}
+
 /* The overlapped hasher (G(n) beside the optimizer, P(n) beside step n+1)
  * with 2 compute threads gives the chain of a recorder that waits for
  * every job at once: a missing wait (hashing a buffer while it is being
  * overwritten) shows here, not only end to end. So do inline jobs (no
- * hasher thread; the kernel threads hash leaves between their jobs). Both
+ * hasher thread; the kernel threads hash queued leaves in their idle
+ * time and the job runs where its tensors are about to change). Both
  * precisions that add buffers (fp16's scaler) and the adamw state are
- * covered. */
+ * covered, and the step lines (stats on every 3rd step) are the same
+ * text in all three. */
 START_TEST(test_overlapped_hasher_equals_synchronous)
 {
     static const char *const sets[][3] = {{"steps=12", "threads=2", "optimizer=sgd"},
@@ -183,7 +207,10 @@ START_TEST(test_overlapped_hasher_equals_synchronous)
     static const char *const modes[] = {"synchronous", "overlapped", "inline"};
     for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
         repro_digest chains[3];
+        char *text[3];
         for (int mode = 0; mode < 3; mode++) {
+            char path[256];
+            temp_path(path, sizeof path, "t.jsonl");
             ck_assert_int_eq(repro_config_load(&cfg, "experiments/mlp.ini"), 0);
             for (int i = 0; i < 3; i++)
                 ck_assert_int_eq(repro_config_set(&cfg, sets[k][i]), 0);
@@ -191,7 +218,7 @@ START_TEST(test_overlapped_hasher_equals_synchronous)
             ck_assert_int_eq(repro_trainer_init(&t, &cfg), 0);
             repro_train_recorder *rec = NULL;
             repro_train_recorder_opts o = {
-                .trace_path = NULL, .level = 1, .every = 1, .total_steps = cfg.train_steps,
+                .trace_path = path, .level = 1, .every = 3, .total_steps = cfg.train_steps,
                 .synchronous = mode == 0,
                 .hasher = mode == 2 ? REPRO_HASHER_INLINE : REPRO_HASHER_THREAD};
             ck_assert_int_eq(repro_train_recorder_new(&rec, &t, &o, NULL), 0);
@@ -200,10 +227,17 @@ START_TEST(test_overlapped_hasher_equals_synchronous)
                 ck_assert_int_eq(repro_trainer_step(&t), 0);
             ck_assert_int_eq(repro_train_recorder_finish(rec, &chains[mode], NULL), 0);
             repro_trainer_release(&t);
+            ck_assert_ptr_nonnull(text[mode] = trace_steps_text(path));
+            ck_assert_msg(strstr(text[mode], "\"l2\":"), "%s: no stats in the trace", path);
         }
-        for (int mode = 1; mode < 3; mode++)
+        for (int mode = 1; mode < 3; mode++) {
             ck_assert_msg(repro_digest_eq(&chains[0], &chains[mode]), "%s %s %s: %s != %s",
                           sets[k][0], sets[k][1], sets[k][2], modes[mode], modes[0]);
+            ck_assert_msg(!strcmp(text[0], text[mode]), "%s %s %s: %s's lines != %s's",
+                          sets[k][0], sets[k][1], sets[k][2], modes[mode], modes[0]);
+        }
+        for (int mode = 0; mode < 3; mode++)
+            free(text[mode]);
     }
 }
 END_TEST
@@ -737,6 +771,106 @@ START_TEST(test_leaf_share_equals_tree_hash)
 }
 END_TEST
 
+/* The idle side of a leaf queue: a kernel thread's idle work, one unit a
+ * call, until told to stop; counts the units it hashed. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    repro_leaf_queue q;
+    atomic_int stop;
+    atomic_long units;
+} queue_rig;
+
+static void *queue_helper(void *arg)
+{
+    queue_rig *g = arg;
+    while (!atomic_load(&g->stop))
+        if (repro_leaf_queue_unit(&g->q))
+            atomic_fetch_add(&g->units, 1);
+        else
+            sched_yield();
+    return NULL;
+}
+
+/* A batch's task: counts its runs of task k. */
+static void count_task(void *arg, int k)
+{
+    atomic_fetch_add(&((atomic_int *)arg)[k], 1);
+}
+
+/* Two batches posted at once, of empty, one-leaf, odd-count, short-last-
+ * leaf and multi-unit tensors, hashed by an idle thread and finished by
+ * their owner: every leaf is the one-thread tree hash's, under XXH3-128
+ * (_i 0) and SHA-256 (_i 1); the idle thread takes part (the owner waits
+ * up to 10 s for its first unit before finishing); a batch refuses a
+ * tensor past its room; the second batch, posted first, also carries
+ * tasks, each run exactly once. */
+START_TEST(test_leaf_queue_equals_tree_hash)
+{
+    static const size_t sizes[2][4] = {{0, 100, 4096, (1 << 20) + 3},
+                                       {3 * 4096, 5 * 4096 + 7, (4 << 20) + 1, 64 * 1024}};
+    repro_digest_fn fn = _i ? REPRO_DIGEST_SHA256 : REPRO_DIGEST_XXH3;
+    queue_rig g;
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    repro_leaf_queue_init(&g.q, &g.mu, &g.cv, fn);
+    atomic_init(&g.stop, 0);
+    atomic_init(&g.units, 0);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, queue_helper, &g), 0);
+    for (int round = 0; round < 2; round++) {
+        atomic_int runs[5];
+        for (int k = 0; k < 5; k++)
+            atomic_init(&runs[k], 0);
+        repro_leaf_batch b[2];
+        unsigned char *data[2][4];
+        repro_digest *got[2][4];
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(repro_leaf_batch_init(&b[k], 4), 0);
+            repro_leaf_batch_clear(&b[k]);
+            for (int j = 0; j < 4; j++) {
+                size_t n = sizes[k][j];
+                data[k][j] = malloc(n + 1);
+                for (size_t i = 0; i < n; i++)
+                    data[k][j][i] = (unsigned char)(i * 7 + j + 5 * k + round);
+                got[k][j] = calloc(repro_leaf_count(n) + 1, sizeof(repro_digest));
+                ck_assert_int_eq(repro_leaf_batch_add(&b[k], data[k][j], n, got[k][j]), 0);
+            }
+            ck_assert_int_eq(repro_leaf_batch_add(&b[k], data[k][0], 0, got[k][0]), -1);
+            if (k == 1)
+                repro_leaf_batch_tasks(&b[k], count_task, runs, 5);
+            ck_assert_int_eq(k ? repro_leaf_queue_post_first(&g.q, &b[k])
+                               : repro_leaf_queue_post(&g.q, &b[k]),
+                             0);
+        }
+        for (int i = 0; i < 10000 && atomic_load(&g.units) == 0; i++)
+            usleep(1000);
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(repro_leaf_queue_finish(&g.q, &b[k]), 0);
+            for (int j = 0; j < 4; j++) {
+                size_t n = sizes[k][j], nl = repro_leaf_count(n);
+                repro_digest *want = calloc(nl + 1, sizeof *want), root;
+                long shape[1] = {(long)n};
+                repro_tensor_view v = {"t", "u8", 1, shape, data[k][j], n, fn};
+                ck_assert_int_eq(repro_tensor_digest(&v, &root, want), 0);
+                ck_assert_msg(!memcmp(want, got[k][j], nl * sizeof *want),
+                              "leaves of %zu bytes differ", n);
+                free(want), free(data[k][j]), free(got[k][j]);
+            }
+            repro_leaf_batch_release(&b[k]);
+        }
+        for (int k = 0; k < 5; k++)
+            ck_assert_int_eq(atomic_load(&runs[k]), 1);
+    }
+    ck_assert_int_eq(atomic_load(&g.q.posted), 0);
+    atomic_store(&g.stop, 1);
+    pthread_join(th, NULL);
+    ck_assert_msg(atomic_load(&g.units) > 0, "the idle thread never took part");
+    pthread_cond_destroy(&g.cv);
+    pthread_mutex_destroy(&g.mu);
+}
+END_TEST
+
 Suite *record_suite(void)
 {
     Suite *s = suite_create("record");
@@ -755,6 +889,7 @@ Suite *record_suite(void)
     tcase_add_test(tc, test_stats_f32_every_path);
     tcase_add_test(tc, test_stats_f32_pair_equals_single);
     tcase_add_loop_test(tc, test_leaf_share_equals_tree_hash, 0, 2);
+    tcase_add_loop_test(tc, test_leaf_queue_equals_tree_hash, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "record/leaf_queue.h"
 #include "record/leaf_share.h"
 #include "record/recorder.h"
 #include "record/stats.h"
@@ -53,6 +54,7 @@ typedef struct {
     long stats_step;      /* the step whose stats are in `stats` (0: none): computed
                              beside another tensor's (compute_stats) */
     repro_tensor_stats stats;
+    repro_digest *leaves; /* a large tensor's leaf digests, queued (inline jobs) */
 } entry;
 
 typedef struct {
@@ -78,6 +80,13 @@ struct repro_train_recorder {
                                 training thread; uses mu and cv below */
     repro_digest *leaves;    /* room for the largest shared tensor's leaves
                                 (NULL: no tensor is large enough to share) */
+    repro_leaf_queue lq;     /* inline jobs: large tensors' leaves, queued for
+                                idle kernel threads; uses mu and cv below */
+    repro_leaf_batch batch[2]; /* by phase: the queued job's large tensors */
+    repro_leaf_batch stats_batch; /* inline, detail steps: the job's large
+                                     tensors' stats, as tasks of two threads */
+    struct stats_task { entry *a, *b; } *tasks; /* room for nentries */
+    long tasks_step;
     repro_fault fault;
     FILE *tap;
     int nentries;
@@ -87,7 +96,9 @@ struct repro_train_recorder {
 
     pthread_t thread;
     int thread_started;
-    int inline_jobs;         /* no hasher thread: the training thread runs the jobs */
+    int inline_jobs;         /* no hasher thread: the training thread runs each job
+                                where it must be done, its leaves hashed meanwhile
+                                by idle kernel threads (leaf_queue.h) */
     int help_loader;         /* the hasher fills loader rows when idle (set before it starts) */
     pthread_mutex_t mu;      /* guards everything below */
     pthread_cond_t cv;
@@ -434,6 +445,55 @@ static entry *stats_partner(repro_train_recorder *r, int i, long step)
     return best;
 }
 
+/* Inline jobs, a stats task: entry a's stats, with b's interleaved. */
+static void stats_task(void *arg, int k)
+{
+    repro_train_recorder *r = arg;
+    struct stats_task *t = &r->tasks[k];
+    long step = r->tasks_step;
+    if (t->b) {
+        repro_tensor_stats_f32_pair(entry_data(t->a, step), t->a->nbytes / 4, &t->a->stats,
+                                    entry_data(t->b, step), t->b->nbytes / 4, &t->b->stats);
+        t->b->stats_step = step;
+    } else {
+        long nf = 0;
+        repro_tensor_stats_compute(t->a->dtype, entry_data(t->a, step), t->a->nbytes,
+                                   &t->a->stats.l2, &t->a->stats.sum, &t->a->stats.max_abs,
+                                   &nf);
+        t->a->stats.nonfinite = nf;
+    }
+    t->a->stats_step = step;
+}
+
+/* Inline jobs on a detail step: the large tensors' stats, in pairs as
+ * stats_partner pairs them, computed by this thread and an idle kernel
+ * thread (which would only spin while the job runs): record_entry then
+ * finds them ready. A pair's stats are each tensor's alone, bit for bit
+ * (stats.h), so who pairs with whom changes nothing. */
+static int stats_tasks(repro_train_recorder *r, job j)
+{
+    int n = 0;
+    for (int i = 0; i < r->nentries; i++) {
+        entry *e = &r->entries[i];
+        if (e->phase != j.phase || !e->leaves || e->stats_step == j.step)
+            continue;
+        entry *partner = pairable(e) ? stats_partner(r, i, j.step) : NULL;
+        r->tasks[n++] = (struct stats_task){e, partner};
+        e->stats_step = j.step; /* taken: stats_partner skips it and its partner */
+        if (partner)
+            partner->stats_step = j.step;
+    }
+    repro_leaf_batch_clear(&r->stats_batch);
+    repro_leaf_batch_tasks(&r->stats_batch, stats_task, r, n);
+    r->tasks_step = j.step;
+    if (n == 0)
+        return 0;
+    return repro_leaf_queue_post_first(&r->lq, &r->stats_batch) ||
+                   repro_leaf_queue_finish(&r->lq, &r->stats_batch)
+               ? -1
+               : 0;
+}
+
 /* Entry i into the public recorder (and its dump). A large tensor goes in
  * as its leaf digests, hashed by this thread and a waiting training thread,
  * with the stats the recorder would have computed on a detail step: the
@@ -451,11 +511,17 @@ static int record_entry(repro_train_recorder *r, int i, long step)
     stats_job sj = {e, data, NULL, step, e->stats};
     if (detail && !ready && pairable(e))
         sj.partner = stats_partner(r, i, step);
-    if (repro_leaf_share_run(&r->share, data, e->nbytes, r->leaves,
-                             detail && !ready ? compute_stats : NULL, &sj))
-        return -1;
+    const repro_digest *leaves = e->leaves; /* inline: queued, and hashed by now */
+    if (!r->inline_jobs) {
+        if (repro_leaf_share_run(&r->share, data, e->nbytes, r->leaves,
+                                 detail && !ready ? compute_stats : NULL, &sj))
+            return -1;
+        leaves = r->leaves;
+    } else if (detail && !ready) {
+        compute_stats(&sj);
+    }
     return repro_recorder_tensor_leaves(r->pub, e->name, e->type, e->ndim, e->shape64,
-                                        e->nbytes, r->leaves, detail ? &sj.st : NULL)
+                                        e->nbytes, leaves, detail ? &sj.st : NULL)
                ? -1
                : 0;
 }
@@ -469,9 +535,22 @@ static int start_leaf_share(repro_train_recorder *r)
             most = r->entries[i].nbytes;
     repro_leaf_share_init(&r->share, &r->mu, &r->cv);
     r->share.fn = (repro_digest_fn)r->o.digest;
+    repro_leaf_queue_init(&r->lq, &r->mu, &r->cv, (repro_digest_fn)r->o.digest);
+    if (repro_leaf_batch_init(&r->batch[PHASE_G], r->nentries) ||
+        repro_leaf_batch_init(&r->batch[PHASE_P], r->nentries) ||
+        repro_leaf_batch_init(&r->stats_batch, 0))
+        return -1;
+    if (!(r->tasks = calloc((size_t)r->nentries, sizeof *r->tasks)))
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
     if (most == 0)
         return 0;
     r->leaves = malloc(repro_leaf_count(most) * sizeof *r->leaves);
+    for (int i = 0; r->leaves && i < r->nentries; i++) {
+        entry *e = &r->entries[i];
+        if (e->nbytes >= SPLIT_BYTES &&
+            !(e->leaves = malloc(repro_leaf_count(e->nbytes) * sizeof *e->leaves)))
+            return repro_error_set(REPRO_ENOMEM, "out of memory");
+    }
     return r->leaves ? 0 : repro_error_set(REPRO_ENOMEM, "out of memory");
 }
 
@@ -507,6 +586,9 @@ static char *line_extra(repro_train_recorder *r, long step, step_slot *s)
  * last), then the step ends: digest, chain, trace line. */
 static int run_job(repro_train_recorder *r, job j)
 {
+    if (r->inline_jobs && (repro_leaf_queue_finish(&r->lq, &r->batch[j.phase]) ||
+                           (detail_step(r, j.step) && stats_tasks(r, j))))
+        return -1;
     for (int i = 0; i < r->nentries; i++)
         if (r->entries[i].phase == j.phase && i != r->rng_entry && record_entry(r, i, j.step))
             return -1;
@@ -605,10 +687,38 @@ static long done_step(const repro_train_recorder *r, int what)
     return what == PHASE_G ? r->g_done : r->p_done;
 }
 
+/* Inline jobs: runs the oldest queued job on this thread (its leaves
+ * finished first, with whatever the idle kernel threads left). A failed
+ * recorder still finishes the job's leaves: they read the tensors. */
+static void run_queued(repro_train_recorder *r)
+{
+    job j = r->queue[r->qhead];
+    int rc = 0;
+    if (check_failed(r))
+        repro_leaf_queue_finish(&r->lq, &r->batch[j.phase]);
+    else
+        rc = run_job(r, j);
+    pthread_mutex_lock(&r->mu);
+    if (rc)
+        fail_locked(r, repro_error_code(), repro_error_message());
+    r->qhead = (r->qhead + 1) % 4;
+    r->qlen--;
+    if (j.phase == PHASE_G)
+        r->g_done = j.step;
+    else
+        r->p_done = j.step;
+    pthread_mutex_unlock(&r->mu);
+}
+
 /* Waits for the hasher to finish job (what, step), hashing leaves of the
  * tensor it is on meanwhile: the training thread would idle here anyway. */
 static int wait_done(repro_train_recorder *r, int what, long step)
 {
+    if (r->inline_jobs) {
+        while (r->qlen > 0 && done_step(r, what) < step)
+            run_queued(r);
+        return check_failed(r);
+    }
     pthread_mutex_lock(&r->mu);
     while (done_step(r, what) < step)
         if (!repro_leaf_share_help(&r->share))
@@ -619,17 +729,22 @@ static int wait_done(repro_train_recorder *r, int what, long step)
 
 static void enqueue(repro_train_recorder *r, int phase, long step)
 {
-    if (r->inline_jobs) { /* run it now; the waits then find it done */
-        int rc = check_failed(r) ? 0 : run_job(r, (job){phase, step});
-        pthread_mutex_lock(&r->mu);
-        if (rc)
-            fail_locked(r, repro_error_code(), repro_error_message());
-        if (phase == PHASE_G)
-            r->g_done = step;
-        else
-            r->p_done = step;
-        pthread_mutex_unlock(&r->mu);
-        return;
+    if (r->inline_jobs) {
+        /* Its large tensors' leaves go to the idle kernel threads; the
+         * rest waits for the point where the job must be done (wait_done). */
+        repro_leaf_batch *b = &r->batch[phase];
+        repro_leaf_batch_clear(b);
+        int rc = 0;
+        for (int i = 0; !rc && i < r->nentries; i++) {
+            const entry *e = &r->entries[i];
+            if (e->phase == phase && e->leaves)
+                rc = repro_leaf_batch_add(b, entry_data(e, step), e->nbytes, e->leaves);
+        }
+        if (rc || repro_leaf_queue_post(&r->lq, b)) {
+            fail_now(r, repro_error_code(), repro_error_message());
+            repro_leaf_batch_clear(b); /* posted nothing: finish has nothing to wait for */
+            repro_leaf_queue_post(&r->lq, b);
+        }
     }
     pthread_mutex_lock(&r->mu);
     r->queue[(r->qhead + r->qlen) % 4] = (job){phase, step};
@@ -965,7 +1080,7 @@ static int choose_inline(const repro_train_recorder *r)
 static int idle_leaves(void *arg)
 {
     repro_train_recorder *r = arg;
-    return repro_leaf_share_unit(&r->share);
+    return repro_leaf_queue_unit(&r->lq);
 }
 
 int repro_train_recorder_inline(const repro_train_recorder *r)
@@ -1136,6 +1251,14 @@ void repro_train_recorder_free(repro_train_recorder *r)
     }
     if (r->inline_jobs && r->t && r->t->idle_first_arg == r)
         repro_trainer_set_idle_first(r->t, NULL, NULL);
+    /* Inline jobs still queued: their leaves are posted (no kernel thread
+     * hashes them now); take them out before the tensors can go. */
+    for (; r->inline_jobs && r->qlen > 0; r->qlen--, r->qhead = (r->qhead + 1) % 4)
+        repro_leaf_queue_finish(&r->lq, &r->batch[r->queue[r->qhead].phase]);
+    repro_leaf_batch_release(&r->batch[PHASE_G]);
+    repro_leaf_batch_release(&r->batch[PHASE_P]);
+    repro_leaf_batch_release(&r->stats_batch);
+    free(r->tasks);
     repro_recorder_abort(r->pub);
     free(r->leaves);
     if (r->tap)
@@ -1144,9 +1267,11 @@ void repro_train_recorder_free(repro_train_recorder *r)
         r->t->observer = (repro_train_observer){NULL, NULL};
         r->t->model.on_op = NULL;
     }
-    for (int i = 0; r->entries && i < r->nentries; i++)
+    for (int i = 0; r->entries && i < r->nentries; i++) {
         for (int p = 0; p < 2; p++)
             free(r->entries[i].copy[p]);
+        free(r->entries[i].leaves);
+    }
     free(r->entries);
     free(r->op_host);
     pthread_cond_destroy(&r->cv);

@@ -57,10 +57,11 @@ typedef struct {
     int synchronous;
     /* Who runs the jobs (REPRO_HASHER_*): AUTO is a hasher thread where it
      * has a CPU of its own (the kernel threads leave one free, or a device
-     * backend computes), else INLINE: the training thread runs each job
-     * where it would queue it, and the kernel threads hash its large
-     * tensors' leaves between their jobs (train.h,
-     * repro_trainer_set_idle_first). Same digests, same trace. */
+     * backend computes), else INLINE: a queued job's large tensors go to a
+     * leaf queue (record/leaf_queue.h) that the kernel threads hash
+     * between their jobs (train.h, repro_trainer_set_idle_first), and the
+     * training thread runs the job where it would wait for the hasher,
+     * hashing the leaves left. Same digests, same trace. */
     int hasher;
 } repro_train_recorder_opts;
 
