@@ -530,6 +530,21 @@ START_TEST(test_python_client_cut)
     ck_assert_int_eq(tl.steps[tl.nsteps - 1].step, 3);
     ck_assert_msg(strstr(tl.cut_reason, "planted failure"), "%s", tl.cut_reason);
     repro_memtl_release(&tl);
+    /* A timeline the program never closes is written at exit: cut with the
+     * exception that ended it, whole when the program ends normally. */
+    for (int fail = 0; fail <= 1; fail++) {
+        snprintf(args, sizeof args, "run --memory-timeline %s/x%d.json -- " PYRUN
+                 " steps=5 close=exit record=1 fail=%d", dir, fail, fail ? 3 : 0);
+        rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+        ck_assert_msg(fail ? rc != 0 : rc == 0, "exit %d: %s", rc, err);
+        snprintf(path, sizeof path, "%s/x%d.json", dir, fail);
+        ck_assert_msg(repro_memtl_read(&tl, path) == 0, "%s", repro_error_message());
+        ck_assert_int_eq(tl.cut, fail);
+        ck_assert_int_eq(tl.steps[tl.nsteps - 1].step, fail ? 2 : 5);
+        ck_assert_msg(!fail || strstr(tl.cut_reason, "RuntimeError: planted failure"), "%s",
+                      tl.cut_reason);
+        repro_memtl_release(&tl);
+    }
     snprintf(args, sizeof args,
              "run --set steps=2 --memory-timeline %s/none.svg -- /usr/bin/python3 "
              "examples/torch/mlp.py", dir);

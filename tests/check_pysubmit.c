@@ -29,6 +29,7 @@
  * Skipped, saying why, without /usr/bin/python3 with PyTorch, without
  * bubblewrap, and in sanitizer builds (python3 cannot load their librepro). */
 #include <check.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -346,20 +347,29 @@ END_TEST
 START_TEST(test_own_repro_package_is_noted)
 {
     NEED_PYTORCH_AND_BWRAP();
-    /* Every module of the client (a copy missing one fails at import). */
-    static const char *const modules[] = {"__init__", "torch", "pools", "ddp"};
-    enum { NMOD = sizeof modules / sizeof *modules };
-    static char text[NMOD][1 << 16], names[NMOD][64];
-    const char *files[2 * NMOD + 1];
-    for (int i = 0; i < NMOD; i++) {
-        char src[96];
-        snprintf(src, sizeof src, "python/repro/%s.py", modules[i]);
-        snprintf(names[i], sizeof names[i], "repro/%s.py", modules[i]);
-        tu_slurp(src, text[i], sizeof text[i]);
-        files[2 * i] = names[i];
-        files[2 * i + 1] = text[i];
+    /* Every module of the client, read from its folder (a copy missing one
+     * fails at import, and the client gains modules). */
+    enum { MAXMOD = 24 };
+    static char text[MAXMOD][1 << 16], names[MAXMOD][300];
+    const char *files[2 * MAXMOD + 1];
+    int n = 0;
+    DIR *d = opendir("python/repro");
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".py"))
+            continue;
+        ck_assert_msg(n < MAXMOD, "more than %d client modules", MAXMOD);
+        char src[300];
+        snprintf(src, sizeof src, "python/repro/%s", e->d_name);
+        snprintf(names[n], sizeof names[n], "repro/%s", e->d_name);
+        tu_slurp(src, text[n], sizeof text[n]);
+        files[2 * n] = names[n];
+        files[2 * n + 1] = text[n];
+        n++;
     }
-    files[2 * NMOD] = NULL;
+    closedir(d);
+    files[2 * n] = NULL;
     char own_repo[700], own_bundle[700];
     snprintf(own_repo, sizeof own_repo, "%s/own", base);
     snprintf(own_bundle, sizeof own_bundle, "%s/own-bundle", base);

@@ -366,8 +366,11 @@ static void header(plot *pl, const repro_memtl *tl)
                    "stroke=\"#c00\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>\n",
                 x, x, pl->top, pl->bottom);
         fprintf(f, "<text class=\"cut\" x=\"%d\" y=\"54\" font-size=\"12\" fill=\"#c00\">cut at "
-                   "step %ld of %ld: ",
-                LEFT, last, tl->planned_steps);
+                   "step %ld",
+                LEFT, last);
+        if (tl->planned_steps > 0) /* a program that did not say how many it planned */
+            fprintf(f, " of %ld", tl->planned_steps);
+        fprintf(f, ": ");
         esc(f, tl->cut_reason[0] ? tl->cut_reason : "the run stopped");
         fprintf(f, "</text>\n");
     }
@@ -393,8 +396,9 @@ char *repro_memtl_svg(const repro_memtl *tl)
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n",
             W, H, W, H);
-    fprintf(f, "<desc>repro memory timeline: source %s, %zu recorded steps%s</desc>\n",
-            tl->source, tl->nsteps, tl->cut ? ", cut" : "");
+    fprintf(f, "<desc>repro memory timeline: source ");
+    esc(f, tl->source); /* from a client's JSON: text like any other */
+    fprintf(f, ", %zu recorded steps%s</desc>\n", tl->nsteps, tl->cut ? ", cut" : "");
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
     header(&pl, tl);
     axes(&pl);

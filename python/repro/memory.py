@@ -33,9 +33,11 @@ copies under autocast (tl.forward(autocast=True)); checkpoints
 CPU, where nothing is cached).
 """
 
+import atexit
 import contextlib
 import json
 import os
+import sys
 
 __all__ = ["Timeline", "ENV"]
 
@@ -78,6 +80,9 @@ class Timeline:
         self._torch = torch
         self.cuda = bool(model is not None and any(p.is_cuda for p in model.parameters()))
         self.steps.append(self._sample(0, at_peak=None))
+        if self.path:  # a timeline nobody closed is still written at exit
+            _open_timelines.append(self)
+            _watch_exit()
 
     # -- what is measured --------------------------------------------------
     def _cats(self):
@@ -207,6 +212,8 @@ class Timeline:
             json.dump(doc, f)
         os.replace(tmp, self.path)
         path, self.path = self.path, None
+        if self in _open_timelines:
+            _open_timelines.remove(self)
         return path
 
     def __enter__(self):
@@ -218,3 +225,29 @@ class Timeline:
         else:
             self.close(cut=True, reason="%s: %s" % (exc_type.__name__, exc))
         return False
+
+
+# Timelines not closed yet: written at interpreter exit, marked cut when an
+# uncaught exception ended the program (as repro.torch.start's trace is),
+# so a program that fails after training still leaves its picture.
+_open_timelines = []
+_exit_state = {"watching": False, "failure": ""}
+
+
+def _watch_exit():
+    if _exit_state["watching"]:
+        return
+    _exit_state["watching"] = True
+    hook = sys.excepthook
+
+    def excepthook(kind, value, tb):
+        _exit_state["failure"] = "%s: %s" % (kind.__name__, value)
+        hook(kind, value, tb)
+    sys.excepthook = excepthook
+    atexit.register(_close_open_timelines)
+
+
+def _close_open_timelines():
+    why = _exit_state["failure"]
+    for tl in list(_open_timelines):
+        tl.close(cut=bool(why), reason=why)

@@ -4,8 +4,10 @@ python/repro/memory.py, for tests/check_memtl.c. Settings as key=value
 arguments: zero=none|zero (zero_grad set_to_none or not), k=K (micro-batches
 per update), batch=B (samples per micro-batch), precision=fp32|bf16 (CPU
 autocast), steps=N, release=S (empty_cache after step S), fail=S (raise in
-step S: the timeline must come out cut), path=FILE (else
+step S: the timeline must come out cut), close=exit (never close it: the
+client writes it at exit), path=FILE (else
 $REPRO_MEMORY_TIMELINE), record=1 (also a repro trace, for `repro run --`)."""
+import contextlib
 import os
 import sys
 
@@ -33,8 +35,11 @@ if args.get("record") == "1":
     import repro
     rec = repro.Recorder("memtl-run", 1, total_steps=steps)
 
-with repro.memory.Timeline(model, opt, path=args.get("path"), title="memtl_run.py",
-                           planned_steps=steps) as tl:
+timeline = repro.memory.Timeline(model, opt, path=args.get("path"), title="memtl_run.py",
+                                 planned_steps=steps)
+if args.get("close") == "exit":  # as a program that never closes it does
+    timeline = contextlib.nullcontext(timeline)
+with timeline as tl:
     for step in range(1, steps + 1):
         if step == fail:
             raise RuntimeError("planted failure in step %d" % step)
