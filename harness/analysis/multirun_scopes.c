@@ -24,6 +24,7 @@ const char *repro_run_option_setting(const char *f, const char *v, const char *w
         {"threads", "--threads", {"threads", "train.threads", NULL}},
         {"workers", "--workers", {"workers", "num_workers", "data.num_workers"}},
         {"ranks", "--ranks", {"ranks", "train.ranks", NULL}},
+        {"tp", "--tp", {"tp", "parallel.tp", NULL}},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (strcmp(names[i].what, what))
