@@ -1,0 +1,178 @@
+/* Tensor parallel, end to end: the mlp at tp 1, 2 and 4 (and tp 2 x ranks
+ * 2) bitwise the single-process golden; the negative control (the ring
+ * all-reduce, linear.tp_reduce = ring) fails under the scope
+ * "tensor-parallel size" in the report and the JUnit file, and the scope
+ * bisect names its variant; bad sizes refused with exit 2 naming the layer
+ * and the sizes that work. Processes are oversubscribed on this machine
+ * (repro starts mpirun with --oversubscribe). Skipped, saying so, where
+ * this build has no MPI or mpirun is absent. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char out[1 << 20], err[1 << 16];
+
+#define MLP "experiments/mlp.ini"
+
+/* 1 when `repro run --tp 2` can run here; else prints why not. */
+static int have_mpi(void)
+{
+    static int known = -1;
+    if (known >= 0)
+        return known;
+    int rc = tu_run_repro("run " MLP " --tp 2 --steps 1 --no-trace -q", out, sizeof out, err,
+                          sizeof err);
+    known = rc == 0;
+    if (!known)
+        tu_skip("tp", "the tensor-parallel runs: %.300s", err);
+    return known;
+}
+
+static void run_chain(const char *args, char hex[65])
+{
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "repro %s: exit %d: %.1500s", args, rc, err);
+    const char *p = strstr(out, "\nchain ");
+    ck_assert_msg(p != NULL, "no chain line in: %.1500s", out);
+    snprintf(hex, 65, "%.64s", p + 7);
+}
+
+START_TEST(test_bad_sizes_are_refused)
+{
+    static const struct {
+        const char *args, *says[3];
+    } bad[] = {
+        {"--tp 3", {"tp = 3 does not divide layer fc1's 256 output features",
+                    "tp = 1, 2, 4, 8, 16, 32, 64 would work", "command line: "}},
+        {"--tp 5 --set hidden=96,64", {"fc1's 96", "1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48", NULL}},
+        {"--tp 2 --set type=cnn", {"has none to split", NULL, NULL}},
+        {"--tp 2 --set precision=bf16", {"precision = fp32", NULL, NULL}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "run " MLP " --steps 1 --no-trace %s", bad[i].args);
+        int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+        ck_assert_msg(rc == 2, "%s: exit %d, expected 2: %.1500s", args, rc, err);
+        for (int k = 0; k < 3 && bad[i].says[k]; k++)
+            ck_assert_msg(strstr(err, bad[i].says[k]), "%s: expected '%s' in: %.1500s", args,
+                          bad[i].says[k], err);
+    }
+    /* the check refuses the planned run before any run starts */
+    int rc = tu_run_repro("check " MLP " --tp 1,3 --steps 1 --no-golden", out, sizeof out, err,
+                          sizeof err);
+    ck_assert_msg(rc == 2 && strstr(err, "--tp 3") && strstr(err, "fc1"), "exit %d: %.1500s",
+                  rc, err);
+}
+END_TEST
+
+START_TEST(test_kernels_lists_the_control)
+{
+    int rc = tu_run_repro("kernels", out, sizeof out, err, sizeof err);
+    ck_assert_int_eq(rc, 0);
+    const char *ring = strstr(out, "linear.tp_reduce   ring");
+    ck_assert_msg(ring != NULL, "%.3000s", out);
+    ck_assert_msg(strstr(ring, "NOT TP-invariant"), "%.600s", ring);
+    ck_assert_msg(strstr(out, "TP-invariant, the one-process sum"), "%.3000s", out);
+}
+END_TEST
+
+/* The golden is the single-process one: tp 1, 2 and 4 must all equal it. */
+START_TEST(test_tp_sizes_match_the_golden)
+{
+    if (!have_mpi())
+        return;
+    int rc = tu_run_repro("check " MLP " --tp 1,2,4 --steps 10 --require-golden", out,
+                          sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "exit %d: %.1500s %.1500s", rc, out, err);
+    ck_assert_msg(strstr(out, "golden: matches") && strstr(out, "5 runs identical"), "%.1500s",
+                  out);
+}
+END_TEST
+
+START_TEST(test_tp_with_ranks)
+{
+    if (!have_mpi())
+        return;
+    char one[65], four[65];
+    run_chain("run " MLP " --steps 10 --no-trace -q", one);
+    run_chain("run " MLP " --steps 10 --no-trace -q --tp 2 --ranks 2", four);
+    ck_assert_str_eq(one, four);
+    /* both report: the job's four processes, each rank's time line */
+    ck_assert_msg(strstr(out, "rank 1:"), "%.1500s", out);
+}
+END_TEST
+
+START_TEST(test_ring_fails_under_tp_size)
+{
+    if (!have_mpi())
+        return;
+    char junit[256] = "/tmp/repro-tp-junit-XXXXXX";
+    int fd = mkstemp(junit);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char args[512];
+    snprintf(args, sizeof args,
+             "check " MLP " --tp 1,2 --steps 4 --no-golden --set linear.tp_reduce=ring --set "
+             "trace.every=1 --junit %s",
+             junit);
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "exit %d: %.1500s", rc, err);
+    ck_assert_msg(strstr(out, "tp=2 (scope: tensor-parallel size)"), "%.3000s", out);
+    ck_assert_msg(strstr(out, "scope: tensor-parallel size") &&
+                      strstr(out, "DIVERGED at step 1"),
+                  "%.3000s", out);
+    /* the tensor and its elements at the divergent step */
+    ck_assert_msg(strstr(out, "logits: elements") && strstr(out, " elements, max |a-b|"),
+                  "%.3000s", out);
+    ck_assert_msg(strstr(out, "cause: linear.tp_reduce = ring"), "%.3000s", out);
+    static char xml[1 << 16];
+    tu_slurp(junit, xml, sizeof xml);
+    unlink(junit);
+    ck_assert_msg(strstr(xml, "name=\"mlp: run 1 vs tp=2 (tensor-parallel size)\"") &&
+                      strstr(xml, "<failure message=\"diverged at step 1 (tensor-parallel "
+                                  "size)\""),
+                  "%.2000s", xml);
+    /* the ring is deterministic at one size: tp 2 twice agree */
+    rc = tu_run_repro("check " MLP " --steps 4 --no-golden --set linear.tp_reduce=ring --set parallel.tp=2",
+                      out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "ring at a fixed size: exit %d: %.1500s", rc, out);
+}
+END_TEST
+
+START_TEST(test_bisect_names_the_variant)
+{
+    if (!have_mpi())
+        return;
+    int rc = tu_run_repro("bisect --tp 1,2 " MLP " --set linear.tp_reduce=ring --steps 2", out,
+                          sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "exit %d: %.1500s %.1500s", rc, out, err);
+    ck_assert_msg(strstr(out, "layer fc2, fwd.fc2 (op linear.tp_reduce, variant ring"),
+                  "%.2000s", out);
+    ck_assert_msg(strstr(out, "variant linear.tp_reduce = ring") &&
+                      strstr(out, "tensor-parallel-size-dependent"),
+                  "%.2000s", out);
+    /* the invariant default: nothing to bisect */
+    rc = tu_run_repro("bisect --tp 1,2 " MLP " --steps 2", out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0 && strstr(out, "tp=1 (twice) and tp=2 agree bit for bit"),
+                  "exit %d: %.2000s %.1500s", rc, out, err);
+}
+END_TEST
+
+Suite *tp_suite(void)
+{
+    Suite *s = suite_create("tp");
+    TCase *tc = tcase_create("tp");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_bad_sizes_are_refused);
+    tcase_add_test(tc, test_kernels_lists_the_control);
+    tcase_add_test(tc, test_tp_sizes_match_the_golden);
+    tcase_add_test(tc, test_tp_with_ranks);
+    tcase_add_test(tc, test_ring_fails_under_tp_size);
+    tcase_add_test(tc, test_bisect_names_the_variant);
+    suite_add_tcase(s, tc);
+    return s;
+}
