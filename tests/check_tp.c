@@ -162,6 +162,33 @@ START_TEST(test_bisect_names_the_variant)
 }
 END_TEST
 
+/* A program of its own: the example over <repro/tp.h> at tp 1 and 2, and
+ * its ring control failing under the scope. */
+START_TEST(test_example_program)
+{
+    const char *dir = getenv("REPRO_EXAMPLES");
+    char prog[1024];
+    snprintf(prog, sizeof prog, "%s/tp_linear", dir ? dir : "build/examples");
+    if (access(prog, X_OK) != 0) {
+        tu_skip("tp", "the tp_linear example was not built (no Open MPI, or a sanitizer build)");
+        return;
+    }
+    if (!have_mpi())
+        return;
+    char args[1200];
+    snprintf(args, sizeof args, "check --tp 1,2 --no-golden --steps 6 -- %s", prog);
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0 && strstr(out, "4 runs identical"), "exit %d: %.1500s %.1500s", rc,
+                  out, err);
+    snprintf(args, sizeof args,
+             "check --tp 1,2 --no-golden --steps 6 --set tp_reduce=ring -- %s", prog);
+    rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 1, "ring: exit %d: %.1500s %.1500s", rc, out, err);
+    ck_assert_msg(strstr(out, "tp=2 (scope: tensor-parallel size)") && strstr(out, "fwd.y"),
+                  "%.2000s", out);
+}
+END_TEST
+
 Suite *tp_suite(void)
 {
     Suite *s = suite_create("tp");
@@ -173,6 +200,7 @@ Suite *tp_suite(void)
     tcase_add_test(tc, test_tp_with_ranks);
     tcase_add_test(tc, test_ring_fails_under_tp_size);
     tcase_add_test(tc, test_bisect_names_the_variant);
+    tcase_add_test(tc, test_example_program);
     suite_add_tcase(s, tc);
     return s;
 }
