@@ -245,6 +245,8 @@ PYTHON ?= $(or $(shell for p in python3 /usr/bin/python3; do \
                   $$p -c 'import torch' >/dev/null 2>&1 && { echo $$p; break; }; done),python3)
 # Then the price of repro.ddp's world-size-invariant gradients beside plain
 # DDP at world sizes 1, 2, 4 (bench/ddp_cost.py; docs/python.md).
+# Then tensor parallel: mlp steps/s at tp 1, tp 2 and data parallel 2, and
+# the TP-invariant chain against the ring all-reduce (bench/tp_cost.sh).
 # Then the size of proof: scripts/trace-size.sh (30,000- and 3,000-step mlp
 # traces, golden, diff time and peak memory, each bound ok or FAIL), where
 # the tree has it; a missed bound is printed, as the bench's, not an error.
@@ -253,6 +255,7 @@ bench: deps
 	$(BUILD)/bench_train $(BUILD)/repro $(PYTHON) bench/torch_ref.py
 	@echo; REPRO_LIB=$(abspath $(BUILD))/librepro.so $(PYTHON) bench/ddp_cost.py \
 	    || echo "ddp cost: exit $$? (above)"
+	@echo; sh bench/tp_cost.sh $(BUILD)/repro || echo "tp cost: exit $$? (above)"
 	@echo; if [ -f scripts/trace-size.sh ]; then \
 	    sh scripts/trace-size.sh $(BUILD)/repro || echo "trace size: exit $$? (1: a bound missed, above)"; \
 	else echo "trace size: not available (no scripts/trace-size.sh in this tree); its goals, a" \
