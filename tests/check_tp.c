@@ -162,6 +162,18 @@ START_TEST(test_bisect_names_the_variant)
 }
 END_TEST
 
+START_TEST(test_compare_varies_tp)
+{
+    if (!have_mpi())
+        return;
+    int rc = tu_run_repro("compare " MLP " --vary parallel.tp=1,2 --steps 4 --runs 1", out,
+                          sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "exit %d: %.1500s %.1500s", rc, out, err);
+    ck_assert_msg(strstr(out, "scope: tensor-parallel size") && strstr(out, "same bits"),
+                  "%.2000s", out);
+}
+END_TEST
+
 /* A program of its own: the example over <repro/tp.h> at tp 1 and 2, and
  * its ring control failing under the scope. */
 START_TEST(test_example_program)
@@ -200,6 +212,7 @@ Suite *tp_suite(void)
     tcase_add_test(tc, test_tp_with_ranks);
     tcase_add_test(tc, test_ring_fails_under_tp_size);
     tcase_add_test(tc, test_bisect_names_the_variant);
+    tcase_add_test(tc, test_compare_varies_tp);
     tcase_add_test(tc, test_example_program);
     suite_add_tcase(s, tc);
     return s;
