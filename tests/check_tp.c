@@ -7,9 +7,14 @@
  * (repro starts mpirun with --oversubscribe). Skipped, saying so, where
  * this build has no MPI or mpirun is absent. */
 #include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -174,6 +179,87 @@ START_TEST(test_compare_varies_tp)
 }
 END_TEST
 
+/* The pid of the rank `rank` of the job tagged `tag` (its environment), 0. */
+static pid_t find_rank(const char *tag, int rank)
+{
+    char want_tag[96], want_rank[48];
+    snprintf(want_tag, sizeof want_tag, "REPRO_TEST_TAG=%s", tag);
+    snprintf(want_rank, sizeof want_rank, "OMPI_COMM_WORLD_RANK=%d", rank);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = 0;
+    static char buf[1 << 16];
+    while (d && !found && (e = readdir(d))) {
+        char path[300];
+        snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+        FILE *f = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? fopen(path, "rb") : NULL;
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        int tagged = 0, ranked = 0;
+        for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+            tagged |= !strcmp(buf + i, want_tag);
+            ranked |= !strcmp(buf + i, want_rank);
+        }
+        if (tagged && ranked)
+            found = (pid_t)atol(e->d_name);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* A tensor-parallel rank killed mid-run: the same clear exit 3 naming it
+ * as data parallel's, and nothing of the job left behind. */
+START_TEST(test_rank_death_is_reported)
+{
+    if (!have_mpi())
+        return;
+    char tag[64], errp[] = "/tmp/repro-tp-err-XXXXXX";
+    snprintf(tag, sizeof tag, "tp-%ld", (long)getpid());
+    int efd = mkstemp(errp);
+    ck_assert_int_ge(efd, 0);
+    const char *bin = getenv("REPRO_BIN") ? getenv("REPRO_BIN") : "build/repro";
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        setenv("REPRO_TEST_TAG", tag, 1);
+        int nul = open("/dev/null", O_WRONLY);
+        dup2(nul, 1);
+        dup2(efd, 2);
+        execl(bin, bin, "run", MLP, "--tp", "2", "--steps", "1000000", "--no-trace", "-q",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(efd);
+    for (int i = 0; i < 1200 && !(find_rank(tag, 0) && find_rank(tag, 1)); i++)
+        nap_ms(50);
+    pid_t victim = find_rank(tag, 1);
+    ck_assert_msg(victim > 0 && find_rank(tag, 0), "the ranks did not start");
+    nap_ms(1000);
+    ck_assert_int_eq(kill(victim, SIGKILL), 0);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    for (int i = 0; i < 100 && (find_rank(tag, 0) || find_rank(tag, 1)); i++)
+        nap_ms(50);
+    ck_assert_msg(!find_rank(tag, 0) && !find_rank(tag, 1), "a rank outlived the job");
+    tu_slurp(errp, err, sizeof err);
+    unlink(errp);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %d: %.1500s", st, err);
+    ck_assert_msg(strstr(err, "repro: run: rank 1 of 2 (pid ") &&
+                      strstr(err, "killed by signal 9 (Killed), and the MPI job stopped"),
+                  "%.1500s", err);
+}
+END_TEST
+
 /* A program of its own: the example over <repro/tp.h> at tp 1 and 2, and
  * its ring control failing under the scope. */
 START_TEST(test_example_program)
@@ -213,6 +299,7 @@ Suite *tp_suite(void)
     tcase_add_test(tc, test_ring_fails_under_tp_size);
     tcase_add_test(tc, test_bisect_names_the_variant);
     tcase_add_test(tc, test_compare_varies_tp);
+    tcase_add_test(tc, test_rank_death_is_reported);
     tcase_add_test(tc, test_example_program);
     suite_add_tcase(s, tc);
     return s;
