@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernels/backend.h"
+#include "repro/tp.h"
 #include "testutil.h"
 
 static char out[1 << 20], err[1 << 16];
@@ -45,6 +47,57 @@ static void run_chain(const char *args, char hex[65])
     ck_assert_msg(p != NULL, "no chain line in: %.1500s", out);
     snprintf(hex, 65, "%.64s", p + 7);
 }
+
+/* The claim the chain rests on, without MPI: the running sums continued
+ * over K in pieces (what rank 0, 1, ... of any size do) are bitwise the
+ * CPU kernel's linear forward, whatever the cut; and the ring's
+ * association (slices summed from +0, then added) is not. */
+START_TEST(test_continue_is_the_kernel_order)
+{
+    enum { Bn = 13, Kn = 96, On = 37 };
+    static float x[Bn * Kn], w[On * Kn], b[On], ref[Bn * On], acc[Bn * On], ring[Bn * On];
+    uint32_t s = 12345;
+    for (int i = 0; i < Bn * Kn; i++)
+        x[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    for (int i = 0; i < On * Kn; i++)
+        w[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    for (int o = 0; o < On; o++)
+        b[o] = (float)o * 0.01f - 0.2f;
+    const repro_backend *be = &repro_backend_cpu;
+    repro_backend_options opt = {2, 0};
+    char why[256] = "";
+    void *ctx = NULL;
+    ck_assert_msg(be->create(&ctx, &opt, why, sizeof why) == 0, "%s", why);
+    void *ws = malloc(be->linear_workspace_bytes(ctx, Bn, Kn, On));
+    be->linear_forward(ctx, 0, x, w, b, ref, Bn, Kn, On, ws);
+    be->synchronize(ctx);
+    int differ_ring = 0;
+    for (int N = 1; N <= 8; N *= 2) {
+        int kw = Kn / N;
+        for (int i = 0; i < Bn; i++)
+            for (int o = 0; o < On; o++)
+                acc[i * On + o] = b[o], ring[i * On + o] = 0.0f;
+        for (int r = 0; r < N; r++)
+            repro_tp_continue(acc, On, x + r * kw, Kn, w + r * kw, Kn, Bn, kw, On);
+        ck_assert_msg(!memcmp(acc, ref, sizeof ref), "tp %d: the chain left the kernel's bits", N);
+        /* the ring's association at this N: rank 0 from the bias, the rest from +0 */
+        static float part[Bn * On];
+        for (int r = 0; r < N; r++) {
+            for (int i = 0; i < Bn; i++)
+                for (int o = 0; o < On; o++)
+                    part[i * On + o] = r == 0 ? b[o] : 0.0f;
+            repro_tp_continue(part, On, x + r * kw, Kn, w + r * kw, Kn, Bn, kw, On);
+            for (int i = 0; i < Bn * On; i++)
+                ring[i] = r == 0 ? part[i] : ring[i] + part[i];
+        }
+        differ_ring |= N > 1 && memcmp(ring, ref, sizeof ref) != 0;
+    }
+    ck_assert_msg(differ_ring, "the ring's association never changed a bit: the control is "
+                               "vacuous");
+    free(ws);
+    be->destroy(ctx);
+}
+END_TEST
 
 START_TEST(test_bad_sizes_are_refused)
 {
@@ -292,6 +345,7 @@ Suite *tp_suite(void)
     Suite *s = suite_create("tp");
     TCase *tc = tcase_create("tp");
     tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_continue_is_the_kernel_order);
     tcase_add_test(tc, test_bad_sizes_are_refused);
     tcase_add_test(tc, test_kernels_lists_the_control);
     tcase_add_test(tc, test_tp_sizes_match_the_golden);
