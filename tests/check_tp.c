@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "kernels/backend.h"
+#include "record/trace.h"
+#include "repro/repro.h"
 #include "repro/tp.h"
 #include "testutil.h"
 
@@ -313,6 +315,50 @@ START_TEST(test_rank_death_is_reported)
 }
 END_TEST
 
+/* "tp_used" (repro_recorder_set_tp) is written to the header and read
+ * strictly; a size below 1 is refused by the recorder. */
+START_TEST(test_tp_used_is_recorded_and_read)
+{
+    char path[256];
+    tu_write_temp(path, sizeof path, "tp.jsonl", "");
+    repro_run_info info = {"tp", 1, NULL};
+    repro_recorder *r;
+    float w[2] = {1, 2};
+    int64_t shape[1] = {2};
+    ck_assert_int_eq(repro_recorder_open(&r, path, &info), 0);
+    ck_assert_int_ne(repro_recorder_set_tp(r, 0), 0);
+    repro_recorder_close(r, NULL);
+    ck_assert_int_eq(repro_recorder_open(&r, path, &info), 0);
+    ck_assert_int_eq(repro_recorder_set_tp(r, 4), 0);
+    ck_assert_int_eq(repro_recorder_tensor(r, "param.w", REPRO_F32, 1, shape, w), 0);
+    ck_assert_int_eq(repro_recorder_step(r, 1, 0.0), 0);
+    ck_assert_int_eq(repro_recorder_close(r, NULL), 0);
+    repro_trace t;
+    ck_assert_int_eq(repro_trace_read(&t, path), 0);
+    ck_assert_int_eq(t.tp_used, 4);
+    repro_trace_release(&t);
+}
+END_TEST
+
+/* A program that ignores REPRO_TP (charlm) passes --tp 1,2 only with the
+ * "scope not exercised" warning, and exit 3 under --strict-scopes. */
+START_TEST(test_unexercised_tp_scope_warns)
+{
+    const char *dir = getenv("REPRO_EXAMPLES");
+    char args[1200];
+    if (!have_mpi())
+        return;
+    snprintf(args, sizeof args, "check --tp 1,2 --no-golden --steps 2 --strict-scopes -- %s/charlm",
+             dir ? dir : "build/examples");
+    int rc = tu_run_repro(args, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 3, "exit %d: %.1500s %.1500s", rc, out, err);
+    ck_assert_msg(strstr(err, "--tp scope not exercised: run 1 does not record how many "
+                              "tensor-parallel ranks it used (\"tp_used\" in its trace: "
+                              "repro_recorder_set_tp)"),
+                  "%.1500s", err);
+}
+END_TEST
+
 /* A program of its own: the example over <repro/tp.h> at tp 1 and 2, and
  * its ring control failing under the scope. */
 START_TEST(test_example_program)
@@ -355,6 +401,8 @@ Suite *tp_suite(void)
     tcase_add_test(tc, test_compare_varies_tp);
     tcase_add_test(tc, test_rank_death_is_reported);
     tcase_add_test(tc, test_example_program);
+    tcase_add_test(tc, test_tp_used_is_recorded_and_read);
+    tcase_add_test(tc, test_unexercised_tp_scope_warns);
     suite_add_tcase(s, tc);
     return s;
 }

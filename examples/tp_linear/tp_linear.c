@@ -103,6 +103,9 @@ int main(int argc, char **argv)
         o.total_steps = steps;
         if (repro_recorder_open_ex(&r, NULL, &info, &o))
             die("opening the trace");
+        /* what this run really used: check --tp 1,2 can tell the scope was exercised */
+        if (repro_recorder_set_tp(r, size))
+            die("recording the tensor-parallel size");
     }
     for (long s = 1; s <= steps; s++) {
         make_batch(x, t, env.seed, s);
