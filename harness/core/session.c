@@ -228,10 +228,10 @@ int repro_session_join_job(repro_config *cfg, struct repro_dist **dist)
                                tp, world);
     if (cfg->line[REPRO_KEY_train_ranks] != 0 && cfg->train_ranks * tp != world)
         return repro_error_set(REPRO_EINVAL,
-                               "run: ranks = %d%s, but this MPI job has %d processes: drop "
-                               "--ranks/ranks (the job's size is used) or start %d",
-                               cfg->train_ranks, tp > 1 ? " x tp" : "", world,
-                               cfg->train_ranks * tp);
+                               "run: ranks = %d (x tp = %d), but this MPI job has %d "
+                               "processes: drop --ranks/ranks (the job's size is used) or start "
+                               "%d",
+                               cfg->train_ranks, tp, world, cfg->train_ranks * tp);
     cfg->train_ranks = world / tp;
     return repro_config_validate(cfg) || repro_dist_join(dist) ? -1 : 0;
 }
