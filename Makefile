@@ -189,7 +189,9 @@ install: $(BUILD)/repro $(BUILD)/librepro.a $(BUILD)/librepro.so $(BUILD)/repro.
 
 # The examples are built as a user builds them: against a staged install,
 # through pkg-config, seeing only <repro/...>.
-EXAMPLES = $(sort $(patsubst examples/%/,%,$(dir $(wildcard examples/*/*.c))))
+# tp_linear is an MPI program: built where Open MPI is (not under sanitizers).
+EXAMPLES = $(filter-out $(if $(HAVE_MPI),,tp_linear),\
+           $(sort $(patsubst examples/%/,%,$(dir $(wildcard examples/*/*.c)))))
 STAGE    = $(abspath $(BUILD))/stage
 examples: $(EXAMPLES:%=$(BUILD)/examples/%)
 
@@ -209,7 +211,9 @@ $(BUILD)/stage-default.stamp: $(BUILD)/stage.stamp
 $(BUILD)/examples/%: examples/%/*.c $(BUILD)/stage.stamp
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(NUMERICS) $(WARN) $(SAN) -o $@ $(filter %.c,$^) \
-	    $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs repro) -lpthread -lm
+	    $$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs repro) \
+	    $(EXAMPLE_MPI) -lpthread -lm
+$(BUILD)/examples/tp_linear: EXAMPLE_MPI = $(MPI_CFLAGS) $(MPI_LIBS)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer. (Its
 # Python tests are skipped, saying so: python3 cannot load an ASan library.)
@@ -241,6 +245,8 @@ PYTHON ?= $(or $(shell for p in python3 /usr/bin/python3; do \
                   $$p -c 'import torch' >/dev/null 2>&1 && { echo $$p; break; }; done),python3)
 # Then the price of repro.ddp's world-size-invariant gradients beside plain
 # DDP at world sizes 1, 2, 4 (bench/ddp_cost.py; docs/python.md).
+# Then tensor parallel: mlp steps/s at tp 1, tp 2 and data parallel 2, and
+# the TP-invariant chain against the ring all-reduce (bench/tp_cost.sh).
 # Then the size of proof: scripts/trace-size.sh (30,000- and 3,000-step mlp
 # traces, golden, diff time and peak memory, each bound ok or FAIL), where
 # the tree has it; a missed bound is printed, as the bench's, not an error.
@@ -249,6 +255,7 @@ bench: deps
 	$(BUILD)/bench_train $(BUILD)/repro $(PYTHON) bench/torch_ref.py
 	@echo; REPRO_LIB=$(abspath $(BUILD))/librepro.so $(PYTHON) bench/ddp_cost.py \
 	    || echo "ddp cost: exit $$? (above)"
+	@echo; sh bench/tp_cost.sh $(BUILD)/repro || echo "tp cost: exit $$? (above)"
 	@echo; if [ -f scripts/trace-size.sh ]; then \
 	    sh scripts/trace-size.sh $(BUILD)/repro || echo "trace size: exit $$? (1: a bound missed, above)"; \
 	else echo "trace size: not available (no scripts/trace-size.sh in this tree); its goals, a" \

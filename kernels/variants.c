@@ -69,6 +69,12 @@ const repro_variant_info repro_variants[] = {
     {"allreduce", "arrival", 0, R,
      "remote shard sums added in the order messages arrive (MPI_ANY_SOURCE): bits vary run to "
      "run"},
+    {"linear.tp_reduce", "ordered", 1, R,
+     "row-parallel linear: each output's running sum passed rank to rank in ascending input "
+     "order, from the bias: TP-invariant, the one-process sum for any tensor-parallel size"},
+    {"linear.tp_reduce", "ring", 1, R,
+     "each rank sums its input slice, then a ring all-reduce (Megatron over NCCL): fixed for a "
+     "fixed size, NOT TP-invariant: the association changes with the tensor-parallel size"},
     {"index_add", "ordered", 1, R,
      "each output row receives its inputs in ascending index, chunks own columns"},
     {"index_add", "atomic", 0, R,

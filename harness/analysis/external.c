@@ -146,8 +146,8 @@ static int env_add_option(env_block *e, const char *flag, const char *value)
         return env_add(e, "REPRO_SET_STEPS", value);
     if (!strcmp(flag, "--set"))
         return env_add_setting(e, value);
-    if (!strcmp(flag, "--ranks"))
-        return 0; /* ranks: external_ranks.c starts them */
+    if (!strcmp(flag, "--ranks") || !strcmp(flag, "--tp"))
+        return 0; /* ranks and tp: external_ranks.c starts them */
     return repro_error_set(REPRO_EINVAL, "%s does not apply to an external program", flag);
 }
 
@@ -177,7 +177,9 @@ static int build_env(const repro_multirun *m, int idx, const char *trace, env_bl
         return -1;
     /* ranks: the torch.distributed protocol (external_ranks.h) */
     repro_env_pair dist[REPRO_DIST_ENV_MAX];
-    for (int i = 0, n = repro_external_dist_env(repro_external_ranks(m, idx), dist); i < n; i++)
+    for (int i = 0, n = repro_external_dist_env(repro_external_ranks(m, idx),
+                                                repro_external_tp(m, idx), dist);
+         i < n; i++)
         if (env_add(e, dist[i].key, dist[i].value))
             return -1;
     return 0;

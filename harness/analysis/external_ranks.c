@@ -48,21 +48,46 @@ static int ranks_option(const char *flag, const char *value)
     return 0;
 }
 
-int repro_external_ranks(const repro_multirun *m, int idx)
+/* The same for --tp N, --set tp=N or parallel.tp=N. */
+static int tp_option(const char *flag, const char *value)
 {
-    int ranks = 1;
-    for (int i = 0; i + 1 < m->npass; i += 2) {
-        int r = ranks_option(m->pass[i], m->pass[i + 1]);
-        ranks = r > 0 ? r : ranks;
-    }
-    const repro_run_plan *p = &m->plan[idx];
-    int own = p->extra[0][0] ? ranks_option(p->extra[0], p->extra[1]) : 0;
-    return own > 0 ? own : ranks;
+    if (!strcmp(flag, "--tp"))
+        return atoi(value);
+    if (strcmp(flag, "--set"))
+        return 0;
+    if (!strncmp(value, "tp=", 3))
+        return atoi(value + 3);
+    if (!strncmp(value, "parallel.tp=", 12))
+        return atoi(value + 12);
+    return 0;
 }
 
-int repro_external_dist_env(int ranks, repro_env_pair kv[REPRO_DIST_ENV_MAX])
+/* The last value of `option` among the pass-through options, then the
+ * run's own; 1 when none. */
+static int run_count(const repro_multirun *m, int idx, int (*option)(const char *, const char *))
+{
+    int count = 1;
+    for (int i = 0; i + 1 < m->npass; i += 2) {
+        int r = option(m->pass[i], m->pass[i + 1]);
+        count = r > 0 ? r : count;
+    }
+    const repro_run_plan *p = &m->plan[idx];
+    int own = p->extra[0][0] ? option(p->extra[0], p->extra[1]) : 0;
+    return own > 0 ? own : count;
+}
+
+int repro_external_tp(const repro_multirun *m, int idx) { return run_count(m, idx, tp_option); }
+
+int repro_external_ranks(const repro_multirun *m, int idx)
+{
+    return run_count(m, idx, ranks_option) * repro_external_tp(m, idx);
+}
+
+int repro_external_dist_env(int ranks, int tp, repro_env_pair kv[REPRO_DIST_ENV_MAX])
 {
     int n = 0;
+    kv[n].key = "REPRO_TP";
+    snprintf(kv[n++].value, sizeof kv[0].value, "%d", tp);
     static const char *const sized[] = {"WORLD_SIZE", "REPRO_WORLD_SIZE"};
     for (int i = 0; i < 2; i++) {
         kv[n].key = sized[i];
@@ -70,8 +95,8 @@ int repro_external_dist_env(int ranks, repro_env_pair kv[REPRO_DIST_ENV_MAX])
     }
     kv[n].key = "MASTER_ADDR";
     snprintf(kv[n++].value, sizeof kv[0].value, "127.0.0.1");
-    static const char *const ranked[] = {"RANK", "LOCAL_RANK", "REPRO_RANK"};
-    for (int i = 0; ranks == 1 && i < 3; i++) {
+    static const char *const ranked[] = {"RANK", "LOCAL_RANK", "REPRO_RANK", "REPRO_TP_RANK"};
+    for (int i = 0; ranks == 1 && i < 4; i++) {
         kv[n].key = ranked[i];
         snprintf(kv[n++].value, sizeof kv[0].value, "0");
     }
@@ -148,7 +173,8 @@ static const char **env_with(const char *const *env, const char *const *add)
 
 static const char wrapper[] =
     "export RANK=\"$OMPI_COMM_WORLD_RANK\" LOCAL_RANK=\"$OMPI_COMM_WORLD_LOCAL_RANK\" "
-    "REPRO_RANK=\"$OMPI_COMM_WORLD_RANK\"; "
+    "REPRO_RANK=\"$OMPI_COMM_WORLD_RANK\" "
+    "REPRO_TP_RANK=\"$((OMPI_COMM_WORLD_RANK % ${REPRO_TP:-1}))\"; "
     "[ \"$OMPI_COMM_WORLD_RANK\" = 0 ] || export REPRO_TRACE=; exec \"$@\"";
 
 /* mpirun's argument vector for the program (malloc'd; the strings are

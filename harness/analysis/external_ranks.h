@@ -17,6 +17,11 @@
  * options' --ranks N (or --set ranks=N, train.ranks=N, as `repro compare
  * --vary ranks=1,2` gives it), then the run's own; 1 when none. */
 int repro_external_ranks(const repro_multirun *m, int idx);
+/* The tensor-parallel size of run idx (--tp N, --set tp=N or
+ * parallel.tp=N; 1 when none): repro_external_ranks counts ranks x tp
+ * processes, and each gets REPRO_TP and REPRO_TP_RANK (its MPI rank
+ * modulo tp: the group of process p is p / tp). */
+int repro_external_tp(const repro_multirun *m, int idx);
 
 /* The torch.distributed variables every process of a run at `ranks` gets
  * from the run's environment: WORLD_SIZE, REPRO_WORLD_SIZE, MASTER_ADDR,
@@ -27,8 +32,8 @@ typedef struct {
     const char *key;
     char value[24];
 } repro_env_pair;
-enum { REPRO_DIST_ENV_MAX = 8 };
-int repro_external_dist_env(int ranks, repro_env_pair kv[REPRO_DIST_ENV_MAX]);
+enum { REPRO_DIST_ENV_MAX = 10 };
+int repro_external_dist_env(int ranks, int tp, repro_env_pair kv[REPRO_DIST_ENV_MAX]);
 
 /* Runs c, set up by external.c for run idx into dir (argv, environment,
  * output files, timeout), with a free MASTER_PORT: directly at world size

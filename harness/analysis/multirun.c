@@ -29,7 +29,8 @@ static const struct {
 } pass_options[] = {
     {"--steps", "train.steps", PASS_COUNT1},     {"--seed", "train.seed", PASS_SEED},
     {"--threads", "train.threads", PASS_COUNT1}, {"--workers", "data.num_workers", PASS_COUNT0},
-    {"--ranks", "train.ranks", PASS_COUNT1},     {"--set", NULL, PASS_FREE},
+    {"--ranks", "train.ranks", PASS_COUNT1},     {"--tp", "parallel.tp", PASS_COUNT1},
+    {"--set", NULL, PASS_FREE},
 };
 #define NPASS_OPTIONS (sizeof pass_options / sizeof pass_options[0])
 

@@ -124,7 +124,8 @@ int repro_multirun_auto_jobs(const repro_multirun *m, int threads, int ranks)
     long widest = 1;
     for (int i = 0; i < m->nplan; i++) {
         long w = (long)own_count(&m->plan[i], "--threads", threads > 0 ? threads : 1) *
-                 own_count(&m->plan[i], "--ranks", ranks > 0 ? ranks : 1);
+                 own_count(&m->plan[i], "--ranks", ranks > 0 ? ranks : 1) *
+                 own_count(&m->plan[i], "--tp", 1);
         widest = w > widest ? w : widest;
     }
     long jobs = repro_cpus_available() / widest;

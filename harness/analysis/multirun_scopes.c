@@ -24,6 +24,7 @@ const char *repro_run_option_setting(const char *f, const char *v, const char *w
         {"threads", "--threads", {"threads", "train.threads", NULL}},
         {"workers", "--workers", {"workers", "num_workers", "data.num_workers"}},
         {"ranks", "--ranks", {"ranks", "train.ranks", NULL}},
+        {"tp", "--tp", {"tp", "parallel.tp", NULL}},
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (strcmp(names[i].what, what))
@@ -103,7 +104,7 @@ static void threads_text(const repro_trace *t, char *buf, size_t len)
 
 /* ---- scopes not exercised ----------------------------------------------------- */
 
-enum { SCOPE_THREADS, SCOPE_WORKERS, SCOPE_WORLD };
+enum { SCOPE_THREADS, SCOPE_WORKERS, SCOPE_WORLD, SCOPE_TP };
 
 /* Whether t says the count of this scope, and whether a and b (both
  * saying) differ in it. */
@@ -111,6 +112,7 @@ static int says(const repro_trace *t, int kind)
 {
     return kind == SCOPE_THREADS   ? says_threads(t)
            : kind == SCOPE_WORKERS ? t->workers_used >= 0
+           : kind == SCOPE_TP      ? t->tp_used >= 1
                                    : t->world_size_used >= 1;
 }
 
@@ -118,6 +120,7 @@ static int differ_in(const repro_trace *a, const repro_trace *b, int kind)
 {
     return kind == SCOPE_THREADS   ? threads_differ(a, b)
            : kind == SCOPE_WORKERS ? a->workers_used != b->workers_used
+           : kind == SCOPE_TP      ? a->tp_used != b->tp_used
                                    : a->world_size_used != b->world_size_used;
 }
 
@@ -158,24 +161,32 @@ int repro_multirun_unexercised(const repro_multirun *m, char *msg, size_t len)
          "workers_used", SCOPE_WORKERS},
         /* a program's ranks (external_ranks.c); repro's own runs always form their world */
         {"world size", "--ranks", "rank", "ranks", "WORLD_SIZE", "world_size_used", SCOPE_WORLD},
+        /* a program's tensor-parallel size; repro's own runs always split their layers */
+        {"tensor-parallel size", "--tp", "tensor-parallel rank", "tensor-parallel ranks",
+         "REPRO_TP", "tp_used", SCOPE_TP},
     };
     int n = 0;
     size_t o = 0;
     msg[0] = '\0';
     for (size_t s = 0; s < sizeof scopes / sizeof *scopes; s++) {
         int silent, first;
-        if ((scopes[s].kind == SCOPE_WORLD && !m->cmd) ||
+        if (((scopes[s].kind == SCOPE_WORLD || scopes[s].kind == SCOPE_TP) && !m->cmd) ||
             !examine(m, scopes[s].scope, scopes[s].kind, &silent, &first))
             continue;
         char why[512], used[256];
         if (silent >= 0) {
             snprintf(why, sizeof why,
                      "%s does not record how many %s it used (\"%s\" in its trace: "
-                     "repro_recorder_set_threads, or the Python client)",
-                     m->plan[silent].label, scopes[s].noun, scopes[s].key);
+                     "%s)",
+                     m->plan[silent].label, scopes[s].noun, scopes[s].key,
+                     scopes[s].kind == SCOPE_TP ? "repro_recorder_set_tp"
+                                                : "repro_recorder_set_threads, or the Python "
+                                                  "client");
         } else {
             const repro_trace *t = &m->traces[first];
-            int count = scopes[s].kind == SCOPE_WORKERS ? t->workers_used : t->world_size_used;
+            int count = scopes[s].kind == SCOPE_WORKERS ? t->workers_used
+                        : scopes[s].kind == SCOPE_TP    ? t->tp_used
+                                                        : t->world_size_used;
             if (scopes[s].kind == SCOPE_THREADS)
                 threads_text(t, used, sizeof used);
             else

@@ -96,6 +96,11 @@ static void name_first(repro_bisect_ops_result *r, const repro_divergence *d)
      * tensor where a difference in it can show (no op outputs recorded). */
     if (!vop && r->cfg.train_ranks > 1 && !strncmp(r->name, "grad.", 5))
         vop = "allreduce";
+    /* Tensor parallel: the row-parallel layer's (the mlp's fc2, core/tp.h)
+     * forward sum is the tensor-parallel reduce's. */
+    if (vop && !strcmp(vop, "linear.fwd") && !strcmp(r->layer, "fc2") &&
+        (r->cfg.variant_linear_tp_reduce != 0 || r->cfg.parallel_tp > 1))
+        vop = "linear.tp_reduce";
     snprintf(r->op, sizeof r->op, "%s", vop ? vop : "");
     int vk = vop ? repro_config_find_key(vop) : -1;
     const repro_variant_info *vi = NULL;

@@ -28,6 +28,7 @@ static const scope_words *words_for(const char *flag)
         {"--threads", "thread count", "thread-count-dependent"},
         {"--workers", "worker count", "worker-count-dependent"},
         {"--ranks", "world size", "world-size-dependent"},
+        {"--tp", "tensor-parallel size", "tensor-parallel-size-dependent"},
     };
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (!strcmp(words[i].flag, flag))

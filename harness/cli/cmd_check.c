@@ -139,6 +139,7 @@ typedef struct {
     int augments;                   /* shift, flip or noise is on */
     int augment_by_worker;          /* augment_seed = worker */
     int allreduce_ring;             /* [variant] allreduce = ring */
+    int tp_ring;                    /* [variant] linear.tp_reduce = ring */
     int keep;                       /* --keep: a passing check keeps its traces */
     int batch_invariance;           /* --batch-invariance: that scope only */
     repro_batchinv_opts bi;         /* its batch sizes */
@@ -339,6 +340,7 @@ static int plan_runs(repro_multirun *m, check_opts *o)
     o->augments = cfg.data_shift > 0 || cfg.data_flip || cfg.data_noise > 0;
     o->augment_by_worker = cfg.data_augment_seed == REPRO_AUGMENT_SEED_WORKER;
     o->allreduce_ring = cfg.variant_allreduce == 1; /* ring (core/dist.h) */
+    o->tp_ring = cfg.variant_linear_tp_reduce == 1;  /* ring (core/tp.h) */
     repro_multirun_init(m, o->exp, cfg.name, "check");
     snprintf(o->golden_name, sizeof o->golden_name, "%s", cfg.name);
     m->memory_timeline = o->report_path != NULL; /* the page's memory section */
@@ -428,6 +430,20 @@ static void worker_notes(const repro_multirun *m, const check_opts *o)
                          "irrelevant"
                        : "the gradient sum depends on the world size: check [variant] allreduce "
                          "and that the loader's shards (shard_size) are the same in every run");
+            break;
+        }
+    for (int i = 1; i < m->nplan; i++)
+        if (!strcmp(m->plan[i].scope, "tensor-parallel size") && !m->divs[i].identical) {
+            printf("cause: %s\n",
+                   o->tp_ring
+                       ? "linear.tp_reduce = ring sums each rank's slice of fc2's inputs and "
+                         "then all-reduces the partial sums (as Megatron over NCCL does), so the "
+                         "association of every output's sum changes with the tensor-parallel "
+                         "size; linear.tp_reduce = ordered passes the running sums rank to rank "
+                         "in ascending input order, the one-process order, and makes the size "
+                         "irrelevant"
+                       : "the row-parallel sum depends on the tensor-parallel size: check "
+                         "[variant] linear.tp_reduce");
             break;
         }
     if ((worker_runs || o->augment_by_worker) && !o->augments)

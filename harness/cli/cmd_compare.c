@@ -469,7 +469,8 @@ static const char *scope_of_key(const char *key)
         const char *key, *scope;
     } scopes[] = {{"ranks", "world size"},       {"train.ranks", "world size"},
                   {"threads", "thread count"},   {"train.threads", "thread count"},
-                  {"num_workers", "worker count"}, {"data.num_workers", "worker count"}};
+                  {"num_workers", "worker count"}, {"data.num_workers", "worker count"},
+                  {"tp", "tensor-parallel size"}, {"parallel.tp", "tensor-parallel size"}};
     for (size_t i = 0; i < sizeof scopes / sizeof *scopes; i++)
         if (!strcmp(key, scopes[i].key))
             return scopes[i].scope;

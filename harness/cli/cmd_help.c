@@ -33,7 +33,8 @@ int repro_cmd_help(int argc, char **argv)
     }
     const char *topic = p.args[0];
     if (!strcmp(topic, "config")) {
-        printf("Experiment files are INI with sections [model], [data], [train], [trace].\n"
+        printf("Experiment files are INI with sections [model], [data], [train], [trace],\n"
+               "[replay], [parallel], [variant].\n"
                "Unknown sections or keys, duplicates and bad values are errors (exit 2).\n\n");
         repro_config_print_reference(stdout);
         return repro_finish_stdout(0);

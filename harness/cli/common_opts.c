@@ -142,6 +142,12 @@ static const struct repro_common_help ranks_help[] = {
     {0, NULL},
 };
 
+static const struct repro_common_help tp_help[] = {
+    {REPRO_CLI_BISECT, "one size: every run's tensor-parallel size; two, A,B:\nas --ranks A,B, "
+                       "for the tensor-parallel size"},
+    {0, NULL},
+};
+
 #define ALL REPRO_CLI_WORKLOAD
 #define SCREEN REPRO_CLI_SCREEN /* runs the workload, one rank per process */
 #define PROGRAM_CMDS (REPRO_CLI_RUN | REPRO_CLI_CHECK | REPRO_CLI_BLESS | REPRO_CLI_BISECT)
@@ -186,6 +192,14 @@ const repro_common_opt repro_common_opts[] = {
      "[train] shard_size;\na program gets RANK, WORLD_SIZE, MASTER_ADDR and\nMASTER_PORT, "
      "docs/PROTOCOL.md)",
      "world size", "ranks", pass_or_list, ranks_help},
+    {"tp", 0, "N",
+     "tensor-parallel processes (parallel.tp): the mlp's fc1\ncolumn-parallel, fc2 row-parallel, "
+     "N x ranks processes\nstarted with mpirun (docs/tensor-parallel.md); -- PROGRAM:\n"
+     "REPRO_TP and REPRO_TP_RANK set (docs/PROTOCOL.md)",
+     ALL, REPRO_CLI_CHECK | REPRO_CLI_BISECT, "LIST",
+     "one more run per tensor-parallel size, e.g. 1,2,4 (the\nsame bits as one process with "
+     "linear.tp_reduce = ordered)",
+     "tensor-parallel size", "tp", pass_or_list, tp_help},
     {"level", 0, "LEVEL",
      "trace level of every run: step (digests only), tensor\n(each tensor's digest and stats), "
      "or op (also every op\noutput, in execution order, at every step: the report\nthen names "

@@ -42,6 +42,13 @@ void repro_run_print_header(const repro_session *s, int json)
                cfg->train_shard_size ? cfg->train_batch_size / cfg->train_shard_size : 1,
                repro_config_variant_name(cfg, REPRO_KEY_variant_allreduce, ar, sizeof ar));
     }
+    if (cfg->parallel_tp > 1) {
+        char tr[32];
+        printf("  tensor parallel %d (MPI, %d processes in all): fc1 column-parallel, fc2 "
+               "row-parallel, linear.tp_reduce %s\n",
+               cfg->parallel_tp, cfg->parallel_tp * cfg->train_ranks,
+               repro_config_variant_name(cfg, REPRO_KEY_variant_linear_tp_reduce, tr, sizeof tr));
+    }
     if (s->o.resume)
         printf("  resumed from %s after step %ld\n", s->o.resume, s->ck.step);
     fflush(stdout);

@@ -172,8 +172,9 @@ static int train(const repro_common *co, repro_session_opts *so, const repro_con
 int repro_run_train(int argc, char **argv, repro_common *co, repro_session_opts *so,
                     repro_config *cfg, const char *memtl_path)
 {
-    if (cfg->train_ranks > 1 && !repro_dist_launched_size())
-        return repro_run_launch_ranks(cfg->train_ranks, argc, argv);
+    int procs = cfg->train_ranks * cfg->parallel_tp; /* data x tensor parallel */
+    if (procs > 1 && !repro_dist_launched_size())
+        return repro_run_launch_ranks(procs, argc, argv);
     repro_dist *dist = NULL;
     int rank = 0, exit_code;
     if (join_ranks(co, so, cfg, &dist, &rank)) {

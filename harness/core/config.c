@@ -54,12 +54,13 @@ static const key_info keys[REPRO_KEY_COUNT] = {
 
 static void choice_name(const char *choices, int idx, char *buf, size_t len);
 
-static const char *const sections[] = {"model", "data", "train", "trace", "replay", "variant"};
+static const char *const sections[] = {"model", "data", "train", "trace", "replay", "parallel", "variant"};
 
 int repro_config_key_bits_neutral(int key)
 {
     switch (key) {
     case REPRO_KEY_train_threads:
+    case REPRO_KEY_parallel_tp: /* with linear.tp_reduce = ordered (core/tp.h) */
     case REPRO_KEY_train_ranks: /* with allreduce = ordered (ring and arrival are variants:
                                    they count on their own) */
     case REPRO_KEY_data_num_workers: /* in augment_seed = worker mode it does change bits:
@@ -455,7 +456,7 @@ static void check_section_line(parse_state *ps, const char *p)
     memcpy(name, p + 1, n);
     name[n] = '\0';
     if (!is_section(name)) {
-        record_error(ps, "unknown section [%s] (sections: model, data, train, trace, replay, variant)%s",
+        record_error(ps, "unknown section [%s] (sections: model, data, train, trace, replay, parallel, variant)%s",
                      name, "");
         return;
     }
@@ -693,9 +694,46 @@ static int validate_shards(const repro_config *cfg)
     return 0;
 }
 
+/* Tensor parallel (core/tp.h): the mlp's fc1 is cut by output features
+ * and fc2 by input features, the same hidden width; the split runs on the
+ * CPU kernels in fp32, whose order the chain of running sums reproduces. */
+static int validate_tp(const repro_config *cfg)
+{
+    char w[REPRO_CONFIG_PATH_MAX + 32], works[160] = "";
+    int tp = cfg->parallel_tp;
+    if (tp == 1)
+        return 0;
+    where(cfg, REPRO_KEY_parallel_tp, w, sizeof w);
+    if (cfg->model_type != REPRO_MODEL_MLP || cfg->model_hidden_n < 1)
+        return repro_error_set(REPRO_EINVAL,
+                               "%stp = %d splits an mlp's first two linear layers; this model "
+                               "has none to split (model = mlp with a hidden layer, or tp = 1)",
+                               w, tp);
+    int width = cfg->model_hidden[0];
+    if (width % tp) {
+        size_t o = 0;
+        for (int d = 1; d <= width && d <= 64 && o + 8 < sizeof works; d++)
+            if (width % d == 0)
+                o += (size_t)snprintf(works + o, sizeof works - o, "%s%d", o ? ", " : "", d);
+        return repro_error_set(REPRO_EINVAL,
+                               "%stp = %d does not divide layer fc1's %d output features (fc1 "
+                               "is split by them, fc2 by the same %d inputs): tp = %s would "
+                               "work",
+                               w, tp, width, width, works);
+    }
+    if (cfg->train_backend != REPRO_BACKEND_CPU || cfg->train_precision != REPRO_PRECISION_FP32 ||
+        cfg->variant_linear_fwd != 0 /* ordered */)
+        return repro_error_set(REPRO_EINVAL,
+                               "%stp = %d runs on backend = cpu, precision = fp32 and "
+                               "linear.fwd = ordered only (the chain continues those kernels' "
+                               "sums)",
+                               w, tp);
+    return 0;
+}
+
 int repro_config_validate(const repro_config *cfg)
 {
-    if (validate_shards(cfg))
+    if (validate_shards(cfg) || validate_tp(cfg))
         return -1;
     char w[REPRO_CONFIG_PATH_MAX + 32];
     /* The replay recomputes the step's one batch; under accumulation the

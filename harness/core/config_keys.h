@@ -69,10 +69,13 @@ X(trace, every,         INT,  "10",     1, 100000000, "",  "record tensors every
 X(trace, digest,        ENUM, "xxh3",   0, 0,    "xxh3|sha256", "tensor leaf digest: xxh3 (XXH3-128, fast; catches accidental divergence, not a crafted collision) or sha256 (cryptographic at every step, ~5x the hashing time); roots, steps and chain are SHA-256 either way")
 /* [replay] */
 X(replay, every,        INT,  "0",      0, 100000000, "",  "recompute every K-th step's forward and backward a second time from the same state before the optimizer commits, and stop (exit 1) when the gradients differ: hardware or nondeterminism (0 = off; never changes training bits; needs accumulation_steps = 1)")
+/* [parallel] */
+X(parallel, tp,         INT,  "1",      1, 64,   "",       "tensor-parallel processes (MPI ranks) per replica: mlp fc1 column-parallel, fc2 row-parallel, its K sum carried rank to rank in ascending order; bitwise the same for any value with linear.tp_reduce = ordered; times ranks = processes")
 /* [variant] */
 XV(linear_fwd,        "linear.fwd",        "ordered|splitk", "linear forward: ordered sums, or split-K with the split chosen from the batch size (deterministic, NOT batch-invariant: the negative control of check --batch-invariance)")
 XV(linear_bwd_weight, "linear.bwd_weight", "ordered|atomic", "linear backward weight: ordered sums, or atomic adds of per-chunk partial sums (nondeterministic)")
 XV(linear_bwd_bias,   "linear.bwd_bias",   "ordered|atomic", "linear backward bias: ordered sums, or atomic adds (nondeterministic)")
 XV(conv2d_bwd_filter, "conv2d.bwd_filter", "direct|atomic",  "conv2d backward filter and bias: fixed-order direct, or atomic adds per sample (nondeterministic)")
 XV(allreduce,         "allreduce",         "ordered|ring|arrival", "data-parallel gradient sum: ordered (every shard's sum added in shard order: the same bits for any ranks), ring (a ring reduce as NCCL/Gloo: deterministic, bits change with ranks), arrival (added as messages arrive: nondeterministic)")
+XV(linear_tp_reduce,  "linear.tp_reduce",  "ordered|ring", "tensor-parallel row-parallel sum: ordered (the running sums passed rank to rank in ascending input order: the same bits for any tp), ring (each rank sums its slice, then a ring all-reduce as Megatron/NCCL: deterministic, bits change with tp)")
 XV(index_add,         "index_add",         "ordered|atomic", "per-class feature sums (scatter/index-add): ordered, or atomic adds (nondeterministic)")

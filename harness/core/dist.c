@@ -31,9 +31,11 @@ int repro_dist_launched_size(void)
 
 struct repro_dist {
     int rank, size;
+    MPI_Comm comm; /* MPI_COMM_WORLD, or a group of it (repro_dist_split) */
+    int sub;       /* a split: freed by repro_dist_free_sub, never finalized */
 };
 
-enum { TAG_ARRIVAL = 71 };
+enum { TAG_ARRIVAL = 71, TAG_CHAIN = 72 };
 
 
 static int mpi_failed(int rc, const char *what)
@@ -58,9 +60,56 @@ int repro_dist_join(repro_dist **out)
     repro_dist *d = calloc(1, sizeof *d);
     if (!d)
         return repro_error_set(REPRO_ENOMEM, "out of memory");
+    d->comm = MPI_COMM_WORLD;
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d->size);
     *out = d;
+    return 0;
+}
+
+int repro_dist_split(repro_dist *d, int color, int key, repro_dist **out)
+{
+    *out = NULL;
+    repro_dist *s = calloc(1, sizeof *s);
+    if (!s)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    int rc = MPI_Comm_split(d->comm, color, key, &s->comm);
+    if (rc != MPI_SUCCESS) {
+        free(s);
+        return mpi_failed(rc, "MPI_Comm_split");
+    }
+    MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(s->comm, &s->rank);
+    MPI_Comm_size(s->comm, &s->size);
+    s->sub = 1;
+    *out = s;
+    return 0;
+}
+
+void repro_dist_free_sub(repro_dist *s)
+{
+    if (!s || !s->sub)
+        return;
+    if (s->sub == 1) /* ours (split); 2: the caller's (wrap) */
+        MPI_Comm_free(&s->comm);
+    free(s);
+}
+
+int repro_dist_wrap(const void *mpi_comm, repro_dist **out)
+{
+    *out = NULL;
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited || !mpi_comm)
+        return repro_error_set(REPRO_EINVAL, "tp: MPI is not initialized or no communicator");
+    repro_dist *s = calloc(1, sizeof *s);
+    if (!s)
+        return repro_error_set(REPRO_ENOMEM, "out of memory");
+    s->comm = *(const MPI_Comm *)mpi_comm;
+    MPI_Comm_rank(s->comm, &s->rank);
+    MPI_Comm_size(s->comm, &s->size);
+    s->sub = 2;
+    *out = s;
     return 0;
 }
 
@@ -68,6 +117,10 @@ void repro_dist_leave(repro_dist *d)
 {
     if (!d)
         return;
+    if (d->sub) {
+        repro_dist_free_sub(d);
+        return;
+    }
     MPI_Finalize();
     free(d);
 }
@@ -101,7 +154,7 @@ static int reduce_ordered(repro_dist *d, const float *slots, int nlocal, long n,
     int count = 0, rc;
     if (count_of((size_t)nlocal * (size_t)n * sizeof(float), &count))
         return -1;
-    rc = MPI_Allgather(slots, count, MPI_BYTE, all, count, MPI_BYTE, MPI_COMM_WORLD);
+    rc = MPI_Allgather(slots, count, MPI_BYTE, all, count, MPI_BYTE, d->comm);
     if (rc != MPI_SUCCESS)
         return mpi_failed(rc, "MPI_Allgather (gradient shards)");
     int nshards = nlocal * d->size;
@@ -123,7 +176,7 @@ static int ring_step(repro_dist *d, float *out, long n, int sc, int rcv, float *
     long r0 = chunk_at(n, d->size, rcv), r1 = chunk_at(n, d->size, rcv + 1);
     float *into = reduce ? buf : out + r0;
     int rc = MPI_Sendrecv(out + s0, (int)(s1 - s0), MPI_FLOAT, right, 0, into, (int)(r1 - r0),
-                          MPI_FLOAT, left, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                          MPI_FLOAT, left, 0, d->comm, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS)
         return mpi_failed(rc, "MPI_Sendrecv (ring)");
     if (reduce)
@@ -160,17 +213,17 @@ static int reduce_arrival(repro_dist *d, const float *slots, int nlocal, long n,
     if (d->rank != 0) {
         for (int q = 0; q < nlocal; q++)
             if ((rc = MPI_Send(slots + (long)q * n, count, MPI_BYTE, 0, TAG_ARRIVAL,
-                               MPI_COMM_WORLD)) != MPI_SUCCESS)
+                               d->comm)) != MPI_SUCCESS)
                 return mpi_failed(rc, "MPI_Send (arrival)");
     } else {
         int own = 0, remote = nlocal * (d->size - 1);
         for (int k = 0; k < nlocal * d->size; k++) {
             int ready = 0;
             if (remote && own < nlocal)
-                MPI_Iprobe(MPI_ANY_SOURCE, TAG_ARRIVAL, MPI_COMM_WORLD, &ready, MPI_STATUS_IGNORE);
+                MPI_Iprobe(MPI_ANY_SOURCE, TAG_ARRIVAL, d->comm, &ready, MPI_STATUS_IGNORE);
             const float *src = slots + (long)own * n;
             if (remote && (ready || own == nlocal)) {
-                rc = MPI_Recv(buf, count, MPI_BYTE, MPI_ANY_SOURCE, TAG_ARRIVAL, MPI_COMM_WORLD,
+                rc = MPI_Recv(buf, count, MPI_BYTE, MPI_ANY_SOURCE, TAG_ARRIVAL, d->comm,
                               MPI_STATUS_IGNORE);
                 if (rc != MPI_SUCCESS)
                     return mpi_failed(rc, "MPI_Recv (arrival)");
@@ -182,7 +235,7 @@ static int reduce_arrival(repro_dist *d, const float *slots, int nlocal, long n,
             add_into(out, src, n, k == 0);
         }
     }
-    rc = MPI_Bcast(out, count, MPI_BYTE, 0, MPI_COMM_WORLD);
+    rc = MPI_Bcast(out, count, MPI_BYTE, 0, d->comm);
     return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Bcast (arrival)");
 }
 
@@ -201,7 +254,7 @@ int repro_dist_allgather(repro_dist *d, const void *send, size_t bytes, void *re
     int count = 0, rc;
     if (count_of(bytes, &count))
         return -1;
-    rc = MPI_Allgather(send, count, MPI_BYTE, recv, count, MPI_BYTE, MPI_COMM_WORLD);
+    rc = MPI_Allgather(send, count, MPI_BYTE, recv, count, MPI_BYTE, d->comm);
     (void)d;
     return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Allgather");
 }
@@ -212,7 +265,7 @@ int repro_dist_gather(repro_dist *d, const void *send, size_t bytes, void *recv)
     if (count_of(bytes, &count))
         return -1;
     rc = MPI_Gather(send, count, MPI_BYTE, d->rank == 0 ? recv : NULL, count, MPI_BYTE, 0,
-                    MPI_COMM_WORLD);
+                    d->comm);
     return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Gather");
 }
 
@@ -227,9 +280,9 @@ int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *rec
         return 0;
     }
     if (d->rank == from)
-        rc = MPI_Send(send, count, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+        rc = MPI_Send(send, count, MPI_BYTE, 0, 0, d->comm);
     else if (d->rank == 0)
-        rc = MPI_Recv(recv, count, MPI_BYTE, from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        rc = MPI_Recv(recv, count, MPI_BYTE, from, 0, d->comm, MPI_STATUS_IGNORE);
     return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Send/Recv (to rank 0)");
 }
 
@@ -239,11 +292,43 @@ int repro_dist_bcast(repro_dist *d, void *buf, size_t bytes)
     if (count_of(bytes, &count))
         return -1;
     (void)d;
-    int rc = MPI_Bcast(buf, count, MPI_BYTE, 0, MPI_COMM_WORLD);
+    int rc = MPI_Bcast(buf, count, MPI_BYTE, 0, d->comm);
     return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Bcast");
 }
 
 
+
+int repro_dist_send(repro_dist *d, int to, const void *buf, size_t bytes)
+{
+    int count = 0;
+    if (count_of(bytes, &count))
+        return -1;
+    int rc = MPI_Send(buf, count, MPI_BYTE, to, TAG_CHAIN, d->comm);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Send (chain)");
+}
+
+int repro_dist_recv(repro_dist *d, int from, void *buf, size_t bytes)
+{
+    int count = 0;
+    if (count_of(bytes, &count))
+        return -1;
+    int rc = MPI_Recv(buf, count, MPI_BYTE, from, TAG_CHAIN, d->comm, MPI_STATUS_IGNORE);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Recv (chain)");
+}
+
+int repro_dist_bcast_from(repro_dist *d, int root, void *buf, size_t bytes)
+{
+    int count = 0;
+    if (count_of(bytes, &count))
+        return -1;
+    int rc = MPI_Bcast(buf, count, MPI_BYTE, root, d->comm);
+    return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "MPI_Bcast");
+}
+
+int repro_dist_allreduce_ring(repro_dist *d, const float *in, long n, float *out, float *scratch)
+{
+    return reduce_ring(d, in, 1, n, out, scratch);
+}
 
 #else /* no MPI in this build: nothing can join; every collective is unreachable */
 
@@ -290,6 +375,39 @@ int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *rec
 int repro_dist_bcast(repro_dist *d, void *buf, size_t bytes)
 {
     (void)d, (void)buf, (void)bytes;
+    return no_mpi();
+}
+int repro_dist_split(repro_dist *d, int color, int key, repro_dist **out)
+{
+    (void)d, (void)color, (void)key;
+    *out = NULL;
+    return no_mpi();
+}
+void repro_dist_free_sub(repro_dist *s) { (void)s; }
+int repro_dist_wrap(const void *mpi_comm, repro_dist **out)
+{
+    (void)mpi_comm;
+    *out = NULL;
+    return no_mpi();
+}
+int repro_dist_send(repro_dist *d, int to, const void *buf, size_t bytes)
+{
+    (void)d, (void)to, (void)buf, (void)bytes;
+    return no_mpi();
+}
+int repro_dist_recv(repro_dist *d, int from, void *buf, size_t bytes)
+{
+    (void)d, (void)from, (void)buf, (void)bytes;
+    return no_mpi();
+}
+int repro_dist_bcast_from(repro_dist *d, int root, void *buf, size_t bytes)
+{
+    (void)d, (void)root, (void)buf, (void)bytes;
+    return no_mpi();
+}
+int repro_dist_allreduce_ring(repro_dist *d, const float *in, long n, float *out, float *scratch)
+{
+    (void)d, (void)in, (void)n, (void)out, (void)scratch;
     return no_mpi();
 }
 #endif

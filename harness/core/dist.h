@@ -55,4 +55,24 @@ int repro_dist_send_to_root(repro_dist *d, int from, const void *send, void *rec
 /* Rank 0's `bytes` bytes of buf into every rank's buf (all call it). */
 int repro_dist_bcast(repro_dist *d, void *buf, size_t bytes);
 
+
+/* Tensor parallel (core/tp.h) over a group of the job. */
+/* The processes of d with the same color, ranked by key (MPI_Comm_split);
+ * every process of d calls it. Freed by repro_dist_free_sub (or leave). */
+int repro_dist_split(repro_dist *d, int color, int key, repro_dist **out);
+void repro_dist_free_sub(repro_dist *sub);
+/* A caller's communicator (a pointer to its MPI_Comm) as a group, not
+ * owned: repro_dist_free_sub frees the wrapper only. */
+int repro_dist_wrap(const void *mpi_comm, repro_dist **out);
+/* One message between two ranks of d (blocking; the order of the running
+ * sums of core/tp.c's chain). */
+int repro_dist_send(repro_dist *d, int to, const void *buf, size_t bytes);
+int repro_dist_recv(repro_dist *d, int from, void *buf, size_t bytes);
+/* Rank root's bytes into every rank's buf. */
+int repro_dist_bcast_from(repro_dist *d, int root, void *buf, size_t bytes);
+/* The ring all-reduce of `allreduce = ring` over one partial per rank:
+ * out (n floats) = the sum of every rank's in, each chunk's sum starting
+ * at another rank (scratch: n floats). */
+int repro_dist_allreduce_ring(repro_dist *d, const float *in, long n, float *out, float *scratch);
+
 #endif

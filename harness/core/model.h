@@ -81,6 +81,7 @@ typedef struct {
     int relu_fused;   /* maxpool: the last forward ran the ReLU before it in the same
                          pass (model_pass.c), whose output was then not stored */
     uint8_t *mask;    /* dropout: batch x out */
+    int tp;           /* tensor parallel (core/tp.h): REPRO_TP_COLUMN, REPRO_TP_ROW, or 0 */
 } repro_layer;
 
 typedef struct {
@@ -134,6 +135,9 @@ typedef struct {
     int (*reduce)(void *ctx, const float *slots, int nlocal, long n, float *out);
     void *reduce_ctx;
     int reduce_failed;     /* a reduce returned -1: the step fails (error slot set) */
+    /* Tensor parallel (core/tp.h, set by repro_tp_attach): the layers
+     * marked tp are computed in slices across the group; NULL: none. */
+    struct repro_tp *tp;
     /* The arenas (repro_model_arena) and the floats of one layout (the sum
      * of the padded parameter sizes). */
     void *arena[REPRO_NARENAS];

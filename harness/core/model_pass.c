@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/dataset.h"
+#include "core/tp.h"
 #include "kernels/backend.h"
 #include "util/seeds.h"
 
@@ -114,6 +115,8 @@ static int layer_forward(repro_model *m, repro_layer *l, const float *in, float 
     const repro_param *w = l->param >= 0 ? &m->params[l->param] : NULL;
     switch (l->kind) {
     case REPRO_LAYER_LINEAR:
+        if (l->tp && train) /* split across the group; eval runs whole (weights are replicated) */
+            return repro_tp_forward(m, l, in, out, B);
         be->linear_forward(ctx, m->var_linear_fwd, in, weights(w), weights(w + 1), out, B,
                            l->in_c, l->out_c, m->scratch);
         break;
@@ -338,6 +341,10 @@ static void layer_backward(repro_model *m, repro_layer *l, int i, float *din, in
     long n_in = (long)B * layer_in_numel(l);
     switch (l->kind) {
     case REPRO_LAYER_LINEAR:
+        if (l->tp) {
+            m->reduce_failed |= repro_tp_backward(m, l, i, din, B, accumulate) != 0;
+            break;
+        }
         if (m->shard_rows) {
             shard_param_grads(m, l, i, B, accumulate);
         } else {

@@ -255,14 +255,20 @@ void repro_session_close(repro_session *s)
 int repro_session_join_job(repro_config *cfg, struct repro_dist **dist)
 {
     *dist = NULL;
-    int world = repro_dist_launched_size();
+    int world = repro_dist_launched_size(), tp = cfg->parallel_tp;
     if (!world)
         return 0;
-    if (cfg->line[REPRO_KEY_train_ranks] != 0 && cfg->train_ranks != world)
+    if (world % tp)
         return repro_error_set(REPRO_EINVAL,
-                               "run: ranks = %d, but this MPI job has %d processes: drop "
-                               "--ranks/ranks (the job's size is used) or start %d",
-                               cfg->train_ranks, world, cfg->train_ranks);
-    cfg->train_ranks = world;
+                               "run: tp = %d does not divide this MPI job's %d processes (a job "
+                               "is ranks x tp processes)",
+                               tp, world);
+    if (cfg->line[REPRO_KEY_train_ranks] != 0 && cfg->train_ranks * tp != world)
+        return repro_error_set(REPRO_EINVAL,
+                               "run: ranks = %d (x tp = %d), but this MPI job has %d "
+                               "processes: drop --ranks/ranks (the job's size is used) or start "
+                               "%d",
+                               cfg->train_ranks, tp, world, cfg->train_ranks * tp);
+    cfg->train_ranks = world / tp;
     return repro_config_validate(cfg) || repro_dist_join(dist) ? -1 : 0;
 }

@@ -127,8 +127,10 @@ int repro_trainer_init_ranked(repro_trainer *t, const repro_config *cfg, struct 
     t->rank = repro_dist_rank(dist);
     t->world = repro_dist_size(dist);
     const repro_config *c = &t->cfg;
-    if (repro_config_validate(c))
+    if (repro_config_validate(c) || repro_train_tp_groups(t, dist)) {
+        repro_train_tp_free(t);
         return -1;
+    }
     if (load_data(t))
         goto fail;
     if (c->train_batch_size > t->train_set.n) {
@@ -156,7 +158,7 @@ int repro_trainer_init_ranked(repro_trainer *t, const repro_config *cfg, struct 
     const repro_backend *be = train_backend(c);
     if (!be || repro_model_init(&t->model, c, c->train_batch_size, be) ||
         repro_model_init_params(&t->model, c->train_seed) || alloc_step_buffers(t) ||
-        repro_train_shards_setup(t))
+        repro_train_shards_setup(t) || repro_train_tp_attach(t))
         goto fail;
     repro_trainer_share_loader(t, 0);
     t->beta1_pow = 1.0;
@@ -436,6 +438,7 @@ void repro_trainer_release(repro_trainer *t)
         t->model.be->set_idle_work(t->model.be_ctx, NULL, NULL);
     repro_loader_free(t->loader);
     repro_train_shards_free(t);
+    repro_train_tp_free(t);
     repro_model *m = &t->model;
     if (m->be) { /* the step buffers, before the model's backend context goes */
         m->be->free(m->be_ctx, t->probs);

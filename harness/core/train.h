@@ -67,6 +67,11 @@ typedef struct repro_trainer_s {
     /* Data parallel (train_dist.h): the MPI group, or NULL in one process. */
     struct repro_dist *dist;
     int rank, world;        /* 0 and 1 in one process */
+    /* Tensor parallel (parallel.tp > 1, core/tp.h): the job's processes
+     * are ranks x tp, process p being tensor-parallel rank p % tp of
+     * replica p / tp; dist is then the replica's data-parallel group
+     * (NULL with ranks = 1), tp_group its tensor-parallel group. */
+    struct repro_dist *tp_group, *dp_group;
     repro_fault fault;      /* a replica fault (util/fault.h), set before the first step;
                                replay.every: a grad.* flip lands in the replay */
     char replay_differs[48]; /* replay.every: the gradient whose two computations

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include "core/dist.h"
+#include "core/tp.h"
 #include "repro/digest.h"
 #include "util/error.h"
 
@@ -298,4 +299,39 @@ int repro_train_rank_stats(repro_trainer *t, double seconds, double *all_seconds
                    repro_dist_gather(t->dist, &rss, sizeof rss, all_rss_kib)
                ? -1
                : 0;
+}
+
+int repro_train_tp_groups(repro_trainer *t, struct repro_dist *job)
+{
+    int tp = t->cfg.parallel_tp;
+    if (tp == 1)
+        return 0;
+    int size = repro_dist_size(job), p = repro_dist_rank(job);
+    if (!job || size % tp)
+        return repro_error_set(REPRO_EINVAL,
+                               "%s: tp = %d needs an MPI job of ranks x tp processes (repro run "
+                               "--tp %d starts one); this one has %d",
+                               t->cfg.path, tp, tp, job ? size : 1);
+    if (repro_dist_split(job, p / tp, p % tp, &t->tp_group) ||
+        repro_dist_split(job, p % tp, p / tp, &t->dp_group))
+        return -1;
+    t->dist = size / tp > 1 ? t->dp_group : NULL;
+    t->rank = repro_dist_rank(t->dp_group);
+    t->world = repro_dist_size(t->dp_group);
+    return 0;
+}
+
+int repro_train_tp_attach(repro_trainer *t)
+{
+    if (!t->tp_group)
+        return 0;
+    return repro_tp_attach(&t->model, t->tp_group, t->cfg.variant_linear_tp_reduce);
+}
+
+void repro_train_tp_free(repro_trainer *t)
+{
+    repro_tp_detach(&t->model);
+    repro_dist_free_sub(t->tp_group);
+    repro_dist_free_sub(t->dp_group);
+    t->tp_group = t->dp_group = NULL;
 }

@@ -30,6 +30,14 @@
 int repro_train_shards_setup(repro_trainer *t);
 void repro_train_shards_free(repro_trainer *t);
 
+/* Tensor parallel (parallel.tp > 1): splits the job `job` (its size is
+ * ranks x tp) into the data-parallel and tensor-parallel groups and sets
+ * t->dist, rank and world to the data-parallel ones. Before the model.
+ * After it, repro_train_tp_attach splits the model's layers. 0 or -1. */
+int repro_train_tp_groups(repro_trainer *t, struct repro_dist *job);
+int repro_train_tp_attach(repro_trainer *t);
+void repro_train_tp_free(repro_trainer *t);
+
 /* The loss of this rank's B rows (forward of softmax_xent into t->probs),
  * shard by shard, combined over every shard of the global batch as above.
  * 0, or -1 (a collective failed). */

@@ -260,6 +260,22 @@ int repro_recorder_set_threads(repro_recorder *r, int threads, int workers)
     return 0;
 }
 
+int repro_recorder_set_tp(repro_recorder *r, int tp)
+{
+    int rc = check_alive(r);
+    if (rc)
+        return rc;
+    if (tp < 1)
+        return fail(r, REPRO_EINVAL, "recorder: set_tp: %s", "the size must be at least 1");
+    if (r->step != r->first_step)
+        return fail(r, REPRO_EINVAL, "recorder: set_tp: %s",
+                    "call it before the first step ends (it is part of the header)");
+    if (!r->header)
+        return 0; /* digests only: no header to say it in */
+    json_object_set_new(r->header, "tp_used", json_integer(tp));
+    return repro_trace_writer_rewrite_header(r->w, r->header) ? mark(r) : 0;
+}
+
 int repro_recorder_set_pool(repro_recorder *r, const char *name, int threads)
 {
     int rc = check_alive(r);

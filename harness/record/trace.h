@@ -41,6 +41,8 @@
  *    "world_size_used": 2,          the data-parallel world size it ran in
  *                                   (optional: the Python client writes it,
  *                                   torch.distributed's, 1 without a group)
+ *    "tp_used": 2,                  the tensor-parallel size it ran at (optional:
+ *                                   repro_recorder_set_tp; not hashed)
  *    "env": {...},                  the environment fingerprint (env.h, `repro env --json`)
  *    "env_class": "cpu-x86_64-..."} its class id; goldens are keyed by it (absent in older traces)
  *
@@ -186,6 +188,7 @@ struct repro_trace {
     } pools[REPRO_TRACE_MAX_POOLS]; /* "thread_pools", in the header's key order */
     int npools;
     int world_size_used;     /* -1: not recorded */
+    int tp_used;             /* -1: not recorded */
     void *header_json;       /* json_t *, owned: the whole header object */
     /* steps and trailer */
     long nsteps;             /* step lines read (streaming: so far) */

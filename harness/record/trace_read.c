@@ -227,13 +227,14 @@ static int parse_header(repro_trace *t, json_t *o, const pos *p)
         return -1;
     /* Optional: what the run says it really used (programs that do not
      * say have none). */
-    t->threads_used = t->workers_used = t->world_size_used = -1;
+    t->threads_used = t->workers_used = t->world_size_used = t->tp_used = -1;
     if ((json_object_get(o, "threads_used") &&
          get_int(p, h, o, "threads_used", 1, &t->threads_used)) ||
         (json_object_get(o, "workers_used") &&
          get_int(p, h, o, "workers_used", 0, &t->workers_used)) ||
         (json_object_get(o, "world_size_used") &&
-         get_int(p, h, o, "world_size_used", 1, &t->world_size_used)))
+         get_int(p, h, o, "world_size_used", 1, &t->world_size_used)) ||
+        (json_object_get(o, "tp_used") && get_int(p, h, o, "tp_used", 1, &t->tp_used)))
         return -1;
     if (parse_client(t, o, p) || read_pools(p, o, t))
         return -1;

@@ -137,6 +137,12 @@ int repro_recorder_open_ex(repro_recorder **out, const char *trace_path, const r
  * and before the first step ends; again to change it. */
 int repro_recorder_set_threads(repro_recorder *r, int threads, int workers);
 
+/* Says the tensor-parallel size the run really used ("tp_used" in the
+ * trace header; REPRO_TP asks for one): `repro check --tp 1,2` warns that
+ * the scope was not exercised when the runs do not say different sizes.
+ * Call it after open and before the first step ends. */
+int repro_recorder_set_tp(repro_recorder *r, int tp);
+
 /* Says how many threads one of the process's thread pools really has
  * ("thread_pools" in the trace header: name -> threads), beside the
  * program's own count above: a BLAS library's ("blas.openblas",
