@@ -163,6 +163,13 @@ START_TEST(test_tp_with_ranks)
     ck_assert_str_eq(one, four);
     /* both report: the job's four processes, each rank's time line */
     ck_assert_msg(strstr(out, "rank 1:"), "%.1500s", out);
+    /* The check form: runs at tp 2, then 2 replicas of tp 2, against the
+     * single-process golden. */
+    int rc = tu_run_repro("check " MLP " --set parallel.tp=2 --ranks 2 --steps 10 --require-golden",
+                          out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0, "exit %d: %.1500s %.1500s", rc, out, err);
+    ck_assert_msg(strstr(out, "golden: matches") && strstr(out, "3 runs identical"), "%.1500s",
+                  out);
 }
 END_TEST
 
