@@ -42,27 +42,13 @@ void repro_batchinv_opts_init(repro_batchinv_opts *o)
 
 int repro_batchinv_parse_sizes(repro_batchinv_opts *o, const char *what, const char *list)
 {
-    o->nsizes = 0;
-    const char *p = list;
-    while (1) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char item[32];
-        if (len == 0 || len >= sizeof item)
-            return repro_error_set(REPRO_EINVAL, "%s '%s': expected sizes like 1,7,64", what,
-                                   list);
-        if (o->nsizes == REPRO_BATCHINV_MAX_SIZES)
-            return repro_error_set(REPRO_EINVAL, "%s '%s': at most %d sizes", what, list,
-                                   REPRO_BATCHINV_MAX_SIZES);
-        memcpy(item, p, len);
-        item[len] = '\0';
-        if (repro_parse_count_int(what, item, 1, REPRO_BATCHINV_MAX_BATCH,
-                                  &o->sizes[o->nsizes++]))
-            return -1;
-        if (!comma)
-            return 0;
-        p = comma + 1;
-    }
+    long sizes[REPRO_BATCHINV_MAX_SIZES];
+    if (repro_parse_count_list(what, list, 1, REPRO_BATCHINV_MAX_BATCH, sizes,
+                               REPRO_BATCHINV_MAX_SIZES, &o->nsizes))
+        return -1;
+    for (int i = 0; i < o->nsizes; i++)
+        o->sizes[i] = (int)sizes[i];
+    return 0;
 }
 
 static void progress(const bi_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

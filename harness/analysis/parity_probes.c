@@ -22,25 +22,13 @@ void repro_parity_opts_init(repro_parity_opts *o)
 
 int repro_parity_parse_sizes(repro_parity_opts *o, const char *what, const char *list)
 {
-    o->nsizes = 0;
-    for (const char *p = list;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char item[32];
-        if (len == 0 || len >= sizeof item)
-            return repro_error_set(REPRO_EINVAL, "%s '%s': expected sizes like 1,7,64", what,
-                                   list);
-        if (o->nsizes == REPRO_PARITY_MAX_SIZES)
-            return repro_error_set(REPRO_EINVAL, "%s '%s': at most %d sizes", what, list,
-                                   REPRO_PARITY_MAX_SIZES);
-        memcpy(item, p, len);
-        item[len] = '\0';
-        if (repro_parse_count_int(what, item, 1, REPRO_PARITY_MAX_BATCH, &o->sizes[o->nsizes++]))
-            return -1;
-        if (!comma)
-            return 0;
-        p = comma + 1;
-    }
+    long sizes[REPRO_PARITY_MAX_SIZES];
+    if (repro_parse_count_list(what, list, 1, REPRO_PARITY_MAX_BATCH, sizes,
+                               REPRO_PARITY_MAX_SIZES, &o->nsizes))
+        return -1;
+    for (int i = 0; i < o->nsizes; i++)
+        o->sizes[i] = (int)sizes[i];
+    return 0;
 }
 
 static int add_probe(repro_parity_probes *ps, int line, const char *text, size_t len)
