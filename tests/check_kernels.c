@@ -241,10 +241,14 @@ START_TEST(test_gemm_bitwise_vs_plain_loop)
     /* Bitwise: the plain loop in the stated order must give identical bits,
      * for every tail shape (M % 4, N % 8), every tile height (1 .. 12
      * rows), strided (transposed) A, bias, accumulate, K = 0 and ldc > N;
-     * narrow C (N = 10, 3) computed as its transpose, across a K block. */
+     * narrow C (N = 10, 3) computed as its transpose, across a K block;
+     * and an M of many row panels (500: 84 avx2 panels of 6, more than one
+     * group of packed or in-place panels in the serial engine, which
+     * repro_gemm_serial reaches with all of M at once). */
     const int shapes[][3] = {{1, 1, 1},    {4, 8, 3},    {5, 9, 7},     {37, 29, 19},
                              {16, 256, 4}, {17, 263, 33}, {3, 7, 0},    {64, 70, 50},
-                             {64, 10, 400}, {23, 3, 300}, {10, 128, 64}, {12, 40, 9}};
+                             {64, 10, 400}, {23, 3, 300}, {10, 128, 64}, {12, 40, 9},
+                             {500, 50, 260}};
     repro_pool *pools[NPOOLS];
     pools_new(pools);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -266,6 +270,13 @@ START_TEST(test_gemm_bitwise_vs_plain_loop)
                 repro_gemm(pools[t], M, N, K, A, a_rs, a_cs, B, N, got, ldc, bb, acc);
                 ck_assert_msg(memcmp(got, want, (size_t)M * ldc * sizeof(float)) == 0,
                               "gemm %dx%dx%d mode %d threads %d differs", M, N, K, mode, t + 1);
+                free(got);
+            }
+            { /* the serial engine on all of M at once */
+                float *got = fdup(C0, M * ldc);
+                repro_gemm_serial(M, N, K, A, a_rs, a_cs, B, N, got, ldc, bb, acc);
+                ck_assert_msg(memcmp(got, want, (size_t)M * ldc * sizeof(float)) == 0,
+                              "serial gemm %dx%dx%d mode %d differs", M, N, K, mode);
                 free(got);
             }
             free(want);

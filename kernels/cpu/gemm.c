@@ -28,7 +28,8 @@
 #include "simd.h"
 #include "vec4.h"
 
-enum { KC = 256, NC_PANELS = 8, MC_PANELS = 16, MC_PANELS_IN_PLACE = 64 };
+enum { KC = 256, NC_PANELS = 8, MC_PANELS = 16, MC_PANELS_IN_PLACE = 64,
+       MC_PANELS_SHARDED = 64 };
 /* Products of fewer multiply-adds than this run on the calling thread. */
 #define SHARE_MIN_MACS 1e6
 
@@ -298,8 +299,10 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
     int mr = in_place ? s->mr_rows : s->mr, nr = s->nr;
     long np = (M + mr - 1) / mr;
     /* panels per group: a packed group stays in L2; an A read in place is
-     * no copy, so its group is larger (the B tile packed fewer times) */
-    long gp = in_place ? MC_PANELS_IN_PLACE : MC_PANELS, group = lmin(np, gp) * mr;
+     * no copy, and a sharded one (a weight gradient: K is one batch) is
+     * small, so their groups are larger (the B tile packed fewer times) */
+    long gp = in_place ? MC_PANELS_IN_PLACE : shard ? MC_PANELS_SHARDED : MC_PANELS;
+    long group = lmin(np, gp) * mr;
     float *Ap = in_place ? NULL : repro_scratch(REPRO_SCRATCH_GEMM_A, (size_t)KC * group);
     float *Bp = repro_scratch(REPRO_SCRATCH_GEMM_B, (size_t)KC * nr);
     if ((!in_place && !Ap) || !Bp) {
@@ -463,16 +466,21 @@ static void gemm_run(repro_pool *pool, int M, int N, int K, const float *A, long
     if (M <= 0 || N <= 0)
         return;
     const repro_simd *s = repro_simd_get();
-    long mr = s->mr, nr = s->nr, nc = nr * NC_PANELS;
-    long row_blocks = (M + mr * MC_PANELS - 1) / (mr * MC_PANELS);
-    long rows = (M + row_blocks - 1) / row_blocks;
-    rows = (rows + mr - 1) / mr * mr;
     /* Small products on the calling thread, cut as on one thread: the cnn's
      * classifier (64 x 10 x 400 three ways) took 43 us a step on one thread
      * and 63 on two, its operands having been written on both cores. */
     if ((double)M * N * K < SHARE_MIN_MACS)
         pool = NULL;
     long threads = repro_pool_threads(pool), want = threads > 1 ? 8 * threads : 1;
+    /* A weight gradient on one thread: up to MC_PANELS_SHARDED panels in one
+     * row block, so B (the layer's input, x) is read and packed once, not
+     * once per 16 panels, each time from L3 after the gradient's own stores
+     * evicted it (fc1: 256 rows, 3 reads of x's 200 KB before) */
+    long mc = shard && threads <= 1 ? MC_PANELS_SHARDED : MC_PANELS;
+    long mr = s->mr, nr = s->nr, nc = nr * NC_PANELS;
+    long row_blocks = (M + mr * mc - 1) / (mr * mc);
+    long rows = (M + row_blocks - 1) / row_blocks;
+    rows = (rows + mr - 1) / mr * mr;
     if (threads <= 1) /* one block of columns: A packed once per row block */
         nc = (N + nr - 1) / nr * nr;
     long have = row_blocks * ((N + nc - 1) / nc);
