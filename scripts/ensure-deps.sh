@@ -55,7 +55,9 @@ if [ "$tests" = 1 ]; then
         test_missing="$test_missing libopenblas0-pthread"
     fi
     # `repro check --report`'s test renders the page in a headless browser.
-    command -v chromium >/dev/null 2>&1 || test_missing="$test_missing chromium"
+    # fonts-liberation: chromium only recommends fonts, and without one its
+    # text renders as empty boxes.
+    command -v chromium >/dev/null 2>&1 || test_missing="$test_missing chromium fonts-liberation"
 fi
 [ -z "$missing$test_missing" ] && exit 0
 
