@@ -4,7 +4,6 @@
  * the samples shown; then the training forward (batchinv_train.c). */
 #include "analysis/batchinv.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "core/dataset.h"
 #include "core/session.h"
 #include "util/error.h"
+#include "util/progress.h"
 #include "util/numparse.h"
 #include "util/seeds.h"
 
@@ -51,18 +51,8 @@ int repro_batchinv_parse_sizes(repro_batchinv_opts *o, const char *what, const c
     return 0;
 }
 
-static void progress(const bi_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void progress(const bi_state *s, const char *fmt, ...)
-{
-    if (s->o->quiet)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("repro: batch invariance: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
+/* Stage lines on stderr unless --quiet (util/progress.h). */
+#define progress(s, ...) repro_progress_note((s)->o->quiet, "batch invariance", __VA_ARGS__)
 
 /* The eval model: the trainer's weights copied through host memory (the
  * same layout: the same config). 0 or -1. */

@@ -5,7 +5,6 @@
  * compared (parity_compare.c) and the first differing op located. */
 #include "analysis/parity.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include "core/dataset.h"
 #include "core/session.h"
 #include "util/error.h"
+#include "util/progress.h"
 #include "util/fsutil.h"
 #include "util/npy.h"
 
@@ -32,18 +32,8 @@ typedef struct {
     repro_parity_outputs train, infer[REPRO_PARITY_MAX_SIZES];
 } pe_state;
 
-static void progress(const pe_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void progress(const pe_state *s, const char *fmt, ...)
-{
-    if (s->o->quiet)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("repro: parity: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
+/* Stage lines on stderr unless --quiet (util/progress.h). */
+#define progress(s, ...) repro_progress_note((s)->o->quiet, "parity", __VA_ARGS__)
 
 /* The trainer: trained to the checkpoint it writes, or restored from the
  * given one. 0 or -1. */

@@ -1,6 +1,7 @@
 /* The progress line (see progress.h). */
 #include "util/progress.h"
 
+#include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,4 +45,16 @@ void repro_progress_finish(repro_progress *p)
 {
     if (p->out && p->tty)
         fputc('\n', p->out);
+}
+
+void repro_progress_note(int quiet, const char *what, const char *fmt, ...)
+{
+    if (quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "repro: %s: ", what);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
 }

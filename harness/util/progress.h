@@ -18,4 +18,9 @@ void repro_progress_init(repro_progress *p, FILE *out, long total, long every, i
 void repro_progress_update(repro_progress *p, long step, double loss);
 void repro_progress_finish(repro_progress *p);
 
+/* One stage of a long command on stderr, "repro: WHAT: message", unless
+ * quiet (the stage lines of parity and batch invariance). */
+void repro_progress_note(int quiet, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif
