@@ -128,6 +128,43 @@ TGT static void SFX(blocks)(uint64_t key, uint64_t block, long n, uint32_t *out)
     }
 }
 
+/* The counters of the step at block (as in rounds) in h[0..3]. */
+TGT static inline void SFX(start)(uint64_t block, VU64 h[2][4])
+{
+    const VU64 evens = {EVENS};
+    VU64 ctr = SFX(splat64)(block) + evens;
+    h[0][0] = ctr;
+    h[0][1] = ctr >> 32;
+    h[1][0] = ctr + 1u;
+    h[1][1] = h[1][0] >> 32;
+    h[0][2] = h[0][3] = h[1][2] = h[1][3] = SFX(splat64)(0);
+}
+
+/* Word 0 of every block of S steps (blocks block .. block + S*2W - 1),
+ * for keep: the same rounds as rounds(), but S steps' 2S chains side by
+ * side, rounds unrolled, so the multiplies of one chain hide the latency
+ * of the others (one step's two chains leave the multiplier idle). The
+ * last round computes only what word 0 needs: hi(c2 * m1) ^ c1 ^ k0. */
+TGT static inline __attribute__((always_inline)) void
+SFX(word0s)(const SFX(keys) *ks, uint64_t block, const int S, VU32 w0[])
+{
+    VU64 h[2 * S][4];
+    for (int s = 0; s < S; s++)
+        SFX(start)(block + (uint64_t)(s * BLOCKS), &h[2 * s]);
+    const VU64 m0 = SFX(splat64)(0xD2511F53u), m1 = SFX(splat64)(0xCD9E8D57u);
+#pragma GCC unroll 9
+    for (int round = 0; round < 9; round++)
+#pragma GCC unroll 8
+        for (int c = 0; c < 2 * S; c++)
+            SFX(round)(h[c], m0, m1, ks->k[round][0], ks->k[round][1]);
+    VU64 last[2 * S];
+#pragma GCC unroll 8
+    for (int c = 0; c < 2 * S; c++)
+        last[c] = (MUL_EVEN(h[c][2], m1) >> 32) ^ h[c][1] ^ ks->k[9][0];
+    for (int s = 0; s < S; s++)
+        w0[s] = SFX(merge)(last[2 * s], last[2 * s + 1]);
+}
+
 TGT static void SFX(keep)(uint64_t key, uint64_t block, long n, float p, uint8_t *mask)
 {
     VF vp;
@@ -135,10 +172,20 @@ TGT static void SFX(keep)(uint64_t key, uint64_t block, long n, float p, uint8_t
         vp[l] = p;
     SFX(keys) ks;
     SFX(schedule)(key, &ks);
-    for (long i = 0; i < n; i += BLOCKS) {
-        VU64 a[4], b[4];
-        SFX(rounds)(&ks, block + (uint64_t)i, a, b);
-        VI32 kept = SFX(unit)(SFX(merge)(a[0], b[0])) >= vp; /* -1 or 0 */
+    enum { S = 2 }; /* steps at once: four chains fill Zen 3's multiplier */
+    long i = 0;
+    for (; i + S * BLOCKS <= n; i += S * BLOCKS) {
+        VU32 w0[S];
+        SFX(word0s)(&ks, block + (uint64_t)i, S, w0);
+        for (int s = 0; s < S; s++) {
+            VI32 kept = SFX(unit)(w0[s]) >= vp; /* -1 or 0 */
+            STORE_LOW_BYTES(mask + i + s * BLOCKS, kept & 1);
+        }
+    }
+    for (; i < n; i += BLOCKS) {
+        VU32 w0[1];
+        SFX(word0s)(&ks, block + (uint64_t)i, 1, w0);
+        VI32 kept = SFX(unit)(w0[0]) >= vp;
         STORE_LOW_BYTES(mask + i, kept & 1);
     }
 }

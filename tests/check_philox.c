@@ -163,7 +163,7 @@ END_TEST
  * a step (2^32 - 5), and that wrap at 2^64. Lengths: empty, below one step,
  * every step width and one either side, and long runs with tails. */
 static const uint64_t starts[] = {0, 1, 7, 0xFFFFFFFBu, 0x1FFFFFFF1ull, 0xFFFFFFFFFFFFFFF3ull};
-static const long lens[] = {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 257};
+static const long lens[] = {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 100, 257};
 static const uint64_t keys[] = {0, 0x0123456789abcdefULL, 0xFFFFFFFFFFFFFFFFULL};
 #define COUNT(a) (sizeof(a) / sizeof *(a))
 #define MAXLEN 257
