@@ -68,22 +68,28 @@ TGT static inline void SFX(schedule)(uint64_t key, SFX(keys) *ks)
     }
 }
 
-/* The ten rounds on blocks block .. block+2W-1 (counters (b lo, b hi, 0, 0)
- * as repro_philox_at with lane 0): a[w], b[w] hold word w, layout above.
- * The two halves are independent chains, so their multiplies overlap. */
-TGT static inline void SFX(rounds)(const SFX(keys) *ks, uint64_t block, VU64 a[4], VU64 b[4])
+/* The counters of blocks block .. block+2W-1, (b lo, b hi, 0, 0) as
+ * repro_philox_at with lane 0: h[0][w], h[1][w] hold word w, layout above. */
+TGT static inline void SFX(start)(uint64_t block, VU64 h[2][4])
 {
     const VU64 evens = {EVENS};
     VU64 ctr = SFX(splat64)(block) + evens; /* mod 2^64, as the scalar counter */
-    a[0] = ctr; /* low 32 bits: counter word 0 */
-    a[1] = ctr >> 32;
-    b[0] = ctr + 1u;
-    b[1] = b[0] >> 32;
-    a[2] = a[3] = b[2] = b[3] = SFX(splat64)(0);
+    h[0][0] = ctr; /* low 32 bits: counter word 0 */
+    h[0][1] = ctr >> 32;
+    h[1][0] = ctr + 1u;
+    h[1][1] = h[1][0] >> 32;
+    h[0][2] = h[0][3] = h[1][2] = h[1][3] = SFX(splat64)(0);
+}
+
+/* The ten rounds on those blocks (start): the two halves h[0], h[1] are
+ * independent chains, so their multiplies overlap. */
+TGT static inline void SFX(rounds)(const SFX(keys) *ks, uint64_t block, VU64 h[2][4])
+{
+    SFX(start)(block, h);
     const VU64 m0 = SFX(splat64)(0xD2511F53u), m1 = SFX(splat64)(0xCD9E8D57u);
     for (int round = 0; round < 10; round++) {
-        SFX(round)(a, m0, m1, ks->k[round][0], ks->k[round][1]);
-        SFX(round)(b, m0, m1, ks->k[round][0], ks->k[round][1]);
+        SFX(round)(h[0], m0, m1, ks->k[round][0], ks->k[round][1]);
+        SFX(round)(h[1], m0, m1, ks->k[round][0], ks->k[round][1]);
     }
 }
 
@@ -106,8 +112,9 @@ TGT static void SFX(blocks)(uint64_t key, uint64_t block, long n, uint32_t *out)
     SFX(keys) ks;
     SFX(schedule)(key, &ks);
     for (long i = 0; i < n; i += BLOCKS) {
-        VU64 a[4], b[4];
-        SFX(rounds)(&ks, block + (uint64_t)i, a, b);
+        VU64 h[2][4];
+        SFX(rounds)(&ks, block + (uint64_t)i, h);
+        const VU64 *a = h[0], *b = h[1];
         /* Words (0,1) and (2,3) of a block as one 64-bit lane each, then
          * blocks 2i and 2i+1 side by side: four vectors of whole blocks. */
         VU64 a01 = (a[0] & 0xFFFFFFFFu) | (a[1] << 32), a23 = (a[2] & 0xFFFFFFFFu) | (a[3] << 32);
@@ -126,18 +133,6 @@ TGT static void SFX(blocks)(uint64_t key, uint64_t block, long n, uint32_t *out)
         memcpy(to + 2 * BLOCKS, &o2, sizeof o2);
         memcpy(to + 3 * BLOCKS, &o3, sizeof o3);
     }
-}
-
-/* The counters of the step at block (as in rounds) in h[0..3]. */
-TGT static inline void SFX(start)(uint64_t block, VU64 h[2][4])
-{
-    const VU64 evens = {EVENS};
-    VU64 ctr = SFX(splat64)(block) + evens;
-    h[0][0] = ctr;
-    h[0][1] = ctr >> 32;
-    h[1][0] = ctr + 1u;
-    h[1][1] = h[1][0] >> 32;
-    h[0][2] = h[0][3] = h[1][2] = h[1][3] = SFX(splat64)(0);
 }
 
 /* Word 0 of every block of S steps (blocks block .. block + S*2W - 1),
@@ -215,8 +210,9 @@ SFX(normals_r)(uint64_t key, uint64_t block, long n, const int r, const uint32_t
     SFX(keys) ks;
     SFX(schedule)(key, &ks);
     for (long i = 0; i < n; i += BLOCKS) {
-        VU64 a[4], b[4];
-        SFX(rounds)(&ks, block + (uint64_t)i, a, b);
+        VU64 h[2][4];
+        SFX(rounds)(&ks, block + (uint64_t)i, h);
+        const VU64 *a = h[0], *b = h[1];
         VU32 s[8]; /* s[4 + w]: word w of each block; s[w]: of the block before */
 #pragma GCC unroll 4
         for (int w = 0; w < 4; w++) {
