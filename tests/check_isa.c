@@ -85,9 +85,11 @@ static void gemm_ref(int M, int N, int K, const float *A, long a_rs, long a_cs, 
 START_TEST(test_gemm_every_path)
 {
     /* K = 600 crosses the 256-deep cache blocks; 13 x 37 leaves tails on
-     * every tile shape (4, 6, 8 rows; 8, 16, 32 columns). */
-    const int shapes[][3] = {{13, 37, 600}, {64, 256, 97}, {7, 3, 5},   {33, 70, 257},
-                             {1, 1, 1},     {64, 10, 400}, {10, 128, 64}};
+     * every tile shape (4, 6, 8 rows; 8, 16, 32 columns); K = 10 runs
+     * panels as strips of whole tiles (40: with a tail after them). */
+    const int shapes[][3] = {{13, 37, 600}, {64, 256, 97}, {7, 3, 5},    {33, 70, 257},
+                             {1, 1, 1},     {64, 10, 400}, {10, 128, 64}, {64, 128, 10},
+                             {13, 40, 10},  {64, 400, 10}};
     repro_isa p[REPRO_ISA_COUNT];
     int np = tu_isa_paths(p);
     repro_pool *pool2;

@@ -20,9 +20,6 @@
 #include "ops.h"
 
 #include <string.h>
-#if defined(__SSE2__)
-#include <xmmintrin.h>
-#endif
 
 #include "scratch.h"
 #include "simd.h"
@@ -122,45 +119,12 @@ static void pack_a(const float *A, long a_rs, long a_cs, long m0, int rows, long
     }
 }
 
-/* Columns [0, cols & ~3) of a transposed panel, d[k*nr + j] = b[j*b_cs +
- * k], four columns by four k at a time through a 4x4 register transpose
- * (copies: no arithmetic); returns the columns done. */
-static long pack_b_transposed4(const float *b, long b_cs, long kc, long cols, int nr, float *d)
-{
-#if defined(__SSE2__)
-    long j = 0;
-    for (; j + 4 <= cols; j += 4) {
-        const float *r0 = b + j * b_cs, *r1 = r0 + b_cs, *r2 = r1 + b_cs, *r3 = r2 + b_cs;
-        long k = 0;
-        for (; k + 4 <= kc; k += 4) {
-            __m128 v0 = _mm_loadu_ps(r0 + k), v1 = _mm_loadu_ps(r1 + k);
-            __m128 v2 = _mm_loadu_ps(r2 + k), v3 = _mm_loadu_ps(r3 + k);
-            _MM_TRANSPOSE4_PS(v0, v1, v2, v3);
-            _mm_storeu_ps(d + k * nr + j, v0);
-            _mm_storeu_ps(d + (k + 1) * nr + j, v1);
-            _mm_storeu_ps(d + (k + 2) * nr + j, v2);
-            _mm_storeu_ps(d + (k + 3) * nr + j, v3);
-        }
-        for (; k < kc; k++) {
-            d[k * nr + j] = r0[k];
-            d[k * nr + j + 1] = r1[k];
-            d[k * nr + j + 2] = r2[k];
-            d[k * nr + j + 3] = r3[k];
-        }
-    }
-    return j;
-#else
-    (void)b, (void)b_cs, (void)kc, (void)cols, (void)nr, (void)d;
-    return 0;
-#endif
-}
-
 /* Panel p of Bp: [kc][nr] = B(k0 + k, n0 + p*nr + j) with B(k, n) =
  * B[k*b_rs + n*b_cs], columns past N as 0. Rows of B contiguous (b_cs = 1)
  * copy row pieces; a transposed B (b_rs = 1: linear's weights [out][in])
  * reads each column's run of k contiguously. */
-static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long n0, long ncols,
-                   int nr, float *Bp)
+static void pack_b(const repro_simd *s, const float *B, long b_rs, long b_cs, long k0, long kc,
+                   long n0, long ncols, int nr, float *Bp)
 {
     for (long p = 0; p * nr < ncols; p++) {
         long cols = lmin(nr, ncols - p * nr);
@@ -173,12 +137,15 @@ static void pack_b(const float *B, long b_rs, long b_cs, long k0, long kc, long 
             continue;
         }
         /* column outer: a transposed B (b_rs = 1: linear's weights) is read
-         * along each column's contiguous run of k; the writes land nr
-         * floats apart inside the panel, which stays in L1 */
+         * along each column's contiguous run of k, through the path's
+         * register transpose; the writes land nr floats apart inside the
+         * panel, which stays in L1 */
         const float *b = B + k0 * b_rs + (n0 + p * nr) * b_cs;
         long j = 0;
-        if (b_rs == 1)
-            j = pack_b_transposed4(b, b_cs, kc, cols, nr, d);
+        if (b_rs == 1) {
+            s->transpose(b, b_cs, kc, cols, d, nr);
+            j = cols;
+        }
         for (; j < nr; j++) {
             const float *bj = b + j * b_cs;
             if (j >= cols)
@@ -269,6 +236,31 @@ static long panel_start(long M, long np, long p)
     return p * (M / np) + lmin(p, M % np);
 }
 
+/* A short K whose B fits in L1 (the logits' backward data: K = 10, B 10 x
+ * 128 read in place): each panel of A runs its whole row of full-width
+ * tiles in one call (simd.h: gemm_strip_rows), without the engine's
+ * per-tile decisions and the tile's set-up each time, which for 10 k-steps
+ * cost about half as much as the products. Only the loop nest differs from
+ * gemm_serial_ex: every element's sum is the same, in the same order. */
+static void gemm_strips(const repro_simd *s, int M, long nt, int K, const float *A, long lda,
+                        const float *B, long ldb, float *C, long ldc, const float *bias,
+                        int accumulate)
+{
+    static const float zeros[REPRO_NR_MAX]; /* +0 */
+    int mr = s->mr_rows;
+    long np = (M + mr - 1) / mr;
+    const float *init = accumulate ? NULL : bias ? bias : zeros;
+    long istep = bias && !accumulate ? s->nr : 0;
+    for (long p = 0; p < np; p++) {
+        long m0 = panel_start(M, np, p);
+        s->gemm_strip_rows[panel_rows(M, np, p)](nt, K, A + m0 * lda, lda, B, ldb, C + m0 * ldc,
+                                                 ldc, init, istep);
+    }
+}
+
+/* The most floats of B (K x N) for gemm_strips: half of a 32 KiB L1. */
+#define STRIP_MAX_B 4096
+
 /* The serial engine, B(k, n) = B[k*b_rs + n*b_cs]. Loops as BLIS orders
  * them: per K block and group of up to MC_PANELS panels of A (packed once
  * for the group, or read in place), per nr-wide tile of B (packed: kc x
@@ -297,6 +289,14 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
      * mr_rows of them); a transposed one, or any under shards, packed */
     int in_place = !shard && a_cs == 1 && a_rs != 1;
     int mr = in_place ? s->mr_rows : s->mr, nr = s->nr;
+    if (in_place && b_cs == 1 && K <= KC && N >= nr && (long)K * N <= STRIP_MAX_B) {
+        long nt = N / nr; /* the full-width tiles in strips, the rest below */
+        gemm_strips(s, M, nt, K, A, a_rs, B, b_rs, C, ldc, bias, accumulate);
+        if (nt * nr < N)
+            gemm_serial_ex(M, (int)(N - nt * nr), K, A, a_rs, a_cs, B + nt * nr, b_rs, b_cs,
+                           C + nt * nr, ldc, bias ? bias + nt * nr : NULL, accumulate, shard);
+        return;
+    }
     long np = (M + mr - 1) / mr;
     /* panels per group: a packed group stays in L2; an A read in place is
      * no copy, and a sharded one (a weight gradient: K is one batch) is
@@ -344,7 +344,7 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
                 if (b_cs == 1 && cols == nr && (in_place || g1 - g0 < 4))
                     bt = B + k0 * b_rs + n, ldbt = b_rs;
                 else
-                    pack_b(B, b_rs, b_cs, k0, kc, n, cols, nr, Bp);
+                    pack_b(s, B, b_rs, b_cs, k0, kc, n, cols, nr, Bp);
                 for (long p = 0; p < g1 - g0; p++) {
                     float *c = C + pm0[p] * ldc + n;
                     const float *at = in_place ? A + pm0[p] * a_rs + k0 : Ap + (pm0[p] - gm0) * kc;
@@ -358,16 +358,6 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
             }
         }
     }
-}
-
-/* dst[i*ldd + j] = src[j*lds + i] for i < rows, j < cols: 4 x 4 blocks
- * through the register transpose, the edges one by one (copies only). */
-static void transpose_copy(const float *src, long lds, long rows, long cols, float *dst, long ldd)
-{
-    long j = pack_b_transposed4(src, lds, rows, cols, ldd, dst);
-    for (; j < cols; j++)
-        for (long i = 0; i < rows; i++)
-            dst[i * ldd + j] = src[j * lds + i];
 }
 
 /* The same C computed as its transpose, C^T = B^T A^T, in a per-thread
@@ -385,17 +375,22 @@ static void gemm_serial_transposed(int M, int N, int K, const float *A, long a_r
         gemm_serial_ex(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, bias, accumulate, shard);
         return;
     }
+    const repro_simd *s = repro_simd_get();
     if (accumulate)
-        transpose_copy(C, ldc, N, M, T, M);
+        s->transpose(C, ldc, N, M, T, M);
     else if (!shard)
         for (long n = 0; n < N; n++) {
-            float v = bias ? bias[n] : 0.0f;
-            for (long m = 0; m < M; m++)
-                T[n * M + m] = v;
+            v4f v = v4_splat(bias ? bias[n] : 0.0f);
+            float *t = T + n * M;
+            long m = 0;
+            for (; m + 4 <= M; m += 4)
+                v4_store(t + m, v);
+            for (; m < M; m++)
+                t[m] = v[0];
         }
     gemm_serial_ex(N, M, K, B, b_cs, b_rs, A, a_cs, a_rs, T, M, NULL, shard ? accumulate : 1,
                    shard);
-    transpose_copy(T, M, M, N, C, ldc);
+    s->transpose(T, M, M, N, C, ldc);
 }
 
 /* Whether C^T = B^T A^T is the cheaper way for this shape on this path, in

@@ -45,12 +45,23 @@ typedef struct {
      * no packing); the same sums in the same order. */
     void (*gemm_tile_rows[REPRO_MR_MAX + 1])(long kc, const float *A, long lda, const float *Bp,
                                              long ldb, float *C, long ldc, const float *init);
+    /* nt gemm_tile_rows side by side along N in one call: tile t reads
+     * B + t*nr and writes C + t*nr, starting from init + t*istep (init
+     * NULL: C's running sums). For a short K (the logits' backward data,
+     * K = 10) the per-tile call and set-up cost as much as the products. */
+    void (*gemm_strip_rows[REPRO_MR_MAX + 1])(long nt, long kc, const float *A, long lda,
+                                              const float *B, long ldb, float *C, long ldc,
+                                              const float *init, long istep);
     /* The sharded register tile: K (kc) cut into shards of S (the last one
      * may be short); shard q's partial Pq[r][j] = +0 + Ap[k*n + r]*Bp[k*ldb
      * + j] over its k ascending, and T[r][j] (row stride ldt) becomes P0,
      * then T + P1, T + P2 ... in shard order (T's old value is not read). */
     void (*gemm_tile_shards[REPRO_MR_MAX + 1])(long kc, long S, const float *Ap, const float *Bp,
                                                long ldb, float *T, long ldt);
+    /* dst[i*ldd + j] = src[j*lds + i] for i < rows, j < cols: a copy (no
+     * arithmetic) through register transposes of the path's width, for
+     * the GEMM's packing of a B read across k and its turned-around C. */
+    void (*transpose)(const float *src, long lds, long rows, long cols, float *dst, long ldd);
     /* A direct convolution tile: 4 channels g x 2 rows r x `lanes` columns
      * l, out[g*ldg + r*ldr + l] = init[g] + wt[t*4 + g] * in[t_off[t] +
      * r*ws + l] for t = 0 .. nt-1 in that order. */

@@ -34,7 +34,7 @@ TGT static inline VF SFX(splat)(float a)
     return v;
 }
 
-/* ---- GEMM register tiles (simd.h: gemm_tile, gemm_tile_rows, gemm_tile_shards)
+/* ---- GEMM register tiles (simd.h: gemm_tile, gemm_tile_rows, gemm_strip_rows, gemm_tile_shards)
  * One tile per row count n = 1 .. MR (ROWS_n(X) = X(0) ... X(n-1)), each n
  * rows x 2 vectors of C in 2n accumulators, so a panel of any height runs
  * without zero rows (a 10-row weight gradient ran on a 16-row tile). Per
@@ -101,7 +101,8 @@ TGT static inline VF SFX(splat)(float a)
         }                                                                              \
         ROWS_##n(TILE_STORE)                                                           \
     }                                                                                  \
-    TGT static void SFX(gemm_tile_rows_##n)(long kc, const float *A, long lda,          \
+    TGT static inline __attribute__((always_inline)) void SFX(gemm_tile_rows_##n)(       \
+        long kc, const float *A, long lda,                                             \
                                             const float *Bp, long ldb, float *C,       \
                                             long ldc, const float *init)               \
     {                                                                                  \
@@ -114,6 +115,14 @@ TGT static inline VF SFX(splat)(float a)
             ROWS_##n(ROWS_STEP)                                                        \
         }                                                                              \
         ROWS_##n(TILE_STORE)                                                           \
+    }                                                                                  \
+    TGT static void SFX(gemm_strip_rows_##n)(long nt, long kc, const float *A, long lda,  \
+                                             const float *B, long ldb, float *C,       \
+                                             long ldc, const float *init, long istep)  \
+    {                                                                                  \
+        for (long t = 0; t < nt; t++, B += 2 * LANES, C += 2 * LANES)                  \
+            SFX(gemm_tile_rows_##n)(kc, A, lda, B, ldb, C, ldc,                        \
+                                    init ? init + t * istep : NULL);                   \
     }                                                                                  \
     TGT static void SFX(gemm_tile_shards_##n)(long kc, long S, const float *Ap,         \
                                               const float *Bp, long ldb, float *T,     \
@@ -156,9 +165,11 @@ GEMM_TILES(12)
 #define GEMM_ENTRY(n) [n] = SFX(gemm_tile_##n),
 #define GEMM_ROWS_ENTRY(n) [n] = SFX(gemm_tile_rows_##n),
 #define GEMM_SHARDS_ENTRY(n) [n] = SFX(gemm_tile_shards_##n),
+#define GEMM_STRIP_ENTRY(n) [n] = SFX(gemm_strip_rows_##n),
 #define GEMM_TABLES                                                                    \
     .gemm_tile = {MR_ENTRIES(GEMM_ENTRY)}, .gemm_tile_rows = {MR_ENTRIES(GEMM_ROWS_ENTRY)}, \
-    .gemm_tile_shards = {MR_ENTRIES(GEMM_SHARDS_ENTRY)}
+    .gemm_tile_shards = {MR_ENTRIES(GEMM_SHARDS_ENTRY)},                                \
+    .gemm_strip_rows = {MR_ENTRIES(GEMM_STRIP_ENTRY)}
 #if MR == 4
 #define MR_ENTRIES(X) X(1) X(2) X(3) X(4)
 #elif MR == 6
@@ -428,6 +439,9 @@ TGT static void SFX(rowsum)(long nrows, long nv, const float *base, long row, fl
 }
 
 #undef VF
+
+/* The transposing copy (packing B across k, turning C around). */
+#include "simd_transpose_tmpl.h"
 
 /* The elementwise loops (relu, optimizers, scaling) on the same vectors. */
 #include "simd_pointwise_tmpl.h"
