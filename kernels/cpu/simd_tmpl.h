@@ -94,7 +94,7 @@ TGT static inline VF SFX(splat)(float a)
         VF i0 = SFX(splat)(0.0f), i1 = i0;                                             \
         if (init)                                                                      \
             i0 = SFX(ld)(init), i1 = SFX(ld)(init + LANES);                            \
-        ROWS_##n(TILE_LOAD) for (long k = 0; k < kc; k++, Ap += (n), Bp += ldb)        \
+        ROWS_##n(TILE_LOAD) _Pragma("GCC unroll 4") for (long k = 0; k < kc; k++, Ap += (n), Bp += ldb) \
         {                                                                              \
             VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);                             \
             ROWS_##n(TILE_STEP)                                                        \
@@ -109,7 +109,7 @@ TGT static inline VF SFX(splat)(float a)
         VF i0 = SFX(splat)(0.0f), i1 = i0;                                             \
         if (init)                                                                      \
             i0 = SFX(ld)(init), i1 = SFX(ld)(init + LANES);                            \
-        ROWS_##n(TILE_LOAD) for (long k = 0; k < kc; k++, A++, Bp += ldb)              \
+        ROWS_##n(TILE_LOAD) _Pragma("GCC unroll 4") for (long k = 0; k < kc; k++, A++, Bp += ldb) \
         {                                                                              \
             VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);                             \
             ROWS_##n(ROWS_STEP)                                                        \
@@ -130,7 +130,7 @@ TGT static inline VF SFX(splat)(float a)
     {                                                                                  \
         for (long q0 = 0; q0 < kc; q0 += S) {                                          \
             ROWS_##n(SHARD_ZERO) long k1 = q0 + S < kc ? q0 + S : kc;                  \
-            for (long k = q0; k < k1; k++, Ap += (n), Bp += ldb) {                     \
+            _Pragma("GCC unroll 4") for (long k = q0; k < k1; k++, Ap += (n), Bp += ldb) { \
                 VF b0 = SFX(ld)(Bp), b1 = SFX(ld)(Bp + LANES);                         \
                 ROWS_##n(TILE_STEP)                                                    \
             }                                                                          \
