@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/philox.h"
+#include "kernels/shared/mathx.h"
 #include "testutil.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -1368,6 +1369,31 @@ START_TEST(test_softmax_xent)
 }
 END_TEST
 
+/* Rows longer than the 16 exps a row keeps (softmax.h) compute the rest
+ * again: bit for bit the probabilities of repro_hd_exp's own formula. */
+START_TEST(test_softmax_long_row)
+{
+    enum { C = 40 };
+    float *z = frand_new(C, 211), probs[C];
+    for (int j = 0; j < C; j++)
+        z[j] *= 6.0f;
+    int32_t label = 31;
+    repro_softmax_xent_forward(z, &label, probs, 1, C);
+    float mx = z[0];
+    for (int j = 1; j < C; j++)
+        mx = z[j] > mx ? z[j] : mx;
+    double s = 0.0;
+    for (int j = 0; j < C; j++)
+        s += repro_hd_exp((double)z[j] - (double)mx);
+    for (int j = 0; j < C; j++) {
+        float want = (float)(repro_hd_exp((double)z[j] - (double)mx) / s);
+        ck_assert_msg(memcmp(&probs[j], &want, sizeof want) == 0, "prob %d: %a vs %a", j,
+                      probs[j], want);
+    }
+    free(z);
+}
+END_TEST
+
 /* ---- optimizers --------------------------------------------------------------- */
 
 START_TEST(test_sgd)
@@ -1569,6 +1595,7 @@ Suite *kernels_suite(void)
     tcase_add_test(tc, test_dropout_finite_diff);
     tcase_add_test(tc, test_dropout_mask_rule);
     tcase_add_test(tc, test_softmax_xent);
+    tcase_add_test(tc, test_softmax_long_row);
     suite_add_tcase(s, tc);
     tc = tcase_create("optimizers");
     tcase_add_test(tc, test_sgd);

@@ -15,11 +15,18 @@ static inline REPRO_HD double repro_hd_softmax_row(const float *z, float *pr, in
     for (int j = 1; j < C; j++) /* NaN never becomes max; it shows up below */
         if (z[j] > mx)
             mx = z[j];
-    double sum = 0.0;
+    /* each e_j kept from the sum for the quotient where the row is short
+     * (the 10 logits: half the exps); a longer row computes them again,
+     * the same function of the same input, so the same bits either way */
+    double e[16], sum = 0.0;
+    for (int j = 0; j < C; j++) {
+        double ej = repro_hd_exp((double)z[j] - (double)mx);
+        if (j < 16)
+            e[j] = ej;
+        sum += ej;
+    }
     for (int j = 0; j < C; j++)
-        sum += repro_hd_exp((double)z[j] - (double)mx);
-    for (int j = 0; j < C; j++)
-        pr[j] = (float)(repro_hd_exp((double)z[j] - (double)mx) / sum);
+        pr[j] = (float)((j < 16 ? e[j] : repro_hd_exp((double)z[j] - (double)mx)) / sum);
     return repro_hd_log(sum) - ((double)z[label] - (double)mx);
 }
 
