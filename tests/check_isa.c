@@ -171,7 +171,7 @@ START_TEST(test_gemm_sharded_every_path)
 {
     const int shapes[][4] = {{256, 784, 64, 16}, {13, 37, 48, 16}, {7, 3, 6, 3},
                              {33, 70, 256, 32}, {20, 40, 300, 4}, {6, 16, 16, 1},
-                             {10, 400, 64, 16}, {256, 5, 64, 16}};
+                             {10, 400, 64, 16}, {256, 5, 64, 16}, {10, 128, 64, 16}};
     repro_isa p[REPRO_ISA_COUNT];
     int np = tu_isa_paths(p);
     repro_pool *pool2;

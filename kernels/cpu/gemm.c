@@ -258,6 +258,28 @@ static void gemm_strips(const repro_simd *s, int M, long nt, int K, const float 
     }
 }
 
+/* A sharded gradient of fewer than 4 panels (the logits' weight gradient:
+ * 10 rows) with B's rows read in place, as gemm_serial_ex would read them:
+ * each packed panel runs its whole row of nt full-width tiles in one call
+ * (simd.h: gemm_strip_shards), C written, never read. The same sums, in
+ * the same shard order, as the engine's own loop. */
+static void gemm_shard_strips(const repro_simd *s, int M, long np, long nt, int K,
+                              const float *A, long a_rs, long a_cs, const float *B, long ldb,
+                              float *C, long ldc, int shard)
+{
+    float *Ap = repro_scratch(REPRO_SCRATCH_GEMM_A, (size_t)KC * M);
+    if (!Ap) {
+        gemm_plain_sharded(M, (int)(nt * s->nr), K, A, a_rs, a_cs, B, ldb, 1, C, ldc, shard, 0);
+        return;
+    }
+    for (long p = 0; p < np; p++) {
+        long m0 = panel_start(M, np, p);
+        int rows = panel_rows(M, np, p);
+        pack_a(A, a_rs, a_cs, m0, rows, 0, K, Ap);
+        s->gemm_strip_shards[rows](nt, K, shard, Ap, B, ldb, C + m0 * ldc, ldc);
+    }
+}
+
 /* The most floats of B (K x N) for gemm_strips: half of a 32 KiB L1. */
 #define STRIP_MAX_B 4096
 
@@ -298,6 +320,13 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
         return;
     }
     long np = (M + mr - 1) / mr;
+    if (shard && !accumulate && b_cs == 1 && K <= KC && N >= nr && np < 4) {
+        gemm_shard_strips(s, M, np, N / nr, K, A, a_rs, a_cs, B, b_rs, C, ldc, shard);
+        if (N % nr)
+            gemm_serial_ex(M, N % nr, K, A, a_rs, a_cs, B + N / nr * nr, b_rs, b_cs,
+                           C + N / nr * nr, ldc, NULL, accumulate, shard);
+        return;
+    }
     /* panels per group: a packed group stays in L2; an A read in place is
      * no copy, and a sharded one (a weight gradient: K is one batch) is
      * small, so their groups are larger (the B tile packed fewer times) */

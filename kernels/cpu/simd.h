@@ -58,6 +58,11 @@ typedef struct {
      * then T + P1, T + P2 ... in shard order (T's old value is not read). */
     void (*gemm_tile_shards[REPRO_MR_MAX + 1])(long kc, long S, const float *Ap, const float *Bp,
                                                long ldb, float *T, long ldt);
+    /* nt gemm_tile_shards side by side along N in one call, B read in
+     * place: tile t reads B + t*nr and writes T + t*nr (a gradient of few
+     * rows, the logits' 10: the engine's per-tile work cost a tenth). */
+    void (*gemm_strip_shards[REPRO_MR_MAX + 1])(long nt, long kc, long S, const float *Ap,
+                                                const float *B, long ldb, float *T, long ldt);
     /* dst[i*ldd + j] = src[j*lds + i] for i < rows, j < cols: a copy (no
      * arithmetic) through register transposes of the path's width, for
      * the GEMM's packing of a B read across k and its turned-around C. */

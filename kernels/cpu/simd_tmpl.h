@@ -124,9 +124,8 @@ TGT static inline VF SFX(splat)(float a)
             SFX(gemm_tile_rows_##n)(kc, A, lda, B, ldb, C, ldc,                        \
                                     init ? init + t * istep : NULL);                   \
     }                                                                                  \
-    TGT static void SFX(gemm_tile_shards_##n)(long kc, long S, const float *Ap,         \
-                                              const float *Bp, long ldb, float *T,     \
-                                              long ldt)                                \
+    TGT static inline __attribute__((always_inline)) void SFX(gemm_tile_shards_##n)(     \
+        long kc, long S, const float *Ap, const float *Bp, long ldb, float *T, long ldt) \
     {                                                                                  \
         for (long q0 = 0; q0 < kc; q0 += S) {                                          \
             ROWS_##n(SHARD_ZERO) long k1 = q0 + S < kc ? q0 + S : kc;                  \
@@ -140,6 +139,13 @@ TGT static inline VF SFX(splat)(float a)
                 ROWS_##n(SHARD_ADD)                                                    \
             }                                                                          \
         }                                                                              \
+    }                                                                                  \
+    TGT static void SFX(gemm_strip_shards_##n)(long nt, long kc, long S, const float *Ap, \
+                                               const float *B, long ldb, float *T,     \
+                                               long ldt)                               \
+    {                                                                                  \
+        for (long t = 0; t < nt; t++, B += 2 * LANES, T += 2 * LANES)                  \
+            SFX(gemm_tile_shards_##n)(kc, S, Ap, B, ldb, T, ldt);                      \
     }
 
 GEMM_TILES(1)
@@ -166,10 +172,12 @@ GEMM_TILES(12)
 #define GEMM_ROWS_ENTRY(n) [n] = SFX(gemm_tile_rows_##n),
 #define GEMM_SHARDS_ENTRY(n) [n] = SFX(gemm_tile_shards_##n),
 #define GEMM_STRIP_ENTRY(n) [n] = SFX(gemm_strip_rows_##n),
+#define GEMM_STRIP_SHARDS_ENTRY(n) [n] = SFX(gemm_strip_shards_##n),
 #define GEMM_TABLES                                                                    \
     .gemm_tile = {MR_ENTRIES(GEMM_ENTRY)}, .gemm_tile_rows = {MR_ENTRIES(GEMM_ROWS_ENTRY)}, \
     .gemm_tile_shards = {MR_ENTRIES(GEMM_SHARDS_ENTRY)},                                \
-    .gemm_strip_rows = {MR_ENTRIES(GEMM_STRIP_ENTRY)}
+    .gemm_strip_rows = {MR_ENTRIES(GEMM_STRIP_ENTRY)},                                  \
+    .gemm_strip_shards = {MR_ENTRIES(GEMM_STRIP_SHARDS_ENTRY)}
 #if MR == 4
 #define MR_ENTRIES(X) X(1) X(2) X(3) X(4)
 #elif MR == 6
