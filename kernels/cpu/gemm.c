@@ -242,13 +242,11 @@ static long panel_start(long M, long np, long p)
  * per-tile decisions and the tile's set-up each time, which for 10 k-steps
  * cost about half as much as the products. Only the loop nest differs from
  * gemm_serial_ex: every element's sum is the same, in the same order. */
-static void gemm_strips(const repro_simd *s, int M, long nt, int K, const float *A, long lda,
-                        const float *B, long ldb, float *C, long ldc, const float *bias,
+static void gemm_strips(const repro_simd *s, int M, long np, long nt, int K, const float *A,
+                        long lda, const float *B, long ldb, float *C, long ldc, const float *bias,
                         int accumulate)
 {
     static const float zeros[REPRO_NR_MAX]; /* +0 */
-    int mr = s->mr_rows;
-    long np = (M + mr - 1) / mr;
     const float *init = accumulate ? NULL : bias ? bias : zeros;
     long istep = bias && !accumulate ? s->nr : 0;
     for (long p = 0; p < np; p++) {
@@ -311,20 +309,19 @@ static void gemm_serial_ex(int M, int N, int K, const float *A, long a_rs, long 
      * mr_rows of them); a transposed one, or any under shards, packed */
     int in_place = !shard && a_cs == 1 && a_rs != 1;
     int mr = in_place ? s->mr_rows : s->mr, nr = s->nr;
-    if (in_place && b_cs == 1 && K <= KC && N >= nr && (long)K * N <= STRIP_MAX_B) {
+    long np = (M + mr - 1) / mr;
+    /* strips: B's rows in place, one K block, at least one full-width tile */
+    int strips = b_cs == 1 && K <= KC && N >= nr;
+    int rows_strips = strips && in_place && (long)K * N <= STRIP_MAX_B;
+    if (rows_strips || (strips && shard && !accumulate && np < 4)) {
         long nt = N / nr; /* the full-width tiles in strips, the rest below */
-        gemm_strips(s, M, nt, K, A, a_rs, B, b_rs, C, ldc, bias, accumulate);
+        if (rows_strips)
+            gemm_strips(s, M, np, nt, K, A, a_rs, B, b_rs, C, ldc, bias, accumulate);
+        else
+            gemm_shard_strips(s, M, np, nt, K, A, a_rs, a_cs, B, b_rs, C, ldc, shard);
         if (nt * nr < N)
             gemm_serial_ex(M, (int)(N - nt * nr), K, A, a_rs, a_cs, B + nt * nr, b_rs, b_cs,
                            C + nt * nr, ldc, bias ? bias + nt * nr : NULL, accumulate, shard);
-        return;
-    }
-    long np = (M + mr - 1) / mr;
-    if (shard && !accumulate && b_cs == 1 && K <= KC && N >= nr && np < 4) {
-        gemm_shard_strips(s, M, np, N / nr, K, A, a_rs, a_cs, B, b_rs, C, ldc, shard);
-        if (N % nr)
-            gemm_serial_ex(M, N % nr, K, A, a_rs, a_cs, B + N / nr * nr, b_rs, b_cs,
-                           C + N / nr * nr, ldc, NULL, accumulate, shard);
         return;
     }
     /* panels per group: a packed group stays in L2; an A read in place is
