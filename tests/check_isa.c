@@ -387,13 +387,17 @@ static void check_maxpool_planes(int H, int W, size_t d, long nan_every);
 
 START_TEST(test_maxpool_wide_planes)
 {
-    /* 2x2 windows eight (AVX2) and four at a time: wide planes (26 -> 13
-     * is 8 + 4 + one window; 40 -> 20 is 8 + 8 + 4; 34 -> 17 is 8 + 8 +
-     * one), ties, NaNs and signed zeros against the scan rule, with and
-     * without NaNs; backward against zero-and-scatter, also with an argmax
-     * outside its window, and odd sizes whose last row and column are in no
-     * window. Every vector path the CPU has. */
-    const int dims[][2] = {{26, 26}, {11, 13}, {8, 9}, {7, 5}, {5, 17}, {2, 2}, {4, 40}, {6, 34}};
+    /* 2x2 windows sixteen (AVX-512), eight (AVX2) and four at a time:
+     * wide planes (26 -> 13 is 8 + 4 + one window, or one vector; 40 -> 20
+     * is 8 + 8 + 4, or 16 + 4; 34 -> 17 is 8 + 8 + one, or 16 + one),
+     * short rows several to a vector on AVX-512 (11 x 11 -> two rows of 5
+     * and a last one alone; 10 x 6 -> three rows of 3, then two; 8 x 9,
+     * 7 x 5, 2 x 2), ties, NaNs and signed zeros against the scan rule,
+     * with and without NaNs; backward against zero-and-scatter, also with
+     * an argmax outside its window, and odd sizes whose last row and
+     * column are in no window. Every vector path the CPU has. */
+    const int dims[][2] = {{26, 26}, {11, 13}, {8, 9},  {7, 5},   {5, 17},
+                           {2, 2},   {4, 40},  {6, 34}, {11, 11}, {10, 6}};
     repro_isa p[REPRO_ISA_COUNT];
     int np = tu_isa_paths(p);
     for (int i = 0; i < np; i++) {

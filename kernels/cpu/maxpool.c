@@ -12,6 +12,7 @@
 
 #include "kernels/isa.h"
 #include "kernels/shared/pointwise.h"
+#include "maxpool_k2.h"
 #include "simd.h"
 
 enum { PLANE_FLOATS = 4096 };
@@ -19,6 +20,7 @@ enum { PLANE_FLOATS = 4096 };
 typedef struct {
     int H, W, k, OH, OW;
     int avx2;               /* 2x2 windows eight at a time (kernels/isa.h) */
+    int avx512;             /* 2x2 planes on the AVX-512 path (maxpool_k2.h) */
     long planes, per_chunk; /* B * C planes, planes_per_chunk of them a chunk */
     const float *x, *dy;
     const float *pool_y; /* backward: the pool's output, for the ReLU before it (fused), or NULL */
@@ -260,12 +262,16 @@ static void fwd_chunk(void *vctx, long chunk)
 {
     const pool_ctx *p = vctx;
     long end = (chunk + 1) * p->per_chunk < p->planes ? (chunk + 1) * p->per_chunk : p->planes;
-    for (long plane = chunk * p->per_chunk; plane < end; plane++) {
-        fwd_plane(p, plane);
-        if (p->relu) /* in place, one vector at a time (a branch per element mispredicts) */
-            p->relu->relu_fwd(p->y + plane * p->OH * p->OW, p->y + plane * p->OH * p->OW,
-                              (long)p->OH * p->OW);
+    long start = chunk * p->per_chunk, out = (long)p->OH * p->OW;
+    if (p->avx512) { /* the ReLU applied as each maximum is stored */
+        repro_maxpool_k2_avx512_fwd(p->x + start * p->H * p->W, end - start, p->H, p->W,
+                                    p->y + start * out, p->argmax + start * out, !!p->relu);
+        return;
     }
+    for (long plane = start; plane < end; plane++)
+        fwd_plane(p, plane);
+    if (p->relu) /* in place, the chunk's planes at once (a branch per element mispredicts) */
+        p->relu->relu_fwd(p->y + start * out, p->y + start * out, (end - start) * out);
 }
 
 static void bwd_chunk(void *vctx, long chunk)
@@ -293,6 +299,7 @@ static void pool_forward(repro_pool *pool, int B, int C, int H, int W, int k, co
                   .x = x, .y = y, .argmax = argmax, .relu = relu ? repro_simd_get() : NULL};
     /* the AVX-512 path too: eight windows fill one 256-bit register */
     p.avx2 = repro_isa_current() != REPRO_ISA_SSE2 && repro_isa_supported(REPRO_ISA_AVX2);
+    p.avx512 = k == 2 && repro_maxpool_k2_avx512_on();
     repro_pool_run(pool, chunking(&p, B, C), fwd_chunk, &p);
 }
 
