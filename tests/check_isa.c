@@ -325,10 +325,11 @@ static void check_conv_shape(const repro_conv_shape *s, repro_pool *pool, int in
 START_TEST(test_conv_every_path)
 {
     /* The CNN's two shapes, padding, a 5x5 kernel and odd widths that leave
-     * partial vectors in every strip. */
+     * partial vectors in every strip; 7 filters of 26 columns: AVX-512's
+     * group of four filters, then the rest two and one at a time. */
     const repro_conv_shape shapes[] = {{3, 1, 28, 28, 8, 3, 0}, {2, 8, 13, 13, 16, 3, 0},
                                        {2, 3, 9, 11, 5, 3, 1},  {2, 2, 12, 37, 3, 5, 2},
-                                       {1, 2, 4, 4, 2, 3, 2}};
+                                       {1, 2, 4, 4, 2, 3, 2},   {2, 2, 28, 28, 7, 3, 0}};
     repro_pool *pool;
     ck_assert_int_eq(repro_pool_new(&pool, 2), 0);
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)

@@ -796,7 +796,9 @@ START_TEST(test_conv_filter_sharded_equals_shard_buffers)
                  /* 16 and 8 filters, padded, 9 and 8 columns: the lanes
                   * across filters (one or two vectors), their column
                   * groups' tails */
-                 {{2, 3, 6, 9, 16, 3, 1}, 4},   {{2, 4, 5, 8, 8, 3, 1}, 2}};
+                 {{2, 3, 6, 9, 16, 3, 1}, 4},   {{2, 4, 5, 8, 8, 3, 1}, 2},
+                 /* 7 filters of 26 columns: a group of four, then three */
+                 {{4, 1, 28, 28, 7, 3, 0}, 2}};
     repro_pool *pools[NPOOLS];
     pools_new(pools);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

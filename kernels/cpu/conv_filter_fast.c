@@ -3,7 +3,7 @@
  * with vector lanes across output columns (column strips) or across
  * filters (lanes across the filters), never across the terms of one sum.
  * Determinism argument: every output element is written by exactly one
- * chunk (the rows of two filters for one channel c, plus their db in the
+ * chunk (the rows of a group of filters for one channel c, plus their db in the
  * c = 0 chunk; under the shard rule one shard's partial sums per chunk, or
  * its biases in a chunk of their own, added in shard order after the
  * chunks), chunk boundaries depend only on
@@ -36,7 +36,7 @@ static inline long lmin(long a, long b) { return a < b ? a : b; }
  * a row). dy is read in place: a partial strip's last lanes read into the
  * next row and are dropped, and only the very last row of dy, which has no
  * next row, goes through a copy (see last_row). */
-enum { FAST_COLS = 1024, FAST_R = 8 };
+enum { FAST_COLS = 1024, FAST_R = 8, FAST_K = 4 /* the most filters a group: colsum_nk */ };
 
 typedef struct {
     const conv_ctx *cx;         /* cx->s: one shard's shape (B = its samples) */
@@ -51,7 +51,20 @@ typedef struct {
     long part_len;
     float *dyT;   /* lanes across filters (klanes_chunk): dy transposed, or NULL */
     int x_in_place; /* klanes_chunk, unpadded: x read where it is (x_off into cx->x) */
+    int group;      /* filters a chunk takes at once (the path's colsum_nk) */
 } bwdf_ctx;
+
+/* The groups of f->group filters (the last may be smaller). */
+static long groups_of(const bwdf_ctx *f)
+{
+    return (f->cx->s->K + f->group - 1) / f->group;
+}
+
+/* The filters of the group starting at k0. */
+static int group_size(const bwdf_ctx *f, long k0)
+{
+    return (int)lmin(f->group, f->cx->s->K - k0);
+}
 
 enum { TAIL_ROWS = 8 };
 
@@ -61,7 +74,7 @@ static void colsum_copied_rows(const bwdf_ctx *f, int nk, int nv, long j0, long 
                                const float *dys, long dy_k, long n, long w, const float *xs,
                                float *acc)
 {
-    float rows[2 * TAIL_ROWS * 3 * 16]; /* nk x g rows of w <= 3 vectors of the widest path */
+    float rows[FAST_K * TAIL_ROWS * 3 * 16]; /* nk x g rows of w <= 3 vectors of the widest path */
     long offs[TAIL_ROWS];
     for (long i = 0; i < g; i++) {
         offs[i] = i * w;
@@ -73,7 +86,8 @@ static void colsum_copied_rows(const bwdf_ctx *f, int nk, int nv, long j0, long 
 }
 
 /* Filters k0 .. k0+nk-1, channel c, row ry over shard q's samples:
- * res[kk * R + rx] = start (NULL: +0) + the column sums in ascending ox. */
+ * res[kk * R + rx] = start (NULL: +0) + the column sums in ascending ox
+ * (each strip's columns folded as it ends: the strips run in ascending ox). */
 static void filter_rows(const bwdf_ctx *f, long k0, int nk, long c, long ry, long q,
                         const float *start, float *res)
 {
@@ -84,9 +98,11 @@ static void filter_rows(const bwdf_ctx *f, long k0, int nk, long c, long ry, lon
     long dy_len = (long)s->B * s->K * dy_k; /* floats of the shard's dy */
     const float *xb = f->xpad + (c * f->nq + q) * s->B * f->Hp * f->Wp + ry * f->Wp;
     const float *dyb = cx->dy + q * dy_len + k0 * dy_k;
-    /* Two filters: strips of 2 vectors (their register path); one: 3. */
-    long strip = (nk == 2 ? 2 : 3) * lanes;
-    float col[2 * FAST_R * FAST_COLS], acc[2 * FAST_R * 3 * 16];
+    /* Two or more filters: strips of 2 vectors (their register paths); one: 3. */
+    long strip = (nk >= 2 ? 2 : 3) * lanes;
+    float acc[FAST_K * FAST_R * 3 * 16];
+    for (long kr = 0; kr < nk * R; kr++)
+        res[kr] = start ? start[kr] : 0.0f;
     for (long s0 = 0; s0 < OW; s0 += strip) {
         long n = lmin(strip, OW - s0);
         int nv = (int)((n + lanes - 1) / lanes);
@@ -106,13 +122,8 @@ static void filter_rows(const bwdf_ctx *f, long k0, int nk, long c, long ry, lon
             colsum_copied_rows(f, nk, nv, j0, lmin(TAIL_ROWS, nrows - j0), dyb + s0, dy_k, n, w,
                                xb + s0, acc);
         for (long kr = 0; kr < nk * R; kr++) /* kr = kk * R + rx */
-            memcpy(col + kr * OW + s0, acc + kr * w, (size_t)n * sizeof *col);
-    }
-    for (long kr = 0; kr < nk * R; kr++) {
-        float a = start ? start[kr] : 0.0f;
-        for (long ox = 0; ox < OW; ox++)
-            a = a + col[kr * OW + ox];
-        res[kr] = a;
+            for (long ox = 0; ox < n; ox++)
+                res[kr] = res[kr] + acc[kr * w + ox];
     }
 }
 
@@ -128,11 +139,11 @@ static void filter_rows_of_shard(const bwdf_ctx *f, long k0, int nk, long c, lon
         filter_rows(f, k0, nk, c, ry0 + i, q, start ? start + i * per : NULL, res + i * per);
 }
 
-/* Chunk (kp, c, ry0): filters k = 2kp and 2kp + 1 (the last alone when K
- * is odd), so each row of x is loaded once for both (simd.h: colsum),
- * filter rows ry0 .. ry0 + nry - 1 (all R, or one each where the filters
- * and channels make few chunks: the models' first convolution has 4
- * pairs, one channel). Sharded, the chunk runs every shard in turn and sums them
+/* Chunk (kg, c, ry0): the group of filters from k = kg * f->group (the
+ * last group smaller when K is not a multiple), so each row of x is
+ * loaded once for all of them (simd.h: colsum), filter rows ry0 .. ry0 +
+ * nry - 1 (all R, or one each where the groups and channels make few
+ * chunks: the models' first convolution has 2 to 4 groups, one channel). Sharded, the chunk runs every shard in turn and sums them
  * in shard order (dw = P_0, then dw + P_1, ...; with accumulate the old dw
  * + that sum): the adds the model's shard buffers get, in one job instead
  * of one per shard plus the adds. */
@@ -142,10 +153,10 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
     const conv_ctx *cx = f->cx;
     const repro_conv_shape *s = cx->s;
     long C = s->C, R = s->R, K = s->K, nry = f->nry, nrc = R / nry;
-    long ry0 = chunk % nrc * nry, c = chunk / nrc % C, k0 = 2 * (chunk / (nrc * C));
-    int nk = k0 + 1 < K ? 2 : 1;
+    long ry0 = chunk % nrc * nry, c = chunk / nrc % C, k0 = f->group * (chunk / (nrc * C));
+    int nk = group_size(f, k0);
     long dy_q = (long)s->B * K * repro_conv_oh(s) * repro_conv_ow(s), per = nk * R;
-    float cur[2 * FAST_R * FAST_R], sum[2 * FAST_R * FAST_R];
+    float cur[FAST_K * FAST_R * FAST_R], sum[FAST_K * FAST_R * FAST_R];
     for (int kk = 0; kk < nk && cx->db && c == 0 && ry0 == 0; kk++) {
         long k = k0 + kk;
         if (!f->sharded) {
@@ -182,10 +193,10 @@ static void bwd_filter_fast_chunk(void *vctx, long chunk)
 #undef DWROW
 }
 
-/* Sharded, chunk (q, kp): shard q's partial sums of filters 2kp and 2kp + 1
- * (the last alone when K is odd), every channel and filter row, and of
- * their biases, into f->parts; sum_shards adds the shards in order after
- * the chunks. Chunk q * pairs + kp: the pool's caller claims from the low
+/* Sharded, chunk (q, kg): shard q's partial sums of filter group kg,
+ * every channel and filter row, and of their biases, into f->parts;
+ * sum_shards adds the shards in order after the chunks. Chunk q * groups
+ * + kg: the pool's caller claims from the low
  * end, its other threads from the high end, so each thread sums the
  * samples it mostly produced itself in the passes before (which split by
  * sample the same way) instead of reading half of dy from the other core's
@@ -196,11 +207,11 @@ static void bwd_filter_shard_chunk(void *vctx, long chunk)
     const bwdf_ctx *f = vctx;
     const conv_ctx *cx = f->cx;
     const repro_conv_shape *s = cx->s;
-    long C = s->C, R = s->R, K = s->K, pairs = (K + 1) / 2;
-    long q = chunk / pairs, k0 = 2 * (chunk % pairs);
-    int nk = k0 + 1 < K ? 2 : 1;
+    long C = s->C, R = s->R, K = s->K, groups = groups_of(f);
+    long q = chunk / groups, k0 = f->group * (chunk % groups);
+    int nk = group_size(f, k0);
     long dy_q = (long)s->B * K * repro_conv_oh(s) * repro_conv_ow(s);
-    float *part = f->parts + q * f->part_len, res[2 * FAST_R * FAST_R];
+    float *part = f->parts + q * f->part_len, res[FAST_K * FAST_R * FAST_R];
     for (long c = 0; c < C; c++) {
         filter_rows_of_shard(f, k0, nk, c, 0, q, NULL, res); /* f->nry == R */
         for (long ry = 0; ry < R; ry++)
@@ -381,16 +392,18 @@ int repro_conv_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sha
         dy_off[j] = b * K * OH * OW + oy * OW;
     }
     memset(xpad + nx, 0, 64 * sizeof *xpad); /* the slack the last strip may read */
-    /* A chunk per filter row where pairs x channels are fewer than
+    /* A chunk per filter row where groups x channels are fewer than
      * FEW_CHUNKS a thread: so few large chunks leave one thread idle
      * whenever the other starts late. */
-    long pairs = (K + 1) / 2, nry = pairs * C < FEW_CHUNKS * threads ? 1 : R;
-    /* Sharded with at least FEW_CHUNKS a thread as (shard, pair) chunks:
+    const repro_simd *simd = repro_simd_get();
+    long groups = (K + simd->colsum_nk - 1) / simd->colsum_nk;
+    long nry = groups * C < FEW_CHUNKS * threads ? 1 : R;
+    /* Sharded with at least FEW_CHUNKS a thread as (shard, group) chunks:
      * by shard (bwd_filter_shard_chunk); else the shards inside each chunk */
-    int by_shard = sharded && nq * pairs >= FEW_CHUNKS * threads;
-    bwdf_ctx f = {cx, repro_simd_get(), xpad, x_off, dy_off, Hp, Wp, nq, sharded,
+    int by_shard = sharded && nq * groups >= FEW_CHUNKS * threads;
+    bwdf_ctx f = {cx, simd, xpad, x_off, dy_off, Hp, Wp, nq, sharded,
                   by_shard ? R : nry, xpad + nx + 64, part_len,
-                  klanes ? xpad + nx + 64 + nparts : NULL, x_in_place};
+                  klanes ? xpad + nx + 64 + nparts : NULL, x_in_place, simd->colsum_nk};
     long copy_units = ((x_in_place ? 0 : C) + (klanes ? 1 : 0)) * nq * B;
     repro_pool_run(pool, (copy_units + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
                    &f); /* copies: no sums */
@@ -400,11 +413,11 @@ int repro_conv_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sha
         return 0;
     }
     if (by_shard) {
-        repro_pool_run(pool, nq * pairs, bwd_filter_shard_chunk, &f);
+        repro_pool_run(pool, nq * groups, bwd_filter_shard_chunk, &f);
         sum_shards(&f);
         return 0;
     }
-    repro_pool_run(pool, pairs * C * (R / nry), bwd_filter_fast_chunk, &f);
+    repro_pool_run(pool, groups * C * (R / nry), bwd_filter_fast_chunk, &f);
     return 0;
 }
 

@@ -72,8 +72,9 @@ typedef struct {
      * r*ws + l] for t = 0 .. nt-1 in that order. */
     void (*conv_tile)(long nt, const float *wt, const long *t_off, const float *in, long ws,
                       const float *init, float *out, long ldg, long ldr);
-    /* Column sums of conv backward filter for nk filters kk (1 or 2; 2
-     * with R = 3 and nv <= 2 shares the x loads), nv vectors of output
+    /* Column sums of conv backward filter for nk filters kk (any; 2 with
+     * R = 3 and nv <= 2 share the x loads, and 4 with nv = 2 on AVX-512:
+     * colsum_nk), nv vectors of output
      * columns ox = v*lanes + lane (R = 3 with nv 1..3 in registers; any
      * works), R kernel columns rx:
      *   acc[kk][rx][ox] = acc[kk][rx][ox]
@@ -82,6 +83,9 @@ typedef struct {
      * x must be readable over nv*lanes (+ R - 1) floats from each offset. */
     void (*colsum)(int R, int nv, int nk, long nrows, const float *dy, long dy_k,
                    const long *dy_off, const float *x, const long *x_off, float *acc);
+    /* The filters colsum takes at once at its best: 4 where the registers
+     * hold 4 x 3 x 2 vectors of sums (AVX-512), else 2. */
+    int colsum_nk;
     /* The same column sums with the lanes across K = nv * lanes filters
      * (nv 1 or 2), R = 3, dy transposed (dyT: row j's ow columns of K
      * filters, rows dyT_row apart), every column ox < ow:
