@@ -11,13 +11,16 @@
  * input (oy + row shift, ox + column shift); in a copy of the input shifted
  * by that column shift and stored with rows of out_w, that element sits at
  * p + row shift * out_w: one offset for every lane, so the same tile kernel
- * runs on R such copies per channel. The layout with fewer tiles is used.
+ * runs on R such copies per channel. Where every column shift keeps a read
+ * in its row or carries it into the next row's zero margin (backward data
+ * without padding), one padded copy with rows of out_w serves every rx
+ * (one_copy_flat). The layout with fewer tiles is used.
  *
  * Determinism argument: an output element's terms are added one by one in
  * the order of the offset table, which lists them in the order ops.h
  * states ((c, ry, rx) for the forward, (k, ry, rx) for backward data), to a
  * start value of bias or +0; the vector lanes of a tile are different
- * output positions, its 8 accumulators different (channel, row or half)
+ * output positions, its accumulators different (channel, row or half)
  * pairs, and a sample's outputs are written by the one chunk that owns the
  * sample. Either layout reads each term's input value (or the copy's +0)
  * exactly, so both give the same bits. The padded copy turns a padded
@@ -32,7 +35,7 @@
 #include "scratch.h"
 #include "simd.h"
 
-enum { TILE_G = 4, TILE_ROWS = 2 };
+enum { TILE_G_MAX = 8, TILE_ROWS = 2 };
 
 static inline long lmin(long a, long b) { return a < b ? a : b; }
 static inline long lmax(long a, long b) { return a > b ? a : b; }
@@ -51,9 +54,11 @@ typedef struct {
     long margin, ph, ws;
     long R, shift0, shift_sign;
     int flat;
+    long copies; /* flat: R column-shifted copies, or 1 (one_copy_flat) */
     long nt, groups;
-    float *wt;   /* [groups][nt][TILE_G]: this call's scratch */
-    float *init; /* [groups * TILE_G] */
+    long G;      /* channels a tile: the path's conv_g */
+    float *wt;   /* [groups][nt][G]: this call's scratch */
+    float *init; /* [groups * G] */
     long *t_off; /* [nt]: a term's offset in the padded copy */
     const repro_simd *simd;
     repro_conv_sample_fn fallback; /* sample b without scratch memory */
@@ -99,14 +104,14 @@ static void shift_sample(const tiles_ctx *t, long b, float *buf)
 static void run_flat_tile(const tiles_ctx *t, const float *buf, long b, long g, long p0)
 {
     long L = t->simd->lanes, plane = t->out_h * t->out_w;
-    float *out = t->out + (b * t->out_c + g * TILE_G) * plane + p0;
-    const float *wt = t->wt + g * t->nt * TILE_G, *init = t->init + g * TILE_G;
-    long channels = lmin(TILE_G, t->out_c - g * TILE_G), n = lmin(TILE_ROWS * L, plane - p0);
-    if (channels == TILE_G && n == TILE_ROWS * L) {
+    float *out = t->out + (b * t->out_c + g * t->G) * plane + p0;
+    const float *wt = t->wt + g * t->nt * t->G, *init = t->init + g * t->G;
+    long channels = lmin(t->G, t->out_c - g * t->G), n = lmin(TILE_ROWS * L, plane - p0);
+    if (channels == t->G && n == TILE_ROWS * L) {
         t->simd->conv_tile(t->nt, wt, t->t_off, buf + p0, L, init, out, plane, L);
         return;
     }
-    float tile[TILE_G * TILE_ROWS * 16]; /* 16: the widest path's lanes */
+    float tile[TILE_G_MAX * TILE_ROWS * 16]; /* 16: the widest path's lanes */
     t->simd->conv_tile(t->nt, wt, t->t_off, buf + p0, L, init, tile, TILE_ROWS * L, L);
     for (long gi = 0; gi < channels; gi++)
         memcpy(out + gi * plane, tile + gi * TILE_ROWS * L, (size_t)n * sizeof *tile);
@@ -118,16 +123,16 @@ static void run_flat_tile(const tiles_ctx *t, const float *buf, long b, long g, 
 static void run_tile(const tiles_ctx *t, const float *buf, long b, long g, long r0, long c0)
 {
     long L = t->simd->lanes, plane = t->out_h * t->out_w;
-    float *out = t->out + (b * t->out_c + g * TILE_G) * plane + r0 * t->out_w + c0;
-    const float *wt = t->wt + g * t->nt * TILE_G, *init = t->init + g * TILE_G;
+    float *out = t->out + (b * t->out_c + g * t->G) * plane + r0 * t->out_w + c0;
+    const float *wt = t->wt + g * t->nt * t->G, *init = t->init + g * t->G;
     const float *in = buf + r0 * t->ws + c0;
-    long channels = lmin(TILE_G, t->out_c - g * TILE_G), rows = lmin(TILE_ROWS, t->out_h - r0);
+    long channels = lmin(t->G, t->out_c - g * t->G), rows = lmin(TILE_ROWS, t->out_h - r0);
     long cols = lmin(L, t->out_w - c0);
-    if (channels == TILE_G && rows == TILE_ROWS && cols == L) {
+    if (channels == t->G && rows == TILE_ROWS && cols == L) {
         t->simd->conv_tile(t->nt, wt, t->t_off, in, t->ws, init, out, plane, t->out_w);
         return;
     }
-    float tile[TILE_G * TILE_ROWS * 16]; /* 16: the widest path's lanes */
+    float tile[TILE_G_MAX * TILE_ROWS * 16]; /* 16: the widest path's lanes */
     t->simd->conv_tile(t->nt, wt, t->t_off, in, t->ws, init, tile, TILE_ROWS * L, L);
     for (long gi = 0; gi < channels; gi++)
         for (long ri = 0; ri < rows; ri++)
@@ -138,14 +143,17 @@ static void run_tile(const tiles_ctx *t, const float *buf, long b, long g, long 
 static void tiles_chunk(void *vctx, long b)
 {
     const tiles_ctx *t = vctx;
-    long copies = t->flat ? t->R : 1;
+    long copies = t->flat ? t->copies : 1;
     float *buf = repro_scratch(REPRO_SCRATCH_CONV, (size_t)(t->ph * t->ws * t->in_c * copies));
     if (!buf) {
         t->fallback(t->fallback_ctx, b);
         return;
     }
     if (t->flat) {
-        shift_sample(t, b, buf);
+        if (copies == 1)
+            pad_sample(t, b, buf);
+        else
+            shift_sample(t, b, buf);
         for (long g = 0; g < t->groups; g++)
             for (long p0 = 0; p0 < t->out_h * t->out_w; p0 += TILE_ROWS * t->simd->lanes)
                 run_flat_tile(t, buf, b, g, p0);
@@ -158,17 +166,31 @@ static void tiles_chunk(void *vctx, long b)
                 run_tile(t, buf, b, g, r0, c0);
 }
 
+/* Whether flat tiles can read one padded copy with rows of out_w instead
+ * of R shifted ones: a term's column shift never takes a read out of its
+ * row except into the copy's zero margin (past the row's end into the
+ * next row's left margin), and the input's columns fit beside that
+ * margin. Backward data without padding (the CNN's: 11 columns of dy, a
+ * 2-column margin, rows of 13): there the copy is the rows layout's own,
+ * only narrower. */
+static int one_copy_flat(const tiles_ctx *t)
+{
+    long cs_a = t->shift0, cs_b = t->shift0 + t->shift_sign * (t->R - 1);
+    long cs_lo = lmin(cs_a, cs_b), cs_hi = lmax(cs_a, cs_b);
+    return cs_lo >= 0 && cs_hi <= t->margin && t->margin + t->in_w <= t->out_w;
+}
+
 /* Picks the layout and sizes the copies' planes for outputs up to whole
  * tiles and the furthest term (max_shift: the largest row and column shift
  * of a term), and lays out the shared tables in this call's scratch. NULL:
  * no memory (a pool thread that finds none for its copy runs the
  * fallback). Flat needs fewer tiles wherever a row leaves lanes idle, but
- * R copies of the input instead of one: it is used where it saves at
- * least 5% of the tiles and its copies stay within an L1 data cache
- * (FLAT_MAX_FLOATS). Measured on the CNN's shapes (AVX-512, 64 samples):
- * forward 28x28 -> 8 channels 160 -> 115 us, 13x13x8 -> 16 channels 390
- * -> 272 us; its backward data (16 channels, copies of 47 KiB a sample)
- * 450 us either way, so it keeps rows. */
+ * R copies of the input instead of one (unless one_copy_flat): it is used
+ * where it saves at least 5% of the tiles and its copies stay within an
+ * L1 data cache (FLAT_MAX_FLOATS). Measured on the CNN's shapes (AVX-512,
+ * 64 samples): forward 28x28 -> 8 channels 160 -> 115 us, 13x13x8 -> 16
+ * channels 390 -> 272 us; its backward data (16 channels) 450 us either
+ * way with three copies of 47 KiB a sample; with one, 385 -> 305 us. */
 enum { FLAT_MAX_FLOATS = 8192 };
 
 static float *plan(tiles_ctx *t, long max_shift)
@@ -179,8 +201,9 @@ static float *plan(tiles_ctx *t, long max_shift)
     /* rows of out_w, enough for the last tile's furthest term */
     long flat_ph = lmax((round_up(positions, TILE_ROWS * L) + t->out_w - 1) / t->out_w + max_shift,
                         t->margin + 1);
+    t->copies = one_copy_flat(t) ? 1 : t->R;
     t->flat = flat_tiles * 20 < row_tiles * 19 &&
-              flat_ph * t->out_w * t->R * t->in_c <= FLAT_MAX_FLOATS;
+              flat_ph * t->out_w * t->copies * t->in_c <= FLAT_MAX_FLOATS;
     if (t->flat) {
         t->ws = t->out_w;
         t->ph = flat_ph;
@@ -188,8 +211,9 @@ static float *plan(tiles_ctx *t, long max_shift)
         t->ph = lmax(round_up(t->out_h, TILE_ROWS) + max_shift, t->margin + 1);
         t->ws = lmax(round_up(t->out_w, L) + max_shift, t->margin + 1);
     }
-    t->groups = (t->out_c + TILE_G - 1) / TILE_G;
-    size_t nw = (size_t)(t->groups * t->nt * TILE_G), ni = (size_t)(t->groups * TILE_G);
+    t->G = t->simd->conv_g;
+    t->groups = (t->out_c + t->G - 1) / t->G;
+    size_t nw = (size_t)(t->groups * t->nt * t->G), ni = (size_t)(t->groups * t->G);
     size_t no = (size_t)t->nt * sizeof(long) / sizeof(float) + 1;
     float *tab = repro_scratch(REPRO_SCRATCH_CALL, nw + ni + no);
     if (!tab)
@@ -204,7 +228,7 @@ static float *plan(tiles_ctx *t, long max_shift)
 static long term_offset(const tiles_ctx *t, long ch, long ry, long rx)
 {
     long plane = t->ph * t->ws, rs = t->shift0 + t->shift_sign * ry;
-    if (t->flat)
+    if (t->flat && t->copies > 1)
         return (ch * t->R + rx) * plane + rs * t->ws;
     return ch * plane + rs * t->ws + t->shift0 + t->shift_sign * rx;
 }
@@ -229,11 +253,11 @@ int repro_conv_forward_tiled(repro_pool *pool, const repro_conv_shape *s, const 
                 off[(c * R + ry) * R + rx] = term_offset(&t, c, ry, rx);
     for (long g = 0; g < t.groups; g++)
         for (long q = 0; q < t.nt; q++)
-            for (long gi = 0; gi < TILE_G; gi++) {
-                long k = g * TILE_G + gi;
-                wt[(g * t.nt + q) * TILE_G + gi] = k < K ? w[k * t.nt + q] : 0.0f;
+            for (long gi = 0; gi < t.G; gi++) {
+                long k = g * t.G + gi;
+                wt[(g * t.nt + q) * t.G + gi] = k < K ? w[k * t.nt + q] : 0.0f;
             }
-    for (long k = 0; k < t.groups * TILE_G; k++)
+    for (long k = 0; k < t.groups * t.G; k++)
         init[k] = bias && k < K ? bias[k] : 0.0f;
     repro_pool_run(pool, s->B, tiles_chunk, &t);
     return 0;
@@ -263,12 +287,12 @@ int repro_conv_backward_data_tiled(repro_pool *pool, const repro_conv_shape *s, 
     for (long g = 0; g < t.groups; g++)
         for (long q = 0; q < t.nt; q++) {
             long k = q / RR, r = q % RR;
-            for (long gi = 0; gi < TILE_G; gi++) {
-                long c = g * TILE_G + gi;
-                wt[(g * t.nt + q) * TILE_G + gi] = c < C ? w[(k * C + c) * RR + r] : 0.0f;
+            for (long gi = 0; gi < t.G; gi++) {
+                long c = g * t.G + gi;
+                wt[(g * t.nt + q) * t.G + gi] = c < C ? w[(k * C + c) * RR + r] : 0.0f;
             }
         }
-    for (long c = 0; c < t.groups * TILE_G; c++)
+    for (long c = 0; c < t.groups * t.G; c++)
         init[c] = 0.0f;
     repro_pool_run(pool, s->B, tiles_chunk, &t);
     return 0;

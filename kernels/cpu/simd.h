@@ -67,11 +67,12 @@ typedef struct {
      * arithmetic) through register transposes of the path's width, for
      * the GEMM's packing of a B read across k and its turned-around C. */
     void (*transpose)(const float *src, long lds, long rows, long cols, float *dst, long ldd);
-    /* A direct convolution tile: 4 channels g x 2 rows r x `lanes` columns
-     * l, out[g*ldg + r*ldr + l] = init[g] + wt[t*4 + g] * in[t_off[t] +
-     * r*ws + l] for t = 0 .. nt-1 in that order. */
+    /* A direct convolution tile: G = conv_g channels g x 2 rows r x
+     * `lanes` columns l, out[g*ldg + r*ldr + l] = init[g] + wt[t*G + g] *
+     * in[t_off[t] + r*ws + l] for t = 0 .. nt-1 in that order. */
     void (*conv_tile)(long nt, const float *wt, const long *t_off, const float *in, long ws,
                       const float *init, float *out, long ldg, long ldr);
+    int conv_g; /* 4, or 8 where 16 accumulators fit (AVX-512) */
     /* Column sums of conv backward filter for nk filters kk (any; 2 with
      * R = 3 and nv <= 2 share the x loads, and 4 with nv = 2 on AVX-512:
      * colsum_nk), nv vectors of output

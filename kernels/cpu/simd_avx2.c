@@ -18,7 +18,7 @@
 const repro_simd repro_simd_avx2 = {
     .isa = REPRO_ISA_AVX2, .lanes = LANES, .mr = MR, .nr = 2 * LANES, .mr_rows = 6,
     GEMM_TABLES, .transpose = transpose_avx2,
-    .conv_tile = conv_tile_avx2, .colsum = colsum_avx2, .colsum_nk = COLSUM_NK,
+    .conv_tile = CONV_TILE, .conv_g = CONV_G, .colsum = colsum_avx2, .colsum_nk = COLSUM_NK,
     .colsum_k = colsum_k_avx2, .rowsum = rowsum_avx2,
     .relu_fwd = relu_fwd_avx2, .relu_bwd = relu_bwd_avx2,
     .sgd = sgd_avx2, .adamw = adamw_avx2,

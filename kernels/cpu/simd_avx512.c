@@ -18,7 +18,7 @@
 const repro_simd repro_simd_avx512 = {
     .isa = REPRO_ISA_AVX512, .lanes = LANES, .mr = MR, .nr = 2 * LANES, .mr_rows = 8,
     GEMM_TABLES, .transpose = transpose_avx512,
-    .conv_tile = conv_tile_avx512, .colsum = colsum_avx512, .colsum_nk = COLSUM_NK,
+    .conv_tile = CONV_TILE, .conv_g = CONV_G, .colsum = colsum_avx512, .colsum_nk = COLSUM_NK,
     .colsum_k = colsum_k_avx512, .rowsum = rowsum_avx512,
     .relu_fwd = relu_fwd_avx512, .relu_bwd = relu_bwd_avx512,
     .sgd = sgd_avx512, .adamw = adamw_avx512,

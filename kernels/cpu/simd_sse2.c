@@ -17,7 +17,7 @@
 const repro_simd repro_simd_sse2 = {
     .isa = REPRO_ISA_SSE2, .lanes = LANES, .mr = MR, .nr = 2 * LANES, .mr_rows = 4,
     GEMM_TABLES, .transpose = transpose_sse2,
-    .conv_tile = conv_tile_sse2, .colsum = colsum_sse2, .colsum_nk = COLSUM_NK,
+    .conv_tile = CONV_TILE, .conv_g = CONV_G, .colsum = colsum_sse2, .colsum_nk = COLSUM_NK,
     .colsum_k = colsum_k_sse2, .rowsum = rowsum_sse2,
     .relu_fwd = relu_fwd_sse2, .relu_bwd = relu_bwd_sse2,
     .sgd = sgd_sse2, .adamw = adamw_sse2,

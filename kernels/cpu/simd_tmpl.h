@@ -191,10 +191,11 @@ GEMM_TILES(12)
 #endif
 
 /* ---- direct convolution tile (simd.h: conv_tile) -------------------------
- * 4 channels g x 2 rows r x LANES columns l, 8 accumulators:
+ * 4 channels g x 2 rows r x LANES columns l, 8 accumulators (SSE2, AVX2):
  *   out[g*ldg + r*ldr + l] = init[g] + wt[0*4 + g] * in[t_off[0] + r*ws + l]
  *                                    + wt[1*4 + g] * in[t_off[1] + r*ws + l] ...
  * over the nt terms in order. */
+#if LANES != 16
 TGT static void SFX(conv_tile)(long nt, const float *wt, const long *t_off, const float *in,
                                long ws, const float *init, float *out, long ldg, long ldr)
 {
@@ -225,6 +226,40 @@ TGT static void SFX(conv_tile)(long nt, const float *wt, const long *t_off, cons
     SFX(st)(out + 3 * ldg, a30);
     SFX(st)(out + 3 * ldg + ldr, a31);
 }
+#endif
+
+#if LANES == 16
+/* The same tile for 8 channels (AVX-512's 32 registers): 16 accumulators,
+ * twice the adds in flight that one add's latency needs (the 4-channel
+ * tile's 8 were exactly that many, and ran at about half the peak on the
+ * CNN's backward data), and each row's load serves 8 products. */
+TGT static void SFX(conv_tile8)(long nt, const float *wt, const long *t_off, const float *in,
+                                long ws, const float *init, float *out, long ldg, long ldr)
+{
+    VF a[8][2];
+    _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) a[g][0] = a[g][1] = SFX(splat)(init[g]);
+    for (long t = 0; t < nt; t++, wt += 8) {
+        const float *p = in + t_off[t];
+        VF d0 = SFX(ld)(p), d1 = SFX(ld)(p + ws);
+        _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++)
+        {
+            VF w = SFX(splat)(wt[g]);
+            a[g][0] = a[g][0] + w * d0;
+            a[g][1] = a[g][1] + w * d1;
+        }
+    }
+    _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++)
+    {
+        SFX(st)(out + g * ldg, a[g][0]);
+        SFX(st)(out + g * ldg + ldr, a[g][1]);
+    }
+}
+#define CONV_TILE SFX(conv_tile8)
+#define CONV_G 8
+#else
+#define CONV_TILE SFX(conv_tile)
+#define CONV_G 4
+#endif
 
 /* ---- column sums of conv backward filter (simd.h: colsum) ----------------
  * R = 3 with 1..3 vectors in registers (3 x 3 accumulators at most, so
