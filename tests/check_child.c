@@ -15,6 +15,7 @@
 #include "util/child.h"
 #include "util/error.h"
 #include "util/orphans.h"
+#include "util/rank_watch.h"
 #include "testutil.h"
 #include "tu_procs.h"
 
@@ -524,6 +525,31 @@ START_TEST(test_parent_without_standard_fds)
 }
 END_TEST
 
+/* Ranks found gone together: the one named is the one whose end agrees
+ * with mpirun's exit status. A rank that refuses (exit 2) ends the job
+ * and mpirun kills the others (signal 9): the refusal is the cause, not
+ * the kill that a lower rank happened to show. */
+START_TEST(test_rank_watch_names_the_rank_mpirun_names)
+{
+    repro_rank_watch w;
+    ck_assert_int_eq(repro_rank_watch_init(&w, NULL, 3), 0);
+    w.first_status[0] = SIGKILL; /* a wait status: killed by signal 9 */
+    w.first_status[1] = 2 << 8;  /* exited with 2 */
+    w.first_gone = 0, w.status = SIGKILL, w.ngone_first = 2;
+    repro_child_status refused = {REPRO_CHILD_EXITED, 2}, killed = {REPRO_CHILD_SIGNALED, SIGKILL};
+    repro_rank_watch_settle(&w, &killed); /* mpirun saw the kill first: rank 0 stays */
+    ck_assert_int_eq(w.first_gone, 0);
+    repro_rank_watch_settle(&w, &refused);
+    ck_assert_int_eq(w.first_gone, 1);
+    ck_assert(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 2);
+    /* one rank gone: nothing to choose */
+    w.first_gone = 0, w.status = SIGKILL, w.ngone_first = 1;
+    repro_rank_watch_settle(&w, &refused);
+    ck_assert_int_eq(w.first_gone, 0);
+    repro_rank_watch_release(&w);
+}
+END_TEST
+
 Suite *child_suite(void)
 {
     Suite *s = suite_create("child");
@@ -546,6 +572,7 @@ Suite *child_suite(void)
     tcase_add_test(tc, test_capture_keeps_head_and_tail);
     tcase_add_test(tc, test_capture_under_twice_the_limit_is_whole);
     tcase_add_test(tc, test_capture_limit_from_the_environment);
+    tcase_add_test(tc, test_rank_watch_names_the_rank_mpirun_names);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -373,8 +373,11 @@ static int launch_mpirun(const repro_multirun *m, int idx, const char *dir, repr
     if (rc)
         repro_error_wrap(REPRO_EIO, "%s: %d ranks need Open MPI's mpirun (Debian: openmpi-bin)",
                          m->plan[idx].label, ranks);
-    else if (st->how != REPRO_CHILD_EXITED || st->code != 0 || j.stop_at)
+    else if (st->how != REPRO_CHILD_EXITED || st->code != 0 || j.stop_at) {
+        if (!j.left_behind)
+            repro_rank_watch_settle(&j.w, st);
         explain_job(&j, st, dir, why, why_len, err, err_len);
+    }
     repro_rank_watch_release(&j.w);
     return rc;
 }

@@ -109,6 +109,7 @@ int repro_launch_ranks(const char *cmd, int ranks, int argc, char **args)
                          "%s: %d ranks need Open MPI's mpirun (Debian: openmpi-bin)", cmd, ranks);
         return repro_report_error();
     }
+    repro_rank_watch_settle(&w, &st);
     int code = repro_child_status_code(&st);
     int interrupted = repro_child_interrupted();
     if (interrupted) { /* a signal to us, passed on to the job by the CLI's trap */

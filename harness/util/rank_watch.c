@@ -20,15 +20,23 @@ int repro_rank_watch_init(repro_rank_watch *w, const repro_child *job, int ranks
     w->ranks = ranks;
     w->first_gone = -1;
     w->status = -1;
-    if (!(w->pid = calloc((size_t)ranks, sizeof *w->pid)))
+    w->pid = calloc((size_t)ranks, sizeof *w->pid);
+    w->first_status = malloc((size_t)ranks * sizeof *w->first_status);
+    if (!w->pid || !w->first_status) {
+        repro_rank_watch_release(w);
         return repro_error_set(REPRO_ENOMEM, "out of memory");
+    }
+    for (int r = 0; r < ranks; r++)
+        w->first_status[r] = -2; /* not gone at the first sight */
     return 0;
 }
 
 void repro_rank_watch_release(repro_rank_watch *w)
 {
     free(w->pid);
+    free(w->first_status);
     w->pid = NULL;
+    w->first_status = NULL;
 }
 
 /* The rank of a process of the job (OMPI_COMM_WORLD_RANK), or -1. */
@@ -117,12 +125,37 @@ void repro_rank_watch_tick(void *arg)
         char st = w->pid[r] ? proc_state(w->pid[r], &status) : 'R';
         if (st != 0 && st != 'Z')
             continue;
+        w->first_status[r] = st == 'Z' ? status : -1;
         if (w->first_gone < 0) {
             w->first_gone = r;
-            w->status = st == 'Z' ? status : -1;
+            w->status = w->first_status[r];
             w->first_gone_at = repro_now();
         }
         w->ngone_first++;
+    }
+}
+
+/* Where several ranks were gone at the first sight, mpirun knows which
+ * failed first and exits with its status (an exit code, or 128 + its
+ * signal): name a rank of that group that ended so. When one rank exits
+ * with an error (a refusal), mpirun kills the rest, and a tick may find
+ * them all gone: the kill is not the cause. */
+void repro_rank_watch_settle(repro_rank_watch *w, const repro_child_status *mpirun)
+{
+    int code = repro_child_status_code(mpirun);
+    if (w->ngone_first < 2 || code == 0)
+        return;
+    for (int r = 0; r < w->ranks; r++) {
+        int s = w->first_status[r];
+        if (s < 0)
+            continue;
+        int match = code > 128 ? WIFSIGNALED(s) && WTERMSIG(s) == code - 128
+                               : WIFEXITED(s) && WEXITSTATUS(s) == code;
+        if (match) {
+            w->first_gone = r;
+            w->status = s;
+            return;
+        }
     }
 }
 

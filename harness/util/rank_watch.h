@@ -19,6 +19,7 @@ typedef struct {
     int first_gone;         /* the rank seen gone first, -1: none yet */
     int ngone_first;        /* how many were gone at that first sight */
     int status;             /* its wait status when caught as a zombie, -1: unknown */
+    int *first_status;      /* per rank: status at that first sight (-1 unknown, -2 running) */
     double first_gone_at;   /* monotonic seconds of that first sight */
 } repro_rank_watch;
 
@@ -29,6 +30,10 @@ void repro_rank_watch_release(repro_rank_watch *w);
 /* One look (a repro_child tick: arg is the repro_rank_watch): ranks not
  * seen yet, and the first sight of a rank gone. */
 void repro_rank_watch_tick(void *arg);
+/* After the job: of the ranks gone at the first sight, the one whose end
+ * agrees with mpirun's exit status (mpirun knows which failed first)
+ * becomes first_gone. */
+void repro_rank_watch_settle(repro_rank_watch *w, const repro_child_status *mpirun);
 /* How the first rank gone ended, as far as the watch saw it, else as
  * mpirun's exit status says (128 + a signal, or an exit code). */
 repro_child_status repro_rank_watch_status(const repro_rank_watch *w,
