@@ -2,12 +2,13 @@
  * 6 rows x 16 columns (at most 12 accumulators of 16 registers: the two B
  * vectors, the broadcast and a product take the rest). Only these functions are compiled for
  * AVX2 (target attribute), and only called when the CPU has it. target
- * "avx2" alone does not enable FMA, so no fused instruction can appear. */
+ * "avx2,prfchw" does not enable FMA, so no fused instruction can appear
+ * (prfchw: the optimizer's prefetchw, simd_pointwise_tmpl.h). */
 #include "simd.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define LANES 8
-#define TGT __attribute__((target("avx2")))
+#define TGT __attribute__((target("avx2,prfchw")))
 #define SFX(name) name##_avx2
 #define MR 6
 #define SPLAT_INIT(a) {a, a, a, a, a, a, a, a}
