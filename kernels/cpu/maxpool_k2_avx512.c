@@ -8,7 +8,7 @@
  * short rows go several to a vector where their input rows fit in the 32
  * floats (the CNN's 11-wide plane: two rows of 5), where the AVX2 path
  * ran eight windows a call, the tail masked: the pooling took 94 and 52
- * us a step of the CNN's two pools before, 51 and 30 after (Xeon, 1
+ * us a step of the CNN's two pools before, 59 and 27 after (Xeon, 1
  * thread). The CNN's backward stays maxpool.c's: a zeroed plane and one
  * store a window were as fast as vector variants, dx's writes the cost. */
 #include "maxpool_k2.h"
