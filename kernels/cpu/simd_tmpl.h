@@ -22,6 +22,11 @@ TGT static inline VF SFX(ld)(const float *p)
     return v;
 }
 
+/* v loaded once into a register: without it GCC folds a load of v into
+ * each multiply that uses it (three loads where one does; the lanes-
+ * across-filters sums were bound by their loads). An empty asm: no code. */
+#define IN_REGISTER(v) __asm__("" : "+v"(v))
+
 TGT static inline void SFX(st)(float *p, VF v)
 {
     memcpy(p, &v, sizeof v);
@@ -326,12 +331,17 @@ COLSUM_R3(3)
                  * and x fit 16 registers without spilling */              \
                 VF da = SFX(ld)(d + v * LANES), db = SFX(ld)(d + dy_k + v * LANES);      \
                 VF xs = SFX(ld)(xr + v * LANES);                                         \
+                IN_REGISTER(da);                                                         \
+                IN_REGISTER(db);                                                         \
+                IN_REGISTER(xs);                                                         \
                 a0[v] = a0[v] + da * xs;                                                 \
                 b0[v] = b0[v] + db * xs;                                                 \
                 xs = SFX(ld)(xr + v * LANES + 1);                                        \
+                IN_REGISTER(xs);                                                         \
                 a1[v] = a1[v] + da * xs;                                                 \
                 b1[v] = b1[v] + db * xs;                                                 \
                 xs = SFX(ld)(xr + v * LANES + 2);                                        \
+                IN_REGISTER(xs);                                                         \
                 a2[v] = a2[v] + da * xs;                                                 \
                 b2[v] = b2[v] + db * xs;                                                 \
             }                                                                            \
@@ -465,6 +475,7 @@ TGT static void SFX(colsum)(int R, int nv, int nk, long nrows, const float *dy, 
                 _Pragma("GCC unroll 2") for (int v = 0; v < (NV); v++)                   \
                 {                                                                        \
                     VF dv = SFX(ld)(d + (o * (NV) + v) * LANES);                         \
+                    IN_REGISTER(dv);                                                     \
                     acc[0][o][v] = acc[0][o][v] + dv * SFX(splat)(xr[o]);                \
                     acc[1][o][v] = acc[1][o][v] + dv * SFX(splat)(xr[o + 1]);            \
                     acc[2][o][v] = acc[2][o][v] + dv * SFX(splat)(xr[o + 2]);            \
@@ -553,3 +564,4 @@ TGT static void SFX(rowsum)(long nrows, long nv, const float *base, long row, fl
 #undef GEMM_TILES
 #undef COLSUM_R3
 #undef COLSUM_K
+#undef IN_REGISTER
