@@ -54,10 +54,10 @@ typedef struct {
     int group;      /* filters a chunk takes at once (the path's colsum_nk) */
 } bwdf_ctx;
 
-/* The groups of f->group filters (the last may be smaller). */
-static long groups_of(const bwdf_ctx *f)
+/* The groups of `group` filters among K (the last may be smaller). */
+static long group_count(long K, int group)
 {
-    return (f->cx->s->K + f->group - 1) / f->group;
+    return (K + group - 1) / group;
 }
 
 /* The filters of the group starting at k0. */
@@ -143,10 +143,11 @@ static void filter_rows_of_shard(const bwdf_ctx *f, long k0, int nk, long c, lon
  * last group smaller when K is not a multiple), so each row of x is
  * loaded once for all of them (simd.h: colsum), filter rows ry0 .. ry0 +
  * nry - 1 (all R, or one each where the groups and channels make few
- * chunks: the models' first convolution has 2 to 4 groups, one channel). Sharded, the chunk runs every shard in turn and sums them
- * in shard order (dw = P_0, then dw + P_1, ...; with accumulate the old dw
- * + that sum): the adds the model's shard buffers get, in one job instead
- * of one per shard plus the adds. */
+ * chunks: the models' first convolution has 2 to 4 groups, one channel).
+ * Sharded, the chunk runs every shard in turn and sums them in shard
+ * order (dw = P_0, then dw + P_1, ...; with accumulate the old dw + that
+ * sum): the adds the model's shard buffers get, in one job instead of one
+ * per shard plus the adds. */
 static void bwd_filter_fast_chunk(void *vctx, long chunk)
 {
     const bwdf_ctx *f = vctx;
@@ -207,7 +208,7 @@ static void bwd_filter_shard_chunk(void *vctx, long chunk)
     const bwdf_ctx *f = vctx;
     const conv_ctx *cx = f->cx;
     const repro_conv_shape *s = cx->s;
-    long C = s->C, R = s->R, K = s->K, groups = groups_of(f);
+    long C = s->C, R = s->R, K = s->K, groups = group_count(K, f->group);
     long q = chunk / groups, k0 = f->group * (chunk % groups);
     int nk = group_size(f, k0);
     long dy_q = (long)s->B * K * repro_conv_oh(s) * repro_conv_ow(s);
@@ -396,14 +397,15 @@ int repro_conv_filter_fast(repro_pool *pool, const conv_ctx *cx, int nq, int sha
      * FEW_CHUNKS a thread: so few large chunks leave one thread idle
      * whenever the other starts late. */
     const repro_simd *simd = repro_simd_get();
-    long groups = (K + simd->colsum_nk - 1) / simd->colsum_nk;
+    int group = (int)lmin(simd->colsum_nk, FAST_K); /* the buffers hold FAST_K */
+    long groups = group_count(K, group);
     long nry = groups * C < FEW_CHUNKS * threads ? 1 : R;
     /* Sharded with at least FEW_CHUNKS a thread as (shard, group) chunks:
      * by shard (bwd_filter_shard_chunk); else the shards inside each chunk */
     int by_shard = sharded && nq * groups >= FEW_CHUNKS * threads;
     bwdf_ctx f = {cx, simd, xpad, x_off, dy_off, Hp, Wp, nq, sharded,
                   by_shard ? R : nry, xpad + nx + 64, part_len,
-                  klanes ? xpad + nx + 64 + nparts : NULL, x_in_place, simd->colsum_nk};
+                  klanes ? xpad + nx + 64 + nparts : NULL, x_in_place, group};
     long copy_units = ((x_in_place ? 0 : C) + (klanes ? 1 : 0)) * nq * B;
     repro_pool_run(pool, (copy_units + COPY_UNITS - 1) / COPY_UNITS, bwd_filter_copy_chunk,
                    &f); /* copies: no sums */

@@ -212,6 +212,8 @@ static float *plan(tiles_ctx *t, long max_shift)
         t->ws = lmax(round_up(t->out_w, L) + max_shift, t->margin + 1);
     }
     t->G = t->simd->conv_g;
+    if (t->G < 1 || t->G > TILE_G_MAX) /* the edge tiles' buffers hold TILE_G_MAX */
+        return NULL;
     t->groups = (t->out_c + t->G - 1) / t->G;
     size_t nw = (size_t)(t->groups * t->nt * t->G), ni = (size_t)(t->groups * t->G);
     size_t no = (size_t)t->nt * sizeof(long) / sizeof(float) + 1;
